@@ -1,0 +1,256 @@
+/* lazytensor: lazy tensors for C with a caching graph executor.
+ *
+ * Every op records a node in an IR graph instead of computing. Reading a value
+ * (lt_to_data) runs the pending graph: the executor hashes it, looks up a
+ * compiled executable in its cache, compiles on a miss, executes, and stores
+ * the results back into the tensors.
+ *
+ * Conventions:
+ *  - A call that fails returns NULL (tensor results) or a negative LT_E* status
+ *    and leaves a message in lt_last_error(). An op given a NULL operand returns
+ *    NULL and keeps the error already recorded, so an expression may be chained
+ *    and checked once at the end.
+ *  - Tensors are reference counted. Inside lt_scope_begin()/lt_scope_end() every
+ *    tensor created is owned by the scope and released at its end; lt_retain()
+ *    a tensor to keep it. Outside any scope the caller owns the new reference.
+ */
+#ifndef LAZYTENSOR_H
+#define LAZYTENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LT_VERSION_MAJOR 0
+#define LT_VERSION_MINOR 1
+#define LT_VERSION_PATCH 0
+#define LT_VERSION_STRING "0.1.0"
+
+#define LT_MAX_DIMS 8
+
+/* ---- status codes --------------------------------------------------------- */
+typedef enum lt_status {
+  LT_OK = 0,
+  LT_EINVAL = -1,   /* bad argument (NULL, out-of-range axis, bad value) */
+  LT_ESHAPE = -2,   /* shapes do not fit the op */
+  LT_EDTYPE = -3,   /* dtype not accepted by the op */
+  LT_EDEVICE = -4,  /* unknown device or operands on different devices */
+  LT_ENOMEM = -5,   /* an allocation failed */
+  LT_ECOMPILE = -6, /* the backend could not compile a graph */
+  LT_EEXEC = -7,    /* the backend failed while executing a graph */
+  LT_ENOTFOUND = -8 /* a name or key is not known */
+} lt_status;
+
+/* Message of the last failure on this thread ("" when none). */
+const char *lt_last_error(void);
+/* Status code of the last failure on this thread (LT_OK when none). */
+int lt_last_status(void);
+/* Forget the last failure on this thread. */
+void lt_clear_error(void);
+
+/* ---- allocator hook -------------------------------------------------------- */
+/* One hook for every allocation the library makes, as in Lua: nsize == 0 frees
+ * ptr and returns NULL; otherwise it behaves as realloc(ptr, nsize). Returning
+ * NULL for nsize > 0 reports an allocation failure. Passing fn == NULL restores
+ * the default (the C library). Set it before creating any tensor. */
+typedef void *(*lt_alloc_fn)(void *ud, void *ptr, size_t osize, size_t nsize);
+void lt_set_allocator(lt_alloc_fn fn, void *ud);
+
+/* ---- dtypes ----------------------------------------------------------------- */
+typedef enum lt_dtype {
+  LT_BOOL = 0,
+  LT_I32 = 1,
+  LT_I64 = 2,
+  LT_F32 = 3,
+  LT_F64 = 4,
+  LT_NUM_DTYPES
+} lt_dtype;
+
+const char *lt_dtype_name(lt_dtype dt); /* "bool", "i32", ... ; "?" if invalid */
+size_t lt_dtype_size(lt_dtype dt);      /* bytes per element, 0 if invalid */
+
+/* ---- devices ---------------------------------------------------------------- */
+typedef enum lt_device_type { LT_DEVICE_CPU = 0 } lt_device_type;
+
+#define LT_MAX_DEVICES 64
+
+typedef struct lt_device {
+  lt_device_type type;
+  int index;
+} lt_device;
+
+/* The device CPU:index. */
+lt_device lt_cpu(int index);
+/* Parse "CPU:0" (case-insensitive type). Returns LT_OK or LT_EDEVICE. */
+int lt_device_parse(const char *text, lt_device *out);
+/* Write "CPU:0" into buf; returns the length it needs (snprintf style). */
+int lt_device_str(lt_device dev, char *buf, size_t n);
+/* Count of live tensors on a device (those not yet destroyed). */
+int64_t lt_device_live_tensors(lt_device dev);
+
+/* ---- tensors and lifetimes ---------------------------------------------------- */
+typedef struct lt_tensor lt_tensor;
+
+lt_tensor *lt_retain(lt_tensor *t); /* returns t */
+void lt_release(lt_tensor *t);      /* NULL is accepted */
+
+/* Scopes nest. Tensors created while a scope is open belong to it. */
+void lt_scope_begin(void);
+void lt_scope_end(void);
+
+int64_t lt_id(const lt_tensor *t);
+lt_dtype lt_get_dtype(const lt_tensor *t);
+int lt_ndim(const lt_tensor *t);
+int64_t lt_dim(const lt_tensor *t, int axis); /* negative axis counts from the end */
+const int64_t *lt_shape(const lt_tensor *t);
+int64_t lt_numel(const lt_tensor *t);
+lt_device lt_get_device(const lt_tensor *t);
+
+/* Where the value of a tensor currently lives. */
+typedef enum lt_state { LT_STATE_DEVICE = 0, LT_STATE_PENDING = 1, LT_STATE_HOST = 2 } lt_state;
+lt_state lt_get_state(const lt_tensor *t);
+
+/* ---- creation ------------------------------------------------------------------- */
+/* Copies nbytes-worth of data (numel * dtype size) from data. */
+lt_tensor *lt_from_data(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim,
+                        const void *data);
+lt_tensor *lt_full(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim, double value);
+lt_tensor *lt_zeros(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim);
+lt_tensor *lt_ones(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim);
+/* A 0-d tensor. 0 and +-1 become IR constants; other values become device data,
+ * so a value that changes from step to step never changes the graph. */
+lt_tensor *lt_scalar(lt_device dev, lt_dtype dt, double value);
+/* [start, stop) by step, as numpy.arange; step must not be 0. */
+lt_tensor *lt_arange(lt_device dev, lt_dtype dt, double start, double stop, double step);
+/* n x m identity (m <= 0 means m = n). */
+lt_tensor *lt_eye(lt_device dev, lt_dtype dt, int64_t n, int64_t m);
+
+/* ---- reading values ------------------------------------------------------------- */
+/* Runs what the tensor needs and copies its value into dst (nbytes must be at
+ * least numel * dtype size). On failure the tensor keeps its pending graph. */
+int lt_to_data(lt_tensor *t, void *dst, size_t nbytes);
+/* One element as double, for tests and printing (flat index). */
+int lt_item(lt_tensor *t, int64_t flat_index, double *out);
+
+/* ---- elementwise ---------------------------------------------------------------- */
+/* Binary ops broadcast as numpy and promote dtypes as PyTorch: bool < i32 < i64 <
+ * f32 < f64, with 0-d tensors only raising the category (bool, int, float) of
+ * tensors that have dimensions. */
+lt_tensor *lt_add(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_sub(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_mul(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_div(lt_tensor *a, lt_tensor *b); /* true division: ints give f32 */
+lt_tensor *lt_pow(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_maximum(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_minimum(lt_tensor *a, lt_tensor *b);
+
+lt_tensor *lt_neg(lt_tensor *a);
+lt_tensor *lt_abs(lt_tensor *a);
+lt_tensor *lt_sign(lt_tensor *a);
+lt_tensor *lt_relu(lt_tensor *a);
+lt_tensor *lt_floor(lt_tensor *a);
+lt_tensor *lt_ceil(lt_tensor *a);
+lt_tensor *lt_round(lt_tensor *a); /* half to even */
+/* Floating ops: bool and integer inputs give f32. */
+lt_tensor *lt_exp(lt_tensor *a);
+lt_tensor *lt_log(lt_tensor *a);
+lt_tensor *lt_log1p(lt_tensor *a);
+lt_tensor *lt_sqrt(lt_tensor *a);
+lt_tensor *lt_rsqrt(lt_tensor *a);
+lt_tensor *lt_sin(lt_tensor *a);
+lt_tensor *lt_cos(lt_tensor *a);
+lt_tensor *lt_tanh(lt_tensor *a);
+lt_tensor *lt_sigmoid(lt_tensor *a);
+lt_tensor *lt_gelu(lt_tensor *a); /* exact: x * (1 + erf(x / sqrt 2)) / 2 */
+lt_tensor *lt_erf(lt_tensor *a);
+/* clamp to [lo, hi]; NAN for a bound means none. */
+lt_tensor *lt_clamp(lt_tensor *a, double lo, double hi);
+
+/* Comparisons give bool. */
+lt_tensor *lt_eq(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_ne(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_lt(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_le(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_gt(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_ge(lt_tensor *a, lt_tensor *b);
+/* Logical ops treat non-zero as true and give bool. */
+lt_tensor *lt_logical_and(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_logical_or(lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_logical_not(lt_tensor *a);
+/* cond ? a : b, broadcasting all three; cond is read as bool. */
+lt_tensor *lt_where(lt_tensor *cond, lt_tensor *a, lt_tensor *b);
+lt_tensor *lt_cast(lt_tensor *a, lt_dtype dt);
+
+/* ---- reductions ------------------------------------------------------------------- */
+/* axes: naxes entries (negative count from the end); naxes == 0 reduces all axes.
+ * sum and prod of bool/int give i64; mean needs a floating dtype. */
+lt_tensor *lt_sum(lt_tensor *a, const int *axes, int naxes, bool keepdim);
+lt_tensor *lt_mean(lt_tensor *a, const int *axes, int naxes, bool keepdim);
+lt_tensor *lt_max(lt_tensor *a, const int *axes, int naxes, bool keepdim);
+lt_tensor *lt_min(lt_tensor *a, const int *axes, int naxes, bool keepdim);
+lt_tensor *lt_prod(lt_tensor *a, const int *axes, int naxes, bool keepdim);
+lt_tensor *lt_logsumexp(lt_tensor *a, const int *axes, int naxes, bool keepdim);
+/* Index (i64) of the first largest / smallest value along one axis. */
+lt_tensor *lt_argmax(lt_tensor *a, int axis, bool keepdim);
+lt_tensor *lt_argmin(lt_tensor *a, int axis, bool keepdim);
+lt_tensor *lt_softmax(lt_tensor *a, int axis);
+lt_tensor *lt_log_softmax(lt_tensor *a, int axis);
+
+/* ---- contraction -------------------------------------------------------------------- */
+/* numpy.matmul: 1-d operands are promoted and the added dim removed; batch dims
+ * broadcast. bool is not accepted. */
+lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b);
+
+/* ---- shape ---------------------------------------------------------------------------- */
+/* One entry of shape may be -1 and is then inferred. */
+lt_tensor *lt_reshape(lt_tensor *a, const int64_t *shape, int ndim);
+lt_tensor *lt_permute(lt_tensor *a, const int *perm, int ndim);
+lt_tensor *lt_transpose(lt_tensor *a, int axis0, int axis1);
+/* Broadcast to shape (numpy.broadcast_to); -1 keeps that dim. */
+lt_tensor *lt_expand(lt_tensor *a, const int64_t *shape, int ndim);
+/* Remove axis if its size is 1 (else a no-op, as PyTorch). */
+lt_tensor *lt_squeeze(lt_tensor *a, int axis);
+lt_tensor *lt_unsqueeze(lt_tensor *a, int axis);
+/* Per axis python-style [start:stop:step], with step > 0; NULL starts mean 0, NULL
+ * stops mean the end, NULL steps mean 1. Out-of-range bounds are clamped. */
+lt_tensor *lt_slice(lt_tensor *a, const int64_t *starts, const int64_t *stops,
+                    const int64_t *steps);
+lt_tensor *lt_concat(lt_tensor *const *ts, int n, int axis);
+lt_tensor *lt_stack(lt_tensor *const *ts, int n, int axis);
+/* pads[2*i], pads[2*i+1]: elements added before and after axis i (>= 0). */
+lt_tensor *lt_pad(lt_tensor *a, const int64_t *pads, double value);
+/* torch.gather: out[i][j] = a[index[i][j]][j] for axis 0, etc. index is an
+ * integer tensor of a's rank. Out-of-range indices fail at execution. */
+lt_tensor *lt_gather(lt_tensor *a, int axis, lt_tensor *index);
+/* Select entries of a 1-d integer index along axis. */
+lt_tensor *lt_index_select(lt_tensor *a, int axis, lt_tensor *index);
+/* One-hot of an integer tensor: a new last axis of num_classes entries. */
+lt_tensor *lt_one_hot(lt_tensor *indices, int64_t num_classes, lt_dtype dt);
+
+/* ---- in place ------------------------------------------------------------------------- */
+/* dst takes the value of src (broadcast to dst's shape and cast to its dtype),
+ * lazily: dst keeps its identity, and its value becomes src's pending graph. */
+int lt_assign(lt_tensor *dst, lt_tensor *src);
+
+/* ---- metrics ------------------------------------------------------------------------------ */
+/* Value of a counter by name (CachedCompile, UncachedCompile, ExecuteComputation,
+ * CreateTensor, DestroyTensor, ...); -1 if the name is unknown. */
+int64_t lt_counter(const char *name);
+/* Names of all counters, NULL-terminated. */
+const char *const *lt_counter_names(void);
+/* Reset every counter to 0. */
+void lt_counters_reset(void);
+/* Number of compiled executables held in memory, and a way to drop them all. */
+int64_t lt_cache_entries(void);
+void lt_cache_clear(void);
+/* Write a text report of every metric; returns the length it needs (snprintf style). */
+int lt_metrics_report(char *buf, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

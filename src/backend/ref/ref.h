@@ -1,0 +1,98 @@
+/* The ref backend: a plain interpreter that runs one node at a time with simple
+ * loops. It is the oracle every other backend is tested against, so it favours
+ * being obviously right over being fast: every element is read as a double (float
+ * dtypes) or an int64 (bool and integer dtypes), computed, and stored back. */
+#ifndef LT_REF_H
+#define LT_REF_H
+
+#include "../backend.h"
+
+/* One instruction of a ref executable: a copy of a node without pointers. */
+typedef struct ref_instr {
+  uint16_t op;
+  uint8_t dtype;
+  uint8_t ndim;
+  int64_t shape[LT_MAX_DIMS];
+  double fattr;
+  int param;     /* DATA: parameter index */
+  int noperands; /* indices of earlier instructions */
+  int *operands;
+  int nattrs;
+  int64_t *attrs;
+} ref_instr;
+
+/* Kernels: fill out (allocated with the instruction's dtype and shape) from the
+ * operand buffers in. Return LT_OK, or a negative status with lt__err set
+ * (e.g. an index out of range). One function per op family, each in its own file. */
+int ref_elementwise(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int ref_reduce(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int ref_matmul(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int ref_shape(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int ref_index(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in);
+
+/* ---- element access ---- */
+static inline bool ref_is_float(int dt) { return dt == LT_F32 || dt == LT_F64; }
+
+static inline double ref_getf(const lt_buffer *b, int64_t i) {
+  switch (b->dtype) {
+  case LT_BOOL: return ((const uint8_t *)b->data)[i];
+  case LT_I32: return ((const int32_t *)b->data)[i];
+  case LT_I64: return (double)((const int64_t *)b->data)[i];
+  case LT_F32: return ((const float *)b->data)[i];
+  default: return ((const double *)b->data)[i];
+  }
+}
+
+static inline int64_t ref_geti(const lt_buffer *b, int64_t i) {
+  switch (b->dtype) {
+  case LT_BOOL: return ((const uint8_t *)b->data)[i];
+  case LT_I32: return ((const int32_t *)b->data)[i];
+  case LT_I64: return ((const int64_t *)b->data)[i];
+  case LT_F32: return (int64_t)((const float *)b->data)[i];
+  default: return (int64_t)((const double *)b->data)[i];
+  }
+}
+
+/* Stores v converted to the buffer's dtype (bool: v != 0). */
+static inline void ref_setf(lt_buffer *b, int64_t i, double v) {
+  switch (b->dtype) {
+  case LT_BOOL: ((uint8_t *)b->data)[i] = v != 0; break;
+  case LT_I32: ((int32_t *)b->data)[i] = (int32_t)v; break;
+  case LT_I64: ((int64_t *)b->data)[i] = (int64_t)v; break;
+  case LT_F32: ((float *)b->data)[i] = (float)v; break;
+  default: ((double *)b->data)[i] = v; break;
+  }
+}
+
+static inline void ref_seti(lt_buffer *b, int64_t i, int64_t v) {
+  switch (b->dtype) {
+  case LT_BOOL: ((uint8_t *)b->data)[i] = v != 0; break;
+  case LT_I32: ((int32_t *)b->data)[i] = (int32_t)v; break;
+  case LT_I64: ((int64_t *)b->data)[i] = v; break;
+  case LT_F32: ((float *)b->data)[i] = (float)v; break;
+  default: ((double *)b->data)[i] = (double)v; break;
+  }
+}
+
+/* Unravels flat index i of shape into coords (row-major). */
+static inline void ref_unravel(int64_t i, const int64_t *shape, int ndim, int64_t *coords) {
+  for (int d = ndim - 1; d >= 0; d--) {
+    int64_t s = shape[d];
+    coords[d] = s ? i % s : 0;
+    i = s ? i / s : 0;
+  }
+}
+
+/* Flat index into buffer b of the element that broadcasts to coords of an
+ * output of rank out_ndim (b's dims align to the right; size-1 dims repeat). */
+static inline int64_t ref_bcast_index(const lt_buffer *b, const int64_t *coords, int out_ndim) {
+  int64_t idx = 0;
+  int off = out_ndim - b->ndim;
+  for (int d = 0; d < b->ndim; d++) {
+    int64_t c = b->shape[d] == 1 ? 0 : coords[d + off];
+    idx = idx * b->shape[d] + c;
+  }
+  return idx;
+}
+
+#endif

@@ -1,0 +1,49 @@
+/* Tensors: a handle with an id, device, dtype and shape whose value lives in
+ * exactly one place: a device buffer, a pending IR value, or host data. */
+#ifndef LT_TENSOR_H
+#define LT_TENSOR_H
+
+#include "lazytensor.h"
+#include "lt_node.h"
+
+struct lt_buffer;
+
+struct lt_tensor {
+  int refs;
+  uint8_t dtype;
+  uint8_t ndim;
+  uint32_t mark; /* executor collect epoch */
+  int64_t id;
+  lt_device dev;
+  int64_t shape[LT_MAX_DIMS];
+  lt_node *ir;            /* pending value, or NULL */
+  struct lt_buffer *buf;  /* device value, or NULL */
+  void *host;             /* host value, or NULL */
+  size_t host_bytes;
+  lt_node *data_node;     /* cached LT_OP_DATA leaf over buf (a cache, not state) */
+  lt_tensor *live_prev, *live_next; /* device context's weak list */
+};
+
+/* A tensor whose value is the node (the tensor takes the caller's reference on
+ * node, also on failure). Registers it with the device and the open scope. */
+lt_tensor *lt__tensor_from_node(lt_device dev, lt_node *node);
+lt_tensor *lt__tensor_from_buffer(lt_device dev, struct lt_buffer *buf); /* takes ref */
+/* A tensor holding host data (takes ownership of host, nbytes long). */
+lt_tensor *lt__tensor_from_host(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim,
+                                void *host, size_t nbytes);
+
+/* The IR value of t for use as an operand: its pending node, or a data leaf
+ * over its buffer (host data is uploaded first). Borrowed: the tensor keeps it.
+ * NULL with the error recorded on failure. */
+lt_node *lt__tensor_ir(lt_tensor *t);
+
+/* Replaces t's value by a device buffer (takes the reference). */
+void lt__tensor_set_buffer(lt_tensor *t, struct lt_buffer *buf);
+/* Replaces t's value by a pending node (takes the reference). */
+void lt__tensor_set_ir(lt_tensor *t, lt_node *node);
+
+/* Checks that a tensor op's operands are non-NULL and on one device; records
+ * the error naming fn otherwise. */
+int lt__check_operands(const char *fn, lt_tensor *const *ts, int n);
+
+#endif

@@ -1,0 +1,126 @@
+/* IR nodes: creation, structural hashing, release. */
+#include <string.h>
+#include <xxhash.h>
+
+#include "../backend/backend.h"
+#include "lt_alloc.h"
+#include "lt_error.h"
+#include "lt_node.h"
+
+static const char *const kOpNames[LT_OP_COUNT] = {
+    "data",    "const",   "neg",     "abs",       "sign",       "relu",    "floor",
+    "ceil",    "round",   "exp",     "log",       "log1p",      "sqrt",    "rsqrt",
+    "sin",     "cos",     "tanh",    "sigmoid",   "gelu",       "erf",     "not",
+    "cast",    "add",     "sub",     "mul",       "div",        "pow",     "maximum",
+    "minimum", "eq",      "ne",      "lt",        "le",         "gt",      "ge",
+    "and",     "or",      "where",   "sum",       "mean",       "max",     "min",
+    "prod",    "logsumexp", "argmax", "argmin",   "softmax",    "log_softmax",
+    "matmul",  "reshape", "permute", "expand",    "slice",      "concat",  "pad",
+    "gather",  "index_select", "one_hot"};
+
+const char *lt__op_name(lt_op op) { return op < LT_OP_COUNT ? kOpNames[op] : "?"; }
+
+int64_t lt__numel(const int64_t *shape, int ndim) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= shape[i];
+  return n;
+}
+
+/* Rule 1 of DESIGN.md: the hash covers op, attributes, dtype, shape and the
+ * operands' hashes, never device data. */
+static uint64_t node_hash(const lt_node *n) {
+  uint64_t words[2 + LT_MAX_DIMS + 64];
+  int k = 0;
+  words[k++] = (uint64_t)n->op | (uint64_t)n->dtype << 16 | (uint64_t)n->ndim << 24 |
+               (uint64_t)n->nattrs << 32 | (uint64_t)n->noperands << 48;
+  for (int i = 0; i < n->ndim; i++) words[k++] = (uint64_t)n->shape[i];
+  for (int i = 0; i < n->nattrs && k < (int)(sizeof words / sizeof words[0]) - 1; i++)
+    words[k++] = (uint64_t)n->attrs[i];
+  uint64_t fbits;
+  memcpy(&fbits, &n->fattr, sizeof fbits);
+  words[k++] = fbits;
+  uint64_t h = XXH3_64bits(words, (size_t)k * sizeof words[0]);
+  for (int i = 0; i < n->noperands; i++) {
+    uint64_t pair[2] = {n->operands[i].node->hash, n->operands[i].index};
+    h = XXH3_64bits_withSeed(pair, sizeof pair, h);
+  }
+  return h;
+}
+
+lt_node *lt__node_new(lt_op op, lt_dtype dt, const int64_t *shape, int ndim,
+                      lt_node *const *operands, int noperands, const int64_t *attrs,
+                      int nattrs, double fattr) {
+  size_t size = sizeof(lt_node) + (size_t)noperands * sizeof(lt_operand) +
+                (size_t)nattrs * sizeof(int64_t);
+  lt_node *n = lt__malloc(size);
+  if (!n) return NULL;
+  memset(n, 0, sizeof *n);
+  n->refs = 1;
+  n->op = (uint16_t)op;
+  n->dtype = (uint8_t)dt;
+  n->ndim = (uint8_t)ndim;
+  n->noperands = (uint16_t)noperands;
+  n->nattrs = (uint16_t)nattrs;
+  n->fattr = fattr;
+  n->order = -1;
+  if (ndim) memcpy(n->shape, shape, (size_t)ndim * sizeof(int64_t));
+  n->operands = (lt_operand *)(n + 1);
+  n->attrs = (int64_t *)(n->operands + noperands);
+  for (int i = 0; i < noperands; i++) {
+    n->operands[i].node = lt__node_retain(operands[i]);
+    n->operands[i].index = 0;
+  }
+  if (nattrs) memcpy(n->attrs, attrs, (size_t)nattrs * sizeof(int64_t));
+  n->hash = node_hash(n);
+  return n;
+}
+
+lt_node *lt__node_data(lt_buffer *buf) {
+  lt_node *n = lt__node_new(LT_OP_DATA, (lt_dtype)buf->dtype, buf->shape, buf->ndim, NULL, 0,
+                            NULL, 0, 0.0);
+  if (n) n->data = lt__buffer_retain(buf);
+  return n;
+}
+
+lt_node *lt__node_const(lt_dtype dt, const int64_t *shape, int ndim, double value) {
+  return lt__node_new(LT_OP_CONST, dt, shape, ndim, NULL, 0, NULL, 0, value);
+}
+
+static void node_free(lt_node *n) {
+  if (n->data) lt__buffer_release(n->data);
+  lt__free(n, sizeof(lt_node) + (size_t)n->noperands * sizeof(lt_operand) +
+                  (size_t)n->nattrs * sizeof(int64_t));
+}
+
+void lt__node_release(lt_node *n) {
+  /* Iterative, so that releasing a graph thousands of nodes deep cannot
+   * overflow the stack. Operand pointers already freed are never touched:
+   * each node is pushed only when its count reaches zero. */
+  if (!n || --n->refs > 0) return;
+  lt_node *small[64];
+  lt_node **stack = small;
+  size_t cap = 64, top = 0;
+  stack[top++] = n;
+  while (top) {
+    lt_node *cur = stack[--top];
+    for (int i = 0; i < cur->noperands; i++) {
+      lt_node *op = cur->operands[i].node;
+      if (--op->refs > 0) continue;
+      if (top == cap) {
+        lt_node **grown = lt__malloc(cap * 2 * sizeof *grown);
+        if (!grown) { /* defensive: fall back to recursion for this branch */
+          op->refs = 1;
+          lt__node_release(op);
+          continue;
+        }
+        memcpy(grown, stack, top * sizeof *grown);
+        if (stack != small) lt__free(stack, cap * sizeof *stack);
+        stack = grown;
+        cap *= 2;
+      }
+      stack[top++] = op;
+    }
+    node_free(cur);
+  }
+  if (stack != small) lt__free(stack, cap * sizeof *stack);
+}

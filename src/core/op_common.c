@@ -1,0 +1,87 @@
+/* Helpers shared by every op builder: operand values, node construction that
+ * consumes its operands, casts, reshapes and scalars. */
+#include <string.h>
+
+#include "../backend/backend.h"
+#include "../exec/metrics.h"
+#include "lt_ops.h"
+
+lt_node *lt__ir_as(lt_tensor *t, lt_dtype dt) {
+  lt_node *n = lt__tensor_ir(t);
+  if (!n) return NULL;
+  return lt__node_cast(lt__node_retain(n), dt);
+}
+
+lt_node *lt__node_make(lt_op op, lt_dtype dt, const int64_t *shape, int ndim,
+                       lt_node **operands, int noperands, const int64_t *attrs, int nattrs,
+                       double fattr) {
+  lt_node *n = NULL;
+  int ok = 1;
+  for (int i = 0; i < noperands; i++) ok &= operands[i] != NULL;
+  if (ok) n = lt__node_new(op, dt, shape, ndim, operands, noperands, attrs, nattrs, fattr);
+  for (int i = 0; i < noperands; i++) lt__node_release(operands[i]);
+  return n;
+}
+
+lt_node *lt__node_cast(lt_node *n, lt_dtype dt) {
+  if (!n || n->dtype == dt) return n;
+  if (n->op == LT_OP_CONST) { /* fold: a constant simply changes type */
+    lt_node *c = lt__node_const(dt, n->shape, n->ndim, lt__dtype_round(dt, n->fattr));
+    lt__node_release(n);
+    return c;
+  }
+  return lt__node_make(LT_OP_CAST, dt, n->shape, n->ndim, &n, 1, NULL, 0, 0.0);
+}
+
+lt_node *lt__node_reshape(lt_node *n, const int64_t *shape, int ndim) {
+  if (!n) return NULL;
+  if (n->ndim == ndim && memcmp(n->shape, shape, (size_t)ndim * sizeof(int64_t)) == 0)
+    return n;
+  if (n->op == LT_OP_CONST) {
+    lt_node *c = lt__node_const((lt_dtype)n->dtype, shape, ndim, n->fattr);
+    lt__node_release(n);
+    return c;
+  }
+  return lt__node_make(LT_OP_RESHAPE, (lt_dtype)n->dtype, shape, ndim, &n, 1, NULL, 0, 0.0);
+}
+
+lt_node *lt__scalar_node(lt_device dev, lt_dtype dt, double value) {
+  double v = lt__dtype_round(dt, value);
+  /* DESIGN rule 1: only 0 and +-1 are baked into the graph. */
+  if (v == 0.0 || v == 1.0 || v == -1.0) return lt__node_const(dt, NULL, 0, v);
+  if (!lt__device_ctx_ok(dev)) return NULL;
+  const lt_backend *be = lt__backend_for(dev);
+  lt_buffer *b = NULL;
+  if (be->buffer_alloc(dev, dt, NULL, 0, &b) != LT_OK) return NULL;
+  union {
+    uint8_t b;
+    int32_t i32;
+    int64_t i64;
+    float f32;
+    double f64;
+  } u;
+  switch (dt) {
+  case LT_BOOL: u.b = v != 0; break;
+  case LT_I32: u.i32 = (int32_t)v; break;
+  case LT_I64: u.i64 = (int64_t)v; break;
+  case LT_F32: u.f32 = (float)v; break;
+  default: u.f64 = v; break;
+  }
+  if (be->to_device(b, &u, lt_dtype_size(dt)) != LT_OK) {
+    lt__buffer_release(b);
+    return NULL;
+  }
+  lt__count(LT_CTR_TRANSFER_TO_DEVICE, 1);
+  lt_node *n = lt__node_data(b);
+  lt__buffer_release(b);
+  return n;
+}
+
+lt_tensor *lt__wrap(lt_device dev, lt_node *node) { return lt__tensor_from_node(dev, node); }
+
+lt_tensor *lt__make(lt_device dev, lt_op op, lt_dtype dt, const int64_t *shape, int ndim,
+                    lt_node **operands, int noperands, const int64_t *attrs, int nattrs,
+                    double fattr) {
+  return lt__wrap(dev, lt__node_make(op, dt, shape, ndim, operands, noperands, attrs, nattrs,
+                                     fattr));
+}

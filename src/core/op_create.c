@@ -1,0 +1,137 @@
+/* Creation ops (host data, constants, ranges) and lazy assignment. */
+#include <math.h>
+#include <string.h>
+
+#include "lt_alloc.h"
+#include "lt_device.h"
+#include "lt_ops.h"
+
+static int check_create(const char *fn, lt_device dev, lt_dtype dt, const int64_t *shape,
+                        int ndim) {
+  if (!lt__device_ctx(fn, dev)) return LT_EDEVICE;
+  if (!lt__dtype_valid(dt)) return lt__err(LT_EDTYPE, "%s: invalid dtype %d", fn, (int)dt);
+  return lt__check_shape(fn, shape, ndim);
+}
+
+/* Host buffer of numel elements of dt, filled by value(i). */
+static void store(void *p, lt_dtype dt, int64_t i, double v) {
+  switch (dt) {
+  case LT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+  case LT_I32: ((int32_t *)p)[i] = (int32_t)v; break;
+  case LT_I64: ((int64_t *)p)[i] = (int64_t)v; break;
+  case LT_F32: ((float *)p)[i] = (float)v; break;
+  default: ((double *)p)[i] = v; break;
+  }
+}
+
+lt_tensor *lt_from_data(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim,
+                        const void *data) {
+  if (check_create("lt_from_data", dev, dt, shape, ndim) != LT_OK) return NULL;
+  size_t nbytes = (size_t)lt__numel(shape, ndim) * lt_dtype_size(dt);
+  if (!data && nbytes) {
+    lt__err(LT_EINVAL, "lt_from_data: data is NULL");
+    return NULL;
+  }
+  void *copy = lt__malloc(nbytes);
+  if (!copy) return NULL;
+  if (nbytes) memcpy(copy, data, nbytes);
+  lt_tensor *t = lt__tensor_from_host(dev, dt, shape, ndim, copy, nbytes);
+  if (!t) lt__free(copy, nbytes);
+  return t;
+}
+
+lt_tensor *lt_full(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim, double value) {
+  if (check_create("lt_full", dev, dt, shape, ndim) != LT_OK) return NULL;
+  /* A full tensor is a scalar broadcast: the graph stays the same whatever the
+   * value, unless the value is a constant the compiler may exploit. */
+  lt_node *s = lt__scalar_node(dev, dt, value);
+  if (!s) return NULL;
+  if (s->op == LT_OP_CONST) {
+    lt_node *c = lt__node_const(dt, shape, ndim, s->fattr);
+    lt__node_release(s);
+    return lt__wrap(dev, c);
+  }
+  if (ndim == 0) return lt__wrap(dev, s);
+  return lt__make(dev, LT_OP_EXPAND, dt, shape, ndim, &s, 1, NULL, 0, 0.0);
+}
+
+lt_tensor *lt_zeros(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim) {
+  return lt_full(dev, dt, shape, ndim, 0.0);
+}
+
+lt_tensor *lt_ones(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim) {
+  return lt_full(dev, dt, shape, ndim, 1.0);
+}
+
+lt_tensor *lt_scalar(lt_device dev, lt_dtype dt, double value) {
+  if (check_create("lt_scalar", dev, dt, NULL, 0) != LT_OK) return NULL;
+  return lt__wrap(dev, lt__scalar_node(dev, dt, value));
+}
+
+lt_tensor *lt_arange(lt_device dev, lt_dtype dt, double start, double stop, double step) {
+  if (check_create("lt_arange", dev, dt, NULL, 0) != LT_OK) return NULL;
+  if (dt == LT_BOOL) {
+    lt__err(LT_EDTYPE, "lt_arange: bool is not accepted");
+    return NULL;
+  }
+  if (!isfinite(start) || !isfinite(stop) || !isfinite(step) || step == 0) {
+    lt__err(LT_EINVAL, "lt_arange: need finite start, stop and a non-zero step (got %g, %g, %g)",
+            start, stop, step);
+    return NULL;
+  }
+  double count = ceil((stop - start) / step);
+  if (count < 0) count = 0;
+  if (count > (double)(INT64_MAX / 16)) {
+    lt__err(LT_ESHAPE, "lt_arange: %g elements is too many", count);
+    return NULL;
+  }
+  int64_t n = (int64_t)count;
+  size_t nbytes = (size_t)n * lt_dtype_size(dt);
+  void *p = lt__malloc(nbytes);
+  if (!p) return NULL;
+  for (int64_t i = 0; i < n; i++) store(p, dt, i, start + (double)i * step);
+  lt_tensor *t = lt__tensor_from_host(dev, dt, &n, 1, p, nbytes);
+  if (!t) lt__free(p, nbytes);
+  return t;
+}
+
+lt_tensor *lt_eye(lt_device dev, lt_dtype dt, int64_t n, int64_t m) {
+  if (m <= 0) m = n;
+  int64_t shape[2] = {n, m};
+  if (check_create("lt_eye", dev, dt, shape, 2) != LT_OK) return NULL;
+  size_t nbytes = (size_t)(n * m) * lt_dtype_size(dt);
+  void *p = lt__calloc(nbytes);
+  if (!p) return NULL;
+  for (int64_t i = 0; i < n && i < m; i++) store(p, dt, i * m + i, 1.0);
+  lt_tensor *t = lt__tensor_from_host(dev, dt, shape, 2, p, nbytes);
+  if (!t) lt__free(p, nbytes);
+  return t;
+}
+
+int lt_assign(lt_tensor *dst, lt_tensor *src) {
+  lt_tensor *ts[2] = {dst, src};
+  int rc = lt__check_operands("lt_assign", ts, 2);
+  if (rc != LT_OK) return rc;
+  if (dst == src) return LT_OK;
+  if (!lt__broadcastable(src->shape, src->ndim, dst->shape, dst->ndim)) {
+    char a[128], b[128];
+    return lt__err(LT_ESHAPE, "lt_assign: source shape %s does not broadcast to %s",
+                   lt__shape_str(src->shape, src->ndim, a, sizeof a),
+                   lt__shape_str(dst->shape, dst->ndim, b, sizeof b));
+  }
+  lt_node *n = lt__ir_as(src, (lt_dtype)dst->dtype);
+  if (n && (n->ndim != dst->ndim ||
+            memcmp(n->shape, dst->shape, (size_t)dst->ndim * sizeof(int64_t)) != 0)) {
+    if (n->op == LT_OP_CONST) {
+      lt_node *c = lt__node_const((lt_dtype)n->dtype, dst->shape, dst->ndim, n->fattr);
+      lt__node_release(n);
+      n = c;
+    } else {
+      n = lt__node_make(LT_OP_EXPAND, (lt_dtype)dst->dtype, dst->shape, dst->ndim, &n, 1, NULL,
+                        0, 0.0);
+    }
+  }
+  if (!n) return lt_last_status() ? lt_last_status() : LT_ENOMEM;
+  lt__tensor_set_ir(dst, n);
+  return LT_OK;
+}

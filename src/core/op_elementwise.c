@@ -1,0 +1,224 @@
+/* Elementwise op builders: unary, binary arithmetic, comparisons, logical ops,
+ * where, cast and clamp. Each builder validates its operands, casts them to the
+ * compute dtype (lt__ir_as) and records one node; broadcasting is implicit in
+ * binary nodes (the node has the broadcast shape, operands keep their own).
+ *
+ * dtype rules (PyTorch's, with the simplifications documented in lazytensor.h):
+ *  - binary arithmetic: operands promoted with lt__promote; div of bool/int
+ *    operands is true division in f32; bool - bool and bool ** bool are
+ *    LT_EDTYPE errors; bool + bool and bool * bool give bool ((a op b) != 0).
+ *  - neg of bool is LT_EDTYPE; abs/sign/relu/floor/ceil/round keep the dtype
+ *    (floor/ceil/round of bool and ints, and abs/relu of bool, are identities
+ *    that still return a new tensor).
+ *  - floating unary ops (exp ... erf) give f32 for bool/int inputs.
+ *  - comparisons promote the operands, then give bool.
+ *  - logical and/or read both operands as bool (non-zero is true, NaN too).
+ *  - pow of ints stays int; a negative exponent gives the truncated 1 / a^-b:
+ *    1 for a == 1, +-1 for a == -1, 0 otherwise (also for a == 0), as PyTorch. */
+#include <math.h>
+#include <stdint.h>
+
+#include "lt_ops.h"
+
+/* ---- unary ----------------------------------------------------------------- */
+
+typedef enum unary_kind {
+  UK_KEEP,     /* result keeps the input dtype (abs, sign, relu) */
+  UK_INTEGRAL, /* identity on bool/int inputs (floor, ceil, round) */
+  UK_FLOAT,    /* floating op: bool/int inputs become f32 */
+} unary_kind;
+
+static lt_tensor *unary(const char *fn, lt_op op, unary_kind kind, lt_tensor *a) {
+  lt_tensor *ts[1] = {a};
+  if (lt__check_operands(fn, ts, 1) != LT_OK) return NULL;
+  lt_dtype dt = (lt_dtype)a->dtype;
+  if (kind == UK_FLOAT && !lt__is_float(dt)) dt = LT_F32;
+  /* Rounding an integer (or bool) is the integer itself; so is abs/relu of a
+   * bool. The result is a new tensor over the same value. */
+  bool identity = (kind == UK_INTEGRAL && !lt__is_float(dt)) ||
+                  (dt == LT_BOOL && (op == LT_OP_ABS || op == LT_OP_RELU || op == LT_OP_SIGN));
+  lt_node *x = lt__ir_as(a, dt);
+  if (identity) return lt__wrap(a->dev, x);
+  return lt__make(a->dev, op, dt, a->shape, a->ndim, &x, 1, NULL, 0, 0.0);
+}
+
+lt_tensor *lt_neg(lt_tensor *a) {
+  if (a && a->dtype == LT_BOOL) {
+    lt_tensor *ts[1] = {a};
+    if (lt__check_operands("lt_neg", ts, 1) != LT_OK) return NULL;
+    lt__err(LT_EDTYPE, "lt_neg: negation of a bool tensor is not supported (use lt_logical_not)");
+    return NULL;
+  }
+  return unary("lt_neg", LT_OP_NEG, UK_KEEP, a);
+}
+
+lt_tensor *lt_abs(lt_tensor *a) { return unary("lt_abs", LT_OP_ABS, UK_KEEP, a); }
+lt_tensor *lt_sign(lt_tensor *a) { return unary("lt_sign", LT_OP_SIGN, UK_KEEP, a); }
+lt_tensor *lt_relu(lt_tensor *a) { return unary("lt_relu", LT_OP_RELU, UK_KEEP, a); }
+lt_tensor *lt_floor(lt_tensor *a) { return unary("lt_floor", LT_OP_FLOOR, UK_INTEGRAL, a); }
+lt_tensor *lt_ceil(lt_tensor *a) { return unary("lt_ceil", LT_OP_CEIL, UK_INTEGRAL, a); }
+lt_tensor *lt_round(lt_tensor *a) { return unary("lt_round", LT_OP_ROUND, UK_INTEGRAL, a); }
+lt_tensor *lt_exp(lt_tensor *a) { return unary("lt_exp", LT_OP_EXP, UK_FLOAT, a); }
+lt_tensor *lt_log(lt_tensor *a) { return unary("lt_log", LT_OP_LOG, UK_FLOAT, a); }
+lt_tensor *lt_log1p(lt_tensor *a) { return unary("lt_log1p", LT_OP_LOG1P, UK_FLOAT, a); }
+lt_tensor *lt_sqrt(lt_tensor *a) { return unary("lt_sqrt", LT_OP_SQRT, UK_FLOAT, a); }
+lt_tensor *lt_rsqrt(lt_tensor *a) { return unary("lt_rsqrt", LT_OP_RSQRT, UK_FLOAT, a); }
+lt_tensor *lt_sin(lt_tensor *a) { return unary("lt_sin", LT_OP_SIN, UK_FLOAT, a); }
+lt_tensor *lt_cos(lt_tensor *a) { return unary("lt_cos", LT_OP_COS, UK_FLOAT, a); }
+lt_tensor *lt_tanh(lt_tensor *a) { return unary("lt_tanh", LT_OP_TANH, UK_FLOAT, a); }
+lt_tensor *lt_sigmoid(lt_tensor *a) { return unary("lt_sigmoid", LT_OP_SIGMOID, UK_FLOAT, a); }
+lt_tensor *lt_gelu(lt_tensor *a) { return unary("lt_gelu", LT_OP_GELU, UK_FLOAT, a); }
+lt_tensor *lt_erf(lt_tensor *a) { return unary("lt_erf", LT_OP_ERF, UK_FLOAT, a); }
+
+/* Logical not reads its operand in its own dtype (non-zero is true). */
+lt_tensor *lt_logical_not(lt_tensor *a) {
+  lt_tensor *ts[1] = {a};
+  if (lt__check_operands("lt_logical_not", ts, 1) != LT_OK) return NULL;
+  lt_node *x = lt__ir_as(a, (lt_dtype)a->dtype);
+  return lt__make(a->dev, LT_OP_NOT, LT_BOOL, a->shape, a->ndim, &x, 1, NULL, 0, 0.0);
+}
+
+lt_tensor *lt_cast(lt_tensor *a, lt_dtype dt) {
+  lt_tensor *ts[1] = {a};
+  if (lt__check_operands("lt_cast", ts, 1) != LT_OK) return NULL;
+  if (!lt__dtype_valid(dt)) {
+    lt__err(LT_EDTYPE, "lt_cast: invalid dtype %d", (int)dt);
+    return NULL;
+  }
+  /* lt__ir_as inserts the CAST node (or returns the value when dt is a's). */
+  return lt__wrap(a->dev, lt__ir_as(a, dt));
+}
+
+/* ---- binary ------------------------------------------------------------------ */
+
+/* Broadcast shape of a and b into shape/ndim; LT_OK or the recorded error. */
+static int bcast2(const char *fn, const lt_tensor *a, const lt_tensor *b, int64_t *shape,
+                  int *ndim) {
+  return lt__broadcast(fn, a->shape, a->ndim, b->shape, b->ndim, shape, ndim);
+}
+
+static lt_tensor *binary(const char *fn, lt_op op, lt_tensor *a, lt_tensor *b) {
+  lt_tensor *ts[2] = {a, b};
+  if (lt__check_operands(fn, ts, 2) != LT_OK) return NULL;
+  int64_t shape[LT_MAX_DIMS];
+  int ndim = 0;
+  if (bcast2(fn, a, b, shape, &ndim) != LT_OK) return NULL;
+
+  lt_dtype compute = lt__promote((const lt_tensor *const *)ts, 2);
+  lt_dtype result = compute;
+  switch (op) {
+  case LT_OP_SUB:
+    if (compute == LT_BOOL) {
+      lt__err(LT_EDTYPE, "%s: subtraction of bool tensors is not supported (cast first)", fn);
+      return NULL;
+    }
+    break;
+  case LT_OP_POW:
+    if (compute == LT_BOOL) {
+      lt__err(LT_EDTYPE, "%s: bool ** bool is not supported (cast to an integer dtype first)", fn);
+      return NULL;
+    }
+    break;
+  case LT_OP_DIV:
+    /* True division: bool and integer operands divide in f32. */
+    if (!lt__is_float(compute)) compute = result = LT_F32;
+    break;
+  case LT_OP_EQ:
+  case LT_OP_NE:
+  case LT_OP_LT:
+  case LT_OP_LE:
+  case LT_OP_GT:
+  case LT_OP_GE: result = LT_BOOL; break;
+  case LT_OP_AND:
+  case LT_OP_OR:
+    /* Truthiness is exact in bool (promotion could flush a tiny f64 to 0 in f32). */
+    compute = result = LT_BOOL;
+    break;
+  default: break;
+  }
+  lt_node *x[2] = {lt__ir_as(a, compute), lt__ir_as(b, compute)};
+  return lt__make(a->dev, op, result, shape, ndim, x, 2, NULL, 0, 0.0);
+}
+
+lt_tensor *lt_add(lt_tensor *a, lt_tensor *b) { return binary("lt_add", LT_OP_ADD, a, b); }
+lt_tensor *lt_sub(lt_tensor *a, lt_tensor *b) { return binary("lt_sub", LT_OP_SUB, a, b); }
+lt_tensor *lt_mul(lt_tensor *a, lt_tensor *b) { return binary("lt_mul", LT_OP_MUL, a, b); }
+lt_tensor *lt_div(lt_tensor *a, lt_tensor *b) { return binary("lt_div", LT_OP_DIV, a, b); }
+lt_tensor *lt_pow(lt_tensor *a, lt_tensor *b) { return binary("lt_pow", LT_OP_POW, a, b); }
+lt_tensor *lt_maximum(lt_tensor *a, lt_tensor *b) {
+  return binary("lt_maximum", LT_OP_MAXIMUM, a, b);
+}
+lt_tensor *lt_minimum(lt_tensor *a, lt_tensor *b) {
+  return binary("lt_minimum", LT_OP_MINIMUM, a, b);
+}
+lt_tensor *lt_eq(lt_tensor *a, lt_tensor *b) { return binary("lt_eq", LT_OP_EQ, a, b); }
+lt_tensor *lt_ne(lt_tensor *a, lt_tensor *b) { return binary("lt_ne", LT_OP_NE, a, b); }
+lt_tensor *lt_lt(lt_tensor *a, lt_tensor *b) { return binary("lt_lt", LT_OP_LT, a, b); }
+lt_tensor *lt_le(lt_tensor *a, lt_tensor *b) { return binary("lt_le", LT_OP_LE, a, b); }
+lt_tensor *lt_gt(lt_tensor *a, lt_tensor *b) { return binary("lt_gt", LT_OP_GT, a, b); }
+lt_tensor *lt_ge(lt_tensor *a, lt_tensor *b) { return binary("lt_ge", LT_OP_GE, a, b); }
+lt_tensor *lt_logical_and(lt_tensor *a, lt_tensor *b) {
+  return binary("lt_logical_and", LT_OP_AND, a, b);
+}
+lt_tensor *lt_logical_or(lt_tensor *a, lt_tensor *b) {
+  return binary("lt_logical_or", LT_OP_OR, a, b);
+}
+
+/* ---- where ------------------------------------------------------------------- */
+
+lt_tensor *lt_where(lt_tensor *cond, lt_tensor *a, lt_tensor *b) {
+  lt_tensor *ts[3] = {cond, a, b};
+  if (lt__check_operands("lt_where", ts, 3) != LT_OK) return NULL;
+  int64_t s1[LT_MAX_DIMS], shape[LT_MAX_DIMS];
+  int n1 = 0, ndim = 0;
+  if (bcast2("lt_where", cond, a, s1, &n1) != LT_OK) return NULL;
+  if (lt__broadcast("lt_where", s1, n1, b->shape, b->ndim, shape, &ndim) != LT_OK) return NULL;
+  lt_dtype dt = lt__promote((const lt_tensor *const *)&ts[1], 2);
+  lt_node *x[3] = {lt__ir_as(cond, LT_BOOL), lt__ir_as(a, dt), lt__ir_as(b, dt)};
+  return lt__make(a->dev, LT_OP_WHERE, dt, shape, ndim, x, 3, NULL, 0, 0.0);
+}
+
+/* ---- clamp ------------------------------------------------------------------- */
+
+/* Turns bound v of an integer dtype into a value that dtype holds exactly
+ * (truncated toward zero, as a cast would, and saturated to the dtype's range).
+ * Returns false when the bound cannot bind any value (it is no bound). */
+static bool int_bound(lt_dtype dt, double v, bool lower, double *out) {
+  double lo = dt == LT_I32 ? -2147483648.0 : -9223372036854775808.0;
+  /* Largest value the dtype holds (i64: INT64_MAX rounds up to 2^63 as a double). */
+  double top = dt == LT_I32 ? 2147483647.0 : 9223372036854775808.0;
+  /* Largest double that converts to the dtype without overflow. */
+  double maxrep = dt == LT_I32 ? 2147483647.0 : 9223372036854774784.0; /* 2^63 - 1024 */
+  if (lower && v <= lo) return false;
+  if (!lower && v >= top) return false;
+  v = trunc(v);
+  *out = v < lo ? lo : v > maxrep ? maxrep : v;
+  return true;
+}
+
+/* One side of clamp: MAXIMUM (lower bound) or MINIMUM (upper) of x and a 0-d
+ * scalar in x's dtype. Consumes x. */
+static lt_node *clamp_side(lt_device dev, lt_node *x, double bound, bool lower) {
+  if (!x || isnan(bound)) return x;
+  lt_dtype dt = (lt_dtype)x->dtype;
+  if (lt__is_int(dt) && !int_bound(dt, bound, lower, &bound)) return x;
+  lt_node *ops[2] = {x, lt__scalar_node(dev, dt, bound)};
+  return lt__node_make(lower ? LT_OP_MAXIMUM : LT_OP_MINIMUM, dt, x->shape, x->ndim, ops, 2, NULL,
+                       0, 0.0);
+}
+
+/* min(max(a, lo), hi), as torch.clamp: with lo > hi every element becomes hi;
+ * NaN elements stay NaN. Integer tensors get the bounds converted to their
+ * dtype (truncated), so the result keeps a's dtype. */
+lt_tensor *lt_clamp(lt_tensor *a, double lo, double hi) {
+  lt_tensor *ts[1] = {a};
+  if (lt__check_operands("lt_clamp", ts, 1) != LT_OK) return NULL;
+  if (a->dtype == LT_BOOL) {
+    lt__err(LT_EDTYPE, "lt_clamp: clamp of a bool tensor is not supported");
+    return NULL;
+  }
+  lt_node *x = lt__ir_as(a, (lt_dtype)a->dtype);
+  x = clamp_side(a->dev, x, lo, true);
+  x = clamp_side(a->dev, x, hi, false);
+  return lt__wrap(a->dev, x);
+}

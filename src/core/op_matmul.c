@@ -1,0 +1,76 @@
+/* lt_matmul: numpy.matmul semantics built from one LT_OP_MATMUL node.
+ *
+ * The MATMUL node only knows rank >= 2 operands [..., n, k] @ [..., k, m] with
+ * broadcast batch dims. 1-d operands are reshaped to [1, k] (left) or [k, 1]
+ * (right) before the node and the added dim is removed by a reshape after it,
+ * so 1-d @ 1-d is a dot product with a 0-d result. */
+#include "lt_ops.h"
+
+lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b) {
+  static const char *fn = "lt_matmul";
+  lt_tensor *ts[2] = {a, b};
+  if (lt__check_operands(fn, ts, 2) != LT_OK) return NULL;
+
+  char sa[128], sb[128];
+  lt__shape_str(a->shape, a->ndim, sa, sizeof sa);
+  lt__shape_str(b->shape, b->ndim, sb, sizeof sb);
+  /* torch rejects 0-d operands too: there is no contraction dim. */
+  if (a->ndim == 0 || b->ndim == 0) {
+    lt__err(LT_ESHAPE, "%s: operands must have at least 1 dim, got shapes %s and %s", fn, sa,
+            sb);
+    return NULL;
+  }
+  if (a->dtype == LT_BOOL || b->dtype == LT_BOOL) {
+    lt__err(LT_EDTYPE, "%s: bool is not accepted (dtypes %s and %s)", fn,
+            lt_dtype_name((lt_dtype)a->dtype), lt_dtype_name((lt_dtype)b->dtype));
+    return NULL;
+  }
+
+  /* Operand shapes as the node sees them (rank >= 2). */
+  int64_t as[LT_MAX_DIMS + 1], bs[LT_MAX_DIMS + 1];
+  int an = a->ndim, bn = b->ndim;
+  if (an == 1) {
+    as[0] = 1;
+    as[1] = a->shape[0];
+    an = 2;
+  } else {
+    for (int i = 0; i < an; i++) as[i] = a->shape[i];
+  }
+  if (bn == 1) {
+    bs[0] = b->shape[0];
+    bs[1] = 1;
+    bn = 2;
+  } else {
+    for (int i = 0; i < bn; i++) bs[i] = b->shape[i];
+  }
+  int64_t n = as[an - 2], k = as[an - 1], m = bs[bn - 1];
+  if (bs[bn - 2] != k) {
+    lt__err(LT_ESHAPE, "%s: shapes %s and %s do not fit: contraction dims %lld and %lld differ",
+            fn, sa, sb, (long long)k, (long long)bs[bn - 2]);
+    return NULL;
+  }
+
+  /* Node shape: broadcast batch dims + [n, m]. Both batches have rank <= 6. */
+  int64_t shape[LT_MAX_DIMS];
+  int nd = 0;
+  if (lt__broadcast(fn, as, an - 2, bs, bn - 2, shape, &nd) != LT_OK) {
+    lt__err(LT_ESHAPE, "%s: batch dims of shapes %s and %s do not broadcast", fn, sa, sb);
+    return NULL;
+  }
+  shape[nd++] = n;
+  shape[nd++] = m;
+
+  /* Final shape: drop the dims added for 1-d operands. */
+  int64_t fshape[LT_MAX_DIMS];
+  int fnd = 0;
+  for (int i = 0; i < nd - 2; i++) fshape[fnd++] = shape[i];
+  if (a->ndim > 1) fshape[fnd++] = n;
+  if (b->ndim > 1) fshape[fnd++] = m;
+
+  lt_dtype dt = lt__promote((const lt_tensor *const *)ts, 2);
+  lt_node *ops[2];
+  ops[0] = lt__node_reshape(lt__ir_as(a, dt), as, an);
+  ops[1] = lt__node_reshape(lt__ir_as(b, dt), bs, bn);
+  lt_node *mm = lt__node_make(LT_OP_MATMUL, dt, shape, nd, ops, 2, NULL, 0, 0.0);
+  return lt__wrap(a->dev, lt__node_reshape(mm, fshape, fnd));
+}

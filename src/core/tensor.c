@@ -1,0 +1,214 @@
+/* Tensors: lifetime (reference counts and scopes), accessors, and the IR value
+ * a tensor contributes when used as an operand. */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "../backend/backend.h"
+#include "../exec/metrics.h"
+#include "lt_alloc.h"
+#include "lt_device.h"
+#include "lt_error.h"
+#include "lt_tensor.h"
+
+static _Atomic int64_t g_next_id = 1;
+
+/* ---- scopes: a thread-local stack of owned tensors plus frame marks ---- */
+static _Thread_local lt_tensor **tl_items;
+static _Thread_local size_t tl_nitems, tl_cap;
+static _Thread_local size_t *tl_marks;
+static _Thread_local size_t tl_nmarks, tl_mark_cap;
+
+static int scope_push(lt_tensor *t) {
+  if (tl_nitems == tl_cap) {
+    size_t ncap = tl_cap ? tl_cap * 2 : 256;
+    lt_tensor **grown = lt__realloc(tl_items, tl_cap * sizeof *grown, ncap * sizeof *grown);
+    if (!grown) return LT_ENOMEM;
+    tl_items = grown;
+    tl_cap = ncap;
+  }
+  tl_items[tl_nitems++] = t;
+  return LT_OK;
+}
+
+void lt_scope_begin(void) {
+  if (tl_nmarks == tl_mark_cap) {
+    size_t ncap = tl_mark_cap ? tl_mark_cap * 2 : 16;
+    size_t *grown = lt__realloc(tl_marks, tl_mark_cap * sizeof *grown, ncap * sizeof *grown);
+    if (!grown) {
+      /* Defensive: without a mark the scope simply merges into its parent;
+       * nothing leaks, tensors live a little longer. */
+      return;
+    }
+    tl_marks = grown;
+    tl_mark_cap = ncap;
+  }
+  tl_marks[tl_nmarks++] = tl_nitems;
+}
+
+void lt_scope_end(void) {
+  if (tl_nmarks == 0) return;
+  size_t mark = tl_marks[--tl_nmarks];
+  while (tl_nitems > mark) lt_release(tl_items[--tl_nitems]);
+  if (tl_nmarks == 0) { /* give the memory back when the outermost scope closes */
+    lt__free(tl_items, tl_cap * sizeof *tl_items);
+    lt__free(tl_marks, tl_mark_cap * sizeof *tl_marks);
+    tl_items = NULL;
+    tl_marks = NULL;
+    tl_cap = tl_mark_cap = 0;
+  }
+}
+
+/* ---- lifetime ---- */
+static lt_tensor *tensor_alloc(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim) {
+  lt_device_ctx *ctx = lt__device_ctx("lt_tensor", dev);
+  if (!ctx) return NULL;
+  lt_tensor *t = lt__calloc(sizeof *t);
+  if (!t) return NULL;
+  t->refs = 1;
+  t->dtype = (uint8_t)dt;
+  t->ndim = (uint8_t)ndim;
+  if (ndim) memcpy(t->shape, shape, (size_t)ndim * sizeof(int64_t));
+  t->dev = dev;
+  t->id = atomic_fetch_add_explicit(&g_next_id, 1, memory_order_relaxed);
+  if (tl_nmarks > 0 && scope_push(t) != LT_OK) {
+    lt__free(t, sizeof *t);
+    return NULL;
+  }
+  lt__device_add_live(ctx, t);
+  lt__count(LT_CTR_CREATE_TENSOR, 1);
+  return t;
+}
+
+lt_tensor *lt__tensor_from_node(lt_device dev, lt_node *node) {
+  if (!node) return NULL;
+  lt_tensor *t = tensor_alloc(dev, (lt_dtype)node->dtype, node->shape, node->ndim);
+  if (!t) {
+    lt__node_release(node);
+    return NULL;
+  }
+  if (node->op == LT_OP_DATA) { /* a bare data leaf is a device value, no compute */
+    t->buf = lt__buffer_retain(node->data);
+    t->data_node = node;
+  } else {
+    t->ir = node;
+  }
+  return t;
+}
+
+lt_tensor *lt__tensor_from_buffer(lt_device dev, lt_buffer *buf) {
+  lt_tensor *t = tensor_alloc(dev, (lt_dtype)buf->dtype, buf->shape, buf->ndim);
+  if (!t) {
+    lt__buffer_release(buf);
+    return NULL;
+  }
+  t->buf = buf;
+  return t;
+}
+
+lt_tensor *lt__tensor_from_host(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim,
+                                void *host, size_t nbytes) {
+  lt_tensor *t = tensor_alloc(dev, dt, shape, ndim);
+  if (!t) return NULL;
+  t->host = host;
+  t->host_bytes = nbytes;
+  return t;
+}
+
+lt_tensor *lt_retain(lt_tensor *t) {
+  if (t) t->refs++;
+  return t;
+}
+
+static void clear_value(lt_tensor *t) {
+  lt__node_release(t->ir);
+  lt__node_release(t->data_node);
+  lt__buffer_release(t->buf);
+  lt__free(t->host, t->host_bytes);
+  t->ir = t->data_node = NULL;
+  t->buf = NULL;
+  t->host = NULL;
+  t->host_bytes = 0;
+}
+
+void lt_release(lt_tensor *t) {
+  if (!t || --t->refs > 0) return;
+  lt__device_remove_live(lt__device_ctx("lt_release", t->dev), t);
+  clear_value(t);
+  lt__count(LT_CTR_DESTROY_TENSOR, 1);
+  lt__free(t, sizeof *t);
+}
+
+void lt__tensor_set_buffer(lt_tensor *t, lt_buffer *buf) {
+  clear_value(t);
+  t->buf = buf;
+}
+
+void lt__tensor_set_ir(lt_tensor *t, lt_node *node) {
+  if (node->op == LT_OP_DATA) {
+    lt_buffer *b = lt__buffer_retain(node->data);
+    clear_value(t);
+    t->buf = b;
+    t->data_node = node;
+    return;
+  }
+  clear_value(t);
+  t->ir = node;
+}
+
+/* Moves host data to a device buffer (the first use of a host tensor in a graph). */
+static int upload(lt_tensor *t) {
+  const lt_backend *be = lt__backend_for(t->dev);
+  lt_buffer *b = NULL;
+  int rc = be->buffer_alloc(t->dev, (lt_dtype)t->dtype, t->shape, t->ndim, &b);
+  if (rc != LT_OK) return rc;
+  rc = be->to_device(b, t->host, t->host_bytes);
+  if (rc != LT_OK) {
+    lt__buffer_release(b);
+    return rc;
+  }
+  lt__count(LT_CTR_TRANSFER_TO_DEVICE, 1);
+  lt__tensor_set_buffer(t, b);
+  return LT_OK;
+}
+
+lt_node *lt__tensor_ir(lt_tensor *t) {
+  if (t->ir) return t->ir;
+  if (t->host && upload(t) != LT_OK) return NULL;
+  if (!t->data_node) t->data_node = lt__node_data(t->buf);
+  return t->data_node;
+}
+
+int lt__check_operands(const char *fn, lt_tensor *const *ts, int n) {
+  for (int i = 0; i < n; i++)
+    if (!ts[i]) return lt__err_null(fn);
+  for (int i = 1; i < n; i++) {
+    if (!lt__device_equal(ts[i]->dev, ts[0]->dev)) {
+      char a[32], b[32];
+      lt_device_str(ts[0]->dev, a, sizeof a);
+      lt_device_str(ts[i]->dev, b, sizeof b);
+      return lt__err(LT_EDEVICE, "%s: operands on different devices (%s and %s)", fn, a, b);
+    }
+  }
+  return LT_OK;
+}
+
+/* ---- accessors ---- */
+int64_t lt_id(const lt_tensor *t) { return t ? t->id : -1; }
+lt_dtype lt_get_dtype(const lt_tensor *t) { return t ? (lt_dtype)t->dtype : LT_NUM_DTYPES; }
+int lt_ndim(const lt_tensor *t) { return t ? t->ndim : -1; }
+const int64_t *lt_shape(const lt_tensor *t) { return t ? t->shape : NULL; }
+int64_t lt_numel(const lt_tensor *t) { return t ? lt__numel(t->shape, t->ndim) : -1; }
+lt_device lt_get_device(const lt_tensor *t) { return t ? t->dev : lt_cpu(-1); }
+
+int64_t lt_dim(const lt_tensor *t, int axis) {
+  if (!t) return -1;
+  int a = axis < 0 ? axis + t->ndim : axis;
+  if (a < 0 || a >= t->ndim) return -1;
+  return t->shape[a];
+}
+
+lt_state lt_get_state(const lt_tensor *t) {
+  if (t && t->ir) return LT_STATE_PENDING;
+  if (t && t->host) return LT_STATE_HOST;
+  return LT_STATE_DEVICE;
+}
