@@ -29,14 +29,15 @@ void lt_counters_reset(void) {
 }
 
 int lt_metrics_report(char *buf, size_t n) {
+  /* snprintf semantics: always terminated when n > 0, returns the full length. */
   size_t used = 0;
-  char line[128];
+  if (buf && n) buf[0] = '\0';
   for (int i = 0; i < LT_CTR_COUNT; i++) {
-    int len = snprintf(line, sizeof line, "Counter: %s\n  Value: %lld\n", kNames[i],
+    char *dst = buf && used < n ? buf + used : NULL;
+    size_t room = dst ? n - used : 0;
+    int len = snprintf(dst, room, "Counter: %s\n  Value: %lld\n", kNames[i],
                        (long long)atomic_load(&lt__counters[i]));
-    if (buf && used + (size_t)len < n) memcpy(buf + used, line, (size_t)len + 1);
     used += (size_t)len;
   }
-  if (buf && n && used >= n) buf[n - 1] = '\0';
   return (int)used;
 }

@@ -16,6 +16,8 @@ struct lt_executable {
   int *roots;
 };
 
+enum { kDataOffset = (sizeof(lt_buffer) + 63) / 64 * 64 };
+
 static uint64_t ref_env_hash(void) {
   static const char kEnv[] = "lazytensor-ref " LT_VERSION_STRING;
   return XXH3_64bits(kEnv, sizeof kEnv - 1);
@@ -23,15 +25,15 @@ static uint64_t ref_env_hash(void) {
 
 static int ref_buffer_alloc(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim,
                             lt_buffer **out) {
-  lt_buffer *b = lt__calloc(sizeof *b);
+  /* Header and data in one block (one allocation per intermediate). */
+  int64_t numel = lt__numel(shape, ndim);
+  size_t nbytes = (size_t)numel * lt_dtype_size(dt);
+  lt_buffer *b = lt__malloc(kDataOffset + nbytes);
   if (!b) return LT_ENOMEM;
-  b->numel = lt__numel(shape, ndim);
-  b->nbytes = (size_t)b->numel * lt_dtype_size(dt);
-  b->data = lt__malloc(b->nbytes);
-  if (!b->data) {
-    lt__free(b, sizeof *b);
-    return LT_ENOMEM;
-  }
+  memset(b, 0, sizeof *b);
+  b->numel = numel;
+  b->nbytes = nbytes;
+  b->data = (char *)b + kDataOffset;
   atomic_init(&b->refs, 1);
   b->dtype = (uint8_t)dt;
   b->ndim = (uint8_t)ndim;
@@ -43,10 +45,7 @@ static int ref_buffer_alloc(lt_device dev, lt_dtype dt, const int64_t *shape, in
   return LT_OK;
 }
 
-static void ref_buffer_free(lt_buffer *b) {
-  lt__free(b->data, b->nbytes);
-  lt__free(b, sizeof *b);
-}
+static void ref_buffer_free(lt_buffer *b) { lt__free(b, kDataOffset + b->nbytes); }
 
 static int ref_to_device(lt_buffer *dst, const void *src, size_t nbytes) {
   if (nbytes != dst->nbytes)
