@@ -38,10 +38,18 @@ static lt_tensor *trace_chain(lt_tensor *a, lt_tensor *b) {
   lt_tensor *t = a;
   for (int i = 0; i < kNodes; i++) {
     switch (i % 4) {
-    case 0: t = lt_add(t, b); break;
-    case 1: t = lt_mul(t, b); break;
-    case 2: t = lt_sub(t, a); break;
-    default: t = lt_maximum(t, a); break;
+    case 0:
+      t = lt_add(t, b);
+      break;
+    case 1:
+      t = lt_mul(t, b);
+      break;
+    case 2:
+      t = lt_sub(t, a);
+      break;
+    default:
+      t = lt_maximum(t, a);
+      break;
     }
   }
   return t;
@@ -49,8 +57,11 @@ static lt_tensor *trace_chain(lt_tensor *a, lt_tensor *b) {
 
 /* Times torch eager adds of small tensors, in a child process, if torch exists. */
 static double torch_eager_ns(void) {
+  /* Debian's python3-torch lives beside /usr/bin/python3, which may not be
+   * the python3 first on PATH. */
   FILE *p = popen(
-      "python3 -c \"\n"
+      "for py in /usr/bin/python3 python3; do $py -c 'import torch' 2>/dev/null && break; done;"
+      " $py -c \"\n"
       "import time, torch\n"
       "torch.set_num_threads(1)\n"
       "a = torch.ones(16); b = torch.ones(16)\n"
@@ -104,8 +115,7 @@ int main(void) {
   double op_ns = median(trace_ns, kReps);
   double hit_us = median(sync_us + 1, kReps - 1);
   printf("bench trace_op %.1f ns/op ratio %.2f vs budget_300ns\n", op_ns, 300.0 / op_ns);
-  printf("bench sync_hit_%d %.1f us ratio %.2f vs budget_100us\n", kNodes, hit_us,
-         100.0 / hit_us);
+  printf("bench sync_hit_%d %.1f us ratio %.2f vs budget_100us\n", kNodes, hit_us, 100.0 / hit_us);
   double torch_ns = getenv("LT_BENCH_NO_TORCH") ? -1 : torch_eager_ns();
   if (torch_ns > 0)
     printf("bench trace_op %.1f ns/op ratio %.2f vs torch_eager_add\n", op_ns, torch_ns / op_ns);

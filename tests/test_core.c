@@ -51,9 +51,9 @@ static void test_lifetime_and_scopes(void **state) {
   assert_int_equal(lt_device_live_tensors(CPU0), live0);
   assert_int_equal(lt_counter("CreateTensor") - created0, 3 + 0);
   assert_int_equal(lt_counter("DestroyTensor") - destroyed0, 3);
-  lt_release(NULL);       /* accepted */
-  lt_scope_end();         /* extra end: closes the test's scope, harmless */
-  lt_scope_begin();       /* reopen for the teardown */
+  lt_release(NULL); /* accepted */
+  lt_scope_end();   /* extra end: closes the test's scope, harmless */
+  lt_scope_begin(); /* reopen for the teardown */
   /* ids are unique */
   lt_tensor *x = lt_ones(CPU0, LT_F32, SHAPE(1), 1), *y = lt_ones(CPU0, LT_F32, SHAPE(1), 1);
   assert_true(lt_id(x) != lt_id(y));
@@ -78,8 +78,8 @@ static void test_accessors(void **state) {
 
 static void test_from_data_every_dtype(void **state) {
   (void)state;
-  tu_expect(tu_bool(SHAPE(3), 1, ((uint8_t[]){1, 0, 1})), LT_BOOL, SHAPE(3), 1,
-            (double[]){1, 0, 1}, 0);
+  tu_expect(tu_bool(SHAPE(3), 1, ((uint8_t[]){1, 0, 1})), LT_BOOL, SHAPE(3), 1, (double[]){1, 0, 1},
+            0);
   tu_expect(tu_i32(SHAPE(2), 1, ((int32_t[]){-7, 2147483647})), LT_I32, SHAPE(2), 1,
             (double[]){-7, 2147483647}, 0);
   int64_t big = (1LL << 53) + 1, got;
@@ -136,8 +136,7 @@ static void test_arange_and_eye(void **state) {
   TU_EXPECT_ERROR(lt_arange(CPU0, LT_BOOL, 0, 2, 1), LT_EDTYPE, "bool");
   tu_expect(lt_eye(CPU0, LT_F32, 3, 0), LT_F32, SHAPE(3, 3), 2,
             (double[]){1, 0, 0, 0, 1, 0, 0, 0, 1}, 0);
-  tu_expect(lt_eye(CPU0, LT_BOOL, 2, 3), LT_BOOL, SHAPE(2, 3), 2, (double[]){1, 0, 0, 0, 1, 0},
-            0);
+  tu_expect(lt_eye(CPU0, LT_BOOL, 2, 3), LT_BOOL, SHAPE(2, 3), 2, (double[]){1, 0, 0, 0, 1, 0}, 0);
   tu_expect(lt_eye(CPU0, LT_I32, 0, 0), LT_I32, SHAPE(0, 0), 2, NULL, 0);
   TU_EXPECT_ERROR(lt_eye(CPU0, LT_F32, -2, 3), LT_ESHAPE, "lt_eye");
 }
@@ -248,16 +247,11 @@ static void test_counters_and_report(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      TU_TEST(test_device_parse_and_print),
-      TU_TEST(test_devices_are_separate),
-      TU_TEST(test_lifetime_and_scopes),
-      TU_TEST(test_accessors),
-      TU_TEST(test_from_data_every_dtype),
-      TU_TEST(test_full_zeros_ones_scalar),
-      TU_TEST(test_arange_and_eye),
-      TU_TEST(test_null_operand_keeps_first_error),
-      TU_TEST(test_assign_errors),
-      TU_TEST(test_allocation_failures_are_errors),
+      TU_TEST(test_device_parse_and_print), TU_TEST(test_devices_are_separate),
+      TU_TEST(test_lifetime_and_scopes),    TU_TEST(test_accessors),
+      TU_TEST(test_from_data_every_dtype),  TU_TEST(test_full_zeros_ones_scalar),
+      TU_TEST(test_arange_and_eye),         TU_TEST(test_null_operand_keeps_first_error),
+      TU_TEST(test_assign_errors),          TU_TEST(test_allocation_failures_are_errors),
       TU_TEST(test_counters_and_report),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

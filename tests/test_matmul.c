@@ -167,8 +167,8 @@ static void test_chain(void **state) {
   lt_tensor *v = tu_f32(SHAPE(2), 1, (float[]){1, -1});
   lt_tensor *ab = lt_matmul(a, b);
   tu_expect(lt_matmul(ab, v), LT_F32, SHAPE(2), 1, (double[]){-6, -15}, 1e-6);
-  tu_expect(lt_matmul(lt_add(a, a), b), LT_F32, SHAPE(2, 2), 2,
-            (double[]){116, 128, 278, 308}, 1e-6);
+  tu_expect(lt_matmul(lt_add(a, a), b), LT_F32, SHAPE(2, 2), 2, (double[]){116, 128, 278, 308},
+            1e-6);
 }
 
 static void test_errors(void **state) {
@@ -204,10 +204,10 @@ static void test_errors(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      TU_TEST(test_2d_2d),     TU_TEST(test_1d_1d),           TU_TEST(test_1d_2d),
-      TU_TEST(test_2d_1d),     TU_TEST(test_1d_batched),      TU_TEST(test_batched),
-      TU_TEST(test_broadcast_batch), TU_TEST(test_int),       TU_TEST(test_promotion),
-      TU_TEST(test_empty),     TU_TEST(test_chain),           TU_TEST(test_errors),
+      TU_TEST(test_2d_2d),           TU_TEST(test_1d_1d),      TU_TEST(test_1d_2d),
+      TU_TEST(test_2d_1d),           TU_TEST(test_1d_batched), TU_TEST(test_batched),
+      TU_TEST(test_broadcast_batch), TU_TEST(test_int),        TU_TEST(test_promotion),
+      TU_TEST(test_empty),           TU_TEST(test_chain),      TU_TEST(test_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

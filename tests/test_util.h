@@ -47,11 +47,21 @@ static inline void tu_read(lt_tensor *t, double *out, int64_t n) {
   if (rc != LT_OK) fail_msg("lt_to_data: %s", lt_last_error());
   for (int64_t i = 0; i < numel; i++) {
     switch (lt_get_dtype(t)) {
-    case LT_BOOL: out[i] = ((uint8_t *)tmp)[i]; break;
-    case LT_I32: out[i] = ((int32_t *)tmp)[i]; break;
-    case LT_I64: out[i] = (double)((int64_t *)tmp)[i]; break;
-    case LT_F32: out[i] = ((float *)tmp)[i]; break;
-    default: out[i] = ((double *)tmp)[i]; break;
+    case LT_BOOL:
+      out[i] = ((uint8_t *)tmp)[i];
+      break;
+    case LT_I32:
+      out[i] = ((int32_t *)tmp)[i];
+      break;
+    case LT_I64:
+      out[i] = (double)((int64_t *)tmp)[i];
+      break;
+    case LT_F32:
+      out[i] = ((float *)tmp)[i];
+      break;
+    default:
+      out[i] = ((double *)tmp)[i];
+      break;
     }
   }
   free(tmp);
@@ -79,14 +89,14 @@ static inline void tu_expect(lt_tensor *t, lt_dtype dt, const int64_t *shape, in
 }
 
 /* Asserts that a call failed with status st and a message containing needle. */
-#define TU_EXPECT_ERROR(expr, st, needle)                                              \
-  do {                                                                                 \
-    lt_clear_error();                                                                  \
-    lt_tensor *tu_r_ = (expr);                                                         \
-    if (tu_r_) fail_msg("expected failure of %s", #expr);                              \
-    assert_int_equal(lt_last_status(), (st));                                          \
-    if (!strstr(lt_last_error(), (needle)))                                            \
-      fail_msg("message '%s' lacks '%s'", lt_last_error(), (needle));                  \
+#define TU_EXPECT_ERROR(expr, st, needle)                             \
+  do {                                                                \
+    lt_clear_error();                                                 \
+    lt_tensor *tu_r_ = (expr);                                        \
+    if (tu_r_) fail_msg("expected failure of %s", #expr);             \
+    assert_int_equal(lt_last_status(), (st));                         \
+    if (!strstr(lt_last_error(), (needle)))                           \
+      fail_msg("message '%s' lacks '%s'", lt_last_error(), (needle)); \
   } while (0)
 
 /* Wraps a test body in a scope so that every temporary is released. */

@@ -50,8 +50,7 @@ struct lt_backend {
   const char *name;
   /* Folds everything that changes generated code (backend version, CPU, ...). */
   uint64_t (*env_hash)(void);
-  int (*buffer_alloc)(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim,
-                      lt_buffer **out);
+  int (*buffer_alloc)(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim, lt_buffer **out);
   void (*buffer_free)(lt_buffer *b);
   int (*to_device)(lt_buffer *dst, const void *src, size_t nbytes);
   int (*from_device)(const lt_buffer *src, void *dst, size_t nbytes);

@@ -80,8 +80,10 @@ void lt__device_add_live(lt_device_ctx *ctx, lt_tensor *t) {
 
 void lt__device_remove_live(lt_device_ctx *ctx, lt_tensor *t) {
   pthread_mutex_lock(&ctx->live_lock);
-  if (t->live_prev) t->live_prev->live_next = t->live_next;
-  else ctx->live_head = t->live_next;
+  if (t->live_prev)
+    t->live_prev->live_next = t->live_next;
+  else
+    ctx->live_head = t->live_next;
   if (t->live_next) t->live_next->live_prev = t->live_prev;
   ctx->live_count--;
   pthread_mutex_unlock(&ctx->live_lock);

@@ -32,10 +32,15 @@ lt_dtype lt__promote(const lt_tensor *const *ts, int n) {
 
 double lt__dtype_round(lt_dtype dt, double v) {
   switch (dt) {
-  case LT_BOOL: return v != 0;
-  case LT_I32: return isfinite(v) ? (double)(int32_t)v : 0;
-  case LT_I64: return isfinite(v) ? (double)(int64_t)v : 0;
-  case LT_F32: return (double)(float)v;
-  default: return v;
+  case LT_BOOL:
+    return v != 0;
+  case LT_I32:
+    return isfinite(v) ? (double)(int32_t)v : 0;
+  case LT_I64:
+    return isfinite(v) ? (double)(int64_t)v : 0;
+  case LT_F32:
+    return (double)(float)v;
+  default:
+    return v;
   }
 }

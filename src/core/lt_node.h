@@ -70,13 +70,13 @@ typedef enum lt_op {
   /* contraction: operands [..., n, k] and [..., k, m] (rank >= 2), batch dims broadcast */
   LT_OP_MATMUL,
   /* shape */
-  LT_OP_RESHAPE, /* to the node's shape, row-major order kept */
-  LT_OP_PERMUTE, /* attrs = perm (ndim entries): out axis i is input axis perm[i] */
-  LT_OP_EXPAND,  /* numpy broadcast of the operand to the node's shape */
-  LT_OP_SLICE,   /* attrs[0..ndim) = starts, attrs[ndim..2ndim) = steps (> 0) */
-  LT_OP_CONCAT,  /* attrs[0] = axis; any number of operands */
-  LT_OP_PAD,     /* attrs = before/after pairs per axis; fattr = value */
-  LT_OP_GATHER,  /* operands: a, index (i32/i64, same rank); attrs[0] = axis */
+  LT_OP_RESHAPE,      /* to the node's shape, row-major order kept */
+  LT_OP_PERMUTE,      /* attrs = perm (ndim entries): out axis i is input axis perm[i] */
+  LT_OP_EXPAND,       /* numpy broadcast of the operand to the node's shape */
+  LT_OP_SLICE,        /* attrs[0..ndim) = starts, attrs[ndim..2ndim) = steps (> 0) */
+  LT_OP_CONCAT,       /* attrs[0] = axis; any number of operands */
+  LT_OP_PAD,          /* attrs = before/after pairs per axis; fattr = value */
+  LT_OP_GATHER,       /* operands: a, index (i32/i64, same rank); attrs[0] = axis */
   LT_OP_INDEX_SELECT, /* operands: a, index (1-d i32/i64); attrs[0] = axis */
   LT_OP_ONE_HOT,      /* operand: integer indices; attrs[0] = num_classes */
   LT_OP_COUNT
@@ -111,8 +111,8 @@ const char *lt__op_name(lt_op op);
 /* Creates a node. Takes new references on the operands (and on data for
  * LT_OP_DATA). Returns NULL on allocation failure with the error recorded. */
 lt_node *lt__node_new(lt_op op, lt_dtype dt, const int64_t *shape, int ndim,
-                      lt_node *const *operands, int noperands, const int64_t *attrs,
-                      int nattrs, double fattr);
+                      lt_node *const *operands, int noperands, const int64_t *attrs, int nattrs,
+                      double fattr);
 lt_node *lt__node_data(struct lt_buffer *buf);
 lt_node *lt__node_const(lt_dtype dt, const int64_t *shape, int ndim, double value);
 

@@ -18,9 +18,8 @@
 lt_node *lt__ir_as(lt_tensor *t, lt_dtype dt);
 
 /* Node constructor that consumes its operands. */
-lt_node *lt__node_make(lt_op op, lt_dtype dt, const int64_t *shape, int ndim,
-                       lt_node **operands, int noperands, const int64_t *attrs, int nattrs,
-                       double fattr);
+lt_node *lt__node_make(lt_op op, lt_dtype dt, const int64_t *shape, int ndim, lt_node **operands,
+                       int noperands, const int64_t *attrs, int nattrs, double fattr);
 /* n converted to dt (consumes n; returns it unchanged when already dt). */
 lt_node *lt__node_cast(lt_node *n, lt_dtype dt);
 /* n reshaped (consumes n; returns it unchanged when the shape is equal). */

@@ -6,8 +6,8 @@
 
 /* numpy broadcast of two shapes into out (out_ndim set). LT_ESHAPE with a
  * message naming fn when they do not broadcast. */
-int lt__broadcast(const char *fn, const int64_t *a, int an, const int64_t *b, int bn,
-                  int64_t *out, int *out_ndim);
+int lt__broadcast(const char *fn, const int64_t *a, int an, const int64_t *b, int bn, int64_t *out,
+                  int *out_ndim);
 /* True when shape `from` broadcasts to `to` (numpy rules). */
 bool lt__broadcastable(const int64_t *from, int fn, const int64_t *to, int tn);
 /* Normalises a possibly negative axis for rank ndim into [0, ndim);

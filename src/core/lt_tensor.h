@@ -16,11 +16,11 @@ struct lt_tensor {
   int64_t id;
   lt_device dev;
   int64_t shape[LT_MAX_DIMS];
-  lt_node *ir;            /* pending value, or NULL */
-  struct lt_buffer *buf;  /* device value, or NULL */
-  void *host;             /* host value, or NULL */
+  lt_node *ir;           /* pending value, or NULL */
+  struct lt_buffer *buf; /* device value, or NULL */
+  void *host;            /* host value, or NULL */
   size_t host_bytes;
-  lt_node *data_node;     /* cached LT_OP_DATA leaf over buf (a cache, not state) */
+  lt_node *data_node;               /* cached LT_OP_DATA leaf over buf (a cache, not state) */
   lt_tensor *live_prev, *live_next; /* device context's weak list */
 };
 

@@ -8,15 +8,15 @@
 #include "lt_node.h"
 
 static const char *const kOpNames[LT_OP_COUNT] = {
-    "data",    "const",   "neg",     "abs",       "sign",       "relu",    "floor",
-    "ceil",    "round",   "exp",     "log",       "log1p",      "sqrt",    "rsqrt",
-    "sin",     "cos",     "tanh",    "sigmoid",   "gelu",       "erf",     "not",
-    "cast",    "add",     "sub",     "mul",       "div",        "pow",     "maximum",
-    "minimum", "eq",      "ne",      "lt",        "le",         "gt",      "ge",
-    "and",     "or",      "where",   "sum",       "mean",       "max",     "min",
-    "prod",    "logsumexp", "argmax", "argmin",   "softmax",    "log_softmax",
-    "matmul",  "reshape", "permute", "expand",    "slice",      "concat",  "pad",
-    "gather",  "index_select", "one_hot"};
+    "data",         "const",     "neg",    "abs",     "sign",    "relu",        "floor",
+    "ceil",         "round",     "exp",    "log",     "log1p",   "sqrt",        "rsqrt",
+    "sin",          "cos",       "tanh",   "sigmoid", "gelu",    "erf",         "not",
+    "cast",         "add",       "sub",    "mul",     "div",     "pow",         "maximum",
+    "minimum",      "eq",        "ne",     "lt",      "le",      "gt",          "ge",
+    "and",          "or",        "where",  "sum",     "mean",    "max",         "min",
+    "prod",         "logsumexp", "argmax", "argmin",  "softmax", "log_softmax", "matmul",
+    "reshape",      "permute",   "expand", "slice",   "concat",  "pad",         "gather",
+    "index_select", "one_hot"};
 
 const char *lt__op_name(lt_op op) { return op < LT_OP_COUNT ? kOpNames[op] : "?"; }
 
@@ -48,10 +48,10 @@ static uint64_t node_hash(const lt_node *n) {
 }
 
 lt_node *lt__node_new(lt_op op, lt_dtype dt, const int64_t *shape, int ndim,
-                      lt_node *const *operands, int noperands, const int64_t *attrs,
-                      int nattrs, double fattr) {
-  size_t size = sizeof(lt_node) + (size_t)noperands * sizeof(lt_operand) +
-                (size_t)nattrs * sizeof(int64_t);
+                      lt_node *const *operands, int noperands, const int64_t *attrs, int nattrs,
+                      double fattr) {
+  size_t size =
+      sizeof(lt_node) + (size_t)noperands * sizeof(lt_operand) + (size_t)nattrs * sizeof(int64_t);
   lt_node *n = lt__malloc(size);
   if (!n) return NULL;
   memset(n, 0, sizeof *n);
@@ -76,8 +76,8 @@ lt_node *lt__node_new(lt_op op, lt_dtype dt, const int64_t *shape, int ndim,
 }
 
 lt_node *lt__node_data(lt_buffer *buf) {
-  lt_node *n = lt__node_new(LT_OP_DATA, (lt_dtype)buf->dtype, buf->shape, buf->ndim, NULL, 0,
-                            NULL, 0, 0.0);
+  lt_node *n =
+      lt__node_new(LT_OP_DATA, (lt_dtype)buf->dtype, buf->shape, buf->ndim, NULL, 0, NULL, 0, 0.0);
   if (n) n->data = lt__buffer_retain(buf);
   return n;
 }

@@ -12,9 +12,8 @@ lt_node *lt__ir_as(lt_tensor *t, lt_dtype dt) {
   return lt__node_cast(lt__node_retain(n), dt);
 }
 
-lt_node *lt__node_make(lt_op op, lt_dtype dt, const int64_t *shape, int ndim,
-                       lt_node **operands, int noperands, const int64_t *attrs, int nattrs,
-                       double fattr) {
+lt_node *lt__node_make(lt_op op, lt_dtype dt, const int64_t *shape, int ndim, lt_node **operands,
+                       int noperands, const int64_t *attrs, int nattrs, double fattr) {
   lt_node *n = NULL;
   int ok = 1;
   for (int i = 0; i < noperands; i++) ok &= operands[i] != NULL;
@@ -35,8 +34,7 @@ lt_node *lt__node_cast(lt_node *n, lt_dtype dt) {
 
 lt_node *lt__node_reshape(lt_node *n, const int64_t *shape, int ndim) {
   if (!n) return NULL;
-  if (n->ndim == ndim && memcmp(n->shape, shape, (size_t)ndim * sizeof(int64_t)) == 0)
-    return n;
+  if (n->ndim == ndim && memcmp(n->shape, shape, (size_t)ndim * sizeof(int64_t)) == 0) return n;
   if (n->op == LT_OP_CONST) {
     lt_node *c = lt__node_const((lt_dtype)n->dtype, shape, ndim, n->fattr);
     lt__node_release(n);
@@ -61,11 +59,21 @@ lt_node *lt__scalar_node(lt_device dev, lt_dtype dt, double value) {
     double f64;
   } u;
   switch (dt) {
-  case LT_BOOL: u.b = v != 0; break;
-  case LT_I32: u.i32 = (int32_t)v; break;
-  case LT_I64: u.i64 = (int64_t)v; break;
-  case LT_F32: u.f32 = (float)v; break;
-  default: u.f64 = v; break;
+  case LT_BOOL:
+    u.b = v != 0;
+    break;
+  case LT_I32:
+    u.i32 = (int32_t)v;
+    break;
+  case LT_I64:
+    u.i64 = (int64_t)v;
+    break;
+  case LT_F32:
+    u.f32 = (float)v;
+    break;
+  default:
+    u.f64 = v;
+    break;
   }
   if (be->to_device(b, &u, lt_dtype_size(dt)) != LT_OK) {
     lt__buffer_release(b);
@@ -82,6 +90,6 @@ lt_tensor *lt__wrap(lt_device dev, lt_node *node) { return lt__tensor_from_node(
 lt_tensor *lt__make(lt_device dev, lt_op op, lt_dtype dt, const int64_t *shape, int ndim,
                     lt_node **operands, int noperands, const int64_t *attrs, int nattrs,
                     double fattr) {
-  return lt__wrap(dev, lt__node_make(op, dt, shape, ndim, operands, noperands, attrs, nattrs,
-                                     fattr));
+  return lt__wrap(dev,
+                  lt__node_make(op, dt, shape, ndim, operands, noperands, attrs, nattrs, fattr));
 }

@@ -16,11 +16,21 @@ static int check_create(const char *fn, lt_device dev, lt_dtype dt, const int64_
 /* Host buffer of numel elements of dt, filled by value(i). */
 static void store(void *p, lt_dtype dt, int64_t i, double v) {
   switch (dt) {
-  case LT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
-  case LT_I32: ((int32_t *)p)[i] = (int32_t)v; break;
-  case LT_I64: ((int64_t *)p)[i] = (int64_t)v; break;
-  case LT_F32: ((float *)p)[i] = (float)v; break;
-  default: ((double *)p)[i] = v; break;
+  case LT_BOOL:
+    ((uint8_t *)p)[i] = v != 0;
+    break;
+  case LT_I32:
+    ((int32_t *)p)[i] = (int32_t)v;
+    break;
+  case LT_I64:
+    ((int64_t *)p)[i] = (int64_t)v;
+    break;
+  case LT_F32:
+    ((float *)p)[i] = (float)v;
+    break;
+  default:
+    ((double *)p)[i] = v;
+    break;
   }
 }
 
@@ -127,8 +137,8 @@ int lt_assign(lt_tensor *dst, lt_tensor *src) {
       lt__node_release(n);
       n = c;
     } else {
-      n = lt__node_make(LT_OP_EXPAND, (lt_dtype)dst->dtype, dst->shape, dst->ndim, &n, 1, NULL,
-                        0, 0.0);
+      n = lt__node_make(LT_OP_EXPAND, (lt_dtype)dst->dtype, dst->shape, dst->ndim, &n, 1, NULL, 0,
+                        0.0);
     }
   }
   if (!n) return lt_last_status() ? lt_last_status() : LT_ENOMEM;

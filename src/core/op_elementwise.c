@@ -128,13 +128,16 @@ static lt_tensor *binary(const char *fn, lt_op op, lt_tensor *a, lt_tensor *b) {
   case LT_OP_LT:
   case LT_OP_LE:
   case LT_OP_GT:
-  case LT_OP_GE: result = LT_BOOL; break;
+  case LT_OP_GE:
+    result = LT_BOOL;
+    break;
   case LT_OP_AND:
   case LT_OP_OR:
     /* Truthiness is exact in bool (promotion could flush a tiny f64 to 0 in f32). */
     compute = result = LT_BOOL;
     break;
-  default: break;
+  default:
+    break;
   }
   lt_node *x[2] = {lt__ir_as(a, compute), lt__ir_as(b, compute)};
   return lt__make(a->dev, op, result, shape, ndim, x, 2, NULL, 0, 0.0);

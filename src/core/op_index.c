@@ -35,8 +35,8 @@ lt_tensor *lt_gather(lt_tensor *a, int axis, lt_tensor *index) {
   /* torch's rule: off the gather axis, index may not be larger than the input. */
   for (int d = 0; d < a->ndim; d++) {
     if (d != ax && index->shape[d] > a->shape[d]) {
-      lt__err(LT_ESHAPE, "%s: index %s is larger than input %s in dim %d (axis %d)", fn, si,
-              sa, d, ax);
+      lt__err(LT_ESHAPE, "%s: index %s is larger than input %s in dim %d (axis %d)", fn, si, sa, d,
+              ax);
       return NULL;
     }
   }
@@ -77,7 +77,7 @@ lt_tensor *lt_index_select(lt_tensor *a, int axis, lt_tensor *index) {
 
   lt_node *ops[2] = {lt__ir_as(a, (lt_dtype)a->dtype), lt__ir_as(index, (lt_dtype)index->dtype)};
   /* The node's index is always 1-d: a 0-d index selects like [i]. */
-  ops[1] = lt__node_reshape(ops[1], kOne, 1);
+  if (index->ndim == 0) ops[1] = lt__node_reshape(ops[1], kOne, 1);
   int64_t attrs[1] = {ax};
   if (a->ndim == 0) {
     ops[0] = lt__node_reshape(ops[0], kOne, 1);
@@ -88,8 +88,8 @@ lt_tensor *lt_index_select(lt_tensor *a, int axis, lt_tensor *index) {
   int64_t shape[LT_MAX_DIMS];
   for (int d = 0; d < a->ndim; d++) shape[d] = a->shape[d];
   shape[ax] = len;
-  return lt__make(a->dev, LT_OP_INDEX_SELECT, (lt_dtype)a->dtype, shape, a->ndim, ops, 2, attrs,
-                  1, 0.0);
+  return lt__make(a->dev, LT_OP_INDEX_SELECT, (lt_dtype)a->dtype, shape, a->ndim, ops, 2, attrs, 1,
+                  0.0);
 }
 
 lt_tensor *lt_one_hot(lt_tensor *indices, int64_t num_classes, lt_dtype dt) {
@@ -108,8 +108,8 @@ lt_tensor *lt_one_hot(lt_tensor *indices, int64_t num_classes, lt_dtype dt) {
   char si[128];
   lt__shape_str(indices->shape, indices->ndim, si, sizeof si);
   if (indices->ndim >= LT_MAX_DIMS) {
-    lt__err(LT_ESHAPE, "%s: indices of shape %s leave no room for the class axis (max rank %d)",
-            fn, si, LT_MAX_DIMS);
+    lt__err(LT_ESHAPE, "%s: indices of shape %s leave no room for the class axis (max rank %d)", fn,
+            si, LT_MAX_DIMS);
     return NULL;
   }
   int64_t shape[LT_MAX_DIMS];
@@ -119,6 +119,5 @@ lt_tensor *lt_one_hot(lt_tensor *indices, int64_t num_classes, lt_dtype dt) {
 
   lt_node *ops[1] = {lt__ir_as(indices, (lt_dtype)indices->dtype)};
   int64_t attrs[1] = {num_classes};
-  return lt__make(indices->dev, LT_OP_ONE_HOT, dt, shape, indices->ndim + 1, ops, 1, attrs, 1,
-                  0.0);
+  return lt__make(indices->dev, LT_OP_ONE_HOT, dt, shape, indices->ndim + 1, ops, 1, attrs, 1, 0.0);
 }

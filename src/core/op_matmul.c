@@ -16,8 +16,7 @@ lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b) {
   lt__shape_str(b->shape, b->ndim, sb, sizeof sb);
   /* torch rejects 0-d operands too: there is no contraction dim. */
   if (a->ndim == 0 || b->ndim == 0) {
-    lt__err(LT_ESHAPE, "%s: operands must have at least 1 dim, got shapes %s and %s", fn, sa,
-            sb);
+    lt__err(LT_ESHAPE, "%s: operands must have at least 1 dim, got shapes %s and %s", fn, sa, sb);
     return NULL;
   }
   if (a->dtype == LT_BOOL || b->dtype == LT_BOOL) {
@@ -45,8 +44,8 @@ lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b) {
   }
   int64_t n = as[an - 2], k = as[an - 1], m = bs[bn - 1];
   if (bs[bn - 2] != k) {
-    lt__err(LT_ESHAPE, "%s: shapes %s and %s do not fit: contraction dims %lld and %lld differ",
-            fn, sa, sb, (long long)k, (long long)bs[bn - 2]);
+    lt__err(LT_ESHAPE, "%s: shapes %s and %s do not fit: contraction dims %lld and %lld differ", fn,
+            sa, sb, (long long)k, (long long)bs[bn - 2]);
     return NULL;
   }
 

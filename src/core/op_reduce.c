@@ -20,8 +20,8 @@
 static int norm_axis(const char *fn, int axis, const lt_tensor *a, int *out) {
   if (a->ndim > 0) return lt__norm_axis(fn, axis, a->ndim, out);
   if (axis != 0 && axis != -1)
-    return lt__err(LT_EINVAL, "%s: axis %d out of range for a tensor of rank 0 (only 0 or -1)",
-                   fn, axis);
+    return lt__err(LT_EINVAL, "%s: axis %d out of range for a tensor of rank 0 (only 0 or -1)", fn,
+                   axis);
   *out = 0;
   return LT_OK;
 }
@@ -90,7 +90,9 @@ static lt_tensor *reduce_axes(const char *fn, lt_op op, lt_tensor *a, const int 
   lt_dtype dt = in_dt;
   switch (op) {
   case LT_OP_SUM:
-  case LT_OP_PROD: dt = lt__is_float(in_dt) ? in_dt : LT_I64; break;
+  case LT_OP_PROD:
+    dt = lt__is_float(in_dt) ? in_dt : LT_I64;
+    break;
   case LT_OP_MEAN:
     if (!lt__is_float(in_dt)) {
       lt__err(LT_EDTYPE, "%s: needs a floating dtype, got %s (as PyTorch)", fn,
@@ -98,12 +100,15 @@ static lt_tensor *reduce_axes(const char *fn, lt_op op, lt_tensor *a, const int 
       return NULL;
     }
     break;
-  case LT_OP_LOGSUMEXP: dt = lt__is_float(in_dt) ? in_dt : LT_F32; break;
+  case LT_OP_LOGSUMEXP:
+    dt = lt__is_float(in_dt) ? in_dt : LT_F32;
+    break;
   case LT_OP_MAX:
   case LT_OP_MIN:
     if (check_nonempty(fn, a, mask) != LT_OK) return NULL;
     break;
-  default: break;
+  default:
+    break;
   }
 
   int64_t shape[LT_MAX_DIMS];

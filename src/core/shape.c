@@ -4,8 +4,8 @@
 #include "lt_error.h"
 #include "lt_shape.h"
 
-int lt__broadcast(const char *fn, const int64_t *a, int an, const int64_t *b, int bn,
-                  int64_t *out, int *out_ndim) {
+int lt__broadcast(const char *fn, const int64_t *a, int an, const int64_t *b, int bn, int64_t *out,
+                  int *out_ndim) {
   int n = an > bn ? an : bn;
   for (int i = 0; i < n; i++) {
     int ai = an - n + i, bi = bn - n + i;
@@ -33,8 +33,7 @@ bool lt__broadcastable(const int64_t *from, int fn, const int64_t *to, int tn) {
 int lt__norm_axis(const char *fn, int axis, int ndim, int *out) {
   int a = axis < 0 ? axis + ndim : axis;
   if (a < 0 || a >= ndim)
-    return lt__err(LT_EINVAL, "%s: axis %d out of range for a tensor of rank %d", fn, axis,
-                   ndim);
+    return lt__err(LT_EINVAL, "%s: axis %d out of range for a tensor of rank %d", fn, axis, ndim);
   *out = a;
   return LT_OK;
 }

@@ -28,10 +28,14 @@ static int cache_init_locked(void) {
 static size_t bucket_of(lt_graph_key k) { return (size_t)(k.lo ^ k.hi) & (g_nbuckets - 1); }
 
 static void lru_unlink(lt_cache_entry *e) {
-  if (e->lru_prev) e->lru_prev->lru_next = e->lru_next;
-  else g_lru_head = e->lru_next;
-  if (e->lru_next) e->lru_next->lru_prev = e->lru_prev;
-  else g_lru_tail = e->lru_prev;
+  if (e->lru_prev)
+    e->lru_prev->lru_next = e->lru_next;
+  else
+    g_lru_head = e->lru_next;
+  if (e->lru_next)
+    e->lru_next->lru_prev = e->lru_prev;
+  else
+    g_lru_tail = e->lru_prev;
   e->lru_prev = e->lru_next = NULL;
 }
 

@@ -67,7 +67,8 @@ static int walk(lt_node *const *roots, int nroots, post_order *po) {
       grow(&tl_params, sizeof(lt_buffer *), cap_params, (void **)&po->params))
     return LT_ENOMEM;
   cap_nodes = (int)(tl_nodes.cap / sizeof(lt_node *));
-  if ((int)(tl_param_of.cap / sizeof(int)) < cap_nodes) cap_nodes = (int)(tl_param_of.cap / sizeof(int));
+  if ((int)(tl_param_of.cap / sizeof(int)) < cap_nodes)
+    cap_nodes = (int)(tl_param_of.cap / sizeof(int));
   cap_stack = (int)(tl_stack.cap / sizeof(walk_frame));
   cap_params = (int)(tl_params.cap / sizeof(lt_buffer *));
   po->nnodes = po->nparams = 0;
@@ -141,8 +142,8 @@ static int graph_key(const lt_backend *be, bool force, lt_node *const *roots, in
 }
 
 /* Compiles on a miss; returns a referenced cache entry or NULL with the error set. */
-static lt_cache_entry *find_or_compile(const lt_backend *be, lt_graph_key key,
-                                       const post_order *po, const int *roots, int nroots) {
+static lt_cache_entry *find_or_compile(const lt_backend *be, lt_graph_key key, const post_order *po,
+                                       const int *roots, int nroots) {
   lt_cache_entry *e = lt__cache_get(key);
   if (e) {
     lt__count(LT_CTR_CACHED_COMPILE, 1);
@@ -263,11 +264,30 @@ int lt_item(lt_tensor *t, int64_t flat_index, double *out) {
   if (rc == LT_OK) {
     const unsigned char *p = tmp + (size_t)flat_index * sz;
     switch ((lt_dtype)t->dtype) {
-    case LT_BOOL: *out = *p; break;
-    case LT_I32: { int32_t v; memcpy(&v, p, 4); *out = v; break; }
-    case LT_I64: { int64_t v; memcpy(&v, p, 8); *out = (double)v; break; }
-    case LT_F32: { float v; memcpy(&v, p, 4); *out = v; break; }
-    default: memcpy(out, p, 8); break;
+    case LT_BOOL:
+      *out = *p;
+      break;
+    case LT_I32: {
+      int32_t v;
+      memcpy(&v, p, 4);
+      *out = v;
+      break;
+    }
+    case LT_I64: {
+      int64_t v;
+      memcpy(&v, p, 8);
+      *out = (double)v;
+      break;
+    }
+    case LT_F32: {
+      float v;
+      memcpy(&v, p, 4);
+      *out = v;
+      break;
+    }
+    default:
+      memcpy(out, p, 8);
+      break;
     }
   }
   lt__free(tmp, nbytes);

@@ -8,11 +8,19 @@
 _Atomic int64_t lt__counters[LT_CTR_COUNT];
 
 /* Names follow the reference's counters so that its users recognise them. */
-static const char *const kNames[LT_CTR_COUNT + 1] = {
-    "CreateTensor",       "DestroyTensor",     "CachedCompile",    "UncachedCompile",
-    "CompileFailure",     "ExecuteComputation", "ExecuteFailure",  "SyncTensors",
-    "TransferToDevice",   "TransferFromDevice", "CompilationCacheEviction",
-    "NodesCompiled",      NULL};
+static const char *const kNames[LT_CTR_COUNT + 1] = {"CreateTensor",
+                                                     "DestroyTensor",
+                                                     "CachedCompile",
+                                                     "UncachedCompile",
+                                                     "CompileFailure",
+                                                     "ExecuteComputation",
+                                                     "ExecuteFailure",
+                                                     "SyncTensors",
+                                                     "TransferToDevice",
+                                                     "TransferFromDevice",
+                                                     "CompilationCacheEviction",
+                                                     "NodesCompiled",
+                                                     NULL};
 
 const char *const *lt_counter_names(void) { return kNames; }
 

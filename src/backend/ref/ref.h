@@ -35,42 +35,72 @@ static inline bool ref_is_float(int dt) { return dt == LT_F32 || dt == LT_F64; }
 
 static inline double ref_getf(const lt_buffer *b, int64_t i) {
   switch (b->dtype) {
-  case LT_BOOL: return ((const uint8_t *)b->data)[i];
-  case LT_I32: return ((const int32_t *)b->data)[i];
-  case LT_I64: return (double)((const int64_t *)b->data)[i];
-  case LT_F32: return ((const float *)b->data)[i];
-  default: return ((const double *)b->data)[i];
+  case LT_BOOL:
+    return ((const uint8_t *)b->data)[i];
+  case LT_I32:
+    return ((const int32_t *)b->data)[i];
+  case LT_I64:
+    return (double)((const int64_t *)b->data)[i];
+  case LT_F32:
+    return ((const float *)b->data)[i];
+  default:
+    return ((const double *)b->data)[i];
   }
 }
 
 static inline int64_t ref_geti(const lt_buffer *b, int64_t i) {
   switch (b->dtype) {
-  case LT_BOOL: return ((const uint8_t *)b->data)[i];
-  case LT_I32: return ((const int32_t *)b->data)[i];
-  case LT_I64: return ((const int64_t *)b->data)[i];
-  case LT_F32: return (int64_t)((const float *)b->data)[i];
-  default: return (int64_t)((const double *)b->data)[i];
+  case LT_BOOL:
+    return ((const uint8_t *)b->data)[i];
+  case LT_I32:
+    return ((const int32_t *)b->data)[i];
+  case LT_I64:
+    return ((const int64_t *)b->data)[i];
+  case LT_F32:
+    return (int64_t)((const float *)b->data)[i];
+  default:
+    return (int64_t)((const double *)b->data)[i];
   }
 }
 
 /* Stores v converted to the buffer's dtype (bool: v != 0). */
 static inline void ref_setf(lt_buffer *b, int64_t i, double v) {
   switch (b->dtype) {
-  case LT_BOOL: ((uint8_t *)b->data)[i] = v != 0; break;
-  case LT_I32: ((int32_t *)b->data)[i] = (int32_t)v; break;
-  case LT_I64: ((int64_t *)b->data)[i] = (int64_t)v; break;
-  case LT_F32: ((float *)b->data)[i] = (float)v; break;
-  default: ((double *)b->data)[i] = v; break;
+  case LT_BOOL:
+    ((uint8_t *)b->data)[i] = v != 0;
+    break;
+  case LT_I32:
+    ((int32_t *)b->data)[i] = (int32_t)v;
+    break;
+  case LT_I64:
+    ((int64_t *)b->data)[i] = (int64_t)v;
+    break;
+  case LT_F32:
+    ((float *)b->data)[i] = (float)v;
+    break;
+  default:
+    ((double *)b->data)[i] = v;
+    break;
   }
 }
 
 static inline void ref_seti(lt_buffer *b, int64_t i, int64_t v) {
   switch (b->dtype) {
-  case LT_BOOL: ((uint8_t *)b->data)[i] = v != 0; break;
-  case LT_I32: ((int32_t *)b->data)[i] = (int32_t)v; break;
-  case LT_I64: ((int64_t *)b->data)[i] = v; break;
-  case LT_F32: ((float *)b->data)[i] = (float)v; break;
-  default: ((double *)b->data)[i] = (double)v; break;
+  case LT_BOOL:
+    ((uint8_t *)b->data)[i] = v != 0;
+    break;
+  case LT_I32:
+    ((int32_t *)b->data)[i] = (int32_t)v;
+    break;
+  case LT_I64:
+    ((int64_t *)b->data)[i] = v;
+    break;
+  case LT_F32:
+    ((float *)b->data)[i] = (float)v;
+    break;
+  default:
+    ((double *)b->data)[i] = (double)v;
+    break;
   }
 }
 

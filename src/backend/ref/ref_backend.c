@@ -49,8 +49,7 @@ static void ref_buffer_free(lt_buffer *b) { lt__free(b, kDataOffset + b->nbytes)
 
 static int ref_to_device(lt_buffer *dst, const void *src, size_t nbytes) {
   if (nbytes != dst->nbytes)
-    return lt__err(LT_EINVAL, "ref: copy of %zu bytes into a buffer of %zu", nbytes,
-                   dst->nbytes);
+    return lt__err(LT_EINVAL, "ref: copy of %zu bytes into a buffer of %zu", nbytes, dst->nbytes);
   if (nbytes) memcpy(dst->data, src, nbytes);
   return LT_OK;
 }

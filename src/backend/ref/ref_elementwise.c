@@ -34,14 +34,20 @@ static int64_t f2i(double v) {
 /* Stores float v into an integer or bool buffer (see CAST above). */
 static void set_from_float(lt_buffer *out, int64_t i, double v) {
   switch (out->dtype) {
-  case LT_BOOL: ref_seti(out, i, v != 0); break; /* NaN != 0 */
+  case LT_BOOL:
+    ref_seti(out, i, v != 0);
+    break; /* NaN != 0 */
   case LT_I32: {
     int64_t x = f2i(v);
     ref_seti(out, i, x < INT32_MIN ? INT32_MIN : x > INT32_MAX ? INT32_MAX : x);
     break;
   }
-  case LT_I64: ref_seti(out, i, f2i(v)); break;
-  default: ref_setf(out, i, v); break;
+  case LT_I64:
+    ref_seti(out, i, f2i(v));
+    break;
+  default:
+    ref_setf(out, i, v);
+    break;
   }
 }
 
@@ -61,25 +67,44 @@ static double sigmoid(double x) {
 
 static double unary_f(int op, double x) {
   switch (op) {
-  case LT_OP_NEG: return -x;
-  case LT_OP_ABS: return fabs(x);
-  case LT_OP_SIGN: return (double)((0 < x) - (x < 0));
-  case LT_OP_RELU: return isnan(x) ? x : x > 0 ? x : 0.0;
-  case LT_OP_FLOOR: return floor(x);
-  case LT_OP_CEIL: return ceil(x);
-  case LT_OP_ROUND: return nearbyint(x); /* default rounding mode: half to even */
-  case LT_OP_EXP: return exp(x);
-  case LT_OP_LOG: return log(x);
-  case LT_OP_LOG1P: return log1p(x);
-  case LT_OP_SQRT: return sqrt(x);
-  case LT_OP_RSQRT: return 1.0 / sqrt(x);
-  case LT_OP_SIN: return sin(x);
-  case LT_OP_COS: return cos(x);
-  case LT_OP_TANH: return tanh(x);
-  case LT_OP_SIGMOID: return sigmoid(x);
-  case LT_OP_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
-  case LT_OP_ERF: return erf(x);
-  default: return NAN;
+  case LT_OP_NEG:
+    return -x;
+  case LT_OP_ABS:
+    return fabs(x);
+  case LT_OP_SIGN:
+    return (double)((0 < x) - (x < 0));
+  case LT_OP_RELU:
+    return isnan(x) ? x : x > 0 ? x : 0.0;
+  case LT_OP_FLOOR:
+    return floor(x);
+  case LT_OP_CEIL:
+    return ceil(x);
+  case LT_OP_ROUND:
+    return nearbyint(x); /* default rounding mode: half to even */
+  case LT_OP_EXP:
+    return exp(x);
+  case LT_OP_LOG:
+    return log(x);
+  case LT_OP_LOG1P:
+    return log1p(x);
+  case LT_OP_SQRT:
+    return sqrt(x);
+  case LT_OP_RSQRT:
+    return 1.0 / sqrt(x);
+  case LT_OP_SIN:
+    return sin(x);
+  case LT_OP_COS:
+    return cos(x);
+  case LT_OP_TANH:
+    return tanh(x);
+  case LT_OP_SIGMOID:
+    return sigmoid(x);
+  case LT_OP_GELU:
+    return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+  case LT_OP_ERF:
+    return erf(x);
+  default:
+    return NAN;
   }
 }
 
@@ -87,11 +112,16 @@ static double unary_f(int op, double x) {
 static int64_t unary_i(int op, int64_t x) {
   uint64_t u = (uint64_t)x;
   switch (op) {
-  case LT_OP_NEG: return (int64_t)(0 - u);
-  case LT_OP_ABS: return x < 0 ? (int64_t)(0 - u) : x;
-  case LT_OP_SIGN: return (0 < x) - (x < 0);
-  case LT_OP_RELU: return x > 0 ? x : 0;
-  default: return x; /* FLOOR, CEIL, ROUND: integers are already integral */
+  case LT_OP_NEG:
+    return (int64_t)(0 - u);
+  case LT_OP_ABS:
+    return x < 0 ? (int64_t)(0 - u) : x;
+  case LT_OP_SIGN:
+    return (0 < x) - (x < 0);
+  case LT_OP_RELU:
+    return x > 0 ? x : 0;
+  default:
+    return x; /* FLOOR, CEIL, ROUND: integers are already integral */
   }
 }
 
@@ -129,22 +159,38 @@ static int ref_unary(const ref_instr *ins, lt_buffer *out, const lt_buffer *a) {
 
 static double binary_f(int op, double a, double b) {
   switch (op) {
-  case LT_OP_ADD: return a + b;
-  case LT_OP_SUB: return a - b;
-  case LT_OP_MUL: return a * b;
-  case LT_OP_DIV: return a / b;
-  case LT_OP_POW: return pow(a, b);
-  case LT_OP_MAXIMUM: return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
-  case LT_OP_MINIMUM: return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
-  case LT_OP_EQ: return a == b;
-  case LT_OP_NE: return a != b;
-  case LT_OP_LT: return a < b;
-  case LT_OP_LE: return a <= b;
-  case LT_OP_GT: return a > b;
-  case LT_OP_GE: return a >= b;
-  case LT_OP_AND: return a != 0 && b != 0;
-  case LT_OP_OR: return a != 0 || b != 0;
-  default: return NAN;
+  case LT_OP_ADD:
+    return a + b;
+  case LT_OP_SUB:
+    return a - b;
+  case LT_OP_MUL:
+    return a * b;
+  case LT_OP_DIV:
+    return a / b;
+  case LT_OP_POW:
+    return pow(a, b);
+  case LT_OP_MAXIMUM:
+    return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
+  case LT_OP_MINIMUM:
+    return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
+  case LT_OP_EQ:
+    return a == b;
+  case LT_OP_NE:
+    return a != b;
+  case LT_OP_LT:
+    return a < b;
+  case LT_OP_LE:
+    return a <= b;
+  case LT_OP_GT:
+    return a > b;
+  case LT_OP_GE:
+    return a >= b;
+  case LT_OP_AND:
+    return a != 0 && b != 0;
+  case LT_OP_OR:
+    return a != 0 || b != 0;
+  default:
+    return NAN;
   }
 }
 
@@ -167,26 +213,41 @@ static int64_t ipow(int64_t a, int64_t b) {
 static int64_t binary_i(int op, int64_t a, int64_t b) {
   uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
   switch (op) {
-  case LT_OP_ADD: return (int64_t)(ua + ub);
-  case LT_OP_SUB: return (int64_t)(ua - ub);
-  case LT_OP_MUL: return (int64_t)(ua * ub);
+  case LT_OP_ADD:
+    return (int64_t)(ua + ub);
+  case LT_OP_SUB:
+    return (int64_t)(ua - ub);
+  case LT_OP_MUL:
+    return (int64_t)(ua * ub);
   /* Not emitted by the builder (ints divide in f32); guarded against SIGFPE. */
   case LT_OP_DIV:
     if (b == 0) return 0;
     if (b == -1) return (int64_t)(0 - ua); /* INT64_MIN / -1 would trap */
     return a / b;
-  case LT_OP_POW: return ipow(a, b);
-  case LT_OP_MAXIMUM: return a > b ? a : b;
-  case LT_OP_MINIMUM: return a < b ? a : b;
-  case LT_OP_EQ: return a == b;
-  case LT_OP_NE: return a != b;
-  case LT_OP_LT: return a < b;
-  case LT_OP_LE: return a <= b;
-  case LT_OP_GT: return a > b;
-  case LT_OP_GE: return a >= b;
-  case LT_OP_AND: return a != 0 && b != 0;
-  case LT_OP_OR: return a != 0 || b != 0;
-  default: return 0;
+  case LT_OP_POW:
+    return ipow(a, b);
+  case LT_OP_MAXIMUM:
+    return a > b ? a : b;
+  case LT_OP_MINIMUM:
+    return a < b ? a : b;
+  case LT_OP_EQ:
+    return a == b;
+  case LT_OP_NE:
+    return a != b;
+  case LT_OP_LT:
+    return a < b;
+  case LT_OP_LE:
+    return a <= b;
+  case LT_OP_GT:
+    return a > b;
+  case LT_OP_GE:
+    return a >= b;
+  case LT_OP_AND:
+    return a != 0 && b != 0;
+  case LT_OP_OR:
+    return a != 0 || b != 0;
+  default:
+    return 0;
   }
 }
 
@@ -275,7 +336,8 @@ int ref_elementwise(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in) 
   case LT_OP_WHERE:
     if (ins->noperands != 3) break;
     return ref_where(out, in[0], in[1], in[2]);
-  default: break;
+  default:
+    break;
   }
   return lt__err(LT_EEXEC, "ref: elementwise kernel cannot run op %s with %d operands",
                  lt__op_name((lt_op)ins->op), ins->noperands);

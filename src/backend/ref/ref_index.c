@@ -80,9 +80,13 @@ static int one_hot(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in) {
 
 int ref_index(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   switch (ins->op) {
-  case LT_OP_GATHER: return gather(ins, out, in);
-  case LT_OP_INDEX_SELECT: return index_select(ins, out, in);
-  case LT_OP_ONE_HOT: return one_hot(ins, out, in);
-  default: return lt__err(LT_EEXEC, "ref_index: unexpected op %s", lt__op_name(ins->op));
+  case LT_OP_GATHER:
+    return gather(ins, out, in);
+  case LT_OP_INDEX_SELECT:
+    return index_select(ins, out, in);
+  case LT_OP_ONE_HOT:
+    return one_hot(ins, out, in);
+  default:
+    return lt__err(LT_EEXEC, "ref_index: unexpected op %s", lt__op_name(ins->op));
   }
 }

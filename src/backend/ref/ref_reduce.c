@@ -16,12 +16,12 @@
 #include "ref.h"
 
 typedef struct plan {
-  int nk, nr;                    /* kept / reduced axis counts */
-  int64_t kshape[LT_MAX_DIMS];   /* sizes of the kept axes */
-  int64_t kstride[LT_MAX_DIMS];  /* their input strides */
-  int64_t rshape[LT_MAX_DIMS];   /* sizes of the reduced axes */
-  int64_t rstride[LT_MAX_DIMS];  /* their input strides */
-  int64_t outer, inner;          /* element counts over kept / reduced axes */
+  int nk, nr;                   /* kept / reduced axis counts */
+  int64_t kshape[LT_MAX_DIMS];  /* sizes of the kept axes */
+  int64_t kstride[LT_MAX_DIMS]; /* their input strides */
+  int64_t rshape[LT_MAX_DIMS];  /* sizes of the reduced axes */
+  int64_t rstride[LT_MAX_DIMS]; /* their input strides */
+  int64_t outer, inner;         /* element counts over kept / reduced axes */
 } plan;
 
 static int make_plan(const lt_buffer *in, int64_t mask, plan *p) {
@@ -112,9 +112,12 @@ static double reduce_float(int op, const lt_buffer *in, const plan *p, int64_t o
     acc = 1.0;
     for (int64_t r = 0; r < p->inner; r++) acc *= ref_getf(in, in_index(p, o, r));
     return acc;
-  case LT_OP_MAX: return row_max(in, p, o);
-  case LT_OP_MIN: return row_min(in, p, o);
-  default: return row_logsumexp(in, p, o);
+  case LT_OP_MAX:
+    return row_max(in, p, o);
+  case LT_OP_MIN:
+    return row_min(in, p, o);
+  default:
+    return row_logsumexp(in, p, o);
   }
 }
 
@@ -195,8 +198,8 @@ int ref_reduce(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in) {
     return lt__err(LT_EEXEC, "reduce: malformed instruction (%d operands, %d attrs)",
                    ins->noperands, ins->nattrs);
   const lt_buffer *x = in[0];
-  bool one_axis = ins->op == LT_OP_ARGMAX || ins->op == LT_OP_ARGMIN ||
-                  ins->op == LT_OP_SOFTMAX || ins->op == LT_OP_LOG_SOFTMAX;
+  bool one_axis = ins->op == LT_OP_ARGMAX || ins->op == LT_OP_ARGMIN || ins->op == LT_OP_SOFTMAX ||
+                  ins->op == LT_OP_LOG_SOFTMAX;
   int64_t mask = ins->attrs[0];
   if (one_axis) {
     if (mask < 0 || mask >= x->ndim)
@@ -216,9 +219,13 @@ int ref_reduce(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   for (int64_t o = 0; o < p.outer; o++) {
     switch (ins->op) {
     case LT_OP_ARGMAX:
-    case LT_OP_ARGMIN: ref_seti(out, o, row_argext(ins->op == LT_OP_ARGMAX, x, &p, o)); break;
+    case LT_OP_ARGMIN:
+      ref_seti(out, o, row_argext(ins->op == LT_OP_ARGMAX, x, &p, o));
+      break;
     case LT_OP_SOFTMAX:
-    case LT_OP_LOG_SOFTMAX: row_softmax(ins->op == LT_OP_LOG_SOFTMAX, x, out, &p, o); break;
+    case LT_OP_LOG_SOFTMAX:
+      row_softmax(ins->op == LT_OP_LOG_SOFTMAX, x, out, &p, o);
+      break;
     case LT_OP_SUM:
     case LT_OP_PROD:
     case LT_OP_MAX:
@@ -229,8 +236,11 @@ int ref_reduce(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in) {
       }
       /* fall through */
     case LT_OP_MEAN:
-    case LT_OP_LOGSUMEXP: ref_setf(out, o, reduce_float(ins->op, x, &p, o)); break;
-    default: break; /* ruled out above */
+    case LT_OP_LOGSUMEXP:
+      ref_setf(out, o, reduce_float(ins->op, x, &p, o));
+      break;
+    default:
+      break; /* ruled out above */
     }
   }
   return LT_OK;

@@ -99,12 +99,18 @@ static int do_pad(const ref_instr *ins, lt_buffer *out, const lt_buffer *in) {
 
 int ref_shape(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   switch (ins->op) {
-  case LT_OP_RESHAPE: return do_reshape(out, in[0]);
-  case LT_OP_PERMUTE: return do_permute(ins, out, in[0]);
-  case LT_OP_EXPAND: return do_expand(out, in[0]);
-  case LT_OP_SLICE: return do_slice(ins, out, in[0]);
-  case LT_OP_CONCAT: return do_concat(ins, out, in);
-  case LT_OP_PAD: return do_pad(ins, out, in[0]);
+  case LT_OP_RESHAPE:
+    return do_reshape(out, in[0]);
+  case LT_OP_PERMUTE:
+    return do_permute(ins, out, in[0]);
+  case LT_OP_EXPAND:
+    return do_expand(out, in[0]);
+  case LT_OP_SLICE:
+    return do_slice(ins, out, in[0]);
+  case LT_OP_CONCAT:
+    return do_concat(ins, out, in);
+  case LT_OP_PAD:
+    return do_pad(ins, out, in[0]);
   default:
     return lt__err(LT_EEXEC, "ref_shape: op %s is not a shape op", lt__op_name((lt_op)ins->op));
   }

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The test command: installs dependencies, builds with gcc and with clang
+# (warnings as errors), runs the whole suite under ASan+UBSan and under
+# valgrind memcheck, then runs it plainly so that CTest's summary comes last.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+jobs=$(nproc)
+
+echo "== clang build (-Wall -Wextra -Werror)"
+cmake -S . -B build-clang -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build build-clang -j "$jobs"
+
+echo "== ASan + UBSan"
+cmake -S . -B build-asan -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Debug \
+  -DLT_SANITIZE=address,undefined -DLT_BUILD_BENCH=OFF >/dev/null
+cmake --build build-asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 ctest --test-dir build-asan -j "$jobs" --output-on-failure
+
+echo "== gcc build (-Wall -Wextra -Werror)"
+cmake -S . -B build -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j "$jobs"
+
+echo "== valgrind memcheck"
+for t in build/test_*; do
+  [ -x "$t" ] || continue
+  valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,possible \
+    "$t" >/tmp/lt-valgrind-$$.log 2>&1 || { cat /tmp/lt-valgrind-$$.log; exit 1; }
+  echo "valgrind clean: $(basename "$t")"
+done
+rm -f /tmp/lt-valgrind-$$.log
+
+echo "== test suite"
+ctest --test-dir build -j "$jobs" --output-on-failure
