@@ -236,6 +236,77 @@ lt_tensor *lt_one_hot(lt_tensor *indices, int64_t num_classes, lt_dtype dt);
  * lazily: dst keeps its identity, and its value becomes src's pending graph. */
 int lt_assign(lt_tensor *dst, lt_tensor *src);
 
+/* ---- executor -------------------------------------------------------------------------- */
+/* Runs the pending graphs of ts (one device) and cuts them: each tensor's value
+ * becomes a device buffer. With wait false the call returns once the execution
+ * is queued; the tensors hold placeholders that reads wait on. */
+int lt_sync(lt_tensor *const *ts, int n, bool wait);
+/* The step barrier: syncs every live tensor of the device (uploading host
+ * data), donates the storage of values the step overwrites to its outputs
+ * (unless aliasing is off), advances the device's RNG, and returns without
+ * waiting for the execution. An error of an earlier asynchronous execution on
+ * this device is returned here (once) instead, and the step is not taken. */
+int lt_mark_step(lt_device dev);
+/* Waits for every execution queued on dev; returns a pending error once. */
+int lt_wait_device_ops(lt_device dev);
+/* Drops the pending graphs of every live tensor of dev: reading one then fails
+ * with a clear message. Returns how many tensors were cleared. */
+int lt_clear_pending(lt_device dev);
+/* Compiles what syncing ts would run, without running it (warm-up). */
+int lt_warmup(lt_tensor *const *ts, int n);
+
+/* Eager mode: every op runs as soon as it is traced (also LT_EAGER=1). */
+void lt_set_eager(bool on);
+bool lt_get_eager(void);
+/* Storage reuse at step barriers (also LT_ENABLE_PARAM_ALIASING=0 to disable). */
+void lt_set_param_aliasing(bool on);
+bool lt_get_param_aliasing(void);
+/* Allows t's current buffer to be reused for an output of the next sync that
+ * reads it and nothing else holds it. */
+int lt_mark_donatable(lt_tensor *t, bool on);
+/* Bytes of device storage alive now and at the peak since the last reset. */
+int lt_device_memory(lt_device dev, int64_t *live_bytes, int64_t *peak_bytes);
+void lt_device_memory_reset_peak(lt_device dev);
+
+/* Execute-by-key: compile a graph once, then run it on new inputs without
+ * tracing again. inputs name the tensors whose buffers are parameters of the
+ * graph of outputs (other parameters, e.g. scalars, are captured as they are). */
+typedef struct lt_program lt_program;
+typedef struct lt_key {
+  uint64_t lo, hi;
+} lt_key;
+lt_program *lt_program_create(lt_tensor *const *outputs, int nout, lt_tensor *const *inputs,
+                              int nin);
+lt_key lt_program_key(const lt_program *p);
+/* Runs p on inputs (same dtypes and shapes as at creation); writes nout new
+ * tensors to outputs. LT_ENOTFOUND when the key was evicted from the cache. */
+int lt_program_run(lt_program *p, lt_tensor *const *inputs, int nin, lt_tensor **outputs);
+void lt_program_free(lt_program *p);
+
+/* Test hooks (fault injection for the reliability tests). The next
+ * execution (or compile) after `skip` more succeed fails with LT_EEXEC
+ * (LT_ECOMPILE); skip < 0 disarms. A delay makes every execution slower. */
+typedef enum lt_fault { LT_FAULT_EXECUTE = 0, LT_FAULT_COMPILE = 1 } lt_fault;
+void lt_inject_fault(lt_fault kind, int skip);
+void lt_set_execute_delay_us(int64_t us);
+
+/* ---- random numbers ------------------------------------------------------------------- */
+/* One seed per device. Random ops draw from a seed chain kept inside the graph,
+ * so a training step compiles once; lt_mark_step advances the base seed. */
+int lt_manual_seed(lt_device dev, uint64_t seed);
+/* Uniform in [lo, hi) and normal(mean, std), float dtypes only. */
+lt_tensor *lt_rand_uniform(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim, double lo,
+                           double hi);
+lt_tensor *lt_rand_normal(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim,
+                          double mean, double std);
+/* 1 with probability p (elementwise, p a float tensor), in p's dtype. */
+lt_tensor *lt_bernoulli(lt_tensor *p);
+/* Zeroes each element with probability p and scales the rest by 1/(1-p);
+ * identity when train is false. p in [0, 1). */
+lt_tensor *lt_dropout(lt_tensor *a, double p, bool train);
+/* A random permutation of 0..n-1 (i32 or i64). */
+lt_tensor *lt_randperm(lt_device dev, lt_dtype dt, int64_t n);
+
 /* ---- metrics ------------------------------------------------------------------------------ */
 /* Value of a counter by name (CachedCompile, UncachedCompile, ExecuteComputation,
  * CreateTensor, DestroyTensor, ...); -1 if the name is unknown. */
@@ -244,6 +315,15 @@ int64_t lt_counter(const char *name);
 const char *const *lt_counter_names(void);
 /* Reset every counter to 0. */
 void lt_counters_reset(void);
+/* Timers (TraceTime, CompileTime, ExecuteTime, TransferToDeviceTime,
+ * TransferFromDeviceTime, DeviceLockWait; in ns) and value metrics
+ * (TensorsGraphSize, InputOutputAliasCount): samples seen and their stats. */
+typedef struct lt_metric_stats {
+  int64_t count;
+  double total, min, max, p50, p90, p99;
+} lt_metric_stats;
+/* LT_ENOTFOUND for an unknown name. */
+int lt_metric(const char *name, lt_metric_stats *out);
 /* Number of compiled executables held in memory, and a way to drop them all. */
 int64_t lt_cache_entries(void);
 void lt_cache_clear(void);

@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "lt_device.h"
+#include "lt_alloc.h"
 #include "lt_error.h"
 #include "lt_ops.h"
 #include "lt_tensor.h"
@@ -14,8 +15,10 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void init_contexts(void) {
   for (int i = 0; i < LT_MAX_DEVICES; i++) {
+    g_ctx[i].dev = lt_cpu(i);
     pthread_mutex_init(&g_ctx[i].live_lock, NULL);
-    pthread_mutex_init(&g_ctx[i].exec_lock, NULL);
+    pthread_mutex_init(&g_ctx[i].lock, NULL);
+    pthread_cond_init(&g_ctx[i].cond, NULL);
   }
 }
 
@@ -87,6 +90,19 @@ void lt__device_remove_live(lt_device_ctx *ctx, lt_tensor *t) {
   if (t->live_next) t->live_next->live_prev = t->live_prev;
   ctx->live_count--;
   pthread_mutex_unlock(&ctx->live_lock);
+}
+
+lt_tensor **lt__device_live_snapshot(lt_device_ctx *ctx, int *n) {
+  pthread_mutex_lock(&ctx->live_lock);
+  int count = (int)ctx->live_count;
+  lt_tensor **all = lt__malloc((size_t)count * sizeof *all);
+  if (all) {
+    int k = 0;
+    for (lt_tensor *t = ctx->live_head; t; t = t->live_next) all[k++] = lt_retain(t);
+  }
+  pthread_mutex_unlock(&ctx->live_lock);
+  *n = all ? count : 0;
+  return all;
 }
 
 bool lt__device_ctx_ok(lt_device dev) { return lt__device_ctx("lt_scalar", dev) != NULL; }

@@ -79,6 +79,11 @@ typedef enum lt_op {
   LT_OP_GATHER,       /* operands: a, index (i32/i64, same rank); attrs[0] = axis */
   LT_OP_INDEX_SELECT, /* operands: a, index (1-d i32/i64); attrs[0] = axis */
   LT_OP_ONE_HOT,      /* operand: integer indices; attrs[0] = num_classes */
+  /* random: operand 0 is the op's seed (i64 0-d, from the device's seed chain);
+   * element k of the result is a function of (seed, k) only (counter-based) */
+  LT_OP_RNG_UNIFORM, /* [0, 1) in the node's float dtype */
+  LT_OP_RNG_NORMAL,  /* standard normal in the node's float dtype */
+  LT_OP_RANDPERM,    /* a permutation of 0..n-1 (n = node shape[0]), integer dtype */
   LT_OP_COUNT
 } lt_op;
 

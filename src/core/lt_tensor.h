@@ -37,6 +37,10 @@ lt_tensor *lt__tensor_from_host(lt_device dev, lt_dtype dt, const int64_t *shape
  * NULL with the error recorded on failure. */
 lt_node *lt__tensor_ir(lt_tensor *t);
 
+/* Releases a tensor this thread has just created, taking it back from the
+ * open scope (for failure paths after creation). */
+void lt__tensor_discard(lt_tensor *t);
+
 /* Replaces t's value by a device buffer (takes the reference). */
 void lt__tensor_set_buffer(lt_tensor *t, struct lt_buffer *buf);
 /* Replaces t's value by a pending node (takes the reference). */

@@ -7,7 +7,7 @@
 #include "lt_error.h"
 #include "lt_node.h"
 
-static const char *const kOpNames[LT_OP_COUNT] = {
+static const char *const kOpNames[] = {
     "data",         "const",     "neg",    "abs",     "sign",    "relu",        "floor",
     "ceil",         "round",     "exp",    "log",     "log1p",   "sqrt",        "rsqrt",
     "sin",          "cos",       "tanh",   "sigmoid", "gelu",    "erf",         "not",
@@ -16,7 +16,8 @@ static const char *const kOpNames[LT_OP_COUNT] = {
     "and",          "or",        "where",  "sum",     "mean",    "max",         "min",
     "prod",         "logsumexp", "argmax", "argmin",  "softmax", "log_softmax", "matmul",
     "reshape",      "permute",   "expand", "slice",   "concat",  "pad",         "gather",
-    "index_select", "one_hot"};
+    "index_select", "one_hot",   "rng_uniform", "rng_normal", "randperm"};
+_Static_assert(sizeof kOpNames / sizeof kOpNames[0] == LT_OP_COUNT, "one name per op");
 
 const char *lt__op_name(lt_op op) { return op < LT_OP_COUNT ? kOpNames[op] : "?"; }
 

@@ -1,5 +1,6 @@
 /* Helpers shared by every op builder: operand values, node construction that
  * consumes its operands, casts, reshapes and scalars. */
+#include <pthread.h>
 #include <string.h>
 
 #include "../backend/backend.h"
@@ -43,43 +44,74 @@ lt_node *lt__node_reshape(lt_node *n, const int64_t *shape, int ndim) {
   return lt__node_make(LT_OP_RESHAPE, (lt_dtype)n->dtype, shape, ndim, &n, 1, NULL, 0, 0.0);
 }
 
+/* A small per-device cache of scalar buffers keyed by dtype and value, as in
+ * the reference: a training loop's constant scalars (0.5, 1e-8, ...) are
+ * uploaded once. Cached buffers are never donated: the cache holds them. */
+enum { kScalarCacheSize = 32 };
+typedef struct scalar_slot {
+  lt_buffer *buf;
+  uint8_t dtype;
+  double value;
+} scalar_slot;
+static scalar_slot g_scalars[LT_MAX_DEVICES][kScalarCacheSize];
+static unsigned g_scalar_next[LT_MAX_DEVICES];
+static pthread_mutex_t g_scalar_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static lt_buffer *scalar_cached(lt_device dev, lt_dtype dt, double v) {
+  lt_buffer *b = NULL;
+  pthread_mutex_lock(&g_scalar_lock);
+  for (int i = 0; i < kScalarCacheSize && !b; i++) {
+    scalar_slot *s = &g_scalars[dev.index][i];
+    if (s->buf && s->dtype == dt && memcmp(&s->value, &v, sizeof v) == 0)
+      b = lt__buffer_retain(s->buf);
+  }
+  pthread_mutex_unlock(&g_scalar_lock);
+  return b;
+}
+
+static void scalar_remember(lt_device dev, lt_dtype dt, double v, lt_buffer *b) {
+  pthread_mutex_lock(&g_scalar_lock);
+  scalar_slot *s = &g_scalars[dev.index][g_scalar_next[dev.index]++ % kScalarCacheSize];
+  lt_buffer *old = s->buf;
+  s->buf = lt__buffer_retain(b);
+  s->dtype = (uint8_t)dt;
+  s->value = v;
+  pthread_mutex_unlock(&g_scalar_lock);
+  lt__buffer_release(old);
+}
+
 lt_node *lt__scalar_node(lt_device dev, lt_dtype dt, double value) {
   double v = lt__dtype_round(dt, value);
   /* DESIGN rule 1: only 0 and +-1 are baked into the graph. */
   if (v == 0.0 || v == 1.0 || v == -1.0) return lt__node_const(dt, NULL, 0, v);
   if (!lt__device_ctx_ok(dev)) return NULL;
-  const lt_backend *be = lt__backend_for(dev);
-  lt_buffer *b = NULL;
-  if (be->buffer_alloc(dev, dt, NULL, 0, &b) != LT_OK) return NULL;
-  union {
-    uint8_t b;
-    int32_t i32;
-    int64_t i64;
-    float f32;
-    double f64;
-  } u;
-  switch (dt) {
-  case LT_BOOL:
-    u.b = v != 0;
-    break;
-  case LT_I32:
-    u.i32 = (int32_t)v;
-    break;
-  case LT_I64:
-    u.i64 = (int64_t)v;
-    break;
-  case LT_F32:
-    u.f32 = (float)v;
-    break;
-  default:
-    u.f64 = v;
-    break;
+  lt_buffer *b = scalar_cached(dev, dt, v);
+  if (b) {
+    lt__count(LT_CTR_SCALAR_CACHE_HIT, 1);
+  } else {
+    const lt_backend *be = lt__backend_for(dev);
+    if (lt__buffer_alloc(be, dev, dt, NULL, 0, &b) != LT_OK) return NULL;
+    union {
+      uint8_t b;
+      int32_t i32;
+      int64_t i64;
+      float f32;
+      double f64;
+    } u;
+    switch (dt) {
+    case LT_BOOL: u.b = v != 0; break;
+    case LT_I32: u.i32 = (int32_t)v; break;
+    case LT_I64: u.i64 = (int64_t)v; break;
+    case LT_F32: u.f32 = (float)v; break;
+    default: u.f64 = v; break;
+    }
+    if (be->to_device(b, &u, lt_dtype_size(dt)) != LT_OK) {
+      lt__buffer_release(b);
+      return NULL;
+    }
+    lt__count(LT_CTR_TRANSFER_TO_DEVICE, 1);
+    scalar_remember(dev, dt, v, b);
   }
-  if (be->to_device(b, &u, lt_dtype_size(dt)) != LT_OK) {
-    lt__buffer_release(b);
-    return NULL;
-  }
-  lt__count(LT_CTR_TRANSFER_TO_DEVICE, 1);
   lt_node *n = lt__node_data(b);
   lt__buffer_release(b);
   return n;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../backend/backend.h"
+#include "../exec/exec_internal.h"
 #include "../exec/metrics.h"
 #include "lt_alloc.h"
 #include "lt_device.h"
@@ -79,6 +80,12 @@ static lt_tensor *tensor_alloc(lt_device dev, lt_dtype dt, const int64_t *shape,
   return t;
 }
 
+void lt__tensor_discard(lt_tensor *t) {
+  if (!t) return;
+  if (tl_nitems > 0 && tl_items[tl_nitems - 1] == t) tl_nitems--; /* the scope's reference */
+  lt_release(t);
+}
+
 lt_tensor *lt__tensor_from_node(lt_device dev, lt_node *node) {
   if (!node) return NULL;
   lt_tensor *t = tensor_alloc(dev, (lt_dtype)node->dtype, node->shape, node->ndim);
@@ -89,8 +96,14 @@ lt_tensor *lt__tensor_from_node(lt_device dev, lt_node *node) {
   if (node->op == LT_OP_DATA) { /* a bare data leaf is a device value, no compute */
     t->buf = lt__buffer_retain(node->data);
     t->data_node = node;
-  } else {
-    t->ir = node;
+    return t;
+  }
+  t->ir = node;
+  /* Eager mode: run each op as it is traced (one cached executable per op
+   * signature); a failure is the op's failure. */
+  if (lt_get_eager() && lt__sync_internal(&t, 1, false, true, "eager") != LT_OK) {
+    lt__tensor_discard(t);
+    return NULL;
   }
   return t;
 }
@@ -141,6 +154,7 @@ void lt_release(lt_tensor *t) {
 void lt__tensor_set_buffer(lt_tensor *t, lt_buffer *buf) {
   clear_value(t);
   t->buf = buf;
+  buf->owner_id = t->id;
 }
 
 void lt__tensor_set_ir(lt_tensor *t, lt_node *node) {
@@ -159,7 +173,7 @@ void lt__tensor_set_ir(lt_tensor *t, lt_node *node) {
 static int upload(lt_tensor *t) {
   const lt_backend *be = lt__backend_for(t->dev);
   lt_buffer *b = NULL;
-  int rc = be->buffer_alloc(t->dev, (lt_dtype)t->dtype, t->shape, t->ndim, &b);
+  int rc = lt__buffer_alloc(be, t->dev, (lt_dtype)t->dtype, t->shape, t->ndim, &b);
   if (rc != LT_OK) return rc;
   rc = be->to_device(b, t->host, t->host_bytes);
   if (rc != LT_OK) {

@@ -1,26 +1,67 @@
-/* The graph executor, first cut: collect the tensors to sync, walk their
- * pending graph in post-order (device-data leaves become parameters), compute
- * the graph key, find or compile the executable, run it, and install the
- * results as the tensors' device buffers. */
+/* The graph executor: collect the tensors to sync, walk their pending graph
+ * in post-order (device-data leaves become parameters), choose donors, compute
+ * the graph key, find or compile the executable, and run it, synchronously or
+ * on the device's worker with placeholders installed so tracing goes on. */
+#include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
 #include "../core/lt_alloc.h"
-#include "../core/lt_device.h"
 #include "../core/lt_error.h"
-#include "../core/lt_tensor.h"
-#include "cache.h"
+#include "debug.h"
+#include "exec_internal.h"
 #include "metrics.h"
+#include "rng.h"
 
-/* Scratch arrays reused across syncs on a thread: a cache-hit sync allocates
- * nothing here. */
+/* ---- settings and test hooks ---- */
+static _Atomic int g_aliasing = -1; /* -1: not read from the environment yet */
+static _Atomic int g_eager = -1;
+static _Atomic int g_fault_skip[2] = {-1, -1};
+static _Atomic int64_t g_exec_delay_us;
+
+static bool env_flag(const char *name, bool dflt) {
+  const char *v = getenv(name);
+  if (!v || !*v) return dflt;
+  return !(strcmp(v, "0") == 0 || strcmp(v, "false") == 0 || strcmp(v, "off") == 0);
+}
+
+bool lt_get_param_aliasing(void) {
+  int v = atomic_load(&g_aliasing);
+  if (v < 0) atomic_store(&g_aliasing, v = env_flag("LT_ENABLE_PARAM_ALIASING", true));
+  return v;
+}
+void lt_set_param_aliasing(bool on) { atomic_store(&g_aliasing, on); }
+
+bool lt_get_eager(void) {
+  int v = atomic_load(&g_eager);
+  if (v < 0) atomic_store(&g_eager, v = env_flag("LT_EAGER", false));
+  return v;
+}
+void lt_set_eager(bool on) { atomic_store(&g_eager, on); }
+
+void lt_inject_fault(lt_fault kind, int skip) {
+  if (kind == LT_FAULT_EXECUTE || kind == LT_FAULT_COMPILE) atomic_store(&g_fault_skip[kind], skip);
+}
+
+bool lt__fault_fire(lt_fault kind) {
+  int v = atomic_load(&g_fault_skip[kind]);
+  while (v >= 0) {
+    if (atomic_compare_exchange_weak(&g_fault_skip[kind], &v, v - 1)) return v == 0;
+  }
+  return false;
+}
+
+void lt_set_execute_delay_us(int64_t us) { atomic_store(&g_exec_delay_us, us > 0 ? us : 0); }
+int64_t lt__execute_delay_us(void) { return atomic_load(&g_exec_delay_us); }
+
+/* ---- scratch arrays reused across syncs on a thread ---- */
 typedef struct scratch {
   void *p;
   size_t cap; /* bytes */
 } scratch;
 
 static _Thread_local scratch tl_nodes, tl_param_of, tl_stack, tl_params, tl_roots, tl_key,
-    tl_tensors;
+    tl_tensors, tl_donors;
 
 static void *scratch_get(scratch *s, size_t bytes) {
   if (bytes <= s->cap) return s->p;
@@ -33,6 +74,7 @@ static void *scratch_get(scratch *s, size_t bytes) {
   return p;
 }
 
+/* ---- post-order walk ---- */
 static _Atomic uint32_t g_epoch;
 
 typedef struct walk_frame {
@@ -48,30 +90,30 @@ typedef struct post_order {
   int nparams;
 } post_order;
 
-static int grow(scratch *s, size_t elem, int need, void **p) {
-  void *q = scratch_get(s, elem * (size_t)need);
+static int reserve(scratch *s, size_t elem, int need, int *cap, void **p) {
+  if (need <= *cap) return LT_OK;
+  int ncap = *cap ? *cap * 2 : 64;
+  while (ncap < need) ncap *= 2;
+  void *q = scratch_get(s, elem * (size_t)ncap);
   if (!q) return LT_ENOMEM;
   *p = q;
+  *cap = (int)(s->cap / elem);
   return LT_OK;
 }
 
-/* Iterative DFS so that deep graphs cannot overflow the stack. Parameters are
- * numbered in first-visit order, one per distinct buffer. */
+/* Iterative DFS, so deep graphs cannot overflow the stack. Parameters are
+ * numbered in first-visit order, one per distinct buffer; graph_refs counts
+ * the distinct leaves of this graph that hold each. */
 static int walk(lt_node *const *roots, int nroots, post_order *po) {
   uint32_t epoch = atomic_fetch_add(&g_epoch, 1) + 1;
-  int cap_nodes = 256, cap_stack = 64, cap_params = 16, sp = 0;
-  walk_frame *stack;
-  if (grow(&tl_nodes, sizeof(lt_node *), cap_nodes, (void **)&po->nodes) ||
-      grow(&tl_param_of, sizeof(int), cap_nodes, (void **)&po->param_of) ||
-      grow(&tl_stack, sizeof(walk_frame), cap_stack, (void **)&stack) ||
-      grow(&tl_params, sizeof(lt_buffer *), cap_params, (void **)&po->params))
-    return LT_ENOMEM;
-  cap_nodes = (int)(tl_nodes.cap / sizeof(lt_node *));
-  if ((int)(tl_param_of.cap / sizeof(int)) < cap_nodes)
-    cap_nodes = (int)(tl_param_of.cap / sizeof(int));
-  cap_stack = (int)(tl_stack.cap / sizeof(walk_frame));
-  cap_params = (int)(tl_params.cap / sizeof(lt_buffer *));
+  int cap_nodes = 0, cap_pof = 0, cap_stack = 0, cap_params = 0, sp = 0;
+  walk_frame *stack = NULL;
   po->nnodes = po->nparams = 0;
+  if (reserve(&tl_stack, sizeof *stack, 64, &cap_stack, (void **)&stack) ||
+      reserve(&tl_nodes, sizeof(lt_node *), 256, &cap_nodes, (void **)&po->nodes) ||
+      reserve(&tl_param_of, sizeof(int), 256, &cap_pof, (void **)&po->param_of) ||
+      reserve(&tl_params, sizeof(lt_buffer *), 16, &cap_params, (void **)&po->params))
+    return LT_ENOMEM;
   for (int r = 0; r < nroots; r++) {
     if (roots[r]->visit == epoch) continue;
     roots[r]->visit = epoch;
@@ -82,49 +124,60 @@ static int walk(lt_node *const *roots, int nroots, post_order *po) {
         lt_node *child = top->node->operands[top->next++].node;
         if (child->visit == epoch) continue;
         child->visit = epoch;
-        if (sp == cap_stack) {
-          if (grow(&tl_stack, sizeof(walk_frame), cap_stack * 2, (void **)&stack)) return LT_ENOMEM;
-          cap_stack *= 2;
-        }
+        if (reserve(&tl_stack, sizeof *stack, sp + 1, &cap_stack, (void **)&stack))
+          return LT_ENOMEM;
         stack[sp++] = (walk_frame){child, 0};
         continue;
       }
       lt_node *n = top->node;
       sp--;
-      if (po->nnodes == cap_nodes) {
-        if (grow(&tl_nodes, sizeof(lt_node *), cap_nodes * 2, (void **)&po->nodes) ||
-            grow(&tl_param_of, sizeof(int), cap_nodes * 2, (void **)&po->param_of))
-          return LT_ENOMEM;
-        cap_nodes *= 2;
-      }
-      int idx = po->nnodes++;
+      int idx = po->nnodes;
+      if (reserve(&tl_nodes, sizeof(lt_node *), idx + 1, &cap_nodes, (void **)&po->nodes) ||
+          reserve(&tl_param_of, sizeof(int), idx + 1, &cap_pof, (void **)&po->param_of))
+        return LT_ENOMEM;
+      po->nnodes++;
       n->order = idx;
       po->nodes[idx] = n;
       po->param_of[idx] = -1;
-      if (n->op == LT_OP_DATA) {
-        lt_buffer *b = n->data;
-        if (b->param_mark != epoch) { /* one buffer read twice is one parameter */
-          if (po->nparams == cap_params) {
-            if (grow(&tl_params, sizeof(lt_buffer *), cap_params * 2, (void **)&po->params))
-              return LT_ENOMEM;
-            cap_params *= 2;
-          }
-          b->param_mark = epoch;
-          b->param_index = po->nparams;
-          po->params[po->nparams++] = b;
-        }
-        po->param_of[idx] = b->param_index;
+      if (n->op != LT_OP_DATA) continue;
+      lt_buffer *b = n->data;
+      if (b->param_mark != epoch) { /* one buffer read twice is one parameter */
+        if (reserve(&tl_params, sizeof(lt_buffer *), po->nparams + 1, &cap_params,
+                    (void **)&po->params))
+          return LT_ENOMEM;
+        b->param_mark = epoch;
+        b->param_index = po->nparams;
+        b->graph_refs = 0;
+        po->params[po->nparams++] = b;
       }
+      b->graph_refs++;
+      po->param_of[idx] = b->param_index;
     }
   }
   return LT_OK;
 }
 
+/* Parameters whose storage may be reused by an output: at a step barrier
+ * (force) or when the user marked them, and only when nothing outside this
+ * graph holds them, so no one can observe the overwrite. */
+static int choose_donors(const post_order *po, bool force, int **donors) {
+  int n = 0;
+  if (!lt_get_param_aliasing()) return 0;
+  int *d = scratch_get(&tl_donors, (size_t)(po->nparams + 1) * sizeof(int));
+  if (!d) return -1;
+  for (int p = 0; p < po->nparams; p++) {
+    lt_buffer *b = po->params[p];
+    if ((force || b->user_donate) && atomic_load(&b->refs) == b->graph_refs) d[n++] = p;
+  }
+  *donors = d;
+  return n;
+}
+
 /* DESIGN rule 2: the key folds the compile environment, the force-data flag,
- * the roots' structural hashes and the parameter sequence. */
+ * the roots' structural hashes, the parameter sequence and the donors. */
 static int graph_key(const lt_backend *be, bool force, lt_node *const *roots, int nroots,
-                     const post_order *po, lt_graph_key *out) {
-  size_t nwords = 4 + (size_t)nroots + (size_t)po->nnodes;
+                     const post_order *po, const int *donors, int ndonors, lt_graph_key *out) {
+  size_t nwords = 5 + (size_t)nroots + (size_t)po->nnodes + (size_t)ndonors;
   uint64_t *w = scratch_get(&tl_key, nwords * sizeof *w);
   if (!w) return LT_ENOMEM;
   size_t k = 0;
@@ -135,6 +188,8 @@ static int graph_key(const lt_backend *be, bool force, lt_node *const *roots, in
   w[k++] = (uint64_t)po->nparams;
   for (int i = 0; i < po->nnodes; i++)
     if (po->param_of[i] >= 0) w[k++] = (uint64_t)po->param_of[i];
+  w[k++] = (uint64_t)ndonors;
+  for (int i = 0; i < ndonors; i++) w[k++] = (uint64_t)donors[i];
   XXH128_hash_t h = XXH3_128bits(w, k * sizeof *w);
   out->lo = h.low64;
   out->hi = h.high64;
@@ -142,92 +197,272 @@ static int graph_key(const lt_backend *be, bool force, lt_node *const *roots, in
 }
 
 /* Compiles on a miss; returns a referenced cache entry or NULL with the error set. */
-static lt_cache_entry *find_or_compile(const lt_backend *be, lt_graph_key key, const post_order *po,
-                                       const int *roots, int nroots) {
+static lt_cache_entry *find_or_compile(const lt_backend *be, lt_graph_key key, const lt_graph *g,
+                                       const char *reason) {
   lt_cache_entry *e = lt__cache_get(key);
+  lt__value_add(LT_VALUE_GRAPH_SIZE, g->nnodes);
+  lt__debug_graph(g, key, reason, e == NULL);
   if (e) {
     lt__count(LT_CTR_CACHED_COMPILE, 1);
     return e;
   }
-  lt_graph g = {po->nodes, po->nnodes, po->param_of, po->nparams, roots, nroots};
+  int64_t t0 = lt__now_ns();
   lt_executable *exe = NULL;
-  int rc = be->compile(&g, &exe);
+  int rc = lt__fault_fire(LT_FAULT_COMPILE)
+               ? lt__err(LT_ECOMPILE, "compile failed: injected fault (lt_inject_fault)")
+               : be->compile(g, &exe);
+  lt__timer_add(LT_TIMER_COMPILE, lt__now_ns() - t0);
   if (rc != LT_OK) {
     lt__count(LT_CTR_COMPILE_FAILURE, 1);
-    if (rc == LT_ENOMEM) return NULL;
-    lt__err(LT_ECOMPILE, "compile failed: %s", lt_last_error());
+    if (rc != LT_ENOMEM && rc != LT_ECOMPILE) lt__err(LT_ECOMPILE, "compile failed: %s", lt_last_error());
     return NULL;
   }
   lt__count(LT_CTR_UNCACHED_COMPILE, 1);
-  lt__count(LT_CTR_NODES_COMPILED, po->nnodes);
+  lt__count(LT_CTR_NODES_COMPILED, g->nnodes);
+  lt__value_add(LT_VALUE_ALIAS_COUNT, g->ndonors);
   return lt__cache_put(key, be, exe);
 }
 
-/* Syncs the pending values of ts[0..n) (all on one device). On failure every
- * tensor keeps its pending graph: nothing is lost. */
-int lt__sync(lt_tensor *const *ts, int n) {
+/* A job for the collected roots: placeholders, retained parameters. */
+static lt_exec_job *make_job(lt_device_ctx *ctx, lt_cache_entry *e, const post_order *po,
+                             lt_tensor *const *sel, int nsel) {
+  lt_exec_job *job = lt__calloc(sizeof *job);
+  if (!job) return NULL;
+  job->ctx = ctx;
+  job->entry = e;
+  job->params = lt__calloc((size_t)(po->nparams + 1) * sizeof *job->params);
+  job->outs = lt__calloc((size_t)nsel * sizeof *job->outs);
+  if (!job->params || !job->outs) goto fail;
+  for (int p = 0; p < po->nparams; p++) job->params[job->nparams++] = lt__buffer_retain(po->params[p]);
+  const lt_backend *be = e->backend;
+  for (int i = 0; i < nsel; i++) {
+    lt_tensor *t = sel[i];
+    lt_buffer *b = lt__buffer_new(be, t->dev, (lt_dtype)t->dtype, t->shape, t->ndim);
+    if (!b) goto fail;
+    b->owner_id = t->id;
+    job->outs[job->nouts++] = b;
+  }
+  return job;
+fail:
+  job->entry = NULL; /* the caller still owns e */
+  lt__job_free(job);
+  return NULL;
+}
+
+int lt__sync_internal(lt_tensor *const *ts, int n, bool force, bool wait, const char *reason) {
   if (n <= 0) return LT_OK;
+  for (int i = 0; i < n; i++)
+    if (!ts[i]) return lt__err_null("lt_sync");
   lt_device dev = ts[0]->dev;
+  for (int i = 1; i < n; i++)
+    if (!lt__device_equal(ts[i]->dev, dev))
+      return lt__err(LT_EDEVICE, "lt_sync: tensors on different devices");
   lt_device_ctx *ctx = lt__device_ctx("lt_sync", dev);
   if (!ctx) return LT_EDEVICE;
-  const lt_backend *be = lt__backend_for(dev);
+  int rc = lt__device_acquire(ctx, true);
+  if (rc != LT_OK) return rc;
+  if (ctx->last_sync_end_ns) lt__timer_add(LT_TIMER_TRACE, lt__now_ns() - ctx->last_sync_end_ns);
 
-  /* Collect: tensors with pending IR, once per tensor. */
+  /* Collect: tensors with pending IR, once per tensor; at a step barrier,
+   * host data is uploaded too. */
   lt_tensor **sel = scratch_get(&tl_tensors, (size_t)n * sizeof *sel);
   lt_node **roots = scratch_get(&tl_roots, (size_t)n * (sizeof(lt_node *) + sizeof(int)));
-  if (!sel || !roots) return LT_ENOMEM;
+  if (!sel || !roots) goto oom;
   int *root_index = (int *)(roots + n);
   uint32_t mark = atomic_fetch_add(&g_epoch, 1) + 1;
   int nsel = 0;
   for (int i = 0; i < n; i++) {
     lt_tensor *t = ts[i];
+    if (force && t->host && !lt__tensor_ir(t)) goto fail;
     if (!t->ir || t->mark == mark) continue;
-    if (!lt__device_equal(t->dev, dev))
-      return lt__err(LT_EDEVICE, "lt_sync: tensors on different devices");
     t->mark = mark;
     roots[nsel] = t->ir;
     sel[nsel++] = t;
   }
-  if (nsel == 0) return LT_OK;
+  if (nsel == 0) {
+    lt__device_release(ctx);
+    return LT_OK;
+  }
   lt__count(LT_CTR_SYNC_TENSORS, 1);
 
-  pthread_mutex_lock(&ctx->exec_lock);
   post_order po;
+  int *donors = NULL, ndonors = 0;
   lt_graph_key key;
-  int rc = walk(roots, nsel, &po);
-  if (rc == LT_OK) rc = graph_key(be, false, roots, nsel, &po, &key);
-  if (rc != LT_OK) {
-    pthread_mutex_unlock(&ctx->exec_lock);
-    return rc;
-  }
+  if (walk(roots, nsel, &po) != LT_OK) goto oom;
+  if ((ndonors = choose_donors(&po, force, &donors)) < 0) goto oom;
+  if (graph_key(lt__backend_for(dev), force, roots, nsel, &po, donors, ndonors,
+                &key) != LT_OK)
+    goto oom;
   for (int i = 0; i < nsel; i++) root_index[i] = roots[i]->order;
-  lt_cache_entry *e = find_or_compile(be, key, &po, root_index, nsel);
-  if (!e) {
-    pthread_mutex_unlock(&ctx->exec_lock);
-    return lt_last_status() ? lt_last_status() : LT_ECOMPILE;
-  }
-  lt_buffer *outs_small[16];
-  lt_buffer **outs = nsel <= 16 ? outs_small : lt__malloc((size_t)nsel * sizeof *outs);
-  if (!outs) {
+  lt_graph g = {po.nodes, po.nnodes, po.param_of, po.nparams, root_index, nsel, donors, ndonors};
+  lt_cache_entry *e = find_or_compile(lt__backend_for(dev), key, &g, reason);
+  if (!e) goto fail;
+  lt_exec_job *job = make_job(ctx, e, &po, sel, nsel);
+  if (!job) {
     lt__cache_entry_release(e);
-    pthread_mutex_unlock(&ctx->exec_lock);
-    return LT_ENOMEM;
+    goto oom;
   }
-  rc = be->execute(e->exe, po.params, po.nparams, outs, nsel);
-  lt__cache_entry_release(e);
-  pthread_mutex_unlock(&ctx->exec_lock);
-  if (rc != LT_OK) {
-    lt__count(LT_CTR_EXECUTE_FAILURE, 1);
-    if (outs != outs_small) lt__free(outs, (size_t)nsel * sizeof *outs);
+  if (wait) {
+    /* Placeholders are installed only after success: on failure every tensor
+     * keeps its pending graph. */
+    rc = lt__job_run_sync(job);
+    if (rc == LT_OK)
+      for (int i = 0; i < nsel; i++) lt__tensor_set_buffer(sel[i], lt__buffer_retain(job->outs[i]));
+    lt__job_free(job);
+    ctx->last_sync_end_ns = lt__now_ns();
+    lt__device_release(ctx);
     return rc;
   }
-  lt__count(LT_CTR_EXECUTE_COMPUTATION, 1);
-  for (int i = 0; i < nsel; i++) {
-    outs[i]->dev = dev;
-    lt__tensor_set_buffer(sel[i], outs[i]);
-  }
-  if (outs != outs_small) lt__free(outs, (size_t)nsel * sizeof *outs);
+  for (int i = 0; i < nsel; i++) lt__tensor_set_buffer(sel[i], lt__buffer_retain(job->outs[i]));
+  ctx->last_sync_end_ns = lt__now_ns();
+  return lt__job_run_async(job); /* the worker releases the device */
+oom:
+  lt__err(LT_ENOMEM, "lt_sync: out of memory");
+fail:
+  rc = lt_last_status() ? lt_last_status() : LT_ENOMEM;
+  lt__device_release(ctx);
+  return rc;
+}
+
+/* ---- public entry points ---- */
+int lt_sync(lt_tensor *const *ts, int n, bool wait) {
+  if (n < 0 || (n > 0 && !ts)) return lt__err(LT_EINVAL, "lt_sync: bad tensor list");
+  int rc = lt__sync_internal(ts, n, false, wait, "sync");
+  if (rc != LT_OK || !wait) return rc;
+  for (int i = 0; i < n; i++) /* values computed by an earlier async step */
+    if (ts[i]->buf && (rc = lt__buffer_wait(ts[i]->buf)) != LT_OK) return rc;
   return LT_OK;
+}
+
+int lt_mark_step(lt_device dev) {
+  lt_device_ctx *ctx = lt__device_ctx("lt_mark_step", dev);
+  if (!ctx) return LT_EDEVICE;
+  int n = 0;
+  lt_tensor **live = lt__device_live_snapshot(ctx, &n);
+  if (!live) return LT_ENOMEM;
+  int rc = LT_OK;
+  if (n > 0) {
+    rc = lt__sync_internal(live, n, true, false, "mark_step");
+  } else {
+    rc = lt__device_acquire(ctx, true); /* still reports an earlier failure */
+    if (rc == LT_OK) lt__device_release(ctx);
+  }
+  for (int i = 0; i < n; i++) lt_release(live[i]);
+  lt__free(live, (size_t)n * sizeof *live);
+  if (rc != LT_OK) return rc;
+  lt__rng_on_mark_step(dev);
+  lt__count(LT_CTR_MARK_STEP, 1);
+  lt__metrics_on_step();
+  return LT_OK;
+}
+
+int lt_wait_device_ops(lt_device dev) {
+  lt_device_ctx *ctx = lt__device_ctx("lt_wait_device_ops", dev);
+  if (!ctx) return LT_EDEVICE;
+  int rc = lt__device_acquire(ctx, true);
+  if (rc == LT_OK) lt__device_release(ctx);
+  return rc;
+}
+
+int lt__compile_roots(lt_device dev, lt_node *const *roots, int nroots, const char *reason,
+                      lt_graph_key *key, lt_buffer ***params, int *nparams,
+                      lt_cache_entry **entry) {
+  int *root_index = lt__malloc((size_t)(nroots + 1) * sizeof(int));
+  if (!root_index) return LT_ENOMEM;
+  post_order po;
+  int rc = walk(roots, nroots, &po);
+  if (rc == LT_OK) rc = graph_key(lt__backend_for(dev), false, roots, nroots, &po, NULL, 0, key);
+  if (rc == LT_OK) {
+    for (int i = 0; i < nroots; i++) root_index[i] = roots[i]->order;
+    lt_graph g = {po.nodes, po.nnodes, po.param_of, po.nparams, root_index, nroots, NULL, 0};
+    *entry = find_or_compile(lt__backend_for(dev), *key, &g, reason);
+    if (!*entry) rc = lt_last_status() ? lt_last_status() : LT_ECOMPILE;
+    *params = po.params;
+    *nparams = po.nparams;
+  }
+  lt__free(root_index, (size_t)(nroots + 1) * sizeof(int));
+  return rc;
+}
+
+int lt_warmup(lt_tensor *const *ts, int n) {
+  if (n < 0 || (n > 0 && !ts)) return lt__err(LT_EINVAL, "lt_warmup: bad tensor list");
+  for (int i = 0; i < n; i++)
+    if (!ts[i]) return lt__err_null("lt_warmup");
+  lt_node **roots = lt__malloc((size_t)(n + 1) * sizeof *roots);
+  if (!roots) return LT_ENOMEM;
+  int nroots = 0;
+  for (int i = 0; i < n; i++)
+    if (ts[i]->ir) roots[nroots++] = ts[i]->ir;
+  int rc = LT_OK;
+  if (nroots > 0) {
+    lt_device_ctx *ctx = lt__device_ctx("lt_warmup", ts[0]->dev);
+    rc = ctx ? lt__device_acquire(ctx, false) : LT_EDEVICE;
+    if (rc == LT_OK) {
+      lt_graph_key key;
+      lt_buffer **params;
+      int nparams;
+      lt_cache_entry *e = NULL;
+      rc = lt__compile_roots(ts[0]->dev, roots, nroots, "warm-up", &key, &params, &nparams, &e);
+      lt__cache_entry_release(e);
+      lt__device_release(ctx);
+    }
+  }
+  lt__free(roots, (size_t)(n + 1) * sizeof *roots);
+  return rc;
+}
+
+int lt_clear_pending(lt_device dev) {
+  lt_device_ctx *ctx = lt__device_ctx("lt_clear_pending", dev);
+  if (!ctx) return LT_EDEVICE;
+  int n = 0, cleared = 0;
+  lt_tensor **live = lt__device_live_snapshot(ctx, &n);
+  if (!live) return LT_ENOMEM;
+  for (int i = 0; i < n; i++) {
+    lt_tensor *t = live[i];
+    if (t->ir) {
+      lt_buffer *b = lt__buffer_new(lt__backend_for(dev), dev, (lt_dtype)t->dtype, t->shape, t->ndim);
+      if (b) {
+        lt__buffer_fail(b, LT_EINVAL,
+                        "this tensor's pending graph was dropped by lt_clear_pending");
+        lt__tensor_set_buffer(t, b);
+        cleared++;
+      }
+    }
+    lt_release(t);
+  }
+  lt__free(live, (size_t)n * sizeof *live);
+  lt__count(LT_CTR_CLEARED_PENDING, cleared);
+  return cleared;
+}
+
+int lt_mark_donatable(lt_tensor *t, bool on) {
+  if (!t) return lt__err_null("lt_mark_donatable");
+  if (t->host && !lt__tensor_ir(t)) return lt_last_status();
+  if (!t->buf)
+    return lt__err(LT_EINVAL, "lt_mark_donatable: tensor %lld holds a pending graph, not a buffer",
+                   (long long)t->id);
+  t->buf->user_donate = on;
+  return LT_OK;
+}
+
+int lt_device_memory(lt_device dev, int64_t *live_bytes, int64_t *peak_bytes) {
+  if (!lt__device_ctx("lt_device_memory", dev)) return LT_EDEVICE;
+  if (live_bytes) *live_bytes = lt__device_bytes_live(dev);
+  if (peak_bytes) *peak_bytes = lt__device_bytes_peak(dev);
+  return LT_OK;
+}
+
+void lt_device_memory_reset_peak(lt_device dev) { lt__device_bytes_reset_peak(dev); }
+
+/* Reads a tensor's buffer once it is ready; a failed one reports its error
+ * (and counts as the report of its device's pending error). */
+static int wait_value(lt_tensor *t) {
+  int rc = lt__buffer_wait(t->buf);
+  if (rc != LT_OK && atomic_load(&t->buf->state) == LT_BUF_FAILED) {
+    lt_device_ctx *ctx = lt__device_ctx("lt_to_data", t->dev);
+    if (ctx) lt__device_error_seen(ctx, t->buf->err_seq);
+  }
+  return rc;
 }
 
 int lt_to_data(lt_tensor *t, void *dst, size_t nbytes) {
@@ -241,11 +476,12 @@ int lt_to_data(lt_tensor *t, void *dst, size_t nbytes) {
     if (need) memcpy(dst, t->host, need);
     return LT_OK;
   }
-  if (t->ir) {
-    int rc = lt__sync(&t, 1);
-    if (rc != LT_OK) return rc;
-  }
-  int rc = t->buf->backend->from_device(t->buf, dst, nbytes);
+  int rc;
+  if (t->ir && (rc = lt__sync_internal(&t, 1, false, true, "value read")) != LT_OK) return rc;
+  if ((rc = wait_value(t)) != LT_OK) return rc;
+  int64_t t0 = lt__now_ns();
+  rc = t->buf->backend->from_device(t->buf, dst, nbytes);
+  lt__timer_add(LT_TIMER_TRANSFER_FROM, lt__now_ns() - t0);
   if (rc == LT_OK) lt__count(LT_CTR_TRANSFER_FROM_DEVICE, 1);
   return rc;
 }
@@ -264,9 +500,7 @@ int lt_item(lt_tensor *t, int64_t flat_index, double *out) {
   if (rc == LT_OK) {
     const unsigned char *p = tmp + (size_t)flat_index * sz;
     switch ((lt_dtype)t->dtype) {
-    case LT_BOOL:
-      *out = *p;
-      break;
+    case LT_BOOL: *out = *p; break;
     case LT_I32: {
       int32_t v;
       memcpy(&v, p, 4);
@@ -285,9 +519,7 @@ int lt_item(lt_tensor *t, int64_t flat_index, double *out) {
       *out = v;
       break;
     }
-    default:
-      memcpy(out, p, 8);
-      break;
+    default: memcpy(out, p, 8); break;
     }
   }
   lt__free(tmp, nbytes);

@@ -1,4 +1,5 @@
-/* Process-wide counters, readable by name through the public API. */
+/* Process-wide counters, timers and value metrics, readable by name through
+ * the public API. */
 #ifndef LT_METRICS_H
 #define LT_METRICS_H
 
@@ -18,6 +19,10 @@ typedef enum lt_counter_id {
   LT_CTR_TRANSFER_FROM_DEVICE,
   LT_CTR_CACHE_EVICTION,
   LT_CTR_NODES_COMPILED,
+  LT_CTR_MARK_STEP,
+  LT_CTR_INPUT_OUTPUT_ALIAS, /* storage reused in place, summed over executions */
+  LT_CTR_SCALAR_CACHE_HIT,
+  LT_CTR_CLEARED_PENDING,
   LT_CTR_COUNT
 } lt_counter_id;
 
@@ -26,5 +31,30 @@ extern _Atomic int64_t lt__counters[LT_CTR_COUNT];
 static inline void lt__count(lt_counter_id id, int64_t by) {
   atomic_fetch_add_explicit(&lt__counters[id], by, memory_order_relaxed);
 }
+
+typedef enum lt_timer_id {
+  LT_TIMER_TRACE,         /* time between syncs on a device: the program tracing */
+  LT_TIMER_COMPILE,
+  LT_TIMER_EXECUTE,
+  LT_TIMER_TRANSFER_TO,   /* host data to a device buffer */
+  LT_TIMER_TRANSFER_FROM, /* device buffer to host memory */
+  LT_TIMER_LOCK_WAIT,     /* waiting for the device's previous execution */
+  LT_TIMER_COUNT
+} lt_timer_id;
+
+typedef enum lt_value_id {
+  LT_VALUE_GRAPH_SIZE,  /* nodes in each synced graph */
+  LT_VALUE_ALIAS_COUNT, /* donated parameters of each compiled graph */
+  LT_VALUE_COUNT
+} lt_value_id;
+
+int64_t lt__now_ns(void);
+/* Records one sample (thread-safe; a bounded reservoir feeds the percentiles). */
+void lt__timer_add(lt_timer_id id, int64_t ns);
+void lt__value_add(lt_value_id id, double v);
+/* Called at each mark_step: counts steps and prints the reference's
+ * automatic warnings to stderr once each (more than 0.5 compiles per step
+ * after 10 steps; a transfer from the device on every step). */
+void lt__metrics_on_step(void);
 
 #endif

@@ -14,42 +14,28 @@ struct lt_executable {
   int nparams;
   int nroots;
   int *roots;
+  int *alias; /* per root: the donated parameter written in place, or -1 */
 };
-
-enum { kDataOffset = (sizeof(lt_buffer) + 63) / 64 * 64 };
 
 static uint64_t ref_env_hash(void) {
   static const char kEnv[] = "lazytensor-ref " LT_VERSION_STRING;
   return XXH3_64bits(kEnv, sizeof kEnv - 1);
 }
 
-static int ref_buffer_alloc(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim,
-                            lt_buffer **out) {
-  /* Header and data in one block (one allocation per intermediate). */
-  int64_t numel = lt__numel(shape, ndim);
-  size_t nbytes = (size_t)numel * lt_dtype_size(dt);
-  lt_buffer *b = lt__malloc(kDataOffset + nbytes);
-  if (!b) return LT_ENOMEM;
-  memset(b, 0, sizeof *b);
-  b->numel = numel;
-  b->nbytes = nbytes;
-  b->data = (char *)b + kDataOffset;
-  atomic_init(&b->refs, 1);
-  b->dtype = (uint8_t)dt;
-  b->ndim = (uint8_t)ndim;
-  b->dev = dev;
-  if (ndim) memcpy(b->shape, shape, (size_t)ndim * sizeof(int64_t));
-  b->backend = &lt__ref_backend;
-  b->param_index = -1;
-  *out = b;
-  return LT_OK;
+static int ref_data_alloc(lt_buffer *b) {
+  b->data = lt__malloc(b->nbytes);
+  return b->data ? LT_OK : LT_ENOMEM;
 }
 
-static void ref_buffer_free(lt_buffer *b) { lt__free(b, kDataOffset + b->nbytes); }
+static void ref_data_free(lt_buffer *b) {
+  lt__free(b->data, b->nbytes);
+  b->data = NULL;
+}
 
 static int ref_to_device(lt_buffer *dst, const void *src, size_t nbytes) {
   if (nbytes != dst->nbytes)
-    return lt__err(LT_EINVAL, "ref: copy of %zu bytes into a buffer of %zu", nbytes, dst->nbytes);
+    return lt__err(LT_EINVAL, "ref: copy of %zu bytes into a buffer of %zu", nbytes,
+                   dst->nbytes);
   if (nbytes) memcpy(dst->data, src, nbytes);
   return LT_OK;
 }
@@ -70,7 +56,51 @@ static void ref_executable_free(lt_executable *e) {
   lt__free(e->instr, (size_t)e->ninstr * sizeof(ref_instr));
   lt__free(e->last_use, (size_t)e->ninstr * sizeof(int));
   lt__free(e->roots, (size_t)e->nroots * sizeof(int));
+  lt__free(e->alias, (size_t)e->nroots * sizeof(int));
   lt__free(e, sizeof *e);
+}
+
+static bool same_type(const ref_instr *a, const ref_instr *b) {
+  return a->dtype == b->dtype && a->ndim == b->ndim &&
+         memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof(int64_t)) == 0;
+}
+
+/* Root r may be computed in the storage of parameter p when nothing reads p
+ * after the root's instruction, and the instruction itself, if it reads p,
+ * is elementwise (it reads element k before writing element k). */
+static bool in_place_safe(const lt_executable *e, int root_instr, int p) {
+  const ref_instr *ri = &e->instr[root_instr];
+  bool elementwise = ri->op >= LT_OP_NEG && ri->op <= LT_OP_WHERE;
+  for (int d = 0; d < e->ninstr; d++) {
+    if (e->instr[d].op != LT_OP_DATA || e->instr[d].param != p) continue;
+    for (int j = d + 1; j < e->ninstr; j++) {
+      const ref_instr *u = &e->instr[j];
+      for (int k = 0; k < u->noperands; k++) {
+        if (u->operands[k] != d) continue;
+        if (j > root_instr) return false;
+        if (j == root_instr && (!elementwise || !same_type(&e->instr[d], ri))) return false;
+      }
+    }
+  }
+  return true;
+}
+
+static void pair_donors(lt_executable *e, const lt_graph *g) {
+  for (int r = 0; r < e->nroots; r++) e->alias[r] = -1;
+  for (int k = 0; k < g->ndonors; k++) {
+    int p = g->donors[k], d = -1;
+    for (int i = 0; i < e->ninstr && d < 0; i++)
+      if (e->instr[i].op == LT_OP_DATA && e->instr[i].param == p) d = i;
+    if (d < 0) continue;
+    for (int r = 0; r < e->nroots; r++) {
+      bool taken = false;
+      for (int q = 0; q < e->nroots; q++) taken |= e->alias[q] >= 0 && e->roots[q] == e->roots[r];
+      if (e->alias[r] >= 0 || taken || !same_type(&e->instr[d], &e->instr[e->roots[r]])) continue;
+      if (!in_place_safe(e, e->roots[r], p)) continue;
+      e->alias[r] = p;
+      break;
+    }
+  }
 }
 
 static int ref_compile(const lt_graph *g, lt_executable **out) {
@@ -79,7 +109,8 @@ static int ref_compile(const lt_graph *g, lt_executable **out) {
   e->instr = lt__calloc((size_t)g->nnodes * sizeof(ref_instr));
   e->last_use = lt__malloc((size_t)g->nnodes * sizeof(int));
   e->roots = lt__malloc((size_t)g->nroots * sizeof(int));
-  if (!e->instr || !e->last_use || !e->roots) goto oom;
+  e->alias = lt__malloc((size_t)g->nroots * sizeof(int));
+  if (!e->instr || !e->last_use || !e->roots || !e->alias) goto oom;
   e->ninstr = g->nnodes;
   e->nparams = g->nparams;
   e->nroots = g->nroots;
@@ -112,6 +143,7 @@ static int ref_compile(const lt_graph *g, lt_executable **out) {
     }
   }
   for (int r = 0; r < g->nroots; r++) e->last_use[g->roots[r]] = g->nnodes; /* kept */
+  pair_donors(e, g);
   *out = e;
   return LT_OK;
 oom:
@@ -125,7 +157,15 @@ static int run_kernel(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in
   if (ins->op == LT_OP_MATMUL) return ref_matmul(ins, out, in);
   if (ins->op >= LT_OP_RESHAPE && ins->op <= LT_OP_PAD) return ref_shape(ins, out, in);
   if (ins->op >= LT_OP_GATHER && ins->op <= LT_OP_ONE_HOT) return ref_index(ins, out, in);
+  if (ins->op >= LT_OP_RNG_UNIFORM && ins->op <= LT_OP_RANDPERM) return ref_random(ins, out, in);
   return lt__err(LT_EEXEC, "ref: no kernel for op %s", lt__op_name((lt_op)ins->op));
+}
+
+/* The parameter whose storage instruction i writes in place, or -1. */
+static int in_place_param(const lt_executable *e, int i) {
+  for (int r = 0; r < e->nroots; r++)
+    if (e->roots[r] == i && e->alias[r] >= 0) return e->alias[r];
+  return -1;
 }
 
 static int run_instr(const lt_executable *e, int i, lt_buffer **vals, lt_buffer *const *args) {
@@ -140,9 +180,19 @@ static int run_instr(const lt_executable *e, int i, lt_buffer **vals, lt_buffer 
     return LT_OK;
   }
   lt_buffer *out = NULL;
-  /* Results are placed on CPU:0; the executor stamps the real device on outputs. */
-  int rc = ref_buffer_alloc(lt_cpu(0), (lt_dtype)ins->dtype, ins->shape, ins->ndim, &out);
-  if (rc != LT_OK) return rc;
+  int donor = in_place_param(e, i);
+  if (donor >= 0 && atomic_load(&args[donor]->state) == LT_BUF_READY) {
+    out = lt__buffer_new(&lt__ref_backend, args[donor]->dev, (lt_dtype)ins->dtype, ins->shape,
+                         ins->ndim);
+    if (!out) return LT_ENOMEM;
+    lt__buffer_take_data(out, args[donor]);
+  } else {
+    donor = -1;
+    int rc = lt__buffer_alloc(&lt__ref_backend, lt_cpu(0), (lt_dtype)ins->dtype, ins->shape,
+                              ins->ndim, &out);
+    if (rc != LT_OK) return rc;
+  }
+  int rc = LT_OK;
   if (ins->op == LT_OP_CONST) {
     for (int64_t k = 0; k < out->numel; k++) ref_setf(out, k, ins->fattr);
   } else {
@@ -155,23 +205,41 @@ static int run_instr(const lt_executable *e, int i, lt_buffer **vals, lt_buffer 
         return LT_ENOMEM;
       }
     }
-    for (int k = 0; k < ins->noperands; k++) in[k] = vals[ins->operands[k]];
+    for (int k = 0; k < ins->noperands; k++) {
+      in[k] = vals[ins->operands[k]];
+      if (donor >= 0 && in[k] == args[donor]) in[k] = out; /* same storage, read in place */
+    }
     rc = run_kernel(ins, out, in);
     if (in != in_small) lt__free(in, (size_t)ins->noperands * sizeof *in);
-    if (rc != LT_OK) {
-      lt__buffer_release(out);
-      return rc;
-    }
+  }
+  if (rc != LT_OK) {
+    lt__buffer_release(out);
+    return rc;
   }
   vals[i] = out;
   return LT_OK;
 }
 
-static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs, lt_buffer **outs,
-                       int nouts) {
+/* Gives root value v to the placeholder out: its storage when this execution
+ * made it and no other root took it yet, else a copy. */
+static int fill_output(lt_buffer *out, lt_buffer *v, bool owned) {
+  if (owned && v->data && atomic_load(&v->state) == LT_BUF_READY) {
+    lt__buffer_take_data(out, v);
+    return LT_OK;
+  }
+  int rc = lt__buffer_materialize(out);
+  if (rc == LT_OK && out->nbytes) memcpy(out->data, v->data, out->nbytes);
+  return rc;
+}
+
+static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs,
+                       lt_buffer *const *outs, int nouts) {
   if (nargs != e->nparams || nouts != e->nroots)
     return lt__err(LT_EEXEC, "ref: executable takes %d arguments and gives %d results, got %d/%d",
                    e->nparams, e->nroots, nargs, nouts);
+  for (int a = 0; a < nargs; a++)
+    if (atomic_load(&args[a]->state) != LT_BUF_READY)
+      return lt__err(LT_EEXEC, "ref: argument %d holds no value", a); /* defensive */
   lt_buffer **vals = lt__calloc((size_t)e->ninstr * sizeof *vals);
   if (!vals) return LT_ENOMEM;
   int rc = LT_OK;
@@ -187,8 +255,10 @@ static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs, lt_b
       }
     }
   }
-  if (rc == LT_OK)
-    for (int r = 0; r < e->nroots; r++) outs[r] = lt__buffer_retain(vals[e->roots[r]]);
+  for (int r = 0; r < e->nroots && rc == LT_OK; r++) {
+    int i = e->roots[r];
+    rc = fill_output(outs[r], vals[i], e->instr[i].op != LT_OP_DATA);
+  }
   for (int i = 0; i < e->ninstr; i++) lt__buffer_release(vals[i]);
   lt__free(vals, (size_t)e->ninstr * sizeof *vals);
   return rc;
@@ -197,11 +267,13 @@ static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs, lt_b
 const lt_backend lt__ref_backend = {
     .name = "ref",
     .env_hash = ref_env_hash,
-    .buffer_alloc = ref_buffer_alloc,
-    .buffer_free = ref_buffer_free,
+    .data_alloc = ref_data_alloc,
+    .data_free = ref_data_free,
     .to_device = ref_to_device,
     .from_device = ref_from_device,
     .compile = ref_compile,
     .execute = ref_execute,
     .executable_free = ref_executable_free,
+    .serialize = NULL, /* the interpreter's executables are cheap to rebuild */
+    .deserialize = NULL,
 };

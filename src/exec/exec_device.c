@@ -1,0 +1,193 @@
+/* Device execution order and asynchronous execution: the hand-off lock, the
+ * worker thread of each device, and failure handling of async executions. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../core/lt_alloc.h"
+#include "../core/lt_error.h"
+#include "exec_internal.h"
+#include "metrics.h"
+
+int lt__device_acquire(lt_device_ctx *ctx, bool report_error) {
+  int64_t t0 = lt__now_ns();
+  pthread_mutex_lock(&ctx->lock);
+  while (ctx->busy) pthread_cond_wait(&ctx->cond, &ctx->lock);
+  ctx->busy = true;
+  int status = LT_OK;
+  char msg[sizeof ctx->pending_msg];
+  if (report_error && ctx->pending_status != LT_OK) {
+    status = ctx->pending_status;
+    memcpy(msg, ctx->pending_msg, sizeof msg);
+    ctx->pending_status = LT_OK;
+    ctx->busy = false;
+    pthread_cond_broadcast(&ctx->cond);
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  lt__timer_add(LT_TIMER_LOCK_WAIT, lt__now_ns() - t0);
+  if (status != LT_OK) return lt__err(status, "%s", msg);
+  return LT_OK;
+}
+
+void lt__device_release(lt_device_ctx *ctx) {
+  pthread_mutex_lock(&ctx->lock);
+  ctx->busy = false;
+  pthread_cond_broadcast(&ctx->cond);
+  pthread_mutex_unlock(&ctx->lock);
+}
+
+void lt__device_error_seen(lt_device_ctx *ctx, uint64_t seq) {
+  pthread_mutex_lock(&ctx->lock);
+  if (ctx->pending_status != LT_OK && ctx->error_seq == seq) ctx->pending_status = LT_OK;
+  pthread_mutex_unlock(&ctx->lock);
+}
+
+void lt__job_free(lt_exec_job *job) {
+  if (!job) return;
+  for (int i = 0; i < job->nparams; i++) lt__buffer_release(job->params[i]);
+  for (int i = 0; i < job->nouts; i++) lt__buffer_release(job->outs[i]);
+  lt__free(job->params, (size_t)job->nparams * sizeof *job->params);
+  lt__free(job->outs, (size_t)job->nouts * sizeof *job->outs);
+  lt__cache_entry_release(job->entry);
+  lt__free(job, sizeof *job);
+}
+
+static int execute(lt_exec_job *job) {
+  int64_t delay = lt__execute_delay_us();
+  if (delay > 0) {
+    struct timespec ts = {delay / 1000000, (delay % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+  }
+  if (lt__fault_fire(LT_FAULT_EXECUTE))
+    return lt__err(LT_EEXEC, "execution failed: injected fault (lt_inject_fault)");
+  int64_t t0 = lt__now_ns();
+  const lt_backend *be = job->entry->backend;
+  int rc = be->execute(job->entry->exe, job->params, job->nparams, job->outs, job->nouts);
+  lt__timer_add(LT_TIMER_EXECUTE, lt__now_ns() - t0);
+  if (rc == LT_OK) {
+    lt__count(LT_CTR_EXECUTE_COMPUTATION, 1);
+    for (int i = 0; i < job->nparams; i++)
+      if (atomic_load(&job->params[i]->state) == LT_BUF_DONATED)
+        lt__count(LT_CTR_INPUT_OUTPUT_ALIAS, 1);
+  } else {
+    lt__count(LT_CTR_EXECUTE_FAILURE, 1);
+  }
+  return rc;
+}
+
+int lt__job_run_sync(lt_exec_job *job) { return execute(job); }
+
+/* After a failed async execution: each placeholder gets its tensor's previous
+ * value back when that buffer is still whole (the tensor keeps its last good
+ * value), else it records the failure. */
+static void fail_outputs(lt_exec_job *job, int status, const char *msg, uint64_t seq) {
+  for (int r = 0; r < job->nouts; r++) {
+    lt_buffer *out = job->outs[r];
+    if (atomic_load(&out->state) != LT_BUF_PENDING) continue;
+    lt_buffer *prev = NULL;
+    for (int p = 0; p < job->nparams && !prev; p++) {
+      lt_buffer *b = job->params[p];
+      if (b->owner_id == out->owner_id && atomic_load(&b->state) == LT_BUF_READY &&
+          b->dtype == out->dtype && b->nbytes == out->nbytes)
+        prev = b;
+    }
+    if (prev && atomic_load(&prev->refs) == 1) {
+      lt__buffer_take_data(out, prev); /* only this job still held it */
+      continue;
+    }
+    if (prev && lt__buffer_materialize(out) == LT_OK) {
+      if (out->nbytes) memcpy(out->data, prev->data, out->nbytes);
+      continue;
+    }
+    lt__buffer_fail(out, status, msg);
+    out->err_seq = seq;
+  }
+}
+
+static void run_async(lt_exec_job *job) {
+  lt_device_ctx *ctx = job->ctx;
+  int rc = execute(job);
+  if (rc != LT_OK) {
+    char msg[sizeof ctx->pending_msg];
+    snprintf(msg, sizeof msg, "%s", lt_last_error());
+    lt_clear_error(); /* the worker's own error state stays clean */
+    pthread_mutex_lock(&ctx->lock);
+    uint64_t seq = ++ctx->error_seq;
+    ctx->pending_status = rc;
+    memcpy(ctx->pending_msg, msg, sizeof msg);
+    pthread_mutex_unlock(&ctx->lock);
+    fail_outputs(job, rc, msg, seq);
+  }
+  lt__job_free(job);
+  lt__buffer_notify();
+  lt__device_release(ctx);
+}
+
+static void *worker_main(void *arg) {
+  lt_device_ctx *ctx = arg;
+  pthread_mutex_lock(&ctx->lock);
+  for (;;) {
+    while (!ctx->job && !ctx->worker_stop) pthread_cond_wait(&ctx->cond, &ctx->lock);
+    if (!ctx->job) break; /* stop requested and nothing queued */
+    lt_exec_job *job = ctx->job;
+    ctx->job = NULL;
+    pthread_mutex_unlock(&ctx->lock);
+    run_async(job);
+    pthread_mutex_lock(&ctx->lock);
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  return NULL;
+}
+
+/* Workers are joined at exit so that queued work finishes and tools such as
+ * valgrind see every thread end. */
+static pthread_mutex_t g_workers_lock = PTHREAD_MUTEX_INITIALIZER;
+static lt_device_ctx *g_workers[LT_MAX_DEVICES];
+static int g_nworkers;
+
+static void stop_workers(void) {
+  pthread_mutex_lock(&g_workers_lock);
+  for (int i = 0; i < g_nworkers; i++) {
+    lt_device_ctx *ctx = g_workers[i];
+    pthread_mutex_lock(&ctx->lock);
+    ctx->worker_stop = true;
+    pthread_cond_broadcast(&ctx->cond);
+    pthread_mutex_unlock(&ctx->lock);
+    pthread_join(ctx->worker, NULL);
+    ctx->worker_started = false;
+    ctx->worker_stop = false;
+  }
+  g_nworkers = 0;
+  pthread_mutex_unlock(&g_workers_lock);
+}
+
+static int start_worker(lt_device_ctx *ctx) {
+  static bool registered;
+  pthread_mutex_lock(&g_workers_lock);
+  int rc = LT_OK;
+  if (!ctx->worker_started) {
+    if (pthread_create(&ctx->worker, NULL, worker_main, ctx) != 0) {
+      rc = lt__err(LT_ENOMEM, "could not start the device's worker thread");
+    } else {
+      ctx->worker_started = true;
+      g_workers[g_nworkers++] = ctx;
+      if (!registered) registered = atexit(stop_workers) == 0;
+    }
+  }
+  pthread_mutex_unlock(&g_workers_lock);
+  return rc;
+}
+
+int lt__job_run_async(lt_exec_job *job) {
+  lt_device_ctx *ctx = job->ctx;
+  if (start_worker(ctx) != LT_OK) { /* defensive: run it here instead */
+    run_async(job);
+    return LT_OK;
+  }
+  pthread_mutex_lock(&ctx->lock);
+  ctx->job = job;
+  pthread_cond_broadcast(&ctx->cond);
+  pthread_mutex_unlock(&ctx->lock);
+  return LT_OK;
+}

@@ -1,0 +1,58 @@
+/* Pieces of the executor shared by its files (executor.c, exec_device.c,
+ * program.c). */
+#ifndef LT_EXEC_INTERNAL_H
+#define LT_EXEC_INTERNAL_H
+
+#include "../backend/backend.h"
+#include "../core/lt_device.h"
+#include "../core/lt_tensor.h"
+#include "cache.h"
+
+/* One execution: the executable, its arguments and the placeholders it fills.
+ * Owns a reference on each. */
+typedef struct lt_exec_job {
+  lt_device_ctx *ctx;
+  lt_cache_entry *entry;
+  lt_buffer **params;
+  int nparams;
+  lt_buffer **outs;
+  int nouts;
+} lt_exec_job;
+
+/* Takes the device's execution lock, waiting for the execution in flight.
+ * When report_error and an earlier asynchronous execution failed, gives the
+ * lock back and returns that failure (once). */
+int lt__device_acquire(lt_device_ctx *ctx, bool report_error);
+void lt__device_release(lt_device_ctx *ctx);
+
+/* Runs job on this thread and returns its status; the caller keeps the lock. */
+int lt__job_run_sync(lt_exec_job *job);
+/* Hands job and the device lock to the device's worker thread, which runs it
+ * and then releases the lock. On a failure the placeholders are restored from
+ * their tensors' previous buffers when possible, else failed, and the error
+ * is kept for the next call that takes the lock. */
+int lt__job_run_async(lt_exec_job *job);
+/* Releases everything a job holds, and the job. */
+void lt__job_free(lt_exec_job *job);
+
+/* Reports a failed buffer's error to its device as seen (so that it is not
+ * reported again by the next lock taker). */
+void lt__device_error_seen(lt_device_ctx *ctx, uint64_t seq);
+
+/* The sync at the heart of every public entry point. force: a step barrier
+ * (host data uploaded, storage of overwritten values donated). */
+int lt__sync_internal(lt_tensor *const *ts, int n, bool force, bool wait, const char *reason);
+
+/* Walks roots, computes their key (no donors) and finds or compiles the
+ * executable. *params (thread-local scratch, valid until the next walk on
+ * this thread) lists the parameter buffers in order. The caller holds the
+ * device lock and releases *entry. */
+int lt__compile_roots(lt_device dev, lt_node *const *roots, int nroots, const char *reason,
+                      lt_graph_key *key, lt_buffer ***params, int *nparams,
+                      lt_cache_entry **entry);
+
+/* Fault injection (tests): true when this execution / compile must fail. */
+bool lt__fault_fire(lt_fault kind);
+int64_t lt__execute_delay_us(void);
+
+#endif
