@@ -113,6 +113,9 @@ lt_device lt_get_device(const lt_tensor *t);
 /* Where the value of a tensor currently lives. */
 typedef enum lt_state { LT_STATE_DEVICE = 0, LT_STATE_PENDING = 1, LT_STATE_HOST = 2 } lt_state;
 lt_state lt_get_state(const lt_tensor *t);
+/* True when t's value can be read without waiting for an execution (host data,
+ * or a device buffer whose execution has finished, successfully or not). */
+bool lt_ready(const lt_tensor *t);
 
 /* ---- creation ------------------------------------------------------------------- */
 /* Copies nbytes-worth of data (numel * dtype size) from data. */

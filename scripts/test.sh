@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs dependencies, builds with gcc and with clang
-# (warnings as errors), runs the whole suite under ASan+UBSan and under
-# valgrind memcheck, then runs it plainly so that CTest's summary comes last.
+# (warnings as errors), runs the whole suite under ASan+UBSan, the executor
+# tests under TSan, everything under valgrind memcheck, then the suite plainly
+# so that CTest's summary comes last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -16,6 +17,13 @@ cmake -S . -B build-asan -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Debug \
   -DLT_SANITIZE=address,undefined -DLT_BUILD_BENCH=OFF >/dev/null
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 ctest --test-dir build-asan -j "$jobs" --output-on-failure
+
+echo "== TSan: the executor, async and threading tests"
+cmake -S . -B build-tsan -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
+  -DLT_SANITIZE=thread -DLT_BUILD_BENCH=OFF >/dev/null
+cmake --build build-tsan -j "$jobs"
+TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan -j "$jobs" --output-on-failure \
+  -R 'test_(step|executor|random)'
 
 echo "== gcc build (-Wall -Wextra -Werror)"
 cmake -S . -B build -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

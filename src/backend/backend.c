@@ -74,13 +74,14 @@ void lt__buffer_take_data(lt_buffer *dst, lt_buffer *src) {
   atomic_store(&dst->state, LT_BUF_READY);
 }
 
-void lt__buffer_fail(lt_buffer *b, int status, const char *msg) {
+void lt__buffer_fail(lt_buffer *b, int status, const char *msg, uint64_t seq) {
   size_t n = strlen(msg) + 1;
   char *copy = lt__malloc(n);
   if (copy) memcpy(copy, msg, n); /* without memory, the status alone remains */
   lt__free(b->err_msg, b->err_msg ? strlen(b->err_msg) + 1 : 0);
   b->err_msg = copy;
   b->err_status = status;
+  b->err_seq = seq; /* all written before the state publishes them */
   atomic_store(&b->state, LT_BUF_FAILED);
 }
 

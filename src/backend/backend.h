@@ -59,7 +59,7 @@ int lt__buffer_alloc(const lt_backend *be, lt_device dev, lt_dtype dt, const int
  * src DONATED. The bytes stay counted once. */
 void lt__buffer_take_data(lt_buffer *dst, lt_buffer *src);
 /* Marks b FAILED with a copy of msg (placeholders of a failed execution). */
-void lt__buffer_fail(lt_buffer *b, int status, const char *msg);
+void lt__buffer_fail(lt_buffer *b, int status, const char *msg, uint64_t seq);
 /* Waits until b is no longer PENDING; returns LT_OK when READY, else the
  * failure (recorded as the thread's error). */
 int lt__buffer_wait(lt_buffer *b);

@@ -226,3 +226,8 @@ lt_state lt_get_state(const lt_tensor *t) {
   if (t && t->host) return LT_STATE_HOST;
   return LT_STATE_DEVICE;
 }
+
+bool lt_ready(const lt_tensor *t) {
+  if (!t || t->ir) return false;
+  return t->host || atomic_load(&t->buf->state) != LT_BUF_PENDING;
+}

@@ -59,11 +59,11 @@ static int execute(lt_exec_job *job) {
     struct timespec ts = {delay / 1000000, (delay % 1000000) * 1000};
     nanosleep(&ts, NULL);
   }
-  if (lt__fault_fire(LT_FAULT_EXECUTE))
-    return lt__err(LT_EEXEC, "execution failed: injected fault (lt_inject_fault)");
   int64_t t0 = lt__now_ns();
   const lt_backend *be = job->entry->backend;
-  int rc = be->execute(job->entry->exe, job->params, job->nparams, job->outs, job->nouts);
+  int rc = lt__fault_fire(LT_FAULT_EXECUTE)
+               ? lt__err(LT_EEXEC, "execution failed: injected fault (lt_inject_fault)")
+               : be->execute(job->entry->exe, job->params, job->nparams, job->outs, job->nouts);
   lt__timer_add(LT_TIMER_EXECUTE, lt__now_ns() - t0);
   if (rc == LT_OK) {
     lt__count(LT_CTR_EXECUTE_COMPUTATION, 1);
@@ -100,8 +100,7 @@ static void fail_outputs(lt_exec_job *job, int status, const char *msg, uint64_t
       if (out->nbytes) memcpy(out->data, prev->data, out->nbytes);
       continue;
     }
-    lt__buffer_fail(out, status, msg);
-    out->err_seq = seq;
+    lt__buffer_fail(out, status, msg, seq);
   }
 }
 

@@ -2,6 +2,7 @@
  * in post-order (device-data leaves become parameters), choose donors, compute
  * the graph key, find or compile the executable, and run it, synchronously or
  * on the device's worker with placeholders installed so tracing goes on. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -60,8 +61,35 @@ typedef struct scratch {
   size_t cap; /* bytes */
 } scratch;
 
-static _Thread_local scratch tl_nodes, tl_param_of, tl_stack, tl_params, tl_roots, tl_key,
-    tl_tensors, tl_donors;
+/* One set per thread, freed when the thread exits. */
+typedef struct exec_scratch {
+  scratch nodes, param_of, stack, params, roots, key, tensors, donors;
+} exec_scratch;
+
+static _Thread_local exec_scratch *tl_scratch;
+static pthread_key_t g_scratch_key;
+static pthread_once_t g_scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free_all(void *p) {
+  exec_scratch *s = p;
+  scratch *all[] = {&s->nodes,  &s->param_of, &s->stack,   &s->params,
+                    &s->roots,  &s->key,      &s->tensors, &s->donors};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) lt__free(all[i]->p, all[i]->cap);
+  lt__free(s, sizeof *s);
+}
+
+static void scratch_key_init(void) { pthread_key_create(&g_scratch_key, scratch_free_all); }
+
+static exec_scratch *scratch_self(void) {
+  if (!tl_scratch) {
+    pthread_once(&g_scratch_once, scratch_key_init);
+    exec_scratch *s = lt__calloc(sizeof *s);
+    if (!s) return NULL;
+    pthread_setspecific(g_scratch_key, s);
+    tl_scratch = s;
+  }
+  return tl_scratch;
+}
 
 static void *scratch_get(scratch *s, size_t bytes) {
   if (bytes <= s->cap) return s->p;
@@ -105,14 +133,16 @@ static int reserve(scratch *s, size_t elem, int need, int *cap, void **p) {
  * numbered in first-visit order, one per distinct buffer; graph_refs counts
  * the distinct leaves of this graph that hold each. */
 static int walk(lt_node *const *roots, int nroots, post_order *po) {
+  exec_scratch *S = scratch_self();
+  if (!S) return LT_ENOMEM;
   uint32_t epoch = atomic_fetch_add(&g_epoch, 1) + 1;
   int cap_nodes = 0, cap_pof = 0, cap_stack = 0, cap_params = 0, sp = 0;
   walk_frame *stack = NULL;
   po->nnodes = po->nparams = 0;
-  if (reserve(&tl_stack, sizeof *stack, 64, &cap_stack, (void **)&stack) ||
-      reserve(&tl_nodes, sizeof(lt_node *), 256, &cap_nodes, (void **)&po->nodes) ||
-      reserve(&tl_param_of, sizeof(int), 256, &cap_pof, (void **)&po->param_of) ||
-      reserve(&tl_params, sizeof(lt_buffer *), 16, &cap_params, (void **)&po->params))
+  if (reserve(&S->stack, sizeof *stack, 64, &cap_stack, (void **)&stack) ||
+      reserve(&S->nodes, sizeof(lt_node *), 256, &cap_nodes, (void **)&po->nodes) ||
+      reserve(&S->param_of, sizeof(int), 256, &cap_pof, (void **)&po->param_of) ||
+      reserve(&S->params, sizeof(lt_buffer *), 16, &cap_params, (void **)&po->params))
     return LT_ENOMEM;
   for (int r = 0; r < nroots; r++) {
     if (roots[r]->visit == epoch) continue;
@@ -124,7 +154,7 @@ static int walk(lt_node *const *roots, int nroots, post_order *po) {
         lt_node *child = top->node->operands[top->next++].node;
         if (child->visit == epoch) continue;
         child->visit = epoch;
-        if (reserve(&tl_stack, sizeof *stack, sp + 1, &cap_stack, (void **)&stack))
+        if (reserve(&S->stack, sizeof *stack, sp + 1, &cap_stack, (void **)&stack))
           return LT_ENOMEM;
         stack[sp++] = (walk_frame){child, 0};
         continue;
@@ -132,8 +162,8 @@ static int walk(lt_node *const *roots, int nroots, post_order *po) {
       lt_node *n = top->node;
       sp--;
       int idx = po->nnodes;
-      if (reserve(&tl_nodes, sizeof(lt_node *), idx + 1, &cap_nodes, (void **)&po->nodes) ||
-          reserve(&tl_param_of, sizeof(int), idx + 1, &cap_pof, (void **)&po->param_of))
+      if (reserve(&S->nodes, sizeof(lt_node *), idx + 1, &cap_nodes, (void **)&po->nodes) ||
+          reserve(&S->param_of, sizeof(int), idx + 1, &cap_pof, (void **)&po->param_of))
         return LT_ENOMEM;
       po->nnodes++;
       n->order = idx;
@@ -142,7 +172,7 @@ static int walk(lt_node *const *roots, int nroots, post_order *po) {
       if (n->op != LT_OP_DATA) continue;
       lt_buffer *b = n->data;
       if (b->param_mark != epoch) { /* one buffer read twice is one parameter */
-        if (reserve(&tl_params, sizeof(lt_buffer *), po->nparams + 1, &cap_params,
+        if (reserve(&S->params, sizeof(lt_buffer *), po->nparams + 1, &cap_params,
                     (void **)&po->params))
           return LT_ENOMEM;
         b->param_mark = epoch;
@@ -163,7 +193,9 @@ static int walk(lt_node *const *roots, int nroots, post_order *po) {
 static int choose_donors(const post_order *po, bool force, int **donors) {
   int n = 0;
   if (!lt_get_param_aliasing()) return 0;
-  int *d = scratch_get(&tl_donors, (size_t)(po->nparams + 1) * sizeof(int));
+  exec_scratch *S = scratch_self();
+  if (!S) return -1;
+  int *d = scratch_get(&S->donors, (size_t)(po->nparams + 1) * sizeof(int));
   if (!d) return -1;
   for (int p = 0; p < po->nparams; p++) {
     lt_buffer *b = po->params[p];
@@ -178,7 +210,9 @@ static int choose_donors(const post_order *po, bool force, int **donors) {
 static int graph_key(const lt_backend *be, bool force, lt_node *const *roots, int nroots,
                      const post_order *po, const int *donors, int ndonors, lt_graph_key *out) {
   size_t nwords = 5 + (size_t)nroots + (size_t)po->nnodes + (size_t)ndonors;
-  uint64_t *w = scratch_get(&tl_key, nwords * sizeof *w);
+  exec_scratch *S = scratch_self();
+  if (!S) return LT_ENOMEM;
+  uint64_t *w = scratch_get(&S->key, nwords * sizeof *w);
   if (!w) return LT_ENOMEM;
   size_t k = 0;
   w[k++] = be->env_hash();
@@ -265,8 +299,10 @@ int lt__sync_internal(lt_tensor *const *ts, int n, bool force, bool wait, const 
 
   /* Collect: tensors with pending IR, once per tensor; at a step barrier,
    * host data is uploaded too. */
-  lt_tensor **sel = scratch_get(&tl_tensors, (size_t)n * sizeof *sel);
-  lt_node **roots = scratch_get(&tl_roots, (size_t)n * (sizeof(lt_node *) + sizeof(int)));
+  exec_scratch *S = scratch_self();
+  if (!S) goto oom;
+  lt_tensor **sel = scratch_get(&S->tensors, (size_t)n * sizeof *sel);
+  lt_node **roots = scratch_get(&S->roots, (size_t)n * (sizeof(lt_node *) + sizeof(int)));
   if (!sel || !roots) goto oom;
   int *root_index = (int *)(roots + n);
   uint32_t mark = atomic_fetch_add(&g_epoch, 1) + 1;
@@ -423,7 +459,7 @@ int lt_clear_pending(lt_device dev) {
       lt_buffer *b = lt__buffer_new(lt__backend_for(dev), dev, (lt_dtype)t->dtype, t->shape, t->ndim);
       if (b) {
         lt__buffer_fail(b, LT_EINVAL,
-                        "this tensor's pending graph was dropped by lt_clear_pending");
+                        "this tensor's pending graph was dropped by lt_clear_pending", 0);
         lt__tensor_set_buffer(t, b);
         cleared++;
       }

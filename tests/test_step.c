@@ -1,0 +1,370 @@
+/* The executor's step semantics (DESIGN rules 2-5, 7), each observed through
+ * counters, values, device memory or the device lock. */
+#include <pthread.h>
+
+#include "test_util.h"
+
+enum { N = 1 << 14 };
+
+static int64_t ctr(const char *name) { return lt_counter(name); }
+
+static int setup(void **state) {
+  lt_wait_device_ops(CPU0);
+  lt_wait_device_ops(lt_cpu(1));
+  lt_cache_clear();
+  lt_counters_reset();
+  lt_set_param_aliasing(true);
+  lt_set_eager(false);
+  lt_set_execute_delay_us(0);
+  lt_inject_fault(LT_FAULT_EXECUTE, -1);
+  lt_inject_fault(LT_FAULT_COMPILE, -1);
+  return tu_setup(state);
+}
+static int teardown(void **state) {
+  int rc = tu_teardown(state);
+  lt_wait_device_ops(CPU0);
+  return rc;
+}
+#define STEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+static lt_tensor *filled(float v) {
+  float *d = malloc(sizeof(float) * N);
+  for (int i = 0; i < N; i++) d[i] = v;
+  lt_tensor *t = lt_retain(tu_f32(SHAPE(N), 1, d));
+  free(d);
+  return t;
+}
+
+/* Three steps of w = w - lr * g, lr changing each step. Returns the largest
+ * growth of device bytes during a step over the bytes alive before it. */
+static int64_t sgd_steps(bool aliasing) {
+  lt_set_param_aliasing(aliasing);
+  lt_tensor *w = filled(1.0f), *g = filled(0.5f);
+  assert_int_equal(lt_mark_step(CPU0), LT_OK); /* a step barrier uploads host data */
+  assert_int_equal(lt_get_state(w), LT_STATE_DEVICE);
+  lt_counters_reset();
+  int64_t worst = 0;
+  for (int step = 0; step < 3; step++) {
+    lt_scope_begin();
+    lt_tensor *lr = lt_scalar(CPU0, LT_F32, 0.1 * (step + 1));
+    assert_int_equal(lt_assign(w, lt_sub(w, lt_mul(lr, g))), LT_OK);
+    lt_scope_end(); /* temporaries gone: only w, g and their graph are live */
+    int64_t live, peak;
+    assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
+    lt_device_memory(CPU0, &live, NULL);
+    lt_device_memory_reset_peak(CPU0);
+    assert_int_equal(lt_mark_step(CPU0), LT_OK);
+    assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
+    lt_device_memory(CPU0, NULL, &peak);
+    if (peak - live > worst) worst = peak - live;
+  }
+  assert_int_equal(ctr("UncachedCompile"), 1);
+  assert_int_equal(ctr("CachedCompile"), 2);
+  double v[1];
+  assert_int_equal(lt_item(w, N - 1, v), LT_OK);
+  assert_true(fabs(v[0] - (1.0 - 0.5 * (0.1 + 0.2 + 0.3))) < 1e-6);
+  lt_release(w);
+  lt_release(g);
+  return worst;
+}
+
+static void test_step_donation_and_peak_memory(void **state) {
+  (void)state;
+  int64_t extra_alias = sgd_steps(true);
+  assert_true(ctr("InputOutputAlias") > 0);
+  lt_metric_stats st;
+  if (lt_metric("InputOutputAliasCount", &st) == LT_OK) assert_true(st.max >= 1);
+  lt_cache_clear();
+  int64_t extra_plain = sgd_steps(false);
+  assert_int_equal(ctr("InputOutputAlias"), 0);
+  /* With donation the step needs only its temporary (lr * g); without, the
+   * new w needs storage of its own: exactly one more copy of w. */
+  assert_int_equal(extra_alias, (int64_t)N * 4);
+  assert_int_equal(extra_plain - extra_alias, (int64_t)N * 4);
+}
+
+static void test_mark_step_cuts_graph_and_uploads_host_data(void **state) {
+  (void)state;
+  lt_tensor *h = tu_f32(SHAPE(2), 1, ((float[]){1, 2}));
+  lt_tensor *y = lt_exp(lt_ones(CPU0, LT_F32, SHAPE(2), 1));
+  assert_int_equal(lt_get_state(h), LT_STATE_HOST);
+  assert_int_equal(lt_get_state(y), LT_STATE_PENDING);
+  assert_int_equal(lt_mark_step(CPU0), LT_OK);
+  assert_int_equal(lt_get_state(h), LT_STATE_DEVICE);
+  assert_int_equal(lt_get_state(y), LT_STATE_DEVICE); /* a placeholder, then the value */
+  assert_int_equal(ctr("MarkStep"), 1);
+  assert_int_equal(ctr("TransferToDevice"), 1);
+  tu_expect(y, LT_F32, SHAPE(2), 1, (double[]){M_E, M_E}, 1e-6);
+  int64_t exec = ctr("ExecuteComputation");
+  assert_int_equal(lt_mark_step(CPU0), LT_OK); /* nothing pending: nothing runs */
+  assert_int_equal(ctr("ExecuteComputation"), exec);
+}
+
+static void test_force_flag_is_part_of_the_key(void **state) {
+  (void)state;
+  lt_tensor *x = tu_f32(SHAPE(2), 1, ((float[]){0, 1}));
+  lt_tensor *a = lt_exp(x);
+  assert_int_equal(lt_sync(&a, 1, true), LT_OK);
+  lt_tensor *b = lt_exp(x);
+  assert_int_equal(lt_mark_step(CPU0), LT_OK);
+  assert_int_equal(ctr("UncachedCompile"), 2); /* same graph, other force flag */
+  lt_tensor *c = lt_exp(x);
+  assert_int_equal(lt_sync(&c, 1, false), LT_OK);
+  assert_int_equal(ctr("CachedCompile"), 1);
+  tu_expect(b, LT_F32, SHAPE(2), 1, (double[]){1, M_E}, 1e-6);
+  tu_expect(c, LT_F32, SHAPE(2), 1, (double[]){1, M_E}, 1e-6);
+}
+
+static void test_collect_once_per_tensor_and_data_leaves(void **state) {
+  (void)state;
+  lt_tensor *x = tu_f32(SHAPE(2), 1, ((float[]){1, 2}));
+  lt_tensor *y = lt_neg(x);
+  lt_tensor *list[3] = {y, y, x};
+  assert_int_equal(lt_sync(list, 3, true), LT_OK);
+  assert_int_equal(ctr("ExecuteComputation"), 1);
+  /* a tensor whose value is a bare data leaf gets the buffer, no compute */
+  lt_tensor *z = lt_zeros(CPU0, LT_F32, SHAPE(2), 1);
+  assert_int_equal(lt_assign(z, y), LT_OK);
+  assert_int_equal(lt_get_state(z), LT_STATE_DEVICE);
+  assert_int_equal(lt_sync(&z, 1, true), LT_OK);
+  assert_int_equal(ctr("ExecuteComputation"), 1);
+  tu_expect(z, LT_F32, SHAPE(2), 1, (double[]){-1, -2}, 0);
+}
+
+static void test_scalar_cache(void **state) {
+  (void)state;
+  lt_tensor *a = lt_scalar(CPU0, LT_F32, 0.25);
+  lt_tensor *b = lt_scalar(CPU0, LT_F32, 0.25);
+  lt_tensor *c = lt_scalar(CPU0, LT_F64, 0.25);
+  assert_int_equal(ctr("ScalarCacheHit"), 1);
+  assert_int_equal(ctr("TransferToDevice"), 2);
+  tu_expect(lt_add(a, b), LT_F32, NULL, 0, (double[]){0.5}, 0);
+  tu_expect(c, LT_F64, NULL, 0, (double[]){0.25}, 0);
+}
+
+static void test_overlap_tracing_with_execution(void **state) {
+  (void)state;
+  lt_tensor *w = filled(2.0f);
+  lt_tensor *ref = filled(2.0f);
+  assert_int_equal(lt_mark_step(CPU0), LT_OK);
+  lt_set_execute_delay_us(400000); /* make the device work slow */
+  lt_scope_begin();
+  assert_int_equal(lt_assign(w, lt_mul(lt_exp(w), lt_scalar(CPU0, LT_F32, 0.5))), LT_OK);
+  lt_scope_end();
+  assert_int_equal(lt_mark_step(CPU0), LT_OK); /* returns while the step runs */
+  assert_false(lt_ready(w));
+  lt_scope_begin();
+  lt_tensor *next = lt_sum(lt_tanh(lt_add(w, w)), NULL, 0, false); /* traces the next step */
+  assert_non_null(next);
+  assert_false(lt_ready(w)); /* the tracing returned before the step's work ended */
+  lt_set_execute_delay_us(0);
+  double got[1], want[1];
+  tu_read(next, got, 1);
+  /* the same math run synchronously, op by op */
+  lt_tensor *r = lt_mul(lt_exp(ref), lt_scalar(CPU0, LT_F32, 0.5));
+  assert_int_equal(lt_sync(&r, 1, true), LT_OK);
+  lt_tensor *rn = lt_sum(lt_tanh(lt_add(r, r)), NULL, 0, false);
+  tu_read(rn, want, 1);
+  assert_true(got[0] == want[0]);
+  lt_scope_end();
+  lt_release(w);
+  lt_release(ref);
+}
+
+static void test_async_failure_surfaces_once(void **state) {
+  (void)state;
+  lt_tensor *w = lt_retain(tu_f32(SHAPE(2), 1, ((float[]){1, 2})));
+  lt_tensor *g = lt_retain(tu_f32(SHAPE(2), 1, ((float[]){2, 2})));
+  assert_int_equal(lt_mark_step(CPU0), LT_OK);
+  lt_scope_begin();
+  assert_int_equal(lt_assign(w, lt_sub(w, lt_mul(lt_scalar(CPU0, LT_F32, 0.25), g))), LT_OK);
+  lt_scope_end();
+  lt_inject_fault(LT_FAULT_EXECUTE, 0);
+  assert_int_equal(lt_mark_step(CPU0), LT_OK); /* queued: the failure comes later */
+  /* w keeps its last good value */
+  tu_expect(w, LT_F32, SHAPE(2), 1, (double[]){1, 2}, 0);
+  lt_clear_error();
+  assert_int_equal(lt_mark_step(CPU0), LT_EEXEC); /* the next lock taker reports it */
+  assert_non_null(strstr(lt_last_error(), "injected fault"));
+  assert_int_equal(lt_mark_step(CPU0), LT_OK); /* once */
+  assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
+  assert_int_equal(ctr("ExecuteFailure"), 1);
+  /* the next step runs normally */
+  lt_scope_begin();
+  assert_int_equal(lt_assign(w, lt_sub(w, lt_mul(lt_scalar(CPU0, LT_F32, 0.25), g))), LT_OK);
+  lt_scope_end();
+  assert_int_equal(lt_mark_step(CPU0), LT_OK);
+  tu_expect(w, LT_F32, SHAPE(2), 1, (double[]){0.5, 1.5}, 0);
+  assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
+
+  /* a value with no earlier version reports the failure when read, and that
+   * read is the one report: the device does not report it again */
+  lt_tensor *y = lt_exp(w);
+  lt_inject_fault(LT_FAULT_EXECUTE, 0);
+  assert_int_equal(lt_mark_step(CPU0), LT_OK);
+  float out[2];
+  assert_int_equal(lt_to_data(y, out, sizeof out), LT_EEXEC);
+  assert_non_null(strstr(lt_last_error(), "injected fault"));
+  assert_int_equal(lt_to_data(y, out, sizeof out), LT_EEXEC); /* the tensor keeps saying so */
+  assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
+  tu_expect(w, LT_F32, SHAPE(2), 1, (double[]){0.5, 1.5}, 0);
+  lt_release(w);
+  lt_release(g);
+}
+
+static void test_compile_failure_keeps_pending(void **state) {
+  (void)state;
+  lt_tensor *y = lt_exp(tu_f32(SHAPE(1), 1, ((float[]){0})));
+  lt_inject_fault(LT_FAULT_COMPILE, 0);
+  float v;
+  assert_int_equal(lt_to_data(y, &v, sizeof v), LT_ECOMPILE);
+  assert_int_equal(lt_get_state(y), LT_STATE_PENDING);
+  assert_int_equal(lt_to_data(y, &v, sizeof v), LT_OK);
+  assert_true(v == 1.0f);
+}
+
+static void test_warmup_then_hit(void **state) {
+  (void)state;
+  lt_tensor *x = tu_f32(SHAPE(3), 1, ((float[]){1, 2, 3}));
+  lt_tensor *y = lt_mul(x, x);
+  assert_int_equal(lt_warmup(&y, 1), LT_OK);
+  assert_int_equal(ctr("UncachedCompile"), 1);
+  assert_int_equal(ctr("ExecuteComputation"), 0);
+  assert_int_equal(lt_get_state(y), LT_STATE_PENDING);
+  tu_expect(y, LT_F32, SHAPE(3), 1, (double[]){1, 4, 9}, 0);
+  assert_int_equal(ctr("UncachedCompile"), 1);
+  assert_int_equal(ctr("CachedCompile"), 1);
+}
+
+static void test_program_execute_by_key(void **state) {
+  (void)state;
+  lt_tensor *a = tu_f32(SHAPE(2), 1, ((float[]){1, 2}));
+  lt_tensor *b = tu_f32(SHAPE(2), 1, ((float[]){10, 20}));
+  lt_tensor *y = lt_add(lt_mul(a, lt_scalar(CPU0, LT_F32, 3)), b);
+  lt_tensor *ins[2] = {a, b};
+  lt_program *p = lt_program_create(&y, 1, ins, 2);
+  assert_non_null(p);
+  lt_key k = lt_program_key(p);
+  assert_true(k.lo || k.hi);
+  lt_tensor *c = tu_f32(SHAPE(2), 1, ((float[]){5, 6}));
+  lt_tensor *d = tu_f32(SHAPE(2), 1, ((float[]){0.5, 0.25}));
+  lt_tensor *ins2[2] = {c, d}, *out = NULL;
+  int64_t created = ctr("CreateTensor");
+  assert_int_equal(lt_program_run(p, ins2, 2, &out), LT_OK);
+  assert_int_equal(ctr("CreateTensor") - created, 1); /* no tracing: only the output */
+  tu_expect(out, LT_F32, SHAPE(2), 1, (double[]){15.5, 18.25}, 0);
+  assert_int_equal(ctr("UncachedCompile"), 1);
+  /* wrong input shape, then an evicted key */
+  lt_tensor *bad[2] = {c, tu_f32(SHAPE(3), 1, ((float[]){1, 2, 3}))};
+  assert_int_equal(lt_program_run(p, bad, 2, &out), LT_ESHAPE);
+  assert_non_null(strstr(lt_last_error(), "[3]"));
+  lt_cache_clear();
+  assert_int_equal(lt_program_run(p, ins2, 2, &out), LT_ENOTFOUND);
+  assert_non_null(strstr(lt_last_error(), "evicted"));
+  lt_program_free(p);
+  lt_clear_error();
+  assert_null(lt_program_create(&a, 1, NULL, 0));
+  assert_int_equal(lt_last_status(), LT_EINVAL);
+  assert_non_null(strstr(lt_last_error(), "no pending graph"));
+}
+
+static void test_clear_pending(void **state) {
+  (void)state;
+  lt_tensor *x = lt_exp(lt_ones(CPU0, LT_F32, SHAPE(2), 1));
+  lt_tensor *kept = lt_ones(CPU0, LT_F32, SHAPE(2), 1);
+  assert_int_equal(lt_sync(&kept, 1, true), LT_OK);
+  assert_true(lt_clear_pending(CPU0) >= 1);
+  float v[2];
+  assert_int_equal(lt_to_data(x, v, sizeof v), LT_EINVAL);
+  assert_non_null(strstr(lt_last_error(), "lt_clear_pending"));
+  tu_expect(kept, LT_F32, SHAPE(2), 1, (double[]){1, 1}, 0);
+}
+
+static void test_eager_mode(void **state) {
+  (void)state;
+  lt_set_eager(true);
+  lt_tensor *x = tu_f32(SHAPE(2), 1, ((float[]){1, 4}));
+  lt_tensor *y = lt_sqrt(x);
+  assert_int_equal(lt_get_state(y), LT_STATE_DEVICE); /* ran at once */
+  assert_int_equal(ctr("ExecuteComputation"), 1);
+  lt_tensor *z = lt_sqrt(lt_add(y, y));
+  assert_int_equal(ctr("ExecuteComputation"), 3);
+  lt_tensor *z2 = lt_sqrt(lt_add(z, z)); /* same op signatures: cache hits */
+  assert_int_equal(ctr("UncachedCompile"), 2); /* sqrt and add of [2] f32 */
+  assert_int_equal(ctr("CachedCompile"), 3);
+  lt_set_eager(false);
+  tu_expect(z2, LT_F32, SHAPE(2), 1, (double[]){sqrt(2 * sqrt(2.0)), sqrt(2 * sqrt(4.0))}, 1e-6);
+  /* an eager op that fails at run time fails as a call */
+  lt_set_eager(true);
+  lt_tensor *idx = tu_i64(SHAPE(1), 1, ((int64_t[]){9}));
+  TU_EXPECT_ERROR(lt_index_select(x, 0, idx), LT_EEXEC, "range");
+  lt_set_eager(false);
+}
+
+static void test_user_donation(void **state) {
+  (void)state;
+  lt_scope_begin();
+  lt_tensor *x = tu_f32(SHAPE(4), 1, ((float[]){1, 2, 3, 4}));
+  assert_int_equal(lt_mark_donatable(x, true), LT_OK);
+  lt_tensor *y = lt_retain(lt_neg(x));
+  lt_scope_end(); /* nothing but the graph holds x's buffer now */
+  assert_int_equal(lt_sync(&y, 1, true), LT_OK);
+  assert_int_equal(ctr("InputOutputAlias"), 1);
+  tu_expect(y, LT_F32, SHAPE(4), 1, (double[]){-1, -2, -3, -4}, 0);
+  lt_release(y);
+  assert_int_equal(lt_mark_donatable(NULL, true), LT_EINVAL);
+}
+
+typedef struct worker_arg {
+  int device;
+  double result;
+} worker_arg;
+
+static void *trace_loop(void *p) {
+  worker_arg *a = p;
+  lt_device dev = lt_cpu(a->device);
+  lt_tensor *w = lt_retain(lt_full(dev, LT_F64, SHAPE(8), 1, 1.0));
+  for (int step = 0; step < 50; step++) {
+    lt_scope_begin();
+    lt_assign(w, lt_add(lt_mul(w, lt_scalar(dev, LT_F64, 0.5)), lt_scalar(dev, LT_F64, step)));
+    lt_scope_end();
+    lt_mark_step(dev);
+  }
+  lt_item(w, 7, &a->result);
+  lt_release(w);
+  return NULL;
+}
+
+static void test_two_devices_two_threads(void **state) {
+  (void)state;
+  worker_arg a = {2, 0}, b = {3, 0};
+  pthread_t ta, tb;
+  pthread_create(&ta, NULL, trace_loop, &a);
+  pthread_create(&tb, NULL, trace_loop, &b);
+  pthread_join(ta, NULL);
+  pthread_join(tb, NULL);
+  double w = 1.0;
+  for (int step = 0; step < 50; step++) w = w * 0.5 + step;
+  assert_true(fabs(a.result - w) < 1e-9);
+  assert_true(fabs(b.result - w) < 1e-9);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      STEST(test_step_donation_and_peak_memory),
+      STEST(test_mark_step_cuts_graph_and_uploads_host_data),
+      STEST(test_force_flag_is_part_of_the_key),
+      STEST(test_collect_once_per_tensor_and_data_leaves),
+      STEST(test_scalar_cache),
+      STEST(test_overlap_tracing_with_execution),
+      STEST(test_async_failure_surfaces_once),
+      STEST(test_compile_failure_keeps_pending),
+      STEST(test_warmup_then_hit),
+      STEST(test_program_execute_by_key),
+      STEST(test_clear_pending),
+      STEST(test_eager_mode),
+      STEST(test_user_donation),
+      STEST(test_two_devices_two_threads),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
