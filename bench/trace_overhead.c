@@ -116,11 +116,15 @@ int main(void) {
   double hit_us = median(sync_us + 1, kReps - 1);
   printf("bench trace_op %.1f ns/op ratio %.2f vs budget_300ns\n", op_ns, 300.0 / op_ns);
   printf("bench sync_hit_%d %.1f us ratio %.2f vs budget_100us\n", kNodes, hit_us, 100.0 / hit_us);
-  double torch_ns = getenv("LT_BENCH_NO_TORCH") ? -1 : torch_eager_ns();
-  if (torch_ns > 0)
-    printf("bench trace_op %.1f ns/op ratio %.2f vs torch_eager_add\n", op_ns, torch_ns / op_ns);
-  else
-    printf("# torch not importable by python3: no peer figure\n");
+  if (getenv("LT_BENCH_NO_TORCH")) {
+    printf("# peer figure skipped (LT_BENCH_NO_TORCH)\n");
+  } else {
+    double torch_ns = torch_eager_ns();
+    if (torch_ns > 0)
+      printf("bench trace_op %.1f ns/op ratio %.2f vs torch_eager_add\n", op_ns, torch_ns / op_ns);
+    else
+      printf("# torch not importable by python3: no peer figure\n");
+  }
   lt_release(a);
   lt_release(b);
   return 0;

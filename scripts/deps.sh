@@ -2,7 +2,8 @@
 # Installs what lazytensor needs from Debian 12's packages (run as root; uses
 # sudo when not root). Skips apt entirely when everything is already there.
 set -euo pipefail
-deps=(build-essential cmake pkg-config clang valgrind libcmocka-dev libxxhash-dev)
+deps=(build-essential cmake pkg-config clang valgrind libcmocka-dev libxxhash-dev llvm-19-dev
+  libopenblas-dev)
 missing=()
 for p in "${deps[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

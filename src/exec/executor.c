@@ -325,6 +325,9 @@ int lt__sync_internal(lt_tensor *const *ts, int n, bool force, bool wait, const 
   int *donors = NULL, ndonors = 0;
   lt_graph_key key;
   if (walk(roots, nsel, &po) != LT_OK) goto oom;
+  for (int p = 0; p < po.nparams; p++) /* an input whose own step failed */
+    if (atomic_load(&po.params[p]->state) != LT_BUF_READY && lt__buffer_wait(po.params[p]) != LT_OK)
+      goto fail;
   if ((ndonors = choose_donors(&po, force, &donors)) < 0) goto oom;
   if (graph_key(lt__backend_for(dev), force, roots, nsel, &po, donors, ndonors,
                 &key) != LT_OK)

@@ -241,10 +241,10 @@ static void emit(report *r, const char *fmt, ...) {
   if (len > 0) r->used += (size_t)len;
 }
 
-/* A timer sample (ns) as milliseconds; a value as it is. */
+/* A timer sample (ns) in milliseconds; a value as it is. */
 static const char *fmt_metric(char *buf, size_t n, double v, bool timer) {
-  if (timer)
-    snprintf(buf, n, "%.3fms", v / 1e6);
+  if (timer) /* ns resolution below a millisecond, us above */
+    snprintf(buf, n, fabs(v) < 1e6 ? "%.6fms" : "%.3fms", v / 1e6);
   else
     snprintf(buf, n, "%.6g", v);
   return buf;
