@@ -7,6 +7,7 @@
 #include "../core/lt_alloc.h"
 #include "../core/lt_error.h"
 #include "backend.h"
+#include "cpu/cpu_api.h"
 
 static _Atomic int64_t g_live[LT_MAX_DEVICES], g_peak[LT_MAX_DEVICES];
 
@@ -124,7 +125,17 @@ void lt__buffer_release(lt_buffer *b) {
   lt__free(b, sizeof *b);
 }
 
+/* LT_BACKEND=ref|cpu, read once (ref by default for now); a test may force one. */
 const lt_backend *lt__backend_for(lt_device dev) {
-  (void)dev; /* one backend today; the cpu backend joins in a later issue */
-  return &lt__ref_backend;
+  (void)dev;
+  static const lt_backend *_Atomic chosen;
+  const lt_backend *forced = lt__backend_forced();
+  if (forced) return forced;
+  const lt_backend *be = atomic_load(&chosen);
+  if (!be) {
+    const char *s = getenv("LT_BACKEND");
+    be = s && strcmp(s, "cpu") == 0 ? &lt__cpu_backend : &lt__ref_backend;
+    atomic_store(&chosen, be);
+  }
+  return be;
 }
