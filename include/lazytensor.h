@@ -293,6 +293,20 @@ typedef enum lt_fault { LT_FAULT_EXECUTE = 0, LT_FAULT_COMPILE = 1 } lt_fault;
 void lt_inject_fault(lt_fault kind, int skip);
 void lt_set_execute_delay_us(int64_t us);
 
+/* ---- autograd --------------------------------------------------------------------------- */
+/* Reverse mode over the IR: lt_backward(loss) differentiates the loss's pending
+ * graph and adds each requires-grad tensor's gradient to its grad, as more IR,
+ * so forward, backward and the optimizer's update form one graph per step.
+ * Call it before reading the loss (a read cuts the graph). Floating dtypes only. */
+int lt_requires_grad(lt_tensor *t, bool on);
+bool lt_get_requires_grad(const lt_tensor *t);
+/* loss: one element of a floating dtype, with a pending graph. */
+int lt_backward(lt_tensor *loss);
+/* t's gradient (borrowed: valid until lt_zero_grad or t's release), or NULL. */
+lt_tensor *lt_grad(lt_tensor *t);
+/* Drops t's gradient (the next backward starts from zero). */
+int lt_zero_grad(lt_tensor *t);
+
 /* ---- random numbers ------------------------------------------------------------------- */
 /* One seed per device. Random ops draw from a seed chain kept inside the graph,
  * so a training step compiles once; lt_mark_step advances the base seed. */

@@ -10,13 +10,13 @@
 
 /* ---- the child side -------------------------------------------------------------------- */
 
-#define CHILD_CHECK(cond)                                                      \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
+#define CHILD_CHECK(cond)                                                            \
+  do {                                                                               \
+    if (!(cond)) {                                                                   \
       printf("child: %s:%d: %s (%s)\n", __FILE__, __LINE__, #cond, lt_last_error()); \
-      fflush(stdout);                                                          \
-      _exit(1);                                                                \
-    }                                                                          \
+      fflush(stdout);                                                                \
+      _exit(1);                                                                      \
+    }                                                                                \
   } while (0)
 
 static lt_tensor *vec(lt_dtype dt, int64_t n, double fill) {
@@ -154,10 +154,11 @@ static void test_text_dump_and_explanations(void **state) {
 
   /* One graph per sync, each with its header and its nodes in post-order. */
   assert_int_equal(occurrences(text, "\ngraph ") + (strncmp(text, "graph ", 6) == 0), 9);
-  expect_has(text, " reason=\"value read\" nodes=3 params=2 roots=1\n"
-                   "  0 data f32[4] param 0\n"
-                   "  1 data f32[4] param 1\n"
-                   "  2 add f32[4] (0, 1) root 0\n\n");
+  expect_has(text,
+             " reason=\"value read\" nodes=3 params=2 roots=1\n"
+             "  0 data f32[4] param 0\n"
+             "  1 data f32[4] param 1\n"
+             "  2 add f32[4] (0, 1) root 0\n\n");
   expect_has(text, "  0 data f32[8] param 0\n");
   expect_has(text, "  2 mul f32[4] (0, 1) root 0\n");
   expect_has(text, "  1 const f32[] value=-1\n");
@@ -169,16 +170,16 @@ static void test_text_dump_and_explanations(void **state) {
   header_key(text, 0, k0);
   header_key(text, 1, k1);
   header_key(text, 2, k2);
-  assert_string_not_equal(k0, k1);    /* another shape, another key */
-  assert_string_equal(k0, k2);        /* the same graph on new data */
+  assert_string_not_equal(k0, k1); /* another shape, another key */
+  assert_string_equal(k0, k2);     /* the same graph on new data */
 
   /* LT_DEBUG=1: why each graph compiled, and a line per cache hit. */
   assert_int_equal(occurrences(log, "lazytensor: compile "), 8);
   char line[128];
-  snprintf(line, sizeof line, "lazytensor: compile %s (value read): 3 nodes, 2 params, 1 roots\n",
+  snprintf(line, sizeof line, "lazytensor: compile %s (value read): 3 nodes, 2 params, 1 root\n",
            k0);
   expect_has(log, line);
-  expect_has(log, "the first graph with 1 roots");
+  expect_has(log, "the first graph with 1 root:");
   expect_has(log, "node 0 (data): shape [4] vs [8]");
   expect_has(log, "node 2 (add): shape [4] vs [8]");
   snprintf(line, sizeof line, "closest earlier graph %s (value read): 3 of 3 nodes differ", k0);
@@ -191,7 +192,7 @@ static void test_text_dump_and_explanations(void **state) {
   expect_has(log, "node 1 (const): constant 1 vs -1");
   expect_has(log, "dtype f32 vs f64");
   expect_has(log, "node count 3 vs 4");
-  expect_has(log, "the first graph with 2 roots");
+  expect_has(log, "the first graph with 2 roots:");
   free(text);
   free(log);
   unlink(dump.path);
@@ -214,8 +215,8 @@ static void test_dot_dump(void **state) {
   expect_has(text, "  n0 -> n2 [label=\"0\"];\n");
   expect_has(text, "  n1 -> n2 [label=\"1\"];\n");
   expect_has(text, "  n0 [label=\"0: data\\nf32[4]\\nparam 0\"];\n");
-  expect_has(text, "  n2 [label=\"2: add\\nf32[8]\\n root 0\", style=bold, peripheries=2];\n");
-  expect_has(text, "(value read): 3 nodes, 2 params, 1 roots\";\n");
+  expect_has(text, "  n2 [label=\"2: add\\nf32[8]\\nroot 0\", style=bold, peripheries=2];\n");
+  expect_has(text, "(value read): 3 nodes, 2 params, 1 root\";\n");
   free(text);
   free(log);
   unlink(dump.path);

@@ -100,6 +100,19 @@ static void test_mark_step_cuts_graph_and_uploads_host_data(void **state) {
   assert_int_equal(ctr("ExecuteComputation"), exec);
 }
 
+static void test_two_tensors_one_value(void **state) {
+  (void)state;
+  /* y and w end with the same node: both roots of one step */
+  lt_tensor *w = lt_retain(tu_f32(SHAPE(3), 1, ((float[]){1, 2, 3})));
+  assert_int_equal(lt_mark_step(CPU0), LT_OK);
+  lt_tensor *y = lt_sub(w, lt_scalar(CPU0, LT_F32, 0.5));
+  assert_int_equal(lt_assign(w, y), LT_OK);
+  assert_int_equal(lt_mark_step(CPU0), LT_OK);
+  tu_expect(y, LT_F32, SHAPE(3), 1, (double[]){0.5, 1.5, 2.5}, 0);
+  tu_expect(w, LT_F32, SHAPE(3), 1, (double[]){0.5, 1.5, 2.5}, 0);
+  lt_release(w);
+}
+
 static void test_force_flag_is_part_of_the_key(void **state) {
   (void)state;
   lt_tensor *x = tu_f32(SHAPE(2), 1, ((float[]){0, 1}));
@@ -353,6 +366,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       STEST(test_step_donation_and_peak_memory),
       STEST(test_mark_step_cuts_graph_and_uploads_host_data),
+      STEST(test_two_tensors_one_value),
       STEST(test_force_flag_is_part_of_the_key),
       STEST(test_collect_once_per_tensor_and_data_leaves),
       STEST(test_scalar_cache),

@@ -84,6 +84,14 @@ typedef enum lt_op {
   LT_OP_RNG_UNIFORM, /* [0, 1) in the node's float dtype */
   LT_OP_RNG_NORMAL,  /* standard normal in the node's float dtype */
   LT_OP_RANDPERM,    /* a permutation of 0..n-1 (n = node shape[0]), integer dtype */
+  /* gradients of indexing ops (made by autograd) */
+  LT_OP_SCATTER_ADD, /* operands: src, index (same shape as src); attrs[0] = axis; out =
+                        zeros of the node's shape with src added at index along axis
+                        (the transpose of GATHER) */
+  LT_OP_INDEX_ADD,   /* operands: src, index (1-d); attrs[0] = axis; out = zeros of the node's
+                        shape with src's slices added at index (transpose of INDEX_SELECT) */
+  LT_OP_UNSLICE,     /* operand: src; attrs as SLICE (starts, steps); out = zeros of the
+                        node's shape with src placed at the sliced positions */
   LT_OP_COUNT
 } lt_op;
 
@@ -128,5 +136,9 @@ static inline lt_node *lt__node_retain(lt_node *n) {
 void lt__node_release(lt_node *n);
 
 int64_t lt__numel(const int64_t *shape, int ndim);
+
+/* A fresh mark for a walk over nodes (node->visit == mark: seen). Walks by
+ * different threads never share nodes: a graph belongs to one device. */
+uint32_t lt__node_epoch(void);
 
 #endif

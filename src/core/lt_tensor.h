@@ -21,6 +21,8 @@ struct lt_tensor {
   void *host;            /* host value, or NULL */
   size_t host_bytes;
   lt_node *data_node;               /* cached LT_OP_DATA leaf over buf (a cache, not state) */
+  bool requires_grad;
+  lt_tensor *grad; /* accumulated gradient, or NULL */
   lt_tensor *live_prev, *live_next; /* device context's weak list */
 };
 
@@ -36,6 +38,10 @@ lt_tensor *lt__tensor_from_host(lt_device dev, lt_dtype dt, const int64_t *shape
  * over its buffer (host data is uploaded first). Borrowed: the tensor keeps it.
  * NULL with the error recorded on failure. */
 lt_node *lt__tensor_ir(lt_tensor *t);
+
+/* A tensor over node (consumed) that no scope owns: the caller holds the only
+ * reference (used for gradients, which belong to their tensor). */
+lt_tensor *lt__tensor_new_unscoped(lt_device dev, lt_node *node);
 
 /* Releases a tensor this thread has just created, taking it back from the
  * open scope (for failure paths after creation). */

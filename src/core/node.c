@@ -1,4 +1,5 @@
 /* IR nodes: creation, structural hashing, release. */
+#include <stdatomic.h>
 #include <string.h>
 #include <xxhash.h>
 
@@ -16,10 +17,14 @@ static const char *const kOpNames[] = {
     "and",          "or",        "where",  "sum",     "mean",    "max",         "min",
     "prod",         "logsumexp", "argmax", "argmin",  "softmax", "log_softmax", "matmul",
     "reshape",      "permute",   "expand", "slice",   "concat",  "pad",         "gather",
-    "index_select", "one_hot",   "rng_uniform", "rng_normal", "randperm"};
+    "index_select", "one_hot",   "rng_uniform", "rng_normal", "randperm", "scatter_add", "index_add", "unslice"};
 _Static_assert(sizeof kOpNames / sizeof kOpNames[0] == LT_OP_COUNT, "one name per op");
 
 const char *lt__op_name(lt_op op) { return op < LT_OP_COUNT ? kOpNames[op] : "?"; }
+
+static _Atomic uint32_t g_epoch;
+
+uint32_t lt__node_epoch(void) { return atomic_fetch_add(&g_epoch, 1) + 1; }
 
 int64_t lt__numel(const int64_t *shape, int ndim) {
   int64_t n = 1;

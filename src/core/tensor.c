@@ -60,7 +60,8 @@ void lt_scope_end(void) {
 }
 
 /* ---- lifetime ---- */
-static lt_tensor *tensor_alloc(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim) {
+static lt_tensor *tensor_alloc_in(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim,
+                                  bool scoped) {
   lt_device_ctx *ctx = lt__device_ctx("lt_tensor", dev);
   if (!ctx) return NULL;
   lt_tensor *t = lt__calloc(sizeof *t);
@@ -71,7 +72,7 @@ static lt_tensor *tensor_alloc(lt_device dev, lt_dtype dt, const int64_t *shape,
   if (ndim) memcpy(t->shape, shape, (size_t)ndim * sizeof(int64_t));
   t->dev = dev;
   t->id = atomic_fetch_add_explicit(&g_next_id, 1, memory_order_relaxed);
-  if (tl_nmarks > 0 && scope_push(t) != LT_OK) {
+  if (scoped && tl_nmarks > 0 && scope_push(t) != LT_OK) {
     lt__free(t, sizeof *t);
     return NULL;
   }
@@ -84,6 +85,21 @@ void lt__tensor_discard(lt_tensor *t) {
   if (!t) return;
   if (tl_nitems > 0 && tl_items[tl_nitems - 1] == t) tl_nitems--; /* the scope's reference */
   lt_release(t);
+}
+
+static lt_tensor *tensor_alloc(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim) {
+  return tensor_alloc_in(dev, dt, shape, ndim, true);
+}
+
+lt_tensor *lt__tensor_new_unscoped(lt_device dev, lt_node *node) {
+  if (!node) return NULL;
+  lt_tensor *t = tensor_alloc_in(dev, (lt_dtype)node->dtype, node->shape, node->ndim, false);
+  if (!t) {
+    lt__node_release(node);
+    return NULL;
+  }
+  lt__tensor_set_ir(t, node);
+  return t;
 }
 
 lt_tensor *lt__tensor_from_node(lt_device dev, lt_node *node) {
@@ -147,6 +163,7 @@ void lt_release(lt_tensor *t) {
   if (!t || --t->refs > 0) return;
   lt__device_remove_live(lt__device_ctx("lt_release", t->dev), t);
   clear_value(t);
+  lt_release(t->grad);
   lt__count(LT_CTR_DESTROY_TENSOR, 1);
   lt__free(t, sizeof *t);
 }
@@ -175,7 +192,9 @@ static int upload(lt_tensor *t) {
   lt_buffer *b = NULL;
   int rc = lt__buffer_alloc(be, t->dev, (lt_dtype)t->dtype, t->shape, t->ndim, &b);
   if (rc != LT_OK) return rc;
+  int64_t t0 = lt__now_ns();
   rc = be->to_device(b, t->host, t->host_bytes);
+  lt__timer_add(LT_TIMER_TRANSFER_TO, lt__now_ns() - t0);
   if (rc != LT_OK) {
     lt__buffer_release(b);
     return rc;

@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/lt_error.h"
 #include "debug.h"
 
 /* ---- configuration ------------------------------------------------------------------- */
@@ -130,6 +129,8 @@ static void sb_double(strbuf *s, double v) {
 
 static const char *dtype_name(int dt) { return lt_dtype_name((lt_dtype)dt); }
 
+static const char *plural(long n) { return n == 1 ? "" : "s"; }
+
 /* The post-order index of operand k of n, or -1 when its order is stale. */
 static int operand_index(const lt_graph *g, const lt_node *n, int k) {
   const lt_node *o = n->operands[k].node;
@@ -166,9 +167,10 @@ static void root_map_free(root_map *m) {
   free(m->next);
 }
 
-static void sb_roots_of(strbuf *s, const root_map *m, int i) {
+/* "<prefix>root 0,3" when node i gives roots 0 and 3; nothing when none. */
+static void sb_roots_of(strbuf *s, const root_map *m, int i, const char *prefix) {
   if (m->head[i] < 0) return;
-  sb_printf(s, " root");
+  sb_printf(s, "%sroot", prefix);
   for (int r = m->head[i], first = 1; r >= 0; r = m->next[r], first = 0)
     sb_printf(s, first ? " %d" : ",%d", r);
 }
@@ -205,7 +207,7 @@ static void dump_text(strbuf *s, const lt_graph *g, const char *khex, const char
       sb_double(s, n->fattr);
     }
     if (g->param_of && g->param_of[i] >= 0) sb_printf(s, " param %d", g->param_of[i]);
-    sb_roots_of(s, roots, i);
+    sb_roots_of(s, roots, i, " ");
     sb_printf(s, "\n");
   }
   sb_printf(s, "\n");
@@ -214,8 +216,8 @@ static void dump_text(strbuf *s, const lt_graph *g, const char *khex, const char
 static void dump_dot(strbuf *s, const lt_graph *g, const char *khex, const char *reason,
                      const root_map *roots) {
   sb_printf(s, "digraph \"graph_%s\" {\n", khex);
-  sb_printf(s, "  label=\"%s (%s): %d nodes, %d params, %d roots\";\n", khex, reason, g->nnodes,
-            g->nparams, g->nroots);
+  sb_printf(s, "  label=\"%s (%s): %d node%s, %d param%s, %d root%s\";\n", khex, reason, g->nnodes,
+            plural(g->nnodes), g->nparams, plural(g->nparams), g->nroots, plural(g->nroots));
   sb_printf(s, "  node [shape=box, fontname=monospace];\n");
   for (int i = 0; i < g->nnodes; i++) {
     const lt_node *n = g->nodes[i];
@@ -232,8 +234,7 @@ static void dump_dot(strbuf *s, const lt_graph *g, const char *khex, const char 
     }
     if (g->param_of && g->param_of[i] >= 0) sb_printf(s, "\\nparam %d", g->param_of[i]);
     if (roots->head[i] >= 0) {
-      sb_printf(s, "\\n");
-      sb_roots_of(s, roots, i);
+      sb_roots_of(s, roots, i, "\\n");
       sb_printf(s, "\", style=bold, peripheries=2];\n");
     } else {
       sb_printf(s, "\"];\n");
@@ -525,8 +526,9 @@ static void explain_diff(strbuf *s, const sig *a, const sig *b) {
 /* Under g_mu. */
 static void explain_compile(strbuf *s, const lt_graph *g, lt_graph_key key, const char *khex,
                             const char *reason) {
-  sb_printf(s, "lazytensor: compile %s (%s): %d nodes, %d params, %d roots\n", khex, reason,
-            g->nnodes, g->nparams, g->nroots);
+  sb_printf(s, "lazytensor: compile %s (%s): %d node%s, %d param%s, %d root%s\n", khex, reason,
+            g->nnodes, plural(g->nnodes), g->nparams, plural(g->nparams), g->nroots,
+            plural(g->nroots));
   sig *now = sig_make(g, key, reason);
   if (!now) {
     sb_printf(s, "  (out of memory: no comparison with earlier graphs)\n");
@@ -549,7 +551,8 @@ static void explain_compile(strbuf *s, const lt_graph *g, lt_graph_key key, cons
     }
   }
   if (!best) {
-    sb_printf(s, "  the first graph with %d roots: nothing earlier to compare with\n", now->nroots);
+    sb_printf(s, "  the first graph with %d root%s: nothing earlier to compare with\n", now->nroots,
+              plural(now->nroots));
   } else {
     char bhex[33];
     key_hex(best->key, bhex);
@@ -596,7 +599,8 @@ void lt__debug_graph(const lt_graph *g, lt_graph_key key, const char *reason, bo
     if (compiled)
       explain_compile(&s, g, key, khex, reason);
     else
-      sb_printf(&s, "lazytensor: sync: cache hit, %d nodes, %s, key %s\n", g->nnodes, reason, khex);
+      sb_printf(&s, "lazytensor: sync: cache hit, %d node%s, %s, key %s\n", g->nnodes,
+                plural(g->nnodes), reason, khex);
     if (!s.failed && s.len) fwrite(s.p, 1, s.len, stderr);
     sb_free(&s);
   }

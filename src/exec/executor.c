@@ -103,7 +103,6 @@ static void *scratch_get(scratch *s, size_t bytes) {
 }
 
 /* ---- post-order walk ---- */
-static _Atomic uint32_t g_epoch;
 
 typedef struct walk_frame {
   lt_node *node;
@@ -135,7 +134,7 @@ static int reserve(scratch *s, size_t elem, int need, int *cap, void **p) {
 static int walk(lt_node *const *roots, int nroots, post_order *po) {
   exec_scratch *S = scratch_self();
   if (!S) return LT_ENOMEM;
-  uint32_t epoch = atomic_fetch_add(&g_epoch, 1) + 1;
+  uint32_t epoch = lt__node_epoch();
   int cap_nodes = 0, cap_pof = 0, cap_stack = 0, cap_params = 0, sp = 0;
   walk_frame *stack = NULL;
   po->nnodes = po->nparams = 0;
@@ -305,7 +304,7 @@ int lt__sync_internal(lt_tensor *const *ts, int n, bool force, bool wait, const 
   lt_node **roots = scratch_get(&S->roots, (size_t)n * (sizeof(lt_node *) + sizeof(int)));
   if (!sel || !roots) goto oom;
   int *root_index = (int *)(roots + n);
-  uint32_t mark = atomic_fetch_add(&g_epoch, 1) + 1;
+  uint32_t mark = lt__node_epoch();
   int nsel = 0;
   for (int i = 0; i < n; i++) {
     lt_tensor *t = ts[i];

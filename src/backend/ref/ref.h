@@ -30,6 +30,7 @@ int ref_matmul(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in);
 int ref_shape(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in);
 int ref_index(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in);
 int ref_random(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int ref_grad_ops(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in);
 
 /* ---- element access ---- */
 static inline bool ref_is_float(int dt) { return dt == LT_F32 || dt == LT_F64; }

@@ -158,6 +158,7 @@ static int run_kernel(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in
   if (ins->op >= LT_OP_RESHAPE && ins->op <= LT_OP_PAD) return ref_shape(ins, out, in);
   if (ins->op >= LT_OP_GATHER && ins->op <= LT_OP_ONE_HOT) return ref_index(ins, out, in);
   if (ins->op >= LT_OP_RNG_UNIFORM && ins->op <= LT_OP_RANDPERM) return ref_random(ins, out, in);
+  if (ins->op >= LT_OP_SCATTER_ADD && ins->op <= LT_OP_UNSLICE) return ref_grad_ops(ins, out, in);
   return lt__err(LT_EEXEC, "ref: no kernel for op %s", lt__op_name((lt_op)ins->op));
 }
 
@@ -257,7 +258,9 @@ static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs,
   }
   for (int r = 0; r < e->nroots && rc == LT_OK; r++) {
     int i = e->roots[r];
-    rc = fill_output(outs[r], vals[i], e->instr[i].op != LT_OP_DATA);
+    bool shared_later = false; /* another root reads the same value: copy for this one */
+    for (int q = r + 1; q < e->nroots; q++) shared_later |= e->roots[q] == i;
+    rc = fill_output(outs[r], vals[i], e->instr[i].op != LT_OP_DATA && !shared_later);
   }
   for (int i = 0; i < e->ninstr; i++) lt__buffer_release(vals[i]);
   lt__free(vals, (size_t)e->ninstr * sizeof *vals);

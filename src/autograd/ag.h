@@ -1,0 +1,44 @@
+/* Autograd internals: the vector-Jacobian product of each IR op, and node
+ * helpers to write them. A rule receives the node, the gradient g of its
+ * output (same shape and dtype as the node; borrowed) and fills out[k] with a
+ * NEW reference to the gradient of operand k (exactly operand k's shape and
+ * dtype), or NULL when operand k gets none (integer operands, indices). A
+ * rule returns LT_OK or a negative status with the error recorded. */
+#ifndef LT_AG_H
+#define LT_AG_H
+
+#include "../core/lt_ops.h"
+
+typedef int (*ag_vjp_fn)(const lt_node *n, lt_node *g, lt_node **out);
+
+/* Rules by op family, each in its own file: ag_elementwise.c, ag_reduce.c,
+ * ag_shape.c. They return NULL for ops outside their family. */
+ag_vjp_fn ag_rule_elementwise(lt_op op);
+ag_vjp_fn ag_rule_reduce(lt_op op);
+ag_vjp_fn ag_rule_shape(lt_op op);
+
+/* ---- helpers: every function consumes its node arguments and returns a NEW
+ * reference (NULL on failure, with the error recorded; NULL inputs give NULL) ---- */
+lt_node *ag_const(lt_dtype dt, const int64_t *shape, int ndim, double v);
+/* Elementwise unary op on a (same dtype and shape out). */
+lt_node *ag_un(lt_op op, lt_node *a);
+/* Elementwise binary op, numpy broadcasting; result dtype = a's (b is cast to
+ * it); comparisons (EQ..GE) give bool. */
+lt_node *ag_bin(lt_op op, lt_node *a, lt_node *b);
+/* where(cond, a, b), broadcasting, dtype of a. */
+lt_node *ag_where(lt_node *cond, lt_node *a, lt_node *b);
+/* Sums g down to shape (the transpose of numpy broadcasting to g's shape). */
+lt_node *ag_reduce_to(lt_node *g, const int64_t *shape, int ndim);
+/* Broadcasts a to shape (EXPAND; a no-op when equal). */
+lt_node *ag_expand(lt_node *a, const int64_t *shape, int ndim);
+/* Sum over the axes in mask with keepdim. */
+lt_node *ag_sum_keep(lt_node *a, int64_t mask);
+/* n retained (borrowed node used as an operand of a new node). */
+static inline lt_node *ag_ref(const lt_node *n) { return lt__node_retain((lt_node *)n); }
+/* The node's k-th operand, retained. */
+static inline lt_node *ag_arg(const lt_node *n, int k) { return ag_ref(n->operands[k].node); }
+static inline bool ag_is_float(const lt_node *n) {
+  return n->dtype == LT_F32 || n->dtype == LT_F64;
+}
+
+#endif

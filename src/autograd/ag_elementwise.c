@@ -1,0 +1,139 @@
+/* Gradient rules of the elementwise ops. Binary ops broadcast, so each
+ * operand's gradient is summed back to its own shape (ag_reduce_to). */
+#include <math.h>
+
+#include "ag.h"
+
+#define A(n) ag_arg(n, 0)
+#define B(n) ag_arg(n, 1)
+#define G(g) ag_ref(g)
+#define OUT(n) ag_ref(n)
+#define K(n, v) ag_const((lt_dtype)(n)->dtype, NULL, 0, (v)) /* a 0-d constant */
+
+static lt_node *shape_of(lt_node *x, const lt_node *like) {
+  return ag_reduce_to(x, like->operands[0].node->shape, like->operands[0].node->ndim);
+}
+
+static int done1(lt_node **out, lt_node *ga) {
+  out[0] = ga;
+  return ga ? LT_OK : LT_ENOMEM;
+}
+
+/* Unary rules: gradient of the operand as a function of g, the operand a and
+ * the output. */
+static lt_node *unary_grad(const lt_node *n, lt_node *g) {
+  switch ((lt_op)n->op) {
+  case LT_OP_NEG: return ag_un(LT_OP_NEG, G(g));
+  case LT_OP_ABS: return ag_bin(LT_OP_MUL, G(g), ag_un(LT_OP_SIGN, A(n)));
+  case LT_OP_SIGN:
+  case LT_OP_FLOOR:
+  case LT_OP_CEIL:
+  case LT_OP_ROUND: return ag_const((lt_dtype)n->dtype, n->shape, n->ndim, 0.0);
+  case LT_OP_RELU: /* 0 at 0, as PyTorch */
+    return ag_where(ag_bin(LT_OP_GT, A(n), K(n, 0)), G(g), K(n, 0));
+  case LT_OP_EXP: return ag_bin(LT_OP_MUL, G(g), OUT(n));
+  case LT_OP_LOG: return ag_bin(LT_OP_DIV, G(g), A(n));
+  case LT_OP_LOG1P: return ag_bin(LT_OP_DIV, G(g), ag_bin(LT_OP_ADD, A(n), K(n, 1)));
+  case LT_OP_SQRT: return ag_bin(LT_OP_DIV, G(g), ag_bin(LT_OP_MUL, OUT(n), K(n, 2)));
+  case LT_OP_RSQRT: /* -x^(-3/2) / 2 = -out^3 / 2 */
+    return ag_bin(LT_OP_MUL, G(g),
+                  ag_bin(LT_OP_MUL, ag_bin(LT_OP_MUL, OUT(n), ag_bin(LT_OP_MUL, OUT(n), OUT(n))),
+                         K(n, -0.5)));
+  case LT_OP_SIN: return ag_bin(LT_OP_MUL, G(g), ag_un(LT_OP_COS, A(n)));
+  case LT_OP_COS: return ag_un(LT_OP_NEG, ag_bin(LT_OP_MUL, G(g), ag_un(LT_OP_SIN, A(n))));
+  case LT_OP_TANH:
+    return ag_bin(LT_OP_MUL, G(g), ag_bin(LT_OP_SUB, K(n, 1), ag_bin(LT_OP_MUL, OUT(n), OUT(n))));
+  case LT_OP_SIGMOID:
+    return ag_bin(LT_OP_MUL, G(g), ag_bin(LT_OP_MUL, OUT(n), ag_bin(LT_OP_SUB, K(n, 1), OUT(n))));
+  case LT_OP_GELU: { /* Phi(x) + x phi(x) */
+    lt_node *cdf = ag_bin(
+        LT_OP_MUL, K(n, 0.5),
+        ag_bin(LT_OP_ADD, K(n, 1), ag_un(LT_OP_ERF, ag_bin(LT_OP_MUL, A(n), K(n, M_SQRT1_2)))));
+    lt_node *pdf = ag_bin(
+        LT_OP_MUL, K(n, 0.5 * M_2_SQRTPI * M_SQRT1_2),
+        ag_un(LT_OP_EXP, ag_bin(LT_OP_MUL, ag_bin(LT_OP_MUL, A(n), A(n)), K(n, -0.5))));
+    return ag_bin(LT_OP_MUL, G(g), ag_bin(LT_OP_ADD, cdf, ag_bin(LT_OP_MUL, A(n), pdf)));
+  }
+  case LT_OP_ERF: /* 2/sqrt(pi) exp(-x^2) */
+    return ag_bin(LT_OP_MUL, G(g),
+                  ag_bin(LT_OP_MUL, K(n, M_2_SQRTPI),
+                         ag_un(LT_OP_EXP, ag_un(LT_OP_NEG, ag_bin(LT_OP_MUL, A(n), A(n))))));
+  default: return NULL;
+  }
+}
+
+static int rule_unary(const lt_node *n, lt_node *g, lt_node **out) {
+  return done1(out, unary_grad(n, g));
+}
+
+static int rule_cast(const lt_node *n, lt_node *g, lt_node **out) {
+  const lt_node *a = n->operands[0].node;
+  if (!ag_is_float(a)) return LT_OK; /* no gradient into integers */
+  return done1(out, lt__node_cast(G(g), (lt_dtype)a->dtype));
+}
+
+static int finish2(const lt_node *n, lt_node **out, lt_node *ga, lt_node *gb) {
+  out[0] = ga ? shape_of(ga, n) : NULL;
+  out[1] = gb ? ag_reduce_to(gb, n->operands[1].node->shape, n->operands[1].node->ndim) : NULL;
+  return out[0] && out[1] ? LT_OK : LT_ENOMEM;
+}
+
+/* g where mask, half of g where tie, 0 elsewhere (PyTorch's maximum/minimum). */
+static lt_node *pick(lt_node *g, lt_node *mask, lt_node *tie, const lt_node *n) {
+  return ag_where(mask, G(g), ag_where(tie, ag_bin(LT_OP_MUL, G(g), K(n, 0.5)), K(n, 0)));
+}
+
+static int rule_binary(const lt_node *n, lt_node *g, lt_node **out) {
+  switch ((lt_op)n->op) {
+  case LT_OP_ADD: return finish2(n, out, G(g), G(g));
+  case LT_OP_SUB: return finish2(n, out, G(g), ag_un(LT_OP_NEG, G(g)));
+  case LT_OP_MUL: return finish2(n, out, ag_bin(LT_OP_MUL, G(g), B(n)), ag_bin(LT_OP_MUL, G(g), A(n)));
+  case LT_OP_DIV:
+    return finish2(n, out, ag_bin(LT_OP_DIV, G(g), B(n)),
+                   ag_un(LT_OP_NEG, ag_bin(LT_OP_DIV, ag_bin(LT_OP_MUL, G(g), OUT(n)), B(n))));
+  case LT_OP_POW: {
+    /* d/da = b a^(b-1); d/db = out log a, taken as 0 where a == 0 (as PyTorch) */
+    lt_node *ga = ag_bin(LT_OP_MUL, G(g),
+                         ag_bin(LT_OP_MUL, B(n), ag_bin(LT_OP_POW, A(n), ag_bin(LT_OP_SUB, B(n), K(n, 1)))));
+    lt_node *gb = ag_where(ag_bin(LT_OP_EQ, A(n), K(n, 0)), K(n, 0),
+                           ag_bin(LT_OP_MUL, ag_bin(LT_OP_MUL, G(g), OUT(n)), ag_un(LT_OP_LOG, A(n))));
+    return finish2(n, out, ga, gb);
+  }
+  case LT_OP_MAXIMUM:
+  case LT_OP_MINIMUM: {
+    lt_op first = n->op == LT_OP_MAXIMUM ? LT_OP_GT : LT_OP_LT;
+    lt_op second = n->op == LT_OP_MAXIMUM ? LT_OP_LT : LT_OP_GT;
+    lt_node *ga = pick(g, ag_bin(first, A(n), B(n)), ag_bin(LT_OP_EQ, A(n), B(n)), n);
+    lt_node *gb = pick(g, ag_bin(second, A(n), B(n)), ag_bin(LT_OP_EQ, A(n), B(n)), n);
+    return finish2(n, out, ga, gb);
+  }
+  default: return LT_OK; /* comparisons and logic: no gradient */
+  }
+}
+
+static int rule_where(const lt_node *n, lt_node *g, lt_node **out) {
+  const lt_node *a = n->operands[1].node, *b = n->operands[2].node;
+  lt_node *ga = ag_where(ag_arg(n, 0), G(g), K(n, 0));
+  lt_node *gb = ag_where(ag_arg(n, 0), K(n, 0), G(g));
+  out[1] = ag_reduce_to(ga, a->shape, a->ndim);
+  out[2] = ag_reduce_to(gb, b->shape, b->ndim);
+  return out[1] && out[2] ? LT_OK : LT_ENOMEM;
+}
+
+static int rule_none(const lt_node *n, lt_node *g, lt_node **out) {
+  (void)n;
+  (void)g;
+  (void)out;
+  return LT_OK;
+}
+
+ag_vjp_fn ag_rule_elementwise(lt_op op) {
+  if (op >= LT_OP_NEG && op <= LT_OP_ERF) return rule_unary;
+  if (op == LT_OP_NOT) return rule_none;
+  if (op == LT_OP_CAST) return rule_cast;
+  if (op >= LT_OP_ADD && op <= LT_OP_OR) return rule_binary;
+  if (op == LT_OP_WHERE) return rule_where;
+  if (op == LT_OP_CONST || op == LT_OP_DATA) return rule_none;
+  if (op >= LT_OP_RNG_UNIFORM && op <= LT_OP_RANDPERM) return rule_none;
+  return NULL;
+}

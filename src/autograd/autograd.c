@@ -1,0 +1,229 @@
+/* Reverse-mode differentiation over the IR. lt_backward walks the loss's
+ * pending graph in post-order, marks the nodes that lie between a
+ * requires-grad tensor's value and the loss, and sweeps them in reverse,
+ * asking each op's rule (ag_*.c) for its operands' gradients. Gradients are
+ * IR nodes: nothing runs until the step is synced. */
+#include <string.h>
+
+#include "../core/lt_alloc.h"
+#include "../core/lt_device.h"
+#include "ag.h"
+
+int lt_requires_grad(lt_tensor *t, bool on) {
+  if (!t) return lt__err_null("lt_requires_grad");
+  if (on && !lt__is_float((lt_dtype)t->dtype))
+    return lt__err(LT_EDTYPE, "lt_requires_grad: only floating tensors have gradients (got %s)",
+                   lt_dtype_name((lt_dtype)t->dtype));
+  t->requires_grad = on;
+  return LT_OK;
+}
+
+bool lt_get_requires_grad(const lt_tensor *t) { return t && t->requires_grad; }
+
+lt_tensor *lt_grad(lt_tensor *t) { return t ? t->grad : NULL; }
+
+int lt_zero_grad(lt_tensor *t) {
+  if (!t) return lt__err_null("lt_zero_grad");
+  lt_release(t->grad);
+  t->grad = NULL;
+  return LT_OK;
+}
+
+static ag_vjp_fn rule_for(lt_op op) {
+  ag_vjp_fn f = ag_rule_elementwise(op);
+  if (!f) f = ag_rule_reduce(op);
+  if (!f) f = ag_rule_shape(op);
+  return f;
+}
+
+/* The requires-grad tensor whose current value is node n (its pending node,
+ * or a data leaf over its buffer), or NULL. */
+static lt_tensor *leaf_of(lt_node *n, lt_tensor *const *wanted, int nwanted) {
+  for (int i = 0; i < nwanted; i++) {
+    lt_tensor *t = wanted[i];
+    if (t->ir == n || t->data_node == n) return t;
+    if (n->op == LT_OP_DATA && t->buf && n->data == t->buf) return t;
+  }
+  return NULL;
+}
+
+typedef struct ag_state {
+  lt_node **nodes; /* post-order */
+  int n, cap;
+  lt_node **grads;   /* per node, NEW refs */
+  lt_tensor **leaf;  /* per node, the requires-grad tensor it is the value of */
+  bool *needed;      /* per node: on a path from a leaf to the loss */
+} ag_state;
+
+static int push(ag_state *s, lt_node *n) {
+  if (s->n == s->cap) {
+    int ncap = s->cap ? s->cap * 2 : 256;
+    lt_node **g = lt__realloc(s->nodes, (size_t)s->cap * sizeof *g, (size_t)ncap * sizeof *g);
+    if (!g) return LT_ENOMEM;
+    s->nodes = g;
+    s->cap = ncap;
+  }
+  n->order = s->n;
+  s->nodes[s->n++] = n;
+  return LT_OK;
+}
+
+/* Iterative post-order over the loss graph; a node that is a requires-grad
+ * tensor's value is a leaf: its operands are not differentiated through. */
+static int post_order(ag_state *s, lt_node *root, lt_tensor *const *wanted, int nwanted) {
+  uint32_t epoch = lt__node_epoch();
+  typedef struct frame {
+    lt_node *node;
+    int next;
+  } frame;
+  int sp = 0, cap = 64, rc = LT_OK;
+  frame *stack = lt__malloc((size_t)cap * sizeof *stack);
+  if (!stack) return LT_ENOMEM;
+  root->visit = epoch;
+  stack[sp++] = (frame){root, 0};
+  while (sp && rc == LT_OK) {
+    frame *top = &stack[sp - 1];
+    bool is_leaf = top->next == 0 && leaf_of(top->node, wanted, nwanted);
+    if (!is_leaf && top->next < top->node->noperands) {
+      lt_node *c = top->node->operands[top->next++].node;
+      if (c->visit == epoch) continue;
+      c->visit = epoch;
+      if (sp == cap) {
+        frame *g = lt__realloc(stack, (size_t)cap * sizeof *g, (size_t)cap * 2 * sizeof *g);
+        if (!g) {
+          rc = LT_ENOMEM;
+          break;
+        }
+        stack = g;
+        cap *= 2;
+      }
+      stack[sp++] = (frame){c, 0};
+      continue;
+    }
+    sp--;
+    rc = push(s, top->node);
+  }
+  lt__free(stack, (size_t)cap * sizeof *stack);
+  return rc;
+}
+
+static void state_free(ag_state *s) {
+  for (int i = 0; i < s->n && s->grads; i++) lt__node_release(s->grads[i]);
+  lt__free(s->grads, (size_t)s->cap * sizeof *s->grads);
+  lt__free(s->leaf, (size_t)s->cap * sizeof *s->leaf);
+  lt__free(s->needed, (size_t)s->cap * sizeof *s->needed);
+  lt__free(s->nodes, (size_t)s->cap * sizeof *s->nodes);
+}
+
+/* grads[i] += g (consumes g). */
+static int accumulate(ag_state *s, int i, lt_node *g) {
+  if (!g) return LT_ENOMEM;
+  const lt_node *n = s->nodes[i];
+  if (g->ndim != n->ndim || memcmp(g->shape, n->shape, (size_t)n->ndim * sizeof(int64_t)) ||
+      g->dtype != n->dtype) {
+    char a[128], b[128];
+    lt__node_release(g);
+    return lt__err(LT_ESHAPE, "lt_backward: internal: gradient %s for a %s value of %s",
+                   lt__shape_str(g->shape, g->ndim, a, sizeof a),
+                   lt__shape_str(n->shape, n->ndim, b, sizeof b), lt__op_name((lt_op)n->op));
+  }
+  s->grads[i] = s->grads[i] ? ag_bin(LT_OP_ADD, s->grads[i], g) : g;
+  return s->grads[i] ? LT_OK : LT_ENOMEM;
+}
+
+/* Adds node g (consumed) to t's gradient tensor. */
+static int add_to_grad(lt_tensor *t, lt_node *g) {
+  if (t->grad) {
+    lt_node *old = lt__tensor_ir(t->grad);
+    if (!old) {
+      lt__node_release(g);
+      return lt_last_status();
+    }
+    g = ag_bin(LT_OP_ADD, lt__node_retain(old), g);
+    if (!g) return LT_ENOMEM;
+    lt__tensor_set_ir(t->grad, g);
+    return LT_OK;
+  }
+  /* The grad tensor belongs to t, not to the caller's scope. */
+  lt_tensor *gt = lt__tensor_new_unscoped(t->dev, g);
+  if (!gt) return LT_ENOMEM;
+  t->grad = gt;
+  return LT_OK;
+}
+
+int lt_backward(lt_tensor *loss) {
+  if (!loss) return lt__err_null("lt_backward");
+  if (!lt__is_float((lt_dtype)loss->dtype) || lt__numel(loss->shape, loss->ndim) != 1)
+    return lt__err(LT_EINVAL, "lt_backward: the loss must be one floating element (got %s, %lld elements)",
+                   lt_dtype_name((lt_dtype)loss->dtype),
+                   (long long)lt__numel(loss->shape, loss->ndim));
+  if (!loss->ir)
+    return lt__err(LT_EINVAL,
+                   "lt_backward: the loss has no pending graph (it was read or synced); call "
+                   "lt_backward before reading it");
+  lt_device_ctx *ctx = lt__device_ctx("lt_backward", loss->dev);
+  if (!ctx) return LT_EDEVICE;
+  int nlive = 0, nwanted = 0;
+  lt_tensor **live = lt__device_live_snapshot(ctx, &nlive);
+  if (!live) return LT_ENOMEM;
+  for (int i = 0; i < nlive; i++) {
+    if (live[i]->requires_grad && live[i] != loss) {
+      lt_tensor *t = live[i];
+      if (!t->ir && !lt__tensor_ir(t)) continue; /* host data: make its leaf */
+      live[nwanted++] = t;
+    } else {
+      lt_release(live[i]);
+    }
+  }
+  ag_state s = {0};
+  int rc = post_order(&s, loss->ir, live, nwanted);
+  if (rc == LT_OK) {
+    s.grads = lt__calloc((size_t)s.cap * sizeof *s.grads);
+    s.leaf = lt__calloc((size_t)s.cap * sizeof *s.leaf);
+    s.needed = lt__calloc((size_t)s.cap * sizeof *s.needed);
+    if (!s.grads || !s.leaf || !s.needed) rc = LT_ENOMEM;
+  }
+  /* Forward pass: which nodes depend on a leaf. */
+  bool any = false;
+  for (int i = 0; rc == LT_OK && i < s.n; i++) {
+    lt_node *n = s.nodes[i];
+    s.leaf[i] = leaf_of(n, live, nwanted);
+    bool need = s.leaf[i] != NULL;
+    for (int k = 0; !need && !s.leaf[i] && k < n->noperands; k++)
+      need = s.needed[n->operands[k].node->order] && n->operands[k].node->visit == n->visit;
+    s.needed[i] = need && lt__is_float((lt_dtype)n->dtype);
+    any |= s.leaf[i] != NULL;
+  }
+  if (rc == LT_OK && !any)
+    rc = lt__err(LT_EINVAL, "lt_backward: the loss does not depend on any tensor that requires grad");
+  /* Reverse sweep. */
+  if (rc == LT_OK) rc = accumulate(&s, s.n - 1, ag_const((lt_dtype)loss->dtype, loss->ir->shape, loss->ir->ndim, 1.0));
+  for (int i = s.n - 1; rc == LT_OK && i >= 0; i--) {
+    lt_node *n = s.nodes[i], *g = s.grads[i];
+    if (!g || !s.needed[i]) continue;
+    if (s.leaf[i]) {
+      rc = add_to_grad(s.leaf[i], lt__node_retain(g));
+      continue;
+    }
+    ag_vjp_fn f = rule_for((lt_op)n->op);
+    if (!f) {
+      rc = lt__err(LT_EINVAL, "lt_backward: no gradient for op %s", lt__op_name((lt_op)n->op));
+      break;
+    }
+    lt_node *out[64] = {0};
+    if (n->noperands > 64) {
+      rc = lt__err(LT_EINVAL, "lt_backward: op %s has too many operands", lt__op_name((lt_op)n->op));
+      break;
+    }
+    rc = f(n, g, out);
+    for (int k = 0; k < n->noperands; k++) {
+      int src = n->operands[k].node->order;
+      if (rc == LT_OK && out[k] && s.needed[src]) rc = accumulate(&s, src, out[k]);
+      else lt__node_release(out[k]);
+    }
+  }
+  state_free(&s);
+  for (int i = 0; i < nwanted; i++) lt_release(live[i]);
+  lt__free(live, (size_t)nlive * sizeof *live);
+  return rc;
+}
