@@ -70,10 +70,10 @@ static int rule_reduce(const lt_node *n, lt_node *g, lt_node **out) {
     return done1(out, ag_const((lt_dtype)a->dtype, a->shape, a->ndim, 0.0));
   lt_node *gk = as_keep(n, G(g));
   switch ((lt_op)n->op) {
-  case LT_OP_SUM: return done1(out, to_operand(n, gk));
+  case LT_OP_SUM:
+    return done1(out, to_operand(n, gk));
   case LT_OP_MEAN:
-    return done1(out,
-                 to_operand(n, ag_bin(LT_OP_MUL, gk, K(n, 1.0 / (double)group_size(n)))));
+    return done1(out, to_operand(n, ag_bin(LT_OP_MUL, gk, K(n, 1.0 / (double)group_size(n)))));
   case LT_OP_MAX:
   case LT_OP_MIN: {
     /* PyTorch's amax/amin: g split evenly among the elements equal to the
@@ -90,15 +90,17 @@ static int rule_reduce(const lt_node *n, lt_node *g, lt_node **out) {
     lt_node *nzero = ag_sum_keep(indicator(n, ag_ref(zero)), mask);
     lt_node *p = prod_keep(ag_where(ag_ref(zero), K(n, 1), A(n)), mask);
     lt_node *at_zero = ag_where(ag_bin(LT_OP_EQ, ag_ref(nzero), K(n, 1)), ag_ref(p), K(n, 0));
-    lt_node *elsewhere = ag_where(ag_bin(LT_OP_EQ, nzero, K(n, 0)),
-                                  ag_bin(LT_OP_DIV, p, ag_where(ag_ref(zero), K(n, 1), A(n))),
-                                  K(n, 0));
+    lt_node *elsewhere =
+        ag_where(ag_bin(LT_OP_EQ, nzero, K(n, 0)),
+                 ag_bin(LT_OP_DIV, p, ag_where(ag_ref(zero), K(n, 1), A(n))), K(n, 0));
     return done1(out, ag_bin(LT_OP_MUL, gk, ag_where(zero, at_zero, elsewhere)));
   }
   case LT_OP_LOGSUMEXP:
     return done1(out, ag_bin(LT_OP_MUL, gk,
                              ag_un(LT_OP_EXP, ag_bin(LT_OP_SUB, A(n), as_keep(n, ag_ref(n))))));
-  default: lt__node_release(gk); return LT_OK;
+  default:
+    lt__node_release(gk);
+    return LT_OK;
   }
 }
 
@@ -129,11 +131,15 @@ ag_vjp_fn ag_rule_reduce(lt_op op) {
   case LT_OP_MAX:
   case LT_OP_MIN:
   case LT_OP_PROD:
-  case LT_OP_LOGSUMEXP: return rule_reduce;
+  case LT_OP_LOGSUMEXP:
+    return rule_reduce;
   case LT_OP_SOFTMAX:
-  case LT_OP_LOG_SOFTMAX: return rule_softmax;
+  case LT_OP_LOG_SOFTMAX:
+    return rule_softmax;
   case LT_OP_ARGMAX:
-  case LT_OP_ARGMIN: return rule_none;
-  default: return NULL;
+  case LT_OP_ARGMIN:
+    return rule_none;
+  default:
+    return NULL;
   }
 }

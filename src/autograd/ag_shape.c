@@ -1,6 +1,212 @@
-/* Placeholder: shape, index and matmul rules land with the autograd helper. */
+/* Gradient rules of matmul, the shape ops and the index ops, and of the ops
+ * that autograd itself makes for them (UNSLICE, SCATTER_ADD, INDEX_ADD), so
+ * that a gradient can be differentiated again.
+ *
+ * Shape ops move elements without computing, so each rule moves g back: the
+ * inverse reshape or permutation, a sum over broadcast axes, zeros around a
+ * slice, a slice of a concatenation or padding, and scatter-adds for the
+ * gathers. Index operands get no gradient. */
+#include <string.h>
+
 #include "ag.h"
+
+#define G(g) ag_ref(g)
+
+static const lt_node *operand(const lt_node *n, int k) { return n->operands[k].node; }
+
+static int done1(lt_node **out, lt_node *ga) {
+  out[0] = ga;
+  return ga ? LT_OK : LT_ENOMEM;
+}
+
+/* A one-operand node over x (consumed) in x's dtype; a constant folds into a
+ * constant of the new shape. */
+static lt_node *unary_node(lt_op op, lt_node *x, const int64_t *shape, int ndim,
+                           const int64_t *attrs, int nattrs) {
+  if (!x) return NULL;
+  if (x->op == LT_OP_CONST && op != LT_OP_UNSLICE) {
+    lt_node *c = ag_const((lt_dtype)x->dtype, shape, ndim, x->fattr);
+    lt__node_release(x);
+    return c;
+  }
+  return lt__node_make(op, (lt_dtype)x->dtype, shape, ndim, &x, 1, attrs, nattrs, 0.0);
+}
+
+/* ---- matmul ------------------------------------------------------------------ */
+
+/* x (consumed) with its last two axes swapped. */
+static lt_node *transpose_last(lt_node *x) {
+  if (!x) return NULL;
+  int nd = x->ndim;
+  int64_t perm[LT_MAX_DIMS], shape[LT_MAX_DIMS];
+  for (int d = 0; d < nd; d++) perm[d] = d;
+  perm[nd - 2] = nd - 1;
+  perm[nd - 1] = nd - 2;
+  for (int d = 0; d < nd; d++) shape[d] = x->shape[perm[d]];
+  return unary_node(LT_OP_PERMUTE, x, shape, nd, perm, nd);
+}
+
+/* x @ y (consumed) for rank >= 2 operands, batch dims broadcast. */
+static lt_node *matmul(lt_node *x, lt_node *y) {
+  if (!x || !y) {
+    lt__node_release(x);
+    lt__node_release(y);
+    return NULL;
+  }
+  int64_t shape[LT_MAX_DIMS];
+  int nd;
+  if (lt__broadcast("lt_backward", x->shape, x->ndim - 2, y->shape, y->ndim - 2, shape, &nd) !=
+      LT_OK) {
+    lt__node_release(x);
+    lt__node_release(y);
+    return NULL;
+  }
+  shape[nd++] = x->shape[x->ndim - 2];
+  shape[nd++] = y->shape[y->ndim - 1];
+  lt_node *ops[2] = {x, y};
+  return lt__node_make(LT_OP_MATMUL, (lt_dtype)x->dtype, shape, nd, ops, 2, NULL, 0, 0.0);
+}
+
+/* out = a @ b: ga = g @ b^T and gb = a^T @ g, each summed back over the batch
+ * dims its operand broadcast along. */
+static int rule_matmul(const lt_node *n, lt_node *g, lt_node **out) {
+  const lt_node *a = operand(n, 0), *b = operand(n, 1);
+  out[0] = ag_reduce_to(matmul(G(g), transpose_last(ag_arg(n, 1))), a->shape, a->ndim);
+  out[1] = ag_reduce_to(matmul(transpose_last(ag_arg(n, 0)), G(g)), b->shape, b->ndim);
+  return out[0] && out[1] ? LT_OK : LT_ENOMEM;
+}
+
+/* ---- shape ops --------------------------------------------------------------- */
+
+static int rule_reshape(const lt_node *n, lt_node *g, lt_node **out) {
+  const lt_node *a = operand(n, 0);
+  return done1(out, lt__node_reshape(G(g), a->shape, a->ndim));
+}
+
+static int rule_permute(const lt_node *n, lt_node *g, lt_node **out) {
+  const lt_node *a = operand(n, 0);
+  int64_t inv[LT_MAX_DIMS];
+  for (int d = 0; d < n->ndim; d++) inv[n->attrs[d]] = d;
+  return done1(out, unary_node(LT_OP_PERMUTE, G(g), a->shape, a->ndim, inv, a->ndim));
+}
+
+static int rule_expand(const lt_node *n, lt_node *g, lt_node **out) {
+  const lt_node *a = operand(n, 0);
+  return done1(out, ag_reduce_to(G(g), a->shape, a->ndim));
+}
+
+static int rule_slice(const lt_node *n, lt_node *g, lt_node **out) {
+  const lt_node *a = operand(n, 0);
+  return done1(out, unary_node(LT_OP_UNSLICE, G(g), a->shape, a->ndim, n->attrs, n->nattrs));
+}
+
+/* The block of x (consumed) of the given shape at starts, step 1; the slice's
+ * canonical attrs as lt_slice records them. */
+static lt_node *block(lt_node *x, const int64_t *starts, const int64_t *shape, int ndim) {
+  if (!x) return NULL;
+  if (x->ndim == ndim && memcmp(x->shape, shape, (size_t)ndim * sizeof(int64_t)) == 0) return x;
+  int64_t attrs[2 * LT_MAX_DIMS];
+  for (int d = 0; d < ndim; d++) {
+    attrs[d] = shape[d] ? starts[d] : 0;
+    attrs[ndim + d] = 1;
+  }
+  return unary_node(LT_OP_SLICE, x, shape, ndim, attrs, 2 * ndim);
+}
+
+static int rule_concat(const lt_node *n, lt_node *g, lt_node **out) {
+  int axis = (int)n->attrs[0];
+  int64_t starts[LT_MAX_DIMS] = {0};
+  int rc = LT_OK;
+  for (int k = 0; k < n->noperands; k++) {
+    const lt_node *a = operand(n, k);
+    out[k] = block(G(g), starts, a->shape, a->ndim);
+    if (!out[k]) rc = LT_ENOMEM;
+    starts[axis] += a->shape[axis];
+  }
+  return rc;
+}
+
+static int rule_pad(const lt_node *n, lt_node *g, lt_node **out) {
+  const lt_node *a = operand(n, 0);
+  int64_t starts[LT_MAX_DIMS];
+  for (int d = 0; d < a->ndim; d++) starts[d] = n->attrs[2 * d];
+  return done1(out, block(G(g), starts, a->shape, a->ndim));
+}
+
+/* ---- index ops --------------------------------------------------------------- */
+
+/* op(src, index) (consumed) into shape, along attrs[0] of n. */
+static lt_node *indexed(lt_op op, const lt_node *n, lt_node *src, lt_node *index,
+                        const lt_node *like) {
+  if (!src || !index) {
+    lt__node_release(src);
+    lt__node_release(index);
+    return NULL;
+  }
+  lt_node *ops[2] = {src, index};
+  return lt__node_make(op, (lt_dtype)src->dtype, like->shape, like->ndim, ops, 2, n->attrs, 1, 0.0);
+}
+
+/* GATHER -> SCATTER_ADD, INDEX_SELECT -> INDEX_ADD, and back. The index
+ * (operand 1) gets no gradient. */
+static int rule_indexed(const lt_node *n, lt_node *g, lt_node **out) {
+  lt_op t;
+  switch ((lt_op)n->op) {
+  case LT_OP_GATHER:
+    t = LT_OP_SCATTER_ADD;
+    break;
+  case LT_OP_SCATTER_ADD:
+    t = LT_OP_GATHER;
+    break;
+  case LT_OP_INDEX_SELECT:
+    t = LT_OP_INDEX_ADD;
+    break;
+  default:
+    t = LT_OP_INDEX_SELECT;
+    break;
+  }
+  return done1(out, indexed(t, n, G(g), ag_arg(n, 1), operand(n, 0)));
+}
+
+/* UNSLICE's transpose is the slice it undid. */
+static int rule_unslice(const lt_node *n, lt_node *g, lt_node **out) {
+  const lt_node *a = operand(n, 0);
+  return done1(out, unary_node(LT_OP_SLICE, G(g), a->shape, a->ndim, n->attrs, n->nattrs));
+}
+
+static int rule_none(const lt_node *n, lt_node *g, lt_node **out) {
+  (void)n;
+  (void)g;
+  (void)out;
+  return LT_OK;
+}
+
 ag_vjp_fn ag_rule_shape(lt_op op) {
-  (void)op;
-  return NULL;
+  switch (op) {
+  case LT_OP_MATMUL:
+    return rule_matmul;
+  case LT_OP_RESHAPE:
+    return rule_reshape;
+  case LT_OP_PERMUTE:
+    return rule_permute;
+  case LT_OP_EXPAND:
+    return rule_expand;
+  case LT_OP_SLICE:
+    return rule_slice;
+  case LT_OP_CONCAT:
+    return rule_concat;
+  case LT_OP_PAD:
+    return rule_pad;
+  case LT_OP_GATHER:
+  case LT_OP_INDEX_SELECT:
+  case LT_OP_SCATTER_ADD:
+  case LT_OP_INDEX_ADD:
+    return rule_indexed;
+  case LT_OP_UNSLICE:
+    return rule_unslice;
+  case LT_OP_ONE_HOT:
+    return rule_none;
+  default:
+    return NULL;
+  }
 }
