@@ -10,6 +10,7 @@
 #include "../core/lt_alloc.h"
 #include "../core/lt_error.h"
 #include "debug.h"
+#include "disk_cache.h"
 #include "exec_internal.h"
 #include "metrics.h"
 #include "rng.h"
@@ -239,8 +240,10 @@ static lt_cache_entry *find_or_compile(const lt_backend *be, lt_graph_key key, c
     lt__count(LT_CTR_CACHED_COMPILE, 1);
     return e;
   }
-  int64_t t0 = lt__now_ns();
   lt_executable *exe = NULL;
+  if (lt__disk_cache_enabled(be) && lt__disk_cache_load(be, key, &exe) == LT_OK)
+    return lt__cache_put(key, be, exe); /* compiled by an earlier process */
+  int64_t t0 = lt__now_ns();
   int rc = lt__fault_fire(LT_FAULT_COMPILE)
                ? lt__err(LT_ECOMPILE, "compile failed: injected fault (lt_inject_fault)")
                : be->compile(g, &exe);
@@ -253,6 +256,7 @@ static lt_cache_entry *find_or_compile(const lt_backend *be, lt_graph_key key, c
   lt__count(LT_CTR_UNCACHED_COMPILE, 1);
   lt__count(LT_CTR_NODES_COMPILED, g->nnodes);
   lt__value_add(LT_VALUE_ALIAS_COUNT, g->ndonors);
+  if (lt__disk_cache_enabled(be)) lt__disk_cache_store(be, key, exe);
   return lt__cache_put(key, be, exe);
 }
 
