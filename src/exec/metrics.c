@@ -36,6 +36,10 @@ static const char *const kNames[LT_CTR_COUNT + 1] = {"CreateTensor",
                                                      "InputOutputAlias",
                                                      "ScalarCacheHit",
                                                      "ClearedPending",
+                                                     "PersistentCacheHit",
+                                                     "PersistentCacheMiss",
+                                                     "PersistentCacheDeserializeFailure",
+                                                     "PersistentCacheWriteFailure",
                                                      NULL};
 _Static_assert(sizeof kNames / sizeof kNames[0] == LT_CTR_COUNT + 1, "one name per counter");
 
@@ -58,14 +62,16 @@ static const char *const kMetricNames[kNumMetrics] = {"TraceTime",
                                                       "TransferToDeviceTime",
                                                       "TransferFromDeviceTime",
                                                       "DeviceLockWait",
+                                                      "PersistentCacheLoadTime",
                                                       "TensorsGraphSize",
                                                       "InputOutputAliasCount"};
-_Static_assert(LT_TIMER_COUNT == 6 && LT_VALUE_COUNT == 2, "kMetricNames and g_metrics");
+_Static_assert(LT_TIMER_COUNT == 7 && LT_VALUE_COUNT == 2, "kMetricNames and g_metrics");
 
 #define METRIC_INIT \
   { .mu = PTHREAD_MUTEX_INITIALIZER }
-static metric g_metrics[kNumMetrics] = {METRIC_INIT, METRIC_INIT, METRIC_INIT, METRIC_INIT,
-                                        METRIC_INIT, METRIC_INIT, METRIC_INIT, METRIC_INIT};
+static metric g_metrics[kNumMetrics] = {METRIC_INIT, METRIC_INIT, METRIC_INIT,
+                                        METRIC_INIT, METRIC_INIT, METRIC_INIT,
+                                        METRIC_INIT, METRIC_INIT, METRIC_INIT};
 
 int64_t lt__now_ns(void) {
   struct timespec ts;

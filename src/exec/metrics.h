@@ -23,6 +23,10 @@ typedef enum lt_counter_id {
   LT_CTR_INPUT_OUTPUT_ALIAS, /* storage reused in place, summed over executions */
   LT_CTR_SCALAR_CACHE_HIT,
   LT_CTR_CLEARED_PENDING,
+  LT_CTR_PERSISTENT_HIT,        /* executables loaded from the persistent cache */
+  LT_CTR_PERSISTENT_MISS,       /* lookups there that found no usable entry */
+  LT_CTR_PERSISTENT_BAD_ENTRY,  /* entries rejected (truncated, corrupt, foreign) */
+  LT_CTR_PERSISTENT_WRITE_FAIL, /* stores that failed (read-only dir, full disk, ...) */
   LT_CTR_COUNT
 } lt_counter_id;
 
@@ -39,6 +43,8 @@ typedef enum lt_timer_id {
   LT_TIMER_TRANSFER_TO,   /* host data to a device buffer */
   LT_TIMER_TRANSFER_FROM, /* device buffer to host memory */
   LT_TIMER_LOCK_WAIT,     /* waiting for the device's previous execution */
+  /* reading and deserializing a persistent cache entry (hits only) */
+  LT_TIMER_PERSISTENT_LOAD,
   LT_TIMER_COUNT
 } lt_timer_id;
 

@@ -81,10 +81,11 @@ typedef struct cpu_slot {
 } cpu_slot;
 
 struct lt_executable {
+  uint64_t uid; /* names its JIT symbols */
   int nparams, nroots;
-  int nslots;
+  int nslots, slots_cap;
   cpu_slot *slots;
-  int nkernels;
+  int nkernels, kernels_cap;
   cpu_kernel *kernels;
   int *root_slot;     /* per root: the slot holding its value */
   int *alias;         /* per root: the donated parameter written in place, or -1 */
@@ -103,6 +104,7 @@ void cpu_sb_free(cpu_sb *b);
 
 /* ---- lowering and codegen ---- */
 int cpu_lower(const lt_graph *g, lt_executable *e, cpu_sb *ir, int *nfns);
+void cpu_kernels_free(cpu_kernel *k, int n);
 /* Symbol of JIT function i of executable uid. */
 void cpu_fn_name(char *buf, size_t n, uint64_t uid, int i);
 

@@ -267,6 +267,243 @@ static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs,
   return rc;
 }
 
+/* ---- serialization (the persistent cache) ----------------------------------------------
+ * Little-endian, versioned:
+ *   u32 magic "LTRF", u32 version, u32 ninstr, u32 nparams, u32 nroots,
+ *   per instruction: u16 op, u8 dtype, u8 ndim, i64 shape[ndim], f64 fattr (bits),
+ *     i32 param, u32 noperands, u32 operands[noperands], u32 nattrs, i64 attrs[nattrs],
+ *   u32 roots[nroots], i32 alias[nroots].
+ * last_use is recomputed. deserialize checks every field (op, dtype, ndim, shape,
+ * parameter, operand, root and alias indices, operand counts per op) and every
+ * count against the bytes left, in time linear in the bytes: any input gives
+ * LT_EINVAL or a structurally sound executable. It does not redo shape
+ * inference: that the instructions agree with each other is what the cache's
+ * checksum, key and environment checks vouch for. */
+enum { kRefMagic = 0x4652544c /* "LTRF" */, kRefFormat = 1 };
+
+typedef struct ref_wbuf {
+  uint8_t *p;
+  size_t len, cap;
+  bool oom;
+} ref_wbuf;
+
+static void wb_bytes(ref_wbuf *w, uint64_t v, int n) {
+  if (w->oom) return;
+  if (w->len + (size_t)n > w->cap) {
+    size_t nc = w->cap ? w->cap * 2 : 256;
+    while (nc < w->len + (size_t)n) nc *= 2;
+    uint8_t *p = lt__realloc(w->p, w->cap, nc);
+    if (!p) {
+      w->oom = true;
+      return;
+    }
+    w->p = p;
+    w->cap = nc;
+  }
+  for (int i = 0; i < n; i++) w->p[w->len++] = (uint8_t)(v >> (8 * i));
+}
+
+static int ref_serialize(const lt_executable *e, void **bytes, size_t *nbytes) {
+  ref_wbuf w = {0};
+  wb_bytes(&w, kRefMagic, 4);
+  wb_bytes(&w, kRefFormat, 4);
+  wb_bytes(&w, (uint32_t)e->ninstr, 4);
+  wb_bytes(&w, (uint32_t)e->nparams, 4);
+  wb_bytes(&w, (uint32_t)e->nroots, 4);
+  for (int i = 0; i < e->ninstr; i++) {
+    const ref_instr *in = &e->instr[i];
+    uint64_t fbits;
+    memcpy(&fbits, &in->fattr, sizeof fbits);
+    wb_bytes(&w, in->op, 2);
+    wb_bytes(&w, in->dtype, 1);
+    wb_bytes(&w, in->ndim, 1);
+    for (int d = 0; d < in->ndim; d++) wb_bytes(&w, (uint64_t)in->shape[d], 8);
+    wb_bytes(&w, fbits, 8);
+    wb_bytes(&w, (uint32_t)in->param, 4);
+    wb_bytes(&w, (uint32_t)in->noperands, 4);
+    for (int k = 0; k < in->noperands; k++) wb_bytes(&w, (uint32_t)in->operands[k], 4);
+    wb_bytes(&w, (uint32_t)in->nattrs, 4);
+    for (int k = 0; k < in->nattrs; k++) wb_bytes(&w, (uint64_t)in->attrs[k], 8);
+  }
+  for (int r = 0; r < e->nroots; r++) wb_bytes(&w, (uint32_t)e->roots[r], 4);
+  for (int r = 0; r < e->nroots; r++) wb_bytes(&w, (uint32_t)e->alias[r], 4);
+  if (w.oom) {
+    lt__free(w.p, w.cap);
+    return lt__err(LT_ENOMEM, "ref: out of memory serializing an executable");
+  }
+  /* The caller frees with lt__free(bytes, nbytes): shrink to the exact size. */
+  uint8_t *p = lt__realloc(w.p, w.cap, w.len);
+  if (!p) {
+    lt__free(w.p, w.cap);
+    return lt__err(LT_ENOMEM, "ref: out of memory serializing an executable");
+  }
+  *bytes = p;
+  *nbytes = w.len;
+  return LT_OK;
+}
+
+typedef struct ref_rbuf {
+  const uint8_t *p;
+  size_t len, pos;
+  bool bad;
+} ref_rbuf;
+
+static uint64_t rb_bytes(ref_rbuf *r, int n) {
+  if (r->bad || r->len - r->pos < (size_t)n) {
+    r->bad = true;
+    return 0;
+  }
+  uint64_t v = 0;
+  for (int i = 0; i < n; i++) v |= (uint64_t)r->p[r->pos++] << (8 * i);
+  return v;
+}
+static size_t rb_left(const ref_rbuf *r) { return r->bad ? 0 : r->len - r->pos; }
+
+/* Operands each op reads (its kernel indexes them without checking). */
+static bool arity_ok(int op, uint32_t n) {
+  if (op == LT_OP_DATA || op == LT_OP_CONST) return n == 0;
+  if (op == LT_OP_WHERE) return n == 3;
+  if (op == LT_OP_CONCAT) return n >= 1 && n <= UINT16_MAX;
+  if ((op >= LT_OP_ADD && op <= LT_OP_OR) || op == LT_OP_MATMUL || op == LT_OP_GATHER ||
+      op == LT_OP_INDEX_SELECT || op == LT_OP_SCATTER_ADD || op == LT_OP_INDEX_ADD)
+    return n == 2;
+  return n == 1; /* unary elementwise, reductions, shape ops, one_hot, random, unslice */
+}
+
+static int bad_bytes(lt_executable *e, const char *what) {
+  ref_executable_free(e);
+  return lt__err(LT_EINVAL, "ref: bad serialized executable: %s", what);
+}
+
+static int ref_deserialize(const void *bytes, size_t nbytes, lt_executable **out) {
+  if (!bytes || !out) return lt__err(LT_EINVAL, "ref: deserialize: NULL argument");
+  ref_rbuf r = {bytes, nbytes, 0, false};
+  if (rb_bytes(&r, 4) != kRefMagic) return bad_bytes(NULL, "not a ref executable");
+  if (rb_bytes(&r, 4) != kRefFormat) return bad_bytes(NULL, "unknown format version");
+  uint32_t ninstr = (uint32_t)rb_bytes(&r, 4), nparams = (uint32_t)rb_bytes(&r, 4),
+           nroots = (uint32_t)rb_bytes(&r, 4);
+  if (r.bad) return bad_bytes(NULL, "truncated header");
+  /* Each instruction takes at least 20 bytes and each root 8: no count may
+   * promise more than the bytes left (this bounds every allocation). */
+  if (ninstr == 0 || ninstr > rb_left(&r) / 20 || nroots > rb_left(&r) / 8 || nparams > ninstr ||
+      ninstr >= (1u << 30))
+    return bad_bytes(NULL, "counts larger than the bytes");
+  lt_executable *e = lt__calloc(sizeof *e);
+  if (!e) return LT_ENOMEM;
+  e->instr = lt__calloc((size_t)ninstr * sizeof(ref_instr));
+  e->last_use = lt__malloc((size_t)ninstr * sizeof(int));
+  e->roots = lt__malloc((size_t)nroots * sizeof(int));
+  e->alias = lt__malloc((size_t)nroots * sizeof(int));
+  if (!e->instr || !e->last_use || !e->roots || !e->alias) {
+    lt__free(e->instr, (size_t)ninstr * sizeof(ref_instr));
+    lt__free(e->last_use, (size_t)ninstr * sizeof(int));
+    lt__free(e->roots, (size_t)nroots * sizeof(int));
+    lt__free(e->alias, (size_t)nroots * sizeof(int));
+    lt__free(e, sizeof *e);
+    return LT_ENOMEM;
+  }
+  e->ninstr = (int)ninstr;
+  e->nparams = (int)nparams;
+  e->nroots = (int)nroots;
+  for (uint32_t i = 0; i < ninstr; i++) {
+    ref_instr *in = &e->instr[i];
+    uint64_t op = rb_bytes(&r, 2), dt = rb_bytes(&r, 1), nd = rb_bytes(&r, 1);
+    if (r.bad) return bad_bytes(e, "truncated instruction");
+    if (op >= LT_OP_COUNT) return bad_bytes(e, "unknown op");
+    if (dt >= LT_NUM_DTYPES) return bad_bytes(e, "unknown dtype");
+    if (nd > LT_MAX_DIMS) return bad_bytes(e, "too many dims");
+    in->op = (uint16_t)op;
+    in->dtype = (uint8_t)dt;
+    in->ndim = (uint8_t)nd;
+    int64_t numel = 1;
+    for (uint64_t d = 0; d < nd; d++) {
+      int64_t s = (int64_t)rb_bytes(&r, 8);
+      if (s < 0 || (s > 0 && numel > INT64_MAX / 8 / s)) return bad_bytes(e, "bad shape");
+      in->shape[d] = s;
+      numel *= s;
+    }
+    uint64_t fbits = rb_bytes(&r, 8);
+    memcpy(&in->fattr, &fbits, sizeof fbits);
+    in->param = (int32_t)(uint32_t)rb_bytes(&r, 4);
+    uint32_t nops = (uint32_t)rb_bytes(&r, 4);
+    if (r.bad) return bad_bytes(e, "truncated instruction");
+    if (op == LT_OP_DATA ? (in->param < 0 || (uint32_t)in->param >= nparams) : in->param != -1)
+      return bad_bytes(e, "bad parameter index");
+    if (nops > rb_left(&r) / 4 || !arity_ok((int)op, nops))
+      return bad_bytes(e, "bad operand count");
+    if (nops) {
+      in->operands = lt__malloc((size_t)nops * sizeof(int));
+      if (!in->operands) {
+        ref_executable_free(e);
+        return LT_ENOMEM;
+      }
+      in->noperands = (int)nops;
+    }
+    for (uint32_t k = 0; k < nops; k++) {
+      uint32_t src = (uint32_t)rb_bytes(&r, 4);
+      if (src >= i) return bad_bytes(e, "operand is not an earlier instruction");
+      in->operands[k] = (int)src;
+    }
+    uint32_t nattrs = (uint32_t)rb_bytes(&r, 4);
+    if (r.bad) return bad_bytes(e, "truncated instruction");
+    if (nattrs > rb_left(&r) / 8 || nattrs > UINT16_MAX) return bad_bytes(e, "bad attr count");
+    if (nattrs) {
+      in->attrs = lt__malloc((size_t)nattrs * sizeof(int64_t));
+      if (!in->attrs) {
+        ref_executable_free(e);
+        return LT_ENOMEM;
+      }
+      in->nattrs = (int)nattrs;
+    }
+    for (uint32_t k = 0; k < nattrs; k++) in->attrs[k] = (int64_t)rb_bytes(&r, 8);
+    if (r.bad) return bad_bytes(e, "truncated instruction");
+  }
+  for (uint32_t q = 0; q < nroots; q++) {
+    uint32_t root = (uint32_t)rb_bytes(&r, 4);
+    if (!r.bad && root >= ninstr) return bad_bytes(e, "root out of range");
+    e->roots[q] = (int)root;
+  }
+  /* A root written in place needs a parameter of its own dtype and shape, and
+   * no other root aliasing the same parameter or instruction. mark[p]: the
+   * first DATA instruction of parameter p (+1), and bit 30 once p is taken;
+   * mark[nparams + i]: instruction i is written in place. */
+  size_t nmark = (size_t)nparams + ninstr;
+  int *mark = lt__calloc(nmark * sizeof(int));
+  if (!mark) {
+    ref_executable_free(e);
+    return LT_ENOMEM;
+  }
+  for (uint32_t d = ninstr; d-- > 0;)
+    if (e->instr[d].op == LT_OP_DATA) mark[e->instr[d].param] = (int)d + 1;
+  const char *bad = NULL;
+  for (uint32_t q = 0; q < nroots && !bad; q++) {
+    int32_t a = (int32_t)(uint32_t)rb_bytes(&r, 4);
+    e->alias[q] = a;
+    if (r.bad)
+      bad = "truncated roots";
+    else if (a < -1 || a >= (int32_t)nparams)
+      bad = "alias out of range";
+    if (bad || a < 0) continue;
+    int first = (mark[a] & ~(1 << 30)) - 1, *taken = &mark[nparams + (uint32_t)e->roots[q]];
+    if (first < 0 || !same_type(&e->instr[first], &e->instr[e->roots[q]]))
+      bad = "alias of a different type";
+    else if ((mark[a] & (1 << 30)) || *taken)
+      bad = "parameter aliased twice";
+    mark[a] |= 1 << 30;
+    *taken = 1;
+  }
+  lt__free(mark, nmark * sizeof(int));
+  if (bad) return bad_bytes(e, bad);
+  if (r.pos != r.len) return bad_bytes(e, "trailing bytes");
+  for (int i = 0; i < e->ninstr; i++) {
+    e->last_use[i] = i;
+    for (int k = 0; k < e->instr[i].noperands; k++) e->last_use[e->instr[i].operands[k]] = i;
+  }
+  for (int q = 0; q < e->nroots; q++) e->last_use[e->roots[q]] = e->ninstr; /* kept */
+  *out = e;
+  return LT_OK;
+}
+
 const lt_backend lt__ref_backend = {
     .name = "ref",
     .env_hash = ref_env_hash,
@@ -277,6 +514,6 @@ const lt_backend lt__ref_backend = {
     .compile = ref_compile,
     .execute = ref_execute,
     .executable_free = ref_executable_free,
-    .serialize = NULL, /* the interpreter's executables are cheap to rebuild */
-    .deserialize = NULL,
+    .serialize = ref_serialize,
+    .deserialize = ref_deserialize,
 };

@@ -1,0 +1,187 @@
+/* bench/train_step: median step time of the default MLP (784-512-512-10,
+ * ReLU, Adam lr 1e-3, cross-entropy, batch 128) over 30 steps after 5 of
+ * warm-up, on the first batches of Fashion-MNIST's test set (synthetic data
+ * when absent), beside PyTorch's (bench/train_step_torch.py: same model,
+ * data and settings, torch.set_num_threads equal to ours) run in the same
+ * invocation. Prints
+ *   bench train_step <ms> ms ratio <torch_ms / ours> vs torch
+ *   bench train_step_peak_rss <MiB> MiB ratio <torch / ours> vs torch
+ * (ratio > 1: lazytensor is better); without torch, our figures alone.
+ * Threads: --threads N, else $LT_NUM_THREADS, else 1 (exported to both).
+ * Backend: --backend ref|cpu, else $LT_BACKEND. A step's time is the wall
+ * time between successive lt_mark_step returns: with asynchronous execution
+ * that is the steady-state cost of a step (tracing overlaps the last one). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lazytensor.h"
+
+#ifndef LT_SOURCE_DIR
+#define LT_SOURCE_DIR "."
+#endif
+
+enum { WARMUP = 5, STEPS = 30, BATCH = 128, FEATURES = 784, CLASSES = 10 };
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static int die(const char *what) {
+  fprintf(stderr, "train_step: %s: %s\n", what, lt_last_error());
+  return 1;
+}
+
+/* Synthetic stand-in for the data set: uniform pixels, labels mod 10. */
+static void synthetic(lt_nn_dataset *ds, int64_t n) {
+  memset(ds, 0, sizeof *ds);
+  ds->n = n;
+  ds->rows = ds->cols = 28;
+  ds->features = FEATURES;
+  ds->num_classes = CLASSES;
+  ds->images = malloc((size_t)(n * FEATURES));
+  ds->labels = malloc((size_t)n * sizeof(int64_t));
+  uint32_t s = 1;
+  for (int64_t i = 0; i < n * FEATURES; i++) {
+    s = s * 1664525u + 1013904223u;
+    ds->images[i] = (uint8_t)(s >> 24);
+  }
+  for (int64_t i = 0; i < n; i++) ds->labels[i] = i % CLASSES;
+}
+
+int main(int argc, char **argv) {
+  const char *threads = getenv("LT_NUM_THREADS"), *backend = NULL, *data = NULL;
+  int64_t hidden = 512;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--threads"))
+      threads = argv[i + 1];
+    else if (!strcmp(argv[i], "--backend"))
+      backend = argv[i + 1];
+    else if (!strcmp(argv[i], "--data"))
+      data = argv[i + 1];
+    else if (!strcmp(argv[i], "--hidden"))
+      hidden = atoll(argv[i + 1]);
+    else {
+      fprintf(stderr,
+              "usage: train_step [--threads N] [--backend ref|cpu] [--data DIR] "
+              "[--hidden N]\n");
+      return 2;
+    }
+  }
+  if (!threads || atoi(threads) < 1) threads = "1";
+  setenv("LT_NUM_THREADS", threads, 1);
+  if (backend) setenv("LT_BACKEND", backend, 1);
+  if (!data) data = getenv("LT_DATA_DIR");
+  if (!data) data = LT_NN_FASHION_MNIST_DIR;
+  const char *be = getenv("LT_BACKEND");
+
+  char probe[1024];
+  snprintf(probe, sizeof probe, "%s/t10k-images-idx3-ubyte.gz", data);
+  bool have_data = access(probe, R_OK) == 0;
+  /* The peer first, in a child process, while none of our threads exist; Debian's python3-torch
+   * lives beside /usr/bin/python3, which may not be the python3 first on PATH. */
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd,
+           "for py in /usr/bin/python3 python3; do $py -c 'import torch' 2>/dev/null && break; "
+           "done; $py '%s/bench/train_step_torch.py' --threads %s --hidden %lld %s%s 2>/dev/null",
+           LT_SOURCE_DIR, threads, (long long)hidden, have_data ? "--data " : "",
+           have_data ? data : "");
+  double torch_ms = -1, torch_rss_kb = -1, torch_loss = NAN;
+  FILE *p = popen(cmd, "r");
+  if (p) {
+    char line[256];
+    while (fgets(line, sizeof line, p)) {
+      sscanf(line, "median_ms %lf", &torch_ms);
+      sscanf(line, "peak_rss_kb %lf", &torch_rss_kb);
+      sscanf(line, "final_loss %lf", &torch_loss);
+    }
+    pclose(p);
+  }
+  lt_device dev = lt_cpu(0);
+  lt_manual_seed(dev, 1);
+  lt_nn_dataset ds;
+  bool real = lt_nn_fashion_mnist(data, false, &ds) == LT_OK;
+  if (!real) synthetic(&ds, (WARMUP + STEPS) * BATCH);
+  /* The MLP, Adam, and a loader in data order over the first batches. */
+  lt_nn_linear layer[3];
+  lt_tensor *params[6];
+  int64_t dims[4] = {FEATURES, hidden, hidden, CLASSES};
+  for (int i = 0; i < 3; i++) {
+    if (lt_nn_linear_init(&layer[i], dev, LT_F32, dims[i], dims[i + 1], true) != LT_OK)
+      return die("linear");
+    params[2 * i] = layer[i].weight;
+    params[2 * i + 1] = layer[i].bias;
+  }
+  lt_nn_optim_config oc = lt_nn_optim_defaults(LT_NN_ADAM);
+  lt_nn_optim *opt = lt_nn_optim_create(&oc, params, 6);
+  lt_nn_loader *loader = lt_nn_loader_create(&ds, dev, BATCH, false);
+  if (!opt || !loader) return die("setup");
+  if (lt_mark_step(dev) != LT_OK || lt_wait_device_ops(dev) != LT_OK) return die("init");
+  int64_t nb = lt_nn_loader_epoch(loader);
+  int64_t limit = (WARMUP + STEPS) < nb ? (WARMUP + STEPS) : nb;
+  double times[WARMUP + STEPS], last = now_ms();
+  lt_tensor *loss_keep = NULL;
+  for (int s = 0; s < WARMUP + STEPS; s++) {
+    if (s % limit == 0 && s > 0) nb = lt_nn_loader_epoch(loader);
+    lt_scope_begin();
+    lt_tensor *x, *y;
+    if (lt_nn_loader_next(loader, &x, &y) != 1) return die("batch");
+    lt_tensor *h = x;
+    for (int i = 0; i < 3; i++) {
+      h = lt_nn_linear_forward(&layer[i], h);
+      if (i < 2) h = lt_nn_relu(h);
+    }
+    lt_tensor *loss = lt_nn_cross_entropy(h, y);
+    if (!loss || lt_backward(loss) != LT_OK || lt_nn_optim_step(opt) != LT_OK) return die("step");
+    lt_release(loss_keep);
+    loss_keep = lt_retain(loss);
+    lt_scope_end();
+    if (lt_mark_step(dev) != LT_OK) return die("mark_step");
+    double t = now_ms();
+    times[s] = t - last;
+    last = t;
+  }
+  if (lt_wait_device_ops(dev) != LT_OK) return die("wait");
+  double final_loss = NAN;
+  lt_item(loss_keep, 0, &final_loss);
+  lt_release(loss_keep);
+  qsort(times + WARMUP, STEPS, sizeof(double), cmp_double);
+  double ours = times[WARMUP + STEPS / 2];
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  double our_rss = (double)ru.ru_maxrss / 1024.0;
+  printf(
+      "# train_step: %s data, backend %s, threads %s, hidden %lld, uncached compiles %lld, "
+      "final loss %.4f\n",
+      real ? "Fashion-MNIST" : "synthetic", be && *be ? be : "default", threads, (long long)hidden,
+      (long long)lt_counter("UncachedCompile"), final_loss);
+  lt_nn_loader_free(loader);
+  lt_nn_optim_free(opt);
+  for (int i = 0; i < 3; i++) lt_nn_linear_free(&layer[i]);
+  lt_nn_dataset_free(&ds);
+
+  if (torch_ms > 0) {
+    printf("bench train_step %.3f ms ratio %.2f vs torch\n", ours, torch_ms / ours);
+    if (torch_rss_kb > 0)
+      printf("bench train_step_peak_rss %.1f MiB ratio %.2f vs torch\n", our_rss,
+             torch_rss_kb / 1024.0 / our_rss);
+    printf("# torch: %.3f ms per step, peak RSS %.1f MiB, final loss %.4f\n", torch_ms,
+           torch_rss_kb / 1024.0, torch_loss);
+  } else {
+    printf("bench train_step %.3f ms\n", ours);
+    printf("bench train_step_peak_rss %.1f MiB\n", our_rss);
+    printf("# torch not importable by python3: no peer figure\n");
+  }
+  return 0;
+}

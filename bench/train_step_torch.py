@@ -1,0 +1,65 @@
+"""PyTorch peer of bench/train_step.c: the same MLP (784-512-512-10, ReLU),
+Adam lr 1e-3, cross-entropy, batch 128, on the first batches of Fashion-MNIST's
+test set (or synthetic data when it is absent), torch.set_num_threads(N).
+Prints 'median_ms <x>' and 'peak_rss_kb <y>' (ru_maxrss of this process)."""
+import argparse
+import gzip
+import os
+import resource
+import statistics
+import time
+
+import torch
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--threads", type=int, default=1)
+ap.add_argument("--batch", type=int, default=128)
+ap.add_argument("--hidden", type=int, default=512)
+ap.add_argument("--warmup", type=int, default=5)
+ap.add_argument("--steps", type=int, default=30)
+ap.add_argument("--data", default="")
+a = ap.parse_args()
+
+torch.set_num_threads(a.threads)
+torch.manual_seed(0)
+nbatches = a.warmup + a.steps
+need = nbatches * a.batch
+x = y = None
+if a.data:
+    img = os.path.join(a.data, "t10k-images-idx3-ubyte.gz")
+    lab = os.path.join(a.data, "t10k-labels-idx1-ubyte.gz")
+    if os.path.exists(img) and os.path.exists(lab):
+        with gzip.open(img, "rb") as f:
+            raw = f.read()
+        n = min(need, int.from_bytes(raw[4:8], "big"))
+        x = torch.frombuffer(bytearray(raw[16:16 + n * 784]), dtype=torch.uint8)
+        x = x.reshape(n, 784).float() / 255.0
+        with gzip.open(lab, "rb") as f:
+            y = torch.frombuffer(bytearray(f.read()[8:8 + n]), dtype=torch.uint8).long()
+        del raw
+if x is None:
+    x = torch.rand(need, 784)
+    y = torch.randint(0, 10, (need,))
+nb = x.shape[0] // a.batch
+
+model = torch.nn.Sequential(
+    torch.nn.Linear(784, a.hidden), torch.nn.ReLU(),
+    torch.nn.Linear(a.hidden, a.hidden), torch.nn.ReLU(),
+    torch.nn.Linear(a.hidden, 10))
+opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+lossf = torch.nn.CrossEntropyLoss()
+times = []
+for i in range(nbatches):
+    b = i % nb
+    xb, yb = x[b * a.batch:(b + 1) * a.batch], y[b * a.batch:(b + 1) * a.batch]
+    t0 = time.perf_counter()
+    opt.zero_grad(set_to_none=True)
+    loss = lossf(model(xb), yb)
+    loss.backward()
+    opt.step()
+    t1 = time.perf_counter()
+    if i >= a.warmup:
+        times.append((t1 - t0) * 1e3)
+print("median_ms %.4f" % statistics.median(times))
+print("final_loss %.4f" % loss.item())
+print("peak_rss_kb %d" % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)

@@ -1,0 +1,190 @@
+/* The cpu backend (see cpu.h): host buffers as ref's (so that buffers move
+ * freely between the two), an environment hash over everything that changes
+ * generated code, compile = lower + JIT, execute = run the kernels. */
+#include <llvm-c/Core.h>
+#include <stdarg.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "../../core/lt_alloc.h"
+#include "../../core/lt_error.h"
+#include "cpu.h"
+#include "cpu_irmath.h"
+
+/* ---- small shared helpers ---- */
+
+void cpu_sb_printf(cpu_sb *b, const char *fmt, ...) {
+  if (b->oom) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = b->cap - b->len;
+    int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? room : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      b->oom = true;
+      return;
+    }
+    if (b->s && (size_t)n < room) {
+      b->len += (size_t)n;
+      return;
+    }
+    size_t nc = b->cap ? b->cap * 2 : 4096;
+    while (nc < b->len + (size_t)n + 1) nc *= 2;
+    char *s = lt__realloc(b->s, b->cap, nc);
+    if (!s) {
+      b->oom = true;
+      return;
+    }
+    b->s = s;
+    b->cap = nc;
+  }
+}
+
+void cpu_sb_free(cpu_sb *b) {
+  lt__free(b->s, b->cap);
+  memset(b, 0, sizeof *b);
+}
+
+void cpu_view_init(cpu_view *v, int slot, int dtype, const int64_t *shape_in, int ndim) {
+  int64_t shape[LT_MAX_DIMS];
+  if (ndim) memcpy(shape, shape_in, (size_t)ndim * sizeof *shape); /* shape may be v's own */
+  memset(v, 0, sizeof *v);
+  v->slot = slot;
+  v->dtype = (uint8_t)dtype;
+  v->ndim = (uint8_t)ndim;
+  int64_t s = 1;
+  for (int d = ndim - 1; d >= 0; d--) {
+    v->shape[d] = shape[d];
+    v->strides[d] = s;
+    s *= shape[d];
+  }
+}
+
+bool cpu_view_contiguous(const cpu_view *v) {
+  int64_t s = 1;
+  for (int d = v->ndim - 1; d >= 0; d--) {
+    if (v->shape[d] != 1 && v->strides[d] != s) return false;
+    s *= v->shape[d];
+  }
+  return true;
+}
+
+void cpu_fn_name(char *buf, size_t n, uint64_t uid, int i) {
+  snprintf(buf, n, "lt_k%llu_%d", (unsigned long long)uid, i);
+}
+
+/* ---- the test hook of cpu_api.h ---- */
+
+static const lt_backend *_Atomic g_forced;
+void lt__backend_force(const lt_backend *be) { atomic_store(&g_forced, be); }
+const lt_backend *lt__backend_forced(void) { return atomic_load(&g_forced); }
+
+/* ---- the backend ---- */
+
+static uint64_t cpu_env_hash(void) {
+  static _Atomic uint64_t cached;
+  uint64_t h = atomic_load(&cached);
+  if (h) return h;
+  const char *cpu, *features;
+  cpu_jit_host(&cpu, &features);
+  unsigned maj = 0, min = 0, pat = 0;
+  LLVMGetVersion(&maj, &min, &pat);
+  cpu_sb sb = {0};
+  cpu_sb_printf(&sb, "lazytensor-cpu %s %s llvm %u.%u.%u cpu %s features %s", LT_VERSION_STRING,
+                CPU_BACKEND_VERSION, maj, min, pat, cpu, features);
+  h = sb.s ? XXH3_64bits(sb.s, sb.len) : 1;
+  cpu_sb_free(&sb);
+  if (!h) h = 1;
+  atomic_store(&cached, h);
+  return h;
+}
+
+static int cpu_data_alloc(lt_buffer *b) { return lt__ref_backend.data_alloc(b); }
+static void cpu_data_free(lt_buffer *b) { lt__ref_backend.data_free(b); }
+static int cpu_to_device(lt_buffer *dst, const void *src, size_t nbytes) {
+  return lt__ref_backend.to_device(dst, src, nbytes);
+}
+static int cpu_from_device(const lt_buffer *src, void *dst, size_t nbytes) {
+  return lt__ref_backend.from_device(src, dst, nbytes);
+}
+
+static void cpu_executable_free(lt_executable *e) {
+  if (!e) return;
+  cpu_jit_free(e->jit);
+  if (e->kernels) cpu_kernels_free(e->kernels, e->nkernels);
+  lt__free(e->kernels, (size_t)e->kernels_cap * sizeof *e->kernels);
+  lt__free(e->slots, (size_t)e->slots_cap * sizeof *e->slots);
+  lt__free(e->root_slot, (size_t)e->nroots * sizeof(int) + 1);
+  lt__free(e->alias, (size_t)e->nroots * sizeof(int) + 1);
+  lt__free(e, sizeof *e);
+}
+
+static int cpu_compile(const lt_graph *g, lt_executable **out) {
+  static _Atomic uint64_t next_uid;
+  lt_executable *e = lt__calloc(sizeof *e);
+  if (!e) return LT_ENOMEM;
+  e->uid = atomic_fetch_add(&next_uid, 1) + 1;
+  e->nparams = g->nparams;
+  e->nroots = g->nroots;
+  e->root_slot = lt__malloc((size_t)g->nroots * sizeof(int) + 1);
+  e->alias = lt__malloc((size_t)g->nroots * sizeof(int) + 1);
+  cpu_sb ir = {0};
+  cpu_kernel_fn *fns = NULL;
+  int nfns = 0, rc = LT_ENOMEM;
+  if (!e->root_slot || !e->alias) goto fail;
+  cpu_sb_printf(&ir, "; lazytensor cpu kernels, executable %llu\n", (unsigned long long)e->uid);
+  ir_declarations(&ir);
+  cpu_sb_printf(&ir, "attributes #0 = { nounwind \"prefer-vector-width\"=\"512\" }\n");
+  if ((rc = cpu_lower(g, e, &ir, &nfns)) != LT_OK) goto fail;
+  if (ir.oom) {
+    rc = LT_ENOMEM;
+    goto fail;
+  }
+  if (nfns) {
+    fns = lt__calloc((size_t)nfns * sizeof *fns);
+    if (!fns) {
+      rc = LT_ENOMEM;
+      goto fail;
+    }
+    if ((rc = cpu_jit_add(ir.s, ir.len, e->uid, nfns, fns, &e->jit)) != LT_OK) goto fail;
+    for (int i = 0; i < e->nkernels; i++)
+      if (e->kernels[i].kind == CK_LOOP) e->kernels[i].fn = fns[e->kernels[i].fn_index];
+  }
+  lt__free(fns, (size_t)nfns * sizeof *fns);
+  cpu_sb_free(&ir);
+  cpu_pool_threads(); /* starts the pool (and sets BLAS's threads) before any run */
+  *out = e;
+  return LT_OK;
+fail:
+  lt__free(fns, (size_t)nfns * sizeof *fns);
+  cpu_sb_free(&ir);
+  cpu_executable_free(e);
+  if (rc == LT_ENOMEM) return lt__err(LT_ENOMEM, "cpu: out of memory compiling a graph");
+  return rc;
+}
+
+static int cpu_execute(lt_executable *e, lt_buffer *const *args, int nargs,
+                       lt_buffer *const *outs, int nouts) {
+  if (nargs != e->nparams || nouts != e->nroots)
+    return lt__err(LT_EEXEC, "cpu: executable takes %d arguments and gives %d results, got %d/%d",
+                   e->nparams, e->nroots, nargs, nouts);
+  for (int a = 0; a < nargs; a++)
+    if (atomic_load(&args[a]->state) != LT_BUF_READY)
+      return lt__err(LT_EEXEC, "cpu: argument %d holds no value", a);
+  return cpu_run(e, args, outs);
+}
+
+const lt_backend lt__cpu_backend = {
+    .name = "cpu",
+    .env_hash = cpu_env_hash,
+    .data_alloc = cpu_data_alloc,
+    .data_free = cpu_data_free,
+    .to_device = cpu_to_device,
+    .from_device = cpu_from_device,
+    .compile = cpu_compile,
+    .execute = cpu_execute,
+    .executable_free = cpu_executable_free,
+    .serialize = NULL, /* TODO: object code and plan, for the persistent cache */
+    .deserialize = NULL,
+};

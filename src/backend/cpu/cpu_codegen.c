@@ -1,0 +1,600 @@
+/* Loop nests as LLVM IR text (see cpu_codegen.h).
+ *
+ * A kernel has G loop dims (for an elementwise kernel, the root's dims; for a
+ * reduction, the operand's dims reordered as kept then reduced). Every access
+ * (each leaf view and the output) has a stride per loop dim. Adjacent dims
+ * that every access walks contiguously are merged and size-1 dims dropped, so
+ * an elementwise chain over same-shaped tensors becomes one flat loop.
+ *
+ * Functions are void f(ptr slots, i64 lo, i64 hi): the range is of flat
+ * elements (a 1-d elementwise kernel) or of rows (outer iterations). Loop
+ * variables and accumulators live in allocas that mem2reg promotes. */
+#include <math.h>
+#include <string.h>
+
+#include "../../core/lt_alloc.h"
+#include "../../core/lt_error.h"
+#include "cpu_codegen.h"
+#include "cpu_ops.h"
+
+#define MAX_LEAVES 512
+#define OP(...) ir_op(&k->ir, __VA_ARGS__)
+
+typedef struct leaf {
+  int slot;
+  uint8_t dtype;
+  int64_t offset;
+  int64_t gs[LT_MAX_DIMS]; /* per loop dim */
+  irv val;                 /* loaded value in the current pass */
+  bool loaded;
+} leaf;
+
+typedef struct memo {
+  int node;
+  int8_t dm[LT_MAX_DIMS];
+  irv v;
+} memo;
+
+typedef struct kgen {
+  const cg_ctx *c;
+  int root;  /* evaluated as an expression even when it is a view (its own kernel) */
+  int G;
+  int64_t S[LT_MAX_DIMS];
+  int nleaves;
+  leaf *leaves;
+  int nmemo, capmemo;
+  memo *memo;
+  bool emit;
+  cpu_ir ir;
+  cpu_sb body, allocas;
+  int nloops;
+  /* collapsed dims */
+  int nd, nk;
+  int64_t D[LT_MAX_DIMS];
+  int glast[LT_MAX_DIMS]; /* innermost loop dim of each collapsed dim */
+  irv var[LT_MAX_DIMS];
+  int64_t out_gs[LT_MAX_DIMS];
+  int err;
+} kgen;
+
+bool cg_elementwise_ok(const lt_node *n) { return ops_supported(n); }
+
+bool cg_reduce_ok(const lt_node *n) {
+  if (n->op < LT_OP_SUM || n->op > LT_OP_LOG_SOFTMAX) return false;
+  if (n->op == LT_OP_ARGMAX || n->op == LT_OP_ARGMIN) return false;
+  if (n->noperands != 1 || n->nattrs < 1) return false;
+  int dx = n->operands[0].node->dtype, dn = n->dtype;
+  if (ops_is_float(dn)) return dx == dn;
+  return !ops_is_float(dx) &&
+         (n->op == LT_OP_SUM || n->op == LT_OP_PROD || n->op == LT_OP_MAX || n->op == LT_OP_MIN);
+}
+
+/* ---- expression traversal ---- */
+
+static int leaf_find(kgen *k, const cpu_view *v, const int64_t *gs) {
+  for (int i = 0; i < k->nleaves; i++) {
+    leaf *l = &k->leaves[i];
+    if (l->slot == v->slot && l->dtype == v->dtype && l->offset == v->offset &&
+        memcmp(l->gs, gs, (size_t)k->G * sizeof *gs) == 0)
+      return i;
+  }
+  if (k->emit || k->nleaves == MAX_LEAVES) return -1;
+  leaf *l = &k->leaves[k->nleaves];
+  memset(l, 0, sizeof *l);
+  l->slot = v->slot;
+  l->dtype = v->dtype;
+  l->offset = v->offset;
+  memcpy(l->gs, gs, (size_t)k->G * sizeof *gs);
+  return k->nleaves++;
+}
+
+static irv leaf_load(kgen *k, leaf *l) {
+  if (l->loaded) return l->val;
+  irv idx = ir_int(l->offset);
+  for (int c = 0; c < k->nd; c++) {
+    int64_t s = l->gs[k->glast[c]];
+    if (!s) continue;
+    irv t = OP("mul i64 %s, %lld", k->var[c].s, (long long)s);
+    idx = OP("add i64 %s, %s", idx.s, t.s);
+  }
+  const char *t = ops_type(l->dtype);
+  irv p = OP("getelementptr inbounds %s, ptr %%p%d, i64 %s", t, l->slot, idx.s);
+  l->val = OP("load %s, ptr %s", t, p.s);
+  l->loaded = true;
+  return l->val;
+}
+
+static memo *memo_find(kgen *k, int node, const int8_t *dm, int nd) {
+  for (int i = k->nmemo - 1; i >= 0; i--)
+    if (k->memo[i].node == node && memcmp(k->memo[i].dm, dm, (size_t)nd) == 0)
+      return &k->memo[i];
+  return NULL;
+}
+
+static void memo_add(kgen *k, int node, const int8_t *dm, int nd, irv v) {
+  if (k->nmemo == k->capmemo) {
+    int nc = k->capmemo ? 2 * k->capmemo : 64;
+    memo *m = lt__realloc(k->memo, (size_t)k->capmemo * sizeof *m, (size_t)nc * sizeof *m);
+    if (!m) {
+      k->err = LT_ENOMEM;
+      return;
+    }
+    k->memo = m;
+    k->capmemo = nc;
+  }
+  memo *m = &k->memo[k->nmemo++];
+  memset(m, 0, sizeof *m);
+  m->node = node;
+  memcpy(m->dm, dm, (size_t)nd);
+  m->v = v;
+}
+
+static irv visit(kgen *k, int node, const int8_t *dm) {
+  irv none = {{0}};
+  if (k->err) return none;
+  const lt_node *n = k->c->g->nodes[node];
+  memo *m = memo_find(k, node, dm, n->ndim);
+  if (m) return m->v;
+  irv v = none;
+  if (k->c->kind[node] == CG_VIEW && node != k->root) {
+    const cpu_view *vw = &k->c->view[node];
+    int64_t gs[LT_MAX_DIMS] = {0};
+    for (int e = 0; e < n->ndim; e++)
+      if (dm[e] >= 0) gs[dm[e]] += vw->strides[e];
+    int li = leaf_find(k, vw, gs);
+    if (li < 0) {
+      k->err = lt__err(LT_ECOMPILE, "cpu: a kernel reads more than %d views", MAX_LEAVES);
+      return none;
+    }
+    if (k->emit) v = leaf_load(k, &k->leaves[li]);
+  } else {
+    irv args[3];
+    int dts[3];
+    if (n->noperands > 3) {
+      k->err = lt__err(LT_ECOMPILE, "cpu: op %s has %d operands", lt__op_name(n->op),
+                       n->noperands);
+      return none;
+    }
+    for (int j = 0; j < n->noperands; j++) {
+      const lt_node *y = n->operands[j].node;
+      int8_t dy[LT_MAX_DIMS];
+      for (int e = 0; e < y->ndim; e++)
+        dy[e] = y->shape[e] == 1 ? -1 : dm[e + n->ndim - y->ndim];
+      args[j] = visit(k, y->order, dy);
+      dts[j] = y->dtype;
+    }
+    if (k->err) return none;
+    if (k->emit) v = ops_emit(&k->ir, n, args, dts);
+  }
+  memo_add(k, node, dm, n->ndim, v);
+  return v;
+}
+
+/* Resets the per-pass memo (values are only valid in the block they were made). */
+static void pass_reset(kgen *k) {
+  k->nmemo = 0;
+  for (int i = 0; i < k->nleaves; i++) k->leaves[i].loaded = false;
+}
+
+/* ---- collapse ---- */
+
+static void collapse(kgen *k, int nkept) {
+  k->nd = k->nk = 0;
+  int prev_part = -1;
+  for (int j = 0; j < k->G; j++) {
+    if (k->S[j] == 1) continue;
+    int part = j < nkept ? 0 : 1;
+    bool merge = k->nd > 0 && part == prev_part;
+    if (merge) {
+      int pj = k->glast[k->nd - 1];
+      if (k->out_gs[pj] != k->out_gs[j] * k->S[j]) merge = false;
+      for (int l = 0; l < k->nleaves && merge; l++)
+        if (k->leaves[l].gs[pj] != k->leaves[l].gs[j] * k->S[j]) merge = false;
+    }
+    if (merge) {
+      k->D[k->nd - 1] *= k->S[j];
+      k->glast[k->nd - 1] = j;
+    } else {
+      k->D[k->nd] = k->S[j];
+      k->glast[k->nd] = j;
+      k->nd++;
+      if (part == 0) k->nk++;
+    }
+    prev_part = part;
+  }
+}
+
+/* ---- loops and emission helpers ---- */
+
+static irv loop_begin(kgen *k, irv lo, irv hi, int *id) {
+  *id = k->nloops++;
+  cpu_sb_printf(&k->allocas, "  %%i%d = alloca i64\n", *id);
+  cpu_sb_printf(&k->body, "  store i64 %s, ptr %%i%d\n  br label %%L%d.c\nL%d.c:\n", lo.s, *id,
+                *id, *id);
+  irv v = OP("load i64, ptr %%i%d", *id);
+  irv c = OP("icmp slt i64 %s, %s", v.s, hi.s);
+  cpu_sb_printf(&k->body, "  br i1 %s, label %%L%d.b, label %%L%d.e\nL%d.b:\n", c.s, *id, *id,
+                *id);
+  return v;
+}
+
+static void loop_end(kgen *k, irv var, int id) {
+  irv n = OP("add i64 %s, 1", var.s);
+  cpu_sb_printf(&k->body, "  store i64 %s, ptr %%i%d\n  br label %%L%d.c\nL%d.e:\n", n.s, id, id,
+                id);
+}
+
+/* Unravels outer index o over the kept collapsed dims into k->var[0..nk). */
+static void unravel_outer(kgen *k, irv o) {
+  for (int c = k->nk - 1; c >= 0; c--) {
+    if (c == 0) {
+      k->var[0] = o;
+      break;
+    }
+    k->var[c] = OP("urem i64 %s, %lld", o.s, (long long)k->D[c]);
+    o = OP("udiv i64 %s, %lld", o.s, (long long)k->D[c]);
+  }
+}
+
+static irv out_index(kgen *k) {
+  irv idx = ir_int(0);
+  for (int c = 0; c < k->nd; c++) {
+    int64_t s = k->out_gs[k->glast[c]];
+    if (!s) continue;
+    irv t = OP("mul i64 %s, %lld", k->var[c].s, (long long)s);
+    idx = OP("add i64 %s, %s", idx.s, t.s);
+  }
+  return idx;
+}
+
+static void store_out(kgen *k, const cpu_view *out, irv idx, irv v) {
+  const char *t = ops_type(out->dtype);
+  irv p = OP("getelementptr inbounds %s, ptr %%p%d, i64 %s", t, out->slot, idx.s);
+  cpu_sb_printf(&k->body, "  store %s %s, ptr %s\n", t, v.s, p.s);
+}
+
+typedef struct acc {
+  int id;
+  const char *t;
+} acc;
+
+static acc acc_new(kgen *k, const char *t, irv init) {
+  acc a = {k->nloops++, t};
+  cpu_sb_printf(&k->allocas, "  %%a%d = alloca %s\n", a.id, t);
+  cpu_sb_printf(&k->body, "  store %s %s, ptr %%a%d\n", t, init.s, a.id);
+  return a;
+}
+static irv acc_get(kgen *k, acc a) { return OP("load %s, ptr %%a%d", a.t, a.id); }
+static void acc_set(kgen *k, acc a, irv v) {
+  cpu_sb_printf(&k->body, "  store %s %s, ptr %%a%d\n", a.t, v.s, a.id);
+}
+
+/* Runs body over the reduced collapsed dims [nk, nd) (nested loops). */
+typedef void (*inner_fn)(kgen *k, void *ud);
+static void reduced_loops(kgen *k, int c, inner_fn fn, void *ud) {
+  if (c == k->nd) {
+    fn(k, ud);
+    return;
+  }
+  int id;
+  k->var[c] = loop_begin(k, ir_int(0), ir_int(k->D[c]), &id);
+  irv saved = k->var[c];
+  reduced_loops(k, c + 1, fn, ud);
+  loop_end(k, saved, id);
+}
+
+/* Writes function fn_index from k's body and allocas into the module text. */
+static void finish_function(kgen *k, int fn_index, const cpu_view *out) {
+  char name[64];
+  cpu_fn_name(name, sizeof name, k->c->uid, fn_index);
+  cpu_sb *ir = k->c->ir;
+  cpu_sb_printf(ir, "\ndefine void @%s(ptr %%S, i64 %%lo, i64 %%hi) #0 {\nentry:\n", name);
+  if (k->allocas.len) cpu_sb_printf(ir, "%s", k->allocas.s);
+  /* One pointer per slot, loaded once, so that a load and a store of the same
+   * slot (an update in place) visibly share their base. */
+  int done[MAX_LEAVES + 1], ndone = 0;
+  for (int l = -1; l < k->nleaves; l++) {
+    int s = l < 0 ? out->slot : k->leaves[l].slot;
+    bool seen = false;
+    for (int i = 0; i < ndone; i++) seen |= done[i] == s;
+    if (seen) continue;
+    done[ndone++] = s;
+    cpu_sb_printf(ir, "  %%q%d = getelementptr inbounds ptr, ptr %%S, i64 %d\n", s, s);
+    cpu_sb_printf(ir, "  %%p%d = load ptr, ptr %%q%d\n", s, s);
+  }
+  cpu_sb_printf(ir, "  br label %%body\nbody:\n%s  ret void\n}\n", k->body.s ? k->body.s : "");
+}
+
+static int kgen_init(kgen *k, const cg_ctx *c, int root) {
+  memset(k, 0, sizeof *k);
+  k->c = c;
+  k->root = root;
+  k->leaves = lt__malloc(MAX_LEAVES * sizeof *k->leaves);
+  if (!k->leaves) return LT_ENOMEM;
+  k->ir.sb = &k->body;
+  return LT_OK;
+}
+
+static void kgen_free(kgen *k) {
+  lt__free(k->leaves, MAX_LEAVES * sizeof *k->leaves);
+  lt__free(k->memo, (size_t)k->capmemo * sizeof *k->memo);
+  cpu_sb_free(&k->body);
+  cpu_sb_free(&k->allocas);
+}
+
+static void fill_info(kgen *k, const cpu_view *out, cg_info *info) {
+  info->nreads = 0;
+  info->reads_full = false;
+  for (int l = 0; l < k->nleaves; l++) {
+    if (info->nreads == (int)(sizeof info->reads / sizeof *info->reads)) {
+      info->reads_full = true;
+      break;
+    }
+    const leaf *lf = &k->leaves[l];
+    bool id = lf->offset == 0 && lf->dtype == out->dtype &&
+              memcmp(lf->gs, k->out_gs, (size_t)k->G * sizeof *lf->gs) == 0;
+    info->reads[info->nreads].slot = lf->slot;
+    info->reads[info->nreads++].identity = id;
+  }
+}
+
+/* ---- elementwise kernels ---- */
+
+int cg_elem(const cg_ctx *c, int root, bool copy, const cpu_view *out, int fn_index,
+            cg_info *info) {
+  kgen kk, *k = &kk;
+  int rc = kgen_init(k, c, copy ? -1 : root);
+  if (rc != LT_OK) return rc;
+  const lt_node *n = c->g->nodes[root];
+  k->G = n->ndim;
+  int8_t dm[LT_MAX_DIMS];
+  int64_t s = 1;
+  for (int d = n->ndim - 1; d >= 0; d--) {
+    k->S[d] = n->shape[d];
+    dm[d] = (int8_t)d;
+    k->out_gs[d] = s;
+    s *= n->shape[d];
+  }
+  visit(k, root, dm); /* pass 1: the leaves */
+  if (k->err) goto done;
+  collapse(k, k->G);
+  if (k->nd == 0) { /* one element */
+    k->D[0] = 1;
+    k->glast[0] = 0;
+    k->nd = k->nk = 1;
+    if (k->G == 0) {
+      k->G = 1;
+      k->S[0] = 1;
+      k->out_gs[0] = 0;
+    }
+  }
+  pass_reset(k);
+  k->emit = true;
+  int id;
+  if (k->nd == 1) { /* flat: [lo, hi) are elements */
+    k->var[0] = loop_begin(k, (irv){"%lo"}, (irv){"%hi"}, &id);
+    irv v = visit(k, root, dm);
+    store_out(k, out, out_index(k), v);
+    loop_end(k, k->var[0], id);
+    info->extent = k->D[0];
+    info->unit_cost = 1;
+  } else { /* rows over the outer dims, an inner loop over the last */
+    k->nk = k->nd - 1;
+    irv o = loop_begin(k, (irv){"%lo"}, (irv){"%hi"}, &id);
+    unravel_outer(k, o);
+    int id2;
+    k->var[k->nd - 1] = loop_begin(k, ir_int(0), ir_int(k->D[k->nd - 1]), &id2);
+    irv j = k->var[k->nd - 1];
+    irv v = visit(k, root, dm);
+    store_out(k, out, out_index(k), v);
+    loop_end(k, j, id2);
+    loop_end(k, o, id);
+    info->extent = 1;
+    for (int d = 0; d < k->nd - 1; d++) info->extent *= k->D[d];
+    info->unit_cost = k->D[k->nd - 1];
+  }
+  if (k->err) goto done;
+  fill_info(k, out, info);
+  finish_function(k, fn_index, out);
+  if (c->ir->oom) k->err = LT_ENOMEM;
+done:
+  rc = k->err ? k->err : (k->body.oom || k->allocas.oom ? LT_ENOMEM : LT_OK);
+  kgen_free(k);
+  return rc;
+}
+
+/* ---- reductions ---- */
+
+typedef struct rstate {
+  int op, dx, dn;
+  int operand;
+  const int8_t *dm;
+  acc a;
+  irv shift; /* max pass result (logsumexp / softmax) */
+  irv inv;   /* softmax: 1 / sum; log_softmax: log(sum), in dx */
+  const cpu_view *out;
+} rstate;
+
+static irv operand_value(kgen *k, rstate *r) {
+  pass_reset(k);
+  return visit(k, r->operand, r->dm);
+}
+
+static void body_max(kgen *k, void *ud) {
+  rstate *r = ud;
+  irv v = operand_value(k, r);
+  const char *t = ops_type(r->dx), *s = r->dx == LT_F32 ? "f32" : "f64";
+  irv m = acc_get(k, r->a);
+  bool mx = r->op != LT_OP_MIN;
+  acc_set(k, r->a, OP("call %s @llvm.%s.%s(%s %s, %s %s)", t, mx ? "maximum" : "minimum", s, t,
+                      m.s, t, v.s));
+}
+
+static void body_sum(kgen *k, void *ud) { /* float sums in double */
+  rstate *r = ud;
+  irv v = ops_conv(&k->ir, operand_value(k, r), r->dx, LT_F64);
+  irv s = acc_get(k, r->a);
+  acc_set(k, r->a, OP("%s reassoc double %s, %s", r->op == LT_OP_PROD ? "fmul" : "fadd", s.s, v.s));
+}
+
+/* Sums exp(x - shift) in the operand's float type (reassociated: partial sums
+ * per vector lane); softmax also stores each exp for the scaling pass. */
+static void body_expsum(kgen *k, void *ud) {
+  rstate *r = ud;
+  irv v = operand_value(k, r);
+  const char *t = ops_type(r->dx);
+  irv z = OP("fsub %s %s, %s", t, v.s, r->shift.s);
+  irv e = ops_exp(&k->ir, z, r->dx);
+  if (r->op == LT_OP_SOFTMAX) store_out(k, r->out, out_index(k), e);
+  irv s = acc_get(k, r->a);
+  acc_set(k, r->a, OP("fadd reassoc %s %s, %s", t, s.s, e.s));
+}
+
+static void body_scale_out(kgen *k, void *ud) {
+  rstate *r = ud;
+  const char *t = ops_type(r->dx);
+  irv idx = out_index(k);
+  irv p = OP("getelementptr inbounds %s, ptr %%p%d, i64 %s", t, r->out->slot, idx.s);
+  irv e = OP("load %s, ptr %s", t, p.s);
+  irv o = OP("fmul %s %s, %s", t, e.s, r->inv.s);
+  cpu_sb_printf(&k->body, "  store %s %s, ptr %s\n", t, o.s, p.s);
+}
+
+static void body_int(kgen *k, void *ud) {
+  rstate *r = ud;
+  irv v = ops_conv(&k->ir, operand_value(k, r), r->dx, LT_I64);
+  irv s = acc_get(k, r->a);
+  irv n;
+  switch (r->op) {
+  case LT_OP_SUM: n = OP("add i64 %s, %s", s.s, v.s); break;
+  case LT_OP_PROD: n = OP("mul i64 %s, %s", s.s, v.s); break;
+  case LT_OP_MAX: n = OP("call i64 @llvm.smax.i64(i64 %s, i64 %s)", s.s, v.s); break;
+  default: n = OP("call i64 @llvm.smin.i64(i64 %s, i64 %s)", s.s, v.s); break;
+  }
+  acc_set(k, r->a, n);
+}
+
+static void body_softmax_out(kgen *k, void *ud) {
+  rstate *r = ud;
+  irv v = operand_value(k, r);
+  const char *t = ops_type(r->dx);
+  irv z = OP("fsub %s %s, %s", t, v.s, r->shift.s);
+  irv o = r->op == LT_OP_SOFTMAX ? OP("fmul %s %s, %s", t, ops_exp(&k->ir, z, r->dx).s, r->inv.s)
+                                 : OP("fsub %s %s, %s", t, z.s, r->inv.s);
+  store_out(k, r->out, out_index(k), o);
+}
+
+int cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, cg_info *info) {
+  kgen kk, *k = &kk;
+  int rc = kgen_init(k, c, -1);
+  if (rc != LT_OK) return rc;
+  const lt_node *n = c->g->nodes[node];
+  const lt_node *x = n->operands[0].node;
+  bool one_axis = n->op == LT_OP_SOFTMAX || n->op == LT_OP_LOG_SOFTMAX;
+  bool whole = one_axis;
+  int64_t mask = one_axis ? (int64_t)1 << n->attrs[0] : n->attrs[0];
+  /* loop order: kept input dims, then reduced ones */
+  int perm[LT_MAX_DIMS], pos[LT_MAX_DIMS], G = 0, nkept = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int d = 0; d < x->ndim; d++)
+      if (((mask >> d) & 1) == pass) {
+        pos[d] = G;
+        perm[G++] = d;
+        if (!pass) nkept++;
+      }
+  k->G = G;
+  int64_t xs[LT_MAX_DIMS], s = 1, so = 1;
+  for (int d = x->ndim - 1; d >= 0; d--) {
+    xs[d] = s;
+    s *= x->shape[d];
+  }
+  for (int j = 0; j < G; j++) k->S[j] = x->shape[perm[j]];
+  /* output strides per loop dim: softmax writes the operand's layout, the
+   * others write kept dims row-major (same with or without keepdim) */
+  for (int j = G - 1; j >= 0; j--) {
+    if (whole) {
+      k->out_gs[j] = xs[perm[j]];
+    } else if (j < nkept) {
+      k->out_gs[j] = so;
+      so *= k->S[j];
+    } else {
+      k->out_gs[j] = 0;
+    }
+  }
+  int8_t dm[LT_MAX_DIMS];
+  for (int d = 0; d < x->ndim; d++) dm[d] = x->shape[d] == 1 ? -1 : (int8_t)pos[d];
+  rstate r = {.op = n->op, .dx = x->dtype, .dn = n->dtype, .operand = x->order, .dm = dm,
+              .out = out};
+  visit(k, x->order, dm); /* pass 1 */
+  if (k->err) goto done;
+  collapse(k, nkept);
+  int64_t inner = 1, outer = 1;
+  for (int c2 = 0; c2 < k->nd; c2++) {
+    if (c2 < k->nk)
+      outer *= k->D[c2];
+    else
+      inner *= k->D[c2];
+  }
+  k->emit = true;
+  int id;
+  irv o = loop_begin(k, (irv){"%lo"}, (irv){"%hi"}, &id);
+  unravel_outer(k, o);
+  const char *t = ops_type(r.dx);
+  bool fl = ops_is_float(r.dn);
+  if (!fl) {
+    int64_t init = r.op == LT_OP_SUM ? 0 : r.op == LT_OP_PROD ? 1
+                   : r.op == LT_OP_MAX ? INT64_MIN : INT64_MAX;
+    r.a = acc_new(k, "i64", ir_int(init));
+    reduced_loops(k, k->nk, body_int, &r);
+    irv v = acc_get(k, r.a);
+    store_out(k, out, out_index(k), ops_conv(&k->ir, v, LT_I64, r.dn));
+  } else if (r.op == LT_OP_SUM || r.op == LT_OP_MEAN || r.op == LT_OP_PROD) {
+    r.a = acc_new(k, "double", ir_f64(r.op == LT_OP_PROD ? 1.0 : 0.0));
+    reduced_loops(k, k->nk, body_sum, &r);
+    irv v = acc_get(k, r.a);
+    if (r.op == LT_OP_MEAN) v = OP("fdiv double %s, %s", v.s, ir_f64((double)inner).s);
+    store_out(k, out, out_index(k), ops_conv(&k->ir, v, LT_F64, r.dn));
+  } else {
+    bool mx = r.op != LT_OP_MIN;
+    r.a = acc_new(k, t, ir_f64(mx ? -INFINITY : INFINITY));
+    reduced_loops(k, k->nk, body_max, &r);
+    irv m = acc_get(k, r.a);
+    if (r.op == LT_OP_MAX || r.op == LT_OP_MIN) {
+      store_out(k, out, out_index(k), m);
+    } else {
+      /* logsumexp / softmax: a second pass sums exp(x - shift) */
+      irv shift = m;
+      if (r.op == LT_OP_LOGSUMEXP) {
+        irv a = OP("call %s @llvm.fabs.%s(%s %s)", t, r.dx == LT_F32 ? "f32" : "f64", t, m.s);
+        irv inf = OP("fcmp oeq %s %s, 0x7FF0000000000000", t, a.s);
+        shift = OP("select i1 %s, %s 0.0, %s %s", inf.s, t, t, m.s);
+      }
+      r.shift = shift;
+      r.a = acc_new(k, t, ir_f64(0.0));
+      int op = r.op;
+      reduced_loops(k, k->nk, body_expsum, &r);
+      irv sum = ops_conv(&k->ir, acc_get(k, r.a), r.dx, LT_F64);
+      if (op == LT_OP_LOGSUMEXP) {
+        irv l = OP("call double @log(double %s)", sum.s);
+        irv sh = ops_conv(&k->ir, shift, r.dx, LT_F64);
+        irv res = OP("fadd double %s, %s", l.s, sh.s);
+        store_out(k, out, out_index(k), ops_conv(&k->ir, res, LT_F64, r.dn));
+      } else {
+        irv q = op == LT_OP_SOFTMAX ? OP("fdiv double 1.0, %s", sum.s)
+                                    : OP("call double @log(double %s)", sum.s);
+        r.inv = ops_conv(&k->ir, q, LT_F64, r.dx);
+        reduced_loops(k, k->nk, op == LT_OP_SOFTMAX ? body_scale_out : body_softmax_out, &r);
+      }
+    }
+  }
+  loop_end(k, o, id);
+  info->extent = outer;
+  info->unit_cost = inner ? inner : 1;
+  if (k->err) goto done;
+  fill_info(k, out, info);
+  finish_function(k, fn_index, out);
+done:
+  rc = k->err ? k->err : (k->body.oom || k->allocas.oom || c->ir->oom ? LT_ENOMEM : LT_OK);
+  kgen_free(k);
+  return rc;
+}

@@ -1,0 +1,36 @@
+/* Emitting LLVM IR text one instruction at a time, and the float math that
+ * must vectorize: exp, log, tanh, sigmoid, erf for f32 as branch-free
+ * polynomial code (selects only), which the loop vectorizer turns into vector
+ * code after inlining. f64 transcendentals call libm (scalar, exact as ref). */
+#ifndef LT_CPU_IRMATH_H
+#define LT_CPU_IRMATH_H
+
+#include "cpu.h"
+
+typedef struct cpu_ir {
+  cpu_sb *sb;
+  int next; /* SSA counter */
+} cpu_ir;
+
+/* An operand: "%v12" or a literal. */
+typedef struct irv {
+  char s[40];
+} irv;
+
+irv ir_op(cpu_ir *ir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+irv ir_f32(double x); /* rounded to float */
+irv ir_f64(double x);
+irv ir_int(int64_t x);
+irv ir_fresh(cpu_ir *ir);
+
+/* f32 math, ~1e-6 relative or better on the whole range; NaN propagates. */
+irv ir_expf(cpu_ir *ir, irv x);
+irv ir_logf(cpu_ir *ir, irv x);
+irv ir_tanhf(cpu_ir *ir, irv x);
+irv ir_sigmoidf(cpu_ir *ir, irv x);
+irv ir_erff(cpu_ir *ir, irv x);
+
+/* Declarations of the intrinsics and libm functions the kernels may call. */
+void ir_declarations(cpu_sb *sb);
+
+#endif

@@ -1,0 +1,276 @@
+/* Scalar IR of the elementwise ops (see cpu_ops.h).
+ *
+ * Domains as ref: a float operand or result computes in floating point, else
+ * in int64 with wrap-around, then converts to the result dtype as ref's CAST
+ * does (llvm.fptosi.sat is exactly ref's saturating, NaN-to-0 truncation).
+ * When operands and result are all f32, ops compute in f32: + - * / sqrt and
+ * comparisons give the same bits as ref's double-then-round; exp, log, tanh,
+ * sigmoid, erf, gelu use the polynomial code of cpu_irmath.c (about 1e-6
+ * relative). rsqrt, log1p, sin, cos and pow go through double (pow, log1p,
+ * sin, cos through libm, scalar). f64 transcendentals call libm. */
+#include "cpu_ops.h"
+
+#define OP(...) ir_op(ir, __VA_ARGS__)
+
+const char *ops_type(int dt) {
+  switch (dt) {
+  case LT_BOOL: return "i8";
+  case LT_I32: return "i32";
+  case LT_I64: return "i64";
+  case LT_F32: return "float";
+  default: return "double";
+  }
+}
+
+bool ops_is_float(int dt) { return dt == LT_F32 || dt == LT_F64; }
+
+static const char *fsuf(int dt) { return dt == LT_F32 ? "f32" : "f64"; }
+static int width(int dt) { return dt == LT_BOOL ? 8 : dt == LT_I32 ? 32 : 64; }
+
+irv ops_conv(cpu_ir *ir, irv v, int from, int to) {
+  if (from == to) return v;
+  if (ops_is_float(from) && ops_is_float(to))
+    return from == LT_F32 ? OP("fpext float %s to double", v.s)
+                          : OP("fptrunc double %s to float", v.s);
+  if (ops_is_float(from)) {
+    if (to == LT_BOOL) {
+      irv c = OP("fcmp une %s %s, 0.0", ops_type(from), v.s);
+      return OP("zext i1 %s to i8", c.s);
+    }
+    return OP("call %s @llvm.fptosi.sat.%s.%s(%s %s)", ops_type(to), ops_type(to), fsuf(from),
+              ops_type(from), v.s);
+  }
+  if (ops_is_float(to))
+    return OP("%s %s %s to %s", from == LT_BOOL ? "uitofp" : "sitofp", ops_type(from), v.s,
+              ops_type(to));
+  if (to == LT_BOOL) {
+    irv c = OP("icmp ne %s %s, 0", ops_type(from), v.s);
+    return OP("zext i1 %s to i8", c.s);
+  }
+  if (width(to) > width(from))
+    return OP("%s %s %s to %s", from == LT_BOOL ? "zext" : "sext", ops_type(from), v.s,
+              ops_type(to));
+  return OP("trunc %s %s to %s", ops_type(from), v.s, ops_type(to));
+}
+
+static irv from_i1(cpu_ir *ir, irv c, int to) {
+  return OP("%s i1 %s to %s", ops_is_float(to) ? "uitofp" : "zext", c.s, ops_type(to));
+}
+
+static irv truth(cpu_ir *ir, irv v, int dt) {
+  return ops_is_float(dt) ? OP("fcmp une %s %s, 0.0", ops_type(dt), v.s)
+                          : OP("icmp ne %s %s, 0", ops_type(dt), v.s);
+}
+
+static irv libm1(cpu_ir *ir, const char *fn, irv x, int dt) {
+  irv d = ops_conv(ir, x, dt, LT_F64);
+  irv r = OP("call double @%s(double %s)", fn, d.s);
+  return ops_conv(ir, r, LT_F64, dt);
+}
+
+irv ops_exp(cpu_ir *ir, irv v, int dt) {
+  return dt == LT_F32 ? ir_expf(ir, v) : OP("call double @exp(double %s)", v.s);
+}
+
+/* Unary op in float dtype dt (f32 or f64) on x. */
+static irv unary_float(cpu_ir *ir, int op, irv x, int dt) {
+  const char *t = ops_type(dt), *s = fsuf(dt);
+  bool f32 = dt == LT_F32;
+  switch (op) {
+  case LT_OP_NEG: return OP("fneg %s %s", t, x.s);
+  case LT_OP_ABS: return OP("call %s @llvm.fabs.%s(%s %s)", t, s, t, x.s);
+  case LT_OP_SIGN: {
+    irv gt = OP("fcmp ogt %s %s, 0.0", t, x.s), lt = OP("fcmp olt %s %s, 0.0", t, x.s);
+    irv m = OP("select i1 %s, %s -1.0, %s 0.0", lt.s, t, t);
+    return OP("select i1 %s, %s 1.0, %s %s", gt.s, t, t, m.s);
+  }
+  case LT_OP_RELU: {
+    irv c = OP("fcmp ugt %s %s, 0.0", t, x.s);
+    return OP("select i1 %s, %s %s, %s 0.0", c.s, t, x.s, t);
+  }
+  case LT_OP_FLOOR: return OP("call %s @llvm.floor.%s(%s %s)", t, s, t, x.s);
+  case LT_OP_CEIL: return OP("call %s @llvm.ceil.%s(%s %s)", t, s, t, x.s);
+  case LT_OP_ROUND: return OP("call %s @llvm.roundeven.%s(%s %s)", t, s, t, x.s);
+  case LT_OP_SQRT: return OP("call %s @llvm.sqrt.%s(%s %s)", t, s, t, x.s);
+  case LT_OP_RSQRT: {
+    irv d = ops_conv(ir, x, dt, LT_F64);
+    irv q = OP("call double @llvm.sqrt.f64(double %s)", d.s);
+    irv r = OP("fdiv double 1.0, %s", q.s);
+    return ops_conv(ir, r, LT_F64, dt);
+  }
+  case LT_OP_EXP: return f32 ? ir_expf(ir, x) : libm1(ir, "exp", x, dt);
+  case LT_OP_LOG: return f32 ? ir_logf(ir, x) : libm1(ir, "log", x, dt);
+  case LT_OP_TANH: return f32 ? ir_tanhf(ir, x) : libm1(ir, "tanh", x, dt);
+  case LT_OP_ERF: return f32 ? ir_erff(ir, x) : libm1(ir, "erf", x, dt);
+  case LT_OP_LOG1P: return libm1(ir, "log1p", x, dt);
+  case LT_OP_SIN: return libm1(ir, "sin", x, dt);
+  case LT_OP_COS: return libm1(ir, "cos", x, dt);
+  case LT_OP_SIGMOID: {
+    if (f32) return ir_sigmoidf(ir, x);
+    /* ref: x >= 0 ? 1 / (1 + exp(-x)) : e / (1 + e) with e = exp(x); both use exp(-|x|). */
+    irv a = OP("call double @llvm.fabs.f64(double %s)", x.s);
+    irv na = OP("fneg double %s", a.s);
+    irv e = OP("call double @exp(double %s)", na.s);
+    irv d = OP("fadd double 1.0, %s", e.s);
+    irv pos = OP("fdiv double 1.0, %s", d.s), neg = OP("fdiv double %s, %s", e.s, d.s);
+    irv ge = OP("fcmp oge double %s, 0.0", x.s);
+    return OP("select i1 %s, double %s, double %s", ge.s, pos.s, neg.s);
+  }
+  case LT_OP_GELU: {
+    if (f32) {
+      irv y = OP("fmul float %s, %s", x.s, ir_f32(0.70710678118654752).s);
+      irv e = ir_erff(ir, y);
+      irv h = OP("fmul float %s, 0.5", x.s);
+      irv one = OP("fadd float %s, 1.0", e.s);
+      return OP("fmul float %s, %s", h.s, one.s);
+    }
+    irv y = OP("fdiv double %s, %s", x.s, ir_f64(1.4142135623730951).s);
+    irv e = OP("call double @erf(double %s)", y.s);
+    irv h = OP("fmul double 0.5, %s", x.s);
+    irv one = OP("fadd double 1.0, %s", e.s);
+    return OP("fmul double %s, %s", h.s, one.s);
+  }
+  default: return OP("fadd %s 0x7FF8000000000000, 0.0", t);
+  }
+}
+
+static irv unary_int(cpu_ir *ir, int op, irv x) {
+  switch (op) {
+  case LT_OP_NEG: return OP("sub i64 0, %s", x.s);
+  case LT_OP_ABS: {
+    irv n = OP("sub i64 0, %s", x.s), c = OP("icmp slt i64 %s, 0", x.s);
+    return OP("select i1 %s, i64 %s, i64 %s", c.s, n.s, x.s);
+  }
+  case LT_OP_SIGN: {
+    irv gt = OP("icmp sgt i64 %s, 0", x.s), lt = OP("icmp slt i64 %s, 0", x.s);
+    irv m = OP("select i1 %s, i64 -1, i64 0", lt.s);
+    return OP("select i1 %s, i64 1, i64 %s", gt.s, m.s);
+  }
+  case LT_OP_RELU: return OP("call i64 @llvm.smax.i64(i64 %s, i64 0)", x.s);
+  default: return x; /* FLOOR, CEIL, ROUND (and ref's default) */
+  }
+}
+
+static bool is_unary(int op) { return op >= LT_OP_NEG && op <= LT_OP_CAST; }
+static bool is_compare(int op) { return op >= LT_OP_EQ && op <= LT_OP_GE; }
+
+static irv binary_float(cpu_ir *ir, int op, irv a, irv b, int dt) {
+  const char *t = ops_type(dt);
+  switch (op) {
+  case LT_OP_ADD: return OP("fadd %s %s, %s", t, a.s, b.s);
+  case LT_OP_SUB: return OP("fsub %s %s, %s", t, a.s, b.s);
+  case LT_OP_MUL: return OP("fmul %s %s, %s", t, a.s, b.s);
+  case LT_OP_DIV: return OP("fdiv %s %s, %s", t, a.s, b.s);
+  case LT_OP_POW: {
+    irv da = ops_conv(ir, a, dt, LT_F64), db = ops_conv(ir, b, dt, LT_F64);
+    irv r = OP("call double @pow(double %s, double %s)", da.s, db.s);
+    return ops_conv(ir, r, LT_F64, dt);
+  }
+  default: { /* MAXIMUM / MINIMUM: NaN propagates, ties give b as ref */
+    irv nan = OP("fcmp uno %s %s, %s", t, a.s, b.s);
+    irv c = OP("fcmp %s %s %s, %s", op == LT_OP_MAXIMUM ? "ogt" : "olt", t, a.s, b.s);
+    irv r = OP("select i1 %s, %s %s, %s %s", c.s, t, a.s, t, b.s);
+    return OP("select i1 %s, %s 0x7FF8000000000000, %s %s", nan.s, t, t, r.s);
+  }
+  }
+}
+
+static irv binary_int(cpu_ir *ir, int op, irv a, irv b) {
+  switch (op) {
+  case LT_OP_ADD: return OP("add i64 %s, %s", a.s, b.s);
+  case LT_OP_SUB: return OP("sub i64 %s, %s", a.s, b.s);
+  case LT_OP_MUL: return OP("mul i64 %s, %s", a.s, b.s);
+  case LT_OP_DIV: {
+    irv z = OP("icmp eq i64 %s, 0", b.s), m1 = OP("icmp eq i64 %s, -1", b.s);
+    irv bad = OP("or i1 %s, %s", z.s, m1.s);
+    irv d = OP("select i1 %s, i64 1, i64 %s", bad.s, b.s);
+    irv q = OP("sdiv i64 %s, %s", a.s, d.s);
+    irv n = OP("sub i64 0, %s", a.s);
+    irv r = OP("select i1 %s, i64 0, i64 %s", z.s, q.s);
+    return OP("select i1 %s, i64 %s, i64 %s", m1.s, n.s, r.s);
+  }
+  case LT_OP_MAXIMUM: return OP("call i64 @llvm.smax.i64(i64 %s, i64 %s)", a.s, b.s);
+  default: return OP("call i64 @llvm.smin.i64(i64 %s, i64 %s)", a.s, b.s);
+  }
+}
+
+static const char *fcmp_pred(int op) {
+  static const char *const p[] = {"oeq", "une", "olt", "ole", "ogt", "oge"};
+  return p[op - LT_OP_EQ];
+}
+static const char *icmp_pred(int op) {
+  static const char *const p[] = {"eq", "ne", "slt", "sle", "sgt", "sge"};
+  return p[op - LT_OP_EQ];
+}
+
+bool ops_supported(const lt_node *n) {
+  if (n->op == LT_OP_CONST) return true;
+  if (n->op < LT_OP_NEG || n->op > LT_OP_WHERE) return false;
+  if (n->op == LT_OP_POW) {
+    int da = n->operands[0].node->dtype, db = n->operands[1].node->dtype;
+    return ops_is_float(da) || ops_is_float(db) || ops_is_float(n->dtype);
+  }
+  return true;
+}
+
+irv ops_emit(cpu_ir *ir, const lt_node *n, const irv *args, const int *dts) {
+  int dn = n->dtype, op = n->op;
+  if (op == LT_OP_CONST) {
+    double v = n->fattr;
+    switch (dn) {
+    case LT_BOOL: return ir_int(v != 0);
+    case LT_I32: return ir_int((int32_t)v);
+    case LT_I64: return ir_int((int64_t)v);
+    case LT_F32: return ir_f32(v);
+    default: return ir_f64(v);
+    }
+  }
+  if (op == LT_OP_NOT) {
+    irv t = truth(ir, args[0], dts[0]);
+    irv nt = OP("xor i1 %s, true", t.s);
+    return from_i1(ir, nt, dn);
+  }
+  if (op == LT_OP_CAST) return ops_conv(ir, args[0], dts[0], dn);
+  if (is_unary(op)) {
+    int da = dts[0];
+    if (ops_is_float(da) && da == dn) return unary_float(ir, op, args[0], dn);
+    if (ops_is_float(da) || ops_is_float(dn)) {
+      irv x = ops_conv(ir, args[0], da, LT_F64);
+      return ops_conv(ir, unary_float(ir, op, x, LT_F64), LT_F64, dn);
+    }
+    irv x = ops_conv(ir, args[0], da, LT_I64);
+    return ops_conv(ir, unary_int(ir, op, x), LT_I64, dn);
+  }
+  if (op == LT_OP_WHERE) {
+    irv c = truth(ir, args[0], dts[0]);
+    irv a = ops_conv(ir, args[1], dts[1], dn), b = ops_conv(ir, args[2], dts[2], dn);
+    return OP("select i1 %s, %s %s, %s %s", c.s, ops_type(dn), a.s, ops_type(dn), b.s);
+  }
+  /* binary */
+  int da = dts[0], db = dts[1];
+  if (op == LT_OP_AND || op == LT_OP_OR) {
+    irv ta = truth(ir, args[0], da), tb = truth(ir, args[1], db);
+    irv r = OP("%s i1 %s, %s", op == LT_OP_AND ? "and" : "or", ta.s, tb.s);
+    return from_i1(ir, r, dn);
+  }
+  bool in_float = ops_is_float(da) || ops_is_float(db) || (!is_compare(op) && ops_is_float(dn));
+  if (is_compare(op)) {
+    irv r;
+    if (in_float) {
+      int ct = da == db && ops_is_float(da) ? da : LT_F64;
+      irv a = ops_conv(ir, args[0], da, ct), b = ops_conv(ir, args[1], db, ct);
+      r = OP("fcmp %s %s %s, %s", fcmp_pred(op), ops_type(ct), a.s, b.s);
+    } else {
+      irv a = ops_conv(ir, args[0], da, LT_I64), b = ops_conv(ir, args[1], db, LT_I64);
+      r = OP("icmp %s i64 %s, %s", icmp_pred(op), a.s, b.s);
+    }
+    return from_i1(ir, r, dn);
+  }
+  if (in_float) {
+    if (da == db && da == dn) return binary_float(ir, op, args[0], args[1], dn);
+    irv a = ops_conv(ir, args[0], da, LT_F64), b = ops_conv(ir, args[1], db, LT_F64);
+    return ops_conv(ir, binary_float(ir, op, a, b, LT_F64), LT_F64, dn);
+  }
+  irv a = ops_conv(ir, args[0], da, LT_I64), b = ops_conv(ir, args[1], db, LT_I64);
+  return ops_conv(ir, binary_int(ir, op, a, b), LT_I64, dn);
+}

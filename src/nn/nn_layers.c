@@ -1,0 +1,121 @@
+/* Layers and losses: linear (PyTorch's default init from the device RNG),
+ * activations, cross-entropy from logits and accuracy. */
+#include <math.h>
+
+#include "nn.h"
+
+int lt_nn_linear_init(lt_nn_linear *l, lt_device dev, lt_dtype dt, int64_t in, int64_t out,
+                      bool bias) {
+  if (!l) return lt__err(LT_EINVAL, "lt_nn_linear_init: layer is NULL");
+  l->weight = l->bias = NULL;
+  l->in = l->out = 0;
+  if (in <= 0 || out <= 0)
+    return lt__err(LT_EINVAL, "lt_nn_linear_init: in and out must be > 0 (got %lld, %lld)",
+                   (long long)in, (long long)out);
+  if (dt != LT_F32 && dt != LT_F64)
+    return lt__err(LT_EDTYPE, "lt_nn_linear_init: dtype %s is not accepted (f32 or f64)",
+                   lt_dtype_name(dt));
+  /* kaiming_uniform_(a = sqrt 5) gives bound gain * sqrt(3 / fan_in) with
+   * gain sqrt(2 / (1 + 5)): 1 / sqrt(fan_in); the bias uses the same bound. */
+  double bound = 1.0 / sqrt((double)in);
+  nn_own_begin();
+  lt_tensor *w = nn_keep(lt_rand_uniform(dev, dt, (int64_t[]){in, out}, 2, -bound, bound));
+  lt_tensor *b = bias ? nn_keep(lt_rand_uniform(dev, dt, &out, 1, -bound, bound)) : NULL;
+  nn_own_end();
+  int rc = LT_OK;
+  if (!w || (bias && !b)) rc = lt_last_status() ? lt_last_status() : LT_ENOMEM;
+  if (rc == LT_OK) rc = lt_requires_grad(w, true);
+  if (rc == LT_OK && b) rc = lt_requires_grad(b, true);
+  if (rc != LT_OK) {
+    lt_release(w);
+    lt_release(b);
+    return rc;
+  }
+  l->weight = w;
+  l->bias = b;
+  l->in = in;
+  l->out = out;
+  return LT_OK;
+}
+
+void lt_nn_linear_free(lt_nn_linear *l) {
+  if (!l) return;
+  lt_release(l->weight);
+  lt_release(l->bias);
+  l->weight = l->bias = NULL;
+}
+
+lt_tensor *lt_nn_linear_forward(const lt_nn_linear *l, lt_tensor *x) {
+  if (!l || !l->weight) {
+    lt__err(LT_EINVAL, "lt_nn_linear_forward: layer is NULL or not initialised");
+    return NULL;
+  }
+  if (!x) {
+    lt__err_null("lt_nn_linear_forward");
+    return NULL;
+  }
+  if (lt_ndim(x) < 1 || lt_dim(x, -1) != l->in) {
+    char buf[128];
+    lt__err(LT_ESHAPE, "lt_nn_linear_forward: x has shape %s, expected [..., %lld]",
+            lt__shape_str(lt_shape(x), lt_ndim(x), buf, sizeof buf), (long long)l->in);
+    return NULL;
+  }
+  if (!l->bias) return lt_matmul(x, l->weight);
+  /* Composite: the intermediate is ours, only the result lands in the
+   * caller's scope (or is the caller's reference). */
+  nn_own_begin();
+  lt_tensor *y = nn_keep(lt_matmul(x, l->weight));
+  nn_own_end();
+  lt_tensor *r = lt_add(y, l->bias);
+  lt_release(y);
+  return r;
+}
+
+int lt_nn_params_sync(lt_tensor *const *params, int n) {
+  if (n < 0 || (n > 0 && !params)) return lt__err(LT_EINVAL, "lt_nn_params_sync: bad list");
+  return n ? lt_sync(params, n, true) : LT_OK;
+}
+
+lt_tensor *lt_nn_relu(lt_tensor *x) { return lt_relu(x); }
+lt_tensor *lt_nn_gelu(lt_tensor *x) { return lt_gelu(x); }
+lt_tensor *lt_nn_dropout(lt_tensor *x, double p, bool train) { return lt_dropout(x, p, train); }
+
+/* Checks logits [B, C] float and labels [B] integer. */
+static int check_logits_labels(const char *fn, lt_tensor *logits, lt_tensor *labels) {
+  if (!logits || !labels) return lt__err_null(fn);
+  char b1[128], b2[128];
+  if (lt_ndim(logits) != 2 || lt_ndim(labels) != 1 || lt_dim(labels, 0) != lt_dim(logits, 0))
+    return lt__err(LT_ESHAPE, "%s: logits %s and labels %s do not fit ([B, C] and [B])", fn,
+                   lt__shape_str(lt_shape(logits), lt_ndim(logits), b1, sizeof b1),
+                   lt__shape_str(lt_shape(labels), lt_ndim(labels), b2, sizeof b2));
+  lt_dtype ld = lt_get_dtype(logits), yd = lt_get_dtype(labels);
+  if (ld != LT_F32 && ld != LT_F64)
+    return lt__err(LT_EDTYPE, "%s: logits must be f32 or f64, got %s", fn, lt_dtype_name(ld));
+  if (yd != LT_I32 && yd != LT_I64)
+    return lt__err(LT_EDTYPE, "%s: labels must be i32 or i64, got %s", fn, lt_dtype_name(yd));
+  return LT_OK;
+}
+
+lt_tensor *lt_nn_cross_entropy(lt_tensor *logits, lt_tensor *labels) {
+  if (check_logits_labels("lt_nn_cross_entropy", logits, labels) != LT_OK) return NULL;
+  lt_dtype dt = lt_get_dtype(logits);
+  nn_own_begin();
+  lt_tensor *lsm = lt_log_softmax(logits, 1);
+  lt_tensor *oh = lt_one_hot(labels, lt_dim(logits, 1), dt);
+  lt_tensor *picked = lt_sum(lt_mul(oh, lsm), (int[]){1}, 1, false); /* [B] */
+  lt_tensor *m = nn_keep(lt_mean(picked, NULL, 0, false));
+  nn_own_end();
+  lt_tensor *r = lt_neg(m);
+  lt_release(m);
+  return r;
+}
+
+lt_tensor *lt_nn_accuracy(lt_tensor *logits, lt_tensor *labels) {
+  if (check_logits_labels("lt_nn_accuracy", logits, labels) != LT_OK) return NULL;
+  nn_own_begin();
+  lt_tensor *hit = nn_keep(lt_cast(lt_eq(lt_argmax(logits, 1, false), labels), LT_F32));
+  nn_own_end();
+  lt_tensor *r = lt_mean(hit, NULL, 0, false);
+  lt_release(hit);
+  return r;
+}

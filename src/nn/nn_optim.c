@@ -1,0 +1,264 @@
+/* Optimizers as lazy in-place updates: SGD (momentum, nesterov, weight decay)
+ * and Adam/AdamW with bias correction, following torch.optim (1.13) update
+ * for update. Every new value is computed first and assigned (lt_assign) only
+ * when all of them were built, so a failure leaves parameters and state as
+ * they were. Per-step values (lr, bias corrections) are device data made with
+ * lt_from_data, never IR constants: lt_scalar would turn a value that reaches
+ * 0 or +-1 (1 - beta^t rounds to 1 in f32 after a few hundred steps) into a
+ * constant and recompile. */
+#include <math.h>
+#include <string.h>
+
+#include "nn.h"
+
+struct lt_nn_optim {
+  lt_nn_optim_config cfg;
+  int n;
+  lt_device dev;
+  lt_tensor **params; /* n, retained */
+  lt_tensor **s1;     /* SGD momentum buffer or Adam's exp_avg (NULL when unused) */
+  lt_tensor **s2;     /* Adam's exp_avg_sq */
+  int64_t steps;
+};
+
+lt_nn_optim_config lt_nn_optim_defaults(lt_nn_optim_kind kind) {
+  lt_nn_optim_config c;
+  memset(&c, 0, sizeof c);
+  c.kind = kind;
+  c.lr = kind == LT_NN_SGD ? 0.01 : 1e-3;
+  c.beta1 = 0.9;
+  c.beta2 = 0.999;
+  c.eps = 1e-8;
+  c.weight_decay = kind == LT_NN_ADAMW ? 1e-2 : 0.0;
+  return c;
+}
+
+static int check_config(const lt_nn_optim_config *c) {
+  const char *fn = "lt_nn_optim_create";
+  if (c->kind != LT_NN_SGD && c->kind != LT_NN_ADAM && c->kind != LT_NN_ADAMW)
+    return lt__err(LT_EINVAL, "%s: unknown optimizer kind %d", fn, (int)c->kind);
+  if (!(c->lr >= 0) || !isfinite(c->lr))
+    return lt__err(LT_EINVAL, "%s: lr must be finite and >= 0 (got %g)", fn, c->lr);
+  if (!(c->weight_decay >= 0) || !isfinite(c->weight_decay))
+    return lt__err(LT_EINVAL, "%s: weight_decay must be finite and >= 0 (got %g)", fn,
+                   c->weight_decay);
+  if (c->kind == LT_NN_SGD) {
+    if (!(c->momentum >= 0) || !isfinite(c->momentum))
+      return lt__err(LT_EINVAL, "%s: momentum must be finite and >= 0 (got %g)", fn, c->momentum);
+    if (c->nesterov && c->momentum <= 0)
+      return lt__err(LT_EINVAL, "%s: nesterov needs momentum > 0", fn);
+  } else {
+    if (!(c->beta1 >= 0 && c->beta1 < 1) || !(c->beta2 >= 0 && c->beta2 < 1))
+      return lt__err(LT_EINVAL, "%s: betas must be in [0, 1) (got %g, %g)", fn, c->beta1, c->beta2);
+    if (!(c->eps >= 0) || !isfinite(c->eps))
+      return lt__err(LT_EINVAL, "%s: eps must be finite and >= 0 (got %g)", fn, c->eps);
+  }
+  return LT_OK;
+}
+
+/* A zero-filled host tensor shaped like p: device data at the next barrier,
+ * so that the first step's graph equals every later one. */
+static lt_tensor *zeros_like_data(lt_tensor *p) {
+  size_t bytes = (size_t)lt_numel(p) * lt_dtype_size(lt_get_dtype(p));
+  void *z = lt__calloc(bytes);
+  if (!z) return NULL;
+  lt_tensor *t = lt_from_data(lt_get_device(p), lt_get_dtype(p), lt_shape(p), lt_ndim(p), z);
+  lt__free(z, bytes);
+  return t;
+}
+
+void lt_nn_optim_free(lt_nn_optim *o) {
+  if (!o) return;
+  for (int i = 0; i < o->n; i++) {
+    if (o->params) lt_release(o->params[i]);
+    if (o->s1) lt_release(o->s1[i]);
+    if (o->s2) lt_release(o->s2[i]);
+  }
+  size_t arr = (size_t)o->n * sizeof(lt_tensor *);
+  lt__free(o->params, arr);
+  lt__free(o->s1, arr);
+  lt__free(o->s2, arr);
+  lt__free(o, sizeof *o);
+}
+
+lt_nn_optim *lt_nn_optim_create(const lt_nn_optim_config *cfg, lt_tensor *const *params, int n) {
+  const char *fn = "lt_nn_optim_create";
+  if (!cfg || n <= 0 || !params) {
+    lt__err(LT_EINVAL, "%s: needs a config and at least one parameter", fn);
+    return NULL;
+  }
+  if (check_config(cfg) != LT_OK) return NULL;
+  for (int i = 0; i < n; i++) {
+    if (!params[i]) {
+      lt__err(LT_EINVAL, "%s: parameter %d is NULL", fn, i);
+      return NULL;
+    }
+    lt_dtype dt = lt_get_dtype(params[i]);
+    if (dt != LT_F32 && dt != LT_F64) {
+      lt__err(LT_EDTYPE, "%s: parameter %d has dtype %s (f32 or f64 only)", fn, i,
+              lt_dtype_name(dt));
+      return NULL;
+    }
+    lt_device d0 = lt_get_device(params[0]), d = lt_get_device(params[i]);
+    if (d.type != d0.type || d.index != d0.index) {
+      lt__err(LT_EDEVICE, "%s: parameters are on different devices (0 and %d)", fn, i);
+      return NULL;
+    }
+  }
+  lt_nn_optim *o = lt__calloc(sizeof *o);
+  if (!o) return NULL;
+  o->cfg = *cfg;
+  o->n = n;
+  o->dev = lt_get_device(params[0]);
+  size_t arr = (size_t)n * sizeof(lt_tensor *);
+  bool need1 = cfg->kind != LT_NN_SGD || cfg->momentum != 0, need2 = cfg->kind != LT_NN_SGD;
+  o->params = lt__calloc(arr);
+  o->s1 = lt__calloc(arr);
+  o->s2 = lt__calloc(arr);
+  if (!o->params || !o->s1 || !o->s2) {
+    lt_nn_optim_free(o);
+    return NULL;
+  }
+  bool ok = true;
+  nn_own_begin();
+  for (int i = 0; i < n && ok; i++) {
+    o->params[i] = lt_retain(params[i]);
+    if (need1) ok = ok && (o->s1[i] = nn_keep(zeros_like_data(params[i])));
+    if (need2) ok = ok && (o->s2[i] = nn_keep(zeros_like_data(params[i])));
+  }
+  nn_own_end();
+  if (!ok) {
+    lt_nn_optim_free(o);
+    return NULL;
+  }
+  return o;
+}
+
+int lt_nn_optim_set_lr(lt_nn_optim *o, double lr) {
+  if (!o) return lt__err(LT_EINVAL, "lt_nn_optim_set_lr: optimizer is NULL");
+  if (!(lr >= 0) || !isfinite(lr))
+    return lt__err(LT_EINVAL, "lt_nn_optim_set_lr: lr must be finite and >= 0 (got %g)", lr);
+  o->cfg.lr = lr;
+  return LT_OK;
+}
+
+int64_t lt_nn_optim_steps(const lt_nn_optim *o) { return o ? o->steps : 0; }
+
+/* The per-step and constant scalars of one dtype. */
+typedef struct scalars {
+  lt_tensor *lr;        /* SGD: lr */
+  lt_tensor *step_size; /* Adam: lr / (1 - beta1^t) */
+  lt_tensor *bc2_sqrt;  /* Adam: sqrt(1 - beta2^t) */
+  lt_tensor *decay;     /* AdamW: 1 - lr * wd */
+  lt_tensor *wd, *mom, *b1, *c1, *b2, *c2, *eps;
+} scalars;
+
+static void make_scalars(const lt_nn_optim *o, lt_dtype dt, int64_t t, scalars *s) {
+  const lt_nn_optim_config *c = &o->cfg;
+  lt_device dev = o->dev;
+  memset(s, 0, sizeof *s);
+  s->wd = lt_scalar(dev, dt, c->weight_decay);
+  if (c->kind == LT_NN_SGD) {
+    s->lr = nn_step_scalar(dev, dt, c->lr);
+    s->mom = lt_scalar(dev, dt, c->momentum);
+    return;
+  }
+  double bc1 = 1.0 - pow(c->beta1, (double)t), bc2 = 1.0 - pow(c->beta2, (double)t);
+  s->step_size = nn_step_scalar(dev, dt, c->lr / bc1);
+  s->bc2_sqrt = nn_step_scalar(dev, dt, sqrt(bc2));
+  if (c->kind == LT_NN_ADAMW) s->decay = nn_step_scalar(dev, dt, 1.0 - c->lr * c->weight_decay);
+  s->b1 = lt_scalar(dev, dt, c->beta1);
+  s->c1 = lt_scalar(dev, dt, 1.0 - c->beta1);
+  s->b2 = lt_scalar(dev, dt, c->beta2);
+  s->c2 = lt_scalar(dev, dt, 1.0 - c->beta2);
+  s->eps = lt_scalar(dev, dt, c->eps);
+}
+
+/* New values of parameter i and its state from grad g, into out[0..2]
+ * (parameter, s1, s2; NULL where unused). */
+static void update_one(const lt_nn_optim *o, int i, lt_tensor *g, const scalars *s,
+                       lt_tensor **out) {
+  const lt_nn_optim_config *c = &o->cfg;
+  lt_tensor *p = o->params[i];
+  if (c->kind == LT_NN_SGD) {
+    if (c->weight_decay != 0) g = lt_add(g, lt_mul(s->wd, p));
+    if (c->momentum != 0) {
+      lt_tensor *buf = lt_add(lt_mul(s->mom, o->s1[i]), g); /* dampening 0 */
+      out[1] = buf;
+      g = c->nesterov ? lt_add(g, lt_mul(s->mom, buf)) : buf;
+    }
+    out[0] = lt_sub(p, lt_mul(s->lr, g));
+    return;
+  }
+  if (c->kind == LT_NN_ADAM && c->weight_decay != 0) g = lt_add(g, lt_mul(s->wd, p));
+  if (c->kind == LT_NN_ADAMW && c->weight_decay != 0) p = lt_mul(p, s->decay);
+  lt_tensor *m = lt_add(lt_mul(o->s1[i], s->b1), lt_mul(s->c1, g));
+  lt_tensor *v = lt_add(lt_mul(o->s2[i], s->b2), lt_mul(lt_mul(s->c2, g), g));
+  lt_tensor *denom = lt_add(lt_div(lt_sqrt(v), s->bc2_sqrt), s->eps);
+  out[0] = lt_sub(p, lt_mul(s->step_size, lt_div(m, denom)));
+  out[1] = m;
+  out[2] = v;
+}
+
+int lt_nn_optim_step_grads(lt_nn_optim *o, lt_tensor *const *grads) {
+  const char *fn = "lt_nn_optim_step";
+  if (!o || !grads) return lt__err(LT_EINVAL, "%s: optimizer or grads is NULL", fn);
+  for (int i = 0; i < o->n; i++) {
+    lt_tensor *g = grads[i], *p = o->params[i];
+    if (!g) continue;
+    bool same = lt_ndim(g) == lt_ndim(p);
+    for (int d = 0; same && d < lt_ndim(p); d++) same = lt_shape(g)[d] == lt_shape(p)[d];
+    if (!same) {
+      char b1[128], b2[128];
+      return lt__err(LT_ESHAPE, "%s: grad %d has shape %s, its parameter %s", fn, i,
+                     lt__shape_str(lt_shape(g), lt_ndim(g), b1, sizeof b1),
+                     lt__shape_str(lt_shape(p), lt_ndim(p), b2, sizeof b2));
+    }
+    if (lt_get_dtype(g) != LT_F32 && lt_get_dtype(g) != LT_F64)
+      return lt__err(LT_EDTYPE, "%s: grad %d has dtype %s", fn, i, lt_dtype_name(lt_get_dtype(g)));
+  }
+  size_t bytes = (size_t)o->n * 3 * sizeof(lt_tensor *);
+  lt_tensor **out = lt__calloc(bytes);
+  if (!out) return LT_ENOMEM;
+  int64_t t = o->steps + 1;
+  int rc = LT_OK;
+  lt_clear_error();
+  nn_own_begin();
+  scalars sc[2]; /* f32, f64: made on first use */
+  bool have[2] = {false, false};
+  for (int i = 0; i < o->n && rc == LT_OK; i++) {
+    if (!grads[i]) continue;
+    int k = lt_get_dtype(o->params[i]) == LT_F64;
+    if (!have[k]) {
+      make_scalars(o, k ? LT_F64 : LT_F32, t, &sc[k]);
+      have[k] = true;
+    }
+    update_one(o, i, grads[i], &sc[k], out + 3 * i);
+    if (!out[3 * i] || (o->s1[i] && !out[3 * i + 1]) || (o->s2[i] && !out[3 * i + 2]))
+      rc = lt_last_status() ? lt_last_status() : LT_ENOMEM;
+  }
+  for (int i = 0; i < o->n && rc == LT_OK; i++) {
+    if (!grads[i]) continue;
+    lt_tensor *dst[3] = {o->params[i], o->s1[i], o->s2[i]};
+    for (int j = 0; j < 3 && rc == LT_OK; j++)
+      if (dst[j] && out[3 * i + j]) rc = lt_assign(dst[j], out[3 * i + j]);
+  }
+  nn_own_end();
+  lt__free(out, bytes);
+  if (rc == LT_OK) o->steps = t;
+  return rc;
+}
+
+int lt_nn_optim_step(lt_nn_optim *o) {
+  if (!o) return lt__err(LT_EINVAL, "lt_nn_optim_step: optimizer is NULL");
+  size_t bytes = (size_t)o->n * sizeof(lt_tensor *);
+  lt_tensor **g = lt__calloc(bytes);
+  if (!g) return LT_ENOMEM;
+  for (int i = 0; i < o->n; i++) g[i] = lt_grad(o->params[i]);
+  int rc = lt_nn_optim_step_grads(o, g);
+  if (rc == LT_OK)
+    for (int i = 0; i < o->n; i++)
+      if (g[i]) lt_zero_grad(o->params[i]);
+  lt__free(g, bytes);
+  return rc;
+}

@@ -1,0 +1,618 @@
+/* Differential tests: every op, dtype and broadcasting case, and random op
+ * DAGs, computed by the cpu backend and by ref (the oracle) in one process
+ * (lt__backend_force picks the backend of each computation), compared within
+ * the tolerances below. A failing random case prints its seed; rerun one
+ * with LT_DIFF_SEED=<seed>.
+ *
+ * Tolerances: integers and bools exact. f64: |d| <= 1e-12 + 1e-10 |ref|
+ * (reduction order differs). f32: |d| <= 1e-6 + 2e-5 |ref| for single ops
+ * (the vectorized exp/log/tanh/erf/sigmoid are within ~1e-6 relative; sums
+ * use another order); DAGs: 1e-4 relative to the larger of |ref| and the
+ * output's largest magnitude, since errors compound through a graph.
+ * NaN must match NaN, infinities must match exactly. */
+#include "test_util.h"
+
+#include "../src/backend/cpu/cpu_api.h"
+
+typedef struct input {
+  lt_dtype dt;
+  int ndim;
+  int64_t shape[LT_MAX_DIMS];
+  void *data;
+} input;
+
+typedef int (*build_fn)(lt_tensor **in, const void *ud, lt_tensor **outs);
+
+typedef struct result {
+  int nout;
+  lt_dtype dt[4];
+  int64_t n[4];
+  int ndim[4];
+  int64_t shape[4][LT_MAX_DIMS];
+  void *data[4];
+  int rc;
+} result;
+
+static uint64_t g_rng;
+static uint64_t rnd(void) {
+  g_rng ^= g_rng << 13;
+  g_rng ^= g_rng >> 7;
+  g_rng ^= g_rng << 17;
+  return g_rng;
+}
+static double urand(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
+static int irand(int n) { return (int)(rnd() % (uint64_t)n); }
+
+static int64_t numel(const int64_t *s, int nd) {
+  int64_t n = 1;
+  for (int d = 0; d < nd; d++) n *= s[d];
+  return n;
+}
+
+static double gen_value(bool specials) {
+  if (specials && irand(20) == 0) {
+    static const double sp[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e30, -1e30, 1e-40, 88.0, -90.0, 0.5, -0.5};
+    return sp[irand(12)];
+  }
+  double v = (urand() * 2 - 1) * 4;
+  return irand(4) == 0 ? v * 10 : v;
+}
+
+static void input_fill(input *in, lt_dtype dt, const int64_t *shape, int nd, bool specials) {
+  in->dt = dt;
+  in->ndim = nd;
+  memcpy(in->shape, shape, (size_t)nd * sizeof *shape);
+  int64_t n = numel(shape, nd);
+  in->data = malloc((size_t)n * lt_dtype_size(dt) + 8);
+  for (int64_t i = 0; i < n; i++) {
+    double v = gen_value(specials);
+    switch (dt) {
+    case LT_BOOL: ((uint8_t *)in->data)[i] = irand(2); break;
+    case LT_I32: ((int32_t *)in->data)[i] = irand(5) ? irand(21) - 10 : (int32_t)rnd(); break;
+    case LT_I64: ((int64_t *)in->data)[i] = irand(5) ? irand(21) - 10 : (int64_t)rnd(); break;
+    case LT_F32: ((float *)in->data)[i] = (float)v; break;
+    default: ((double *)in->data)[i] = v; break;
+    }
+  }
+}
+
+static void input_free(input *in, int n) {
+  for (int i = 0; i < n; i++) free(in[i].data);
+}
+
+static void run_on(const lt_backend *be, input *ins, int nin, build_fn f, const void *ud,
+                   result *r) {
+  memset(r, 0, sizeof *r);
+  lt__backend_force(be);
+  lt_scope_begin();
+  lt_tensor *t[16], *outs[4];
+  for (int i = 0; i < nin; i++)
+    t[i] = lt_from_data(CPU0, ins[i].dt, ins[i].shape, ins[i].ndim, ins[i].data);
+  r->nout = f(t, ud, outs);
+  if (r->nout > 0) {
+    r->rc = lt_sync(outs, r->nout, true);
+    for (int o = 0; o < r->nout && r->rc == LT_OK; o++) {
+      r->dt[o] = lt_get_dtype(outs[o]);
+      r->n[o] = lt_numel(outs[o]);
+      r->ndim[o] = lt_ndim(outs[o]);
+      memcpy(r->shape[o], lt_shape(outs[o]), (size_t)r->ndim[o] * sizeof(int64_t));
+      size_t nb = (size_t)r->n[o] * lt_dtype_size(r->dt[o]);
+      r->data[o] = malloc(nb + 8);
+      r->rc = lt_to_data(outs[o], r->data[o], nb);
+    }
+  }
+  lt_scope_end();
+  lt__backend_force(NULL);
+}
+
+static void result_free(result *r) {
+  for (int o = 0; o < 4; o++) free(r->data[o]);
+}
+
+static double get(const void *p, lt_dtype dt, int64_t i) {
+  switch (dt) {
+  case LT_BOOL: return ((const uint8_t *)p)[i];
+  case LT_I32: return ((const int32_t *)p)[i];
+  case LT_I64: return (double)((const int64_t *)p)[i];
+  case LT_F32: return ((const float *)p)[i];
+  default: return ((const double *)p)[i];
+  }
+}
+
+static int g_failures, g_cases, g_failures_before;
+
+/* Compares; on mismatch prints and counts a failure. scale_rel: the DAG mode. */
+static bool compare(const char *what, uint64_t seed, const result *a, const result *b,
+                    bool dag) {
+  g_cases++;
+  if (a->nout != b->nout || a->rc != b->rc) {
+    printf("MISMATCH %s seed %llu: ref gave %d outputs rc %d, cpu %d outputs rc %d (%s)\n", what,
+           (unsigned long long)seed, a->nout, a->rc, b->nout, b->rc, lt_last_error());
+    g_failures++;
+    return false;
+  }
+  if (a->rc != LT_OK) return true; /* both refused: the same error path */
+  for (int o = 0; o < a->nout; o++) {
+    if (a->dt[o] != b->dt[o] || a->n[o] != b->n[o]) {
+      printf("MISMATCH %s seed %llu: output %d dtype/size differ\n", what,
+             (unsigned long long)seed, o);
+      g_failures++;
+      return false;
+    }
+    lt_dtype dt = a->dt[o];
+    double amax = 0;
+    for (int64_t i = 0; i < a->n[o]; i++) {
+      double x = fabs(get(a->data[o], dt, i));
+      if (isfinite(x) && x > amax) amax = x;
+    }
+    for (int64_t i = 0; i < a->n[o]; i++) {
+      bool ok;
+      if (dt == LT_I64) {
+        ok = ((int64_t *)a->data[o])[i] == ((int64_t *)b->data[o])[i];
+      } else {
+        double x = get(a->data[o], dt, i), y = get(b->data[o], dt, i);
+        if (isnan(x) || isnan(y)) ok = isnan(x) && isnan(y);
+        else if (isinf(x) || isinf(y)) ok = x == y;
+        else if (dt != LT_F32 && dt != LT_F64) ok = x == y;
+        else {
+          double rtol = dt == LT_F32 ? 2e-5 : 1e-10, atol = dt == LT_F32 ? 1e-6 : 1e-12;
+          double scale = fabs(x);
+          if (dag) {
+            rtol = dt == LT_F32 ? 1e-4 : 1e-9;
+            scale = fmax(scale, amax);
+          }
+          ok = fabs(x - y) <= atol + rtol * scale;
+        }
+      }
+      if (!ok) {
+        printf("MISMATCH %s seed %llu: output %d element %lld: ref %.9g cpu %.9g\n", what,
+               (unsigned long long)seed, o, (long long)i, get(a->data[o], dt, i),
+               get(b->data[o], dt, i));
+        g_failures++;
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+static void diff(const char *what, uint64_t seed, input *ins, int nin, build_fn f,
+                 const void *ud, bool dag) {
+  result a, b;
+  run_on(&lt__ref_backend, ins, nin, f, ud, &a);
+  run_on(&lt__cpu_backend, ins, nin, f, ud, &b);
+  compare(what, seed, &a, &b, dag);
+  result_free(&a);
+  result_free(&b);
+}
+
+/* ---- single ops ---- */
+
+typedef lt_tensor *(*unary_op)(lt_tensor *);
+typedef lt_tensor *(*binary_op)(lt_tensor *, lt_tensor *);
+
+static int b_unary(lt_tensor **in, const void *ud, lt_tensor **outs) {
+  outs[0] = (*(const unary_op *)ud)(in[0]);
+  return outs[0] ? 1 : -1;
+}
+static int b_binary(lt_tensor **in, const void *ud, lt_tensor **outs) {
+  outs[0] = (*(const binary_op *)ud)(in[0], in[1]);
+  return outs[0] ? 1 : -1;
+}
+/* a fused chain ending in the op, and the op's result reused: exercises fusion */
+static int b_binary_chain(lt_tensor **in, const void *ud, lt_tensor **outs) {
+  lt_tensor *r = (*(const binary_op *)ud)(lt_neg(lt_neg(in[0])), in[1]);
+  if (!r) return -1;
+  outs[0] = r;
+  outs[1] = lt_cast(r, LT_F64);
+  return 2;
+}
+
+static const struct {
+  const char *name;
+  unary_op f;
+} kUnary[] = {{"neg", lt_neg},     {"abs", lt_abs},       {"sign", lt_sign},   {"relu", lt_relu},
+              {"floor", lt_floor}, {"ceil", lt_ceil},     {"round", lt_round}, {"exp", lt_exp},
+              {"log", lt_log},     {"log1p", lt_log1p},   {"sqrt", lt_sqrt},   {"rsqrt", lt_rsqrt},
+              {"sin", lt_sin},     {"cos", lt_cos},       {"tanh", lt_tanh},   {"sigmoid", lt_sigmoid},
+              {"gelu", lt_gelu},   {"erf", lt_erf},       {"not", lt_logical_not}};
+
+static const struct {
+  const char *name;
+  binary_op f;
+} kBinary[] = {{"add", lt_add},         {"sub", lt_sub},         {"mul", lt_mul},
+               {"div", lt_div},         {"pow", lt_pow},         {"maximum", lt_maximum},
+               {"minimum", lt_minimum}, {"eq", lt_eq},           {"ne", lt_ne},
+               {"lt", lt_lt},           {"le", lt_le},           {"gt", lt_gt},
+               {"ge", lt_ge},           {"and", lt_logical_and}, {"or", lt_logical_or}};
+
+static void test_unary(void **state) {
+  (void)state;
+  for (size_t u = 0; u < sizeof kUnary / sizeof *kUnary; u++)
+    for (int dt = 0; dt < LT_NUM_DTYPES; dt++)
+      for (int sz = 0; sz < 3; sz++) {
+        static const int64_t sizes[3][2] = {{1, 1}, {7, 13}, {64, 1031}};
+        input in;
+        g_rng = 0x9e3779b97f4a7c15ull + u * 131 + (uint64_t)dt * 7 + (uint64_t)sz;
+        input_fill(&in, (lt_dtype)dt, sizes[sz], sz ? 2 : 0, true);
+        char what[64];
+        snprintf(what, sizeof what, "%s %s", kUnary[u].name, lt_dtype_name((lt_dtype)dt));
+        diff(what, 0, &in, 1, b_unary, &kUnary[u].f, false);
+        input_free(&in, 1);
+      }
+  assert_int_equal(g_failures - g_failures_before, 0);
+}
+
+static const struct {
+  int na, nb;
+  int64_t a[4], b[4];
+} kBcast[] = {
+    {1, 1, {1000}, {1000}},     {0, 1, {0}, {37}},          {2, 2, {3, 1}, {1, 4}},
+    {3, 1, {2, 3, 4}, {4}},     {3, 2, {2, 1, 4}, {3, 1}},  {2, 2, {5, 7}, {5, 7}},
+    {4, 4, {2, 3, 1, 5}, {1, 3, 4, 1}}, {2, 1, {300, 129}, {129}}, {2, 2, {129, 1}, {129, 300}},
+    {1, 1, {0}, {1}},
+};
+
+static void test_binary(void **state) {
+  (void)state;
+  for (size_t o = 0; o < sizeof kBinary / sizeof *kBinary; o++)
+    for (int da = 0; da < LT_NUM_DTYPES; da++)
+      for (size_t c = 0; c < sizeof kBcast / sizeof *kBcast; c++) {
+        /* same dtypes everywhere, plus one mixed pairing per case */
+        int db = (c % 3 == 0) ? (da + 1 + (int)o) % LT_NUM_DTYPES : da;
+        input in[2];
+        g_rng = 0x1234567ull + o * 1000 + (uint64_t)da * 100 + c;
+        input_fill(&in[0], (lt_dtype)da, kBcast[c].a, kBcast[c].na, true);
+        input_fill(&in[1], (lt_dtype)db, kBcast[c].b, kBcast[c].nb, true);
+        char what[96];
+        snprintf(what, sizeof what, "%s %s,%s case %zu", kBinary[o].name,
+                 lt_dtype_name((lt_dtype)da), lt_dtype_name((lt_dtype)db), c);
+        diff(what, 0, in, 2, c % 2 ? b_binary_chain : b_binary, &kBinary[o].f, false);
+        input_free(in, 2);
+      }
+  assert_int_equal(g_failures - g_failures_before, 0);
+}
+
+static int b_where(lt_tensor **in, const void *ud, lt_tensor **outs) {
+  (void)ud;
+  outs[0] = lt_where(in[0], in[1], in[2]);
+  return outs[0] ? 1 : -1;
+}
+static int b_cast(lt_tensor **in, const void *ud, lt_tensor **outs) {
+  outs[0] = lt_cast(in[0], *(const lt_dtype *)ud);
+  return outs[0] ? 1 : -1;
+}
+static int b_clamp(lt_tensor **in, const void *ud, lt_tensor **outs) {
+  (void)ud;
+  outs[0] = lt_clamp(in[0], -1.5, 2.25);
+  return outs[0] ? 1 : -1;
+}
+
+static void test_where_cast_clamp(void **state) {
+  (void)state;
+  for (int dt = 0; dt < LT_NUM_DTYPES; dt++) {
+    input in[3];
+    g_rng = 77 + (uint64_t)dt;
+    input_fill(&in[0], LT_BOOL, SHAPE(3, 1, 5), 3, false);
+    input_fill(&in[1], (lt_dtype)dt, SHAPE(4, 5), 2, true);
+    input_fill(&in[2], (lt_dtype)dt, SHAPE(3, 4, 1), 3, true);
+    diff("where", 0, in, 3, b_where, NULL, false);
+    diff("clamp", 0, &in[1], 1, b_clamp, NULL, false);
+    for (int to = 0; to < LT_NUM_DTYPES; to++) {
+      lt_dtype t = (lt_dtype)to;
+      char what[64];
+      snprintf(what, sizeof what, "cast %s->%s", lt_dtype_name((lt_dtype)dt), lt_dtype_name(t));
+      diff(what, 0, &in[1], 1, b_cast, &t, false);
+    }
+    input_free(in, 3);
+  }
+  /* float -> int saturation and NaN */
+  input f;
+  double sp[] = {NAN, INFINITY, -INFINITY, 3e9, -3e9, 1e19, -1e19, 2.5, -2.5, -0.0};
+  f.dt = LT_F64;
+  f.ndim = 1;
+  f.shape[0] = 10;
+  f.data = sp;
+  for (int to = 0; to < LT_NUM_DTYPES; to++) {
+    lt_dtype t = (lt_dtype)to;
+    diff("cast specials", 0, &f, 1, b_cast, &t, false);
+  }
+  assert_int_equal(g_failures - g_failures_before, 0);
+}
+
+/* ---- reductions ---- */
+
+typedef struct red_case {
+  int op; /* 0 sum 1 mean 2 max 3 min 4 prod 5 logsumexp 6 argmax 7 argmin 8 softmax 9 log_softmax */
+  int axes[4], naxes;
+  bool keep;
+} red_case;
+
+static int b_reduce(lt_tensor **in, const void *ud, lt_tensor **outs) {
+  const red_case *c = ud;
+  lt_tensor *x = in[0];
+  switch (c->op) {
+  case 0: outs[0] = lt_sum(x, c->axes, c->naxes, c->keep); break;
+  case 1: outs[0] = lt_mean(x, c->axes, c->naxes, c->keep); break;
+  case 2: outs[0] = lt_max(x, c->axes, c->naxes, c->keep); break;
+  case 3: outs[0] = lt_min(x, c->axes, c->naxes, c->keep); break;
+  case 4: outs[0] = lt_prod(x, c->axes, c->naxes, c->keep); break;
+  case 5: outs[0] = lt_logsumexp(x, c->axes, c->naxes, c->keep); break;
+  case 6: outs[0] = lt_argmax(x, c->axes[0], c->keep); break;
+  case 7: outs[0] = lt_argmin(x, c->axes[0], c->keep); break;
+  case 8: outs[0] = lt_softmax(x, c->axes[0]); break;
+  default: outs[0] = lt_log_softmax(x, c->axes[0]); break;
+  }
+  return outs[0] ? 1 : -1;
+}
+
+/* reduction of a fused producer: exp(x) * 0.5 + x reduced */
+static int b_reduce_fused(lt_tensor **in, const void *ud, lt_tensor **outs) {
+  lt_tensor *x = in[0];
+  if (lt_get_dtype(x) == LT_F32 || lt_get_dtype(x) == LT_F64) {
+    x = lt_add(lt_mul(lt_tanh(x), lt_scalar(CPU0, lt_get_dtype(x), 0.5)), in[0]);
+  }
+  lt_tensor *tmp[1] = {x};
+  return b_reduce(tmp, ud, outs);
+}
+
+static void test_reductions(void **state) {
+  (void)state;
+  static const int64_t shapes[][4] = {{6, 5, 7}, {1, 300, 1}, {4, 1, 2049}};
+  for (int op = 0; op < 10; op++)
+    for (int dt = 0; dt < LT_NUM_DTYPES; dt++)
+      for (int s = 0; s < 3; s++)
+        for (int ax = 0; ax < 6; ax++) {
+          red_case c = {.op = op, .keep = ax & 1};
+          bool one = op >= 6;
+          if (one) {
+            if (ax > 2) continue;
+            c.axes[0] = ax - 1; /* -1, 0, 1 */
+            c.naxes = 1;
+          } else {
+            static const int sets[6][3] = {{0}, {1}, {2}, {0, 2}, {-1}, {0, 1}};
+            static const int ns[6] = {0, 1, 1, 2, 1, 2}; /* 0: all axes */
+            c.naxes = ns[ax];
+            memcpy(c.axes, sets[ax], sizeof sets[ax]);
+          }
+          input in;
+          g_rng = 4242 + (uint64_t)op * 1000 + (uint64_t)dt * 100 + (uint64_t)s * 10 + ax;
+          /* specials (NaN, inf, 1e30) only where no sum of them can cancel in another order */
+          input_fill(&in, (lt_dtype)dt, shapes[s], 3, s == 0 && op != 0 && op != 1 && op != 4);
+          char what[96];
+          snprintf(what, sizeof what, "reduce op %d %s shape %d axes %d", op,
+                   lt_dtype_name((lt_dtype)dt), s, ax);
+          if (getenv("LT_DIFF_ONLY") && strcmp(getenv("LT_DIFF_ONLY"), what) != 0) {
+            input_free(&in, 1);
+            continue;
+          }
+          diff(what, 0, &in, 1, (ax & 2) ? b_reduce_fused : b_reduce, &c, false);
+          input_free(&in, 1);
+        }
+  assert_int_equal(g_failures - g_failures_before, 0);
+}
+
+/* ---- matmul ---- */
+
+typedef struct mm_case {
+  int ta, tb; /* transpose the operand's last two dims before the matmul */
+} mm_case;
+
+static int b_matmul(lt_tensor **in, const void *ud, lt_tensor **outs) {
+  const mm_case *c = ud;
+  lt_tensor *a = in[0], *b = in[1];
+  if (c->ta) a = lt_transpose(a, -1, -2);
+  if (c->tb) b = lt_transpose(b, -1, -2);
+  outs[0] = lt_matmul(a, b);
+  if (!outs[0]) return -1;
+  outs[1] = lt_relu(outs[0]);
+  return 2;
+}
+
+static void test_matmul(void **state) {
+  (void)state;
+  static const struct {
+    int na, nb;
+    int64_t a[4], b[4];
+  } cases[] = {
+      {2, 2, {7, 5}, {5, 3}},       {2, 2, {64, 33}, {33, 65}},      {3, 2, {2, 4, 3}, {3, 5}},
+      {3, 3, {2, 4, 3}, {2, 3, 5}}, {4, 3, {2, 1, 3, 4}, {3, 4, 2}}, {1, 2, {6}, {6, 3}},
+      {2, 1, {3, 6}, {6}},          {1, 1, {6}, {6}},                {2, 2, {1, 9}, {9, 1}},
+      {2, 2, {3, 0}, {0, 4}},
+  };
+  for (int dt = 0; dt < LT_NUM_DTYPES; dt++)
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+      for (int t = 0; t < 4; t++) {
+        mm_case mc = {t & 1, t >> 1};
+        int64_t sa[4], sb[4];
+        memcpy(sa, cases[c].a, sizeof sa);
+        memcpy(sb, cases[c].b, sizeof sb);
+        int na = cases[c].na, nb = cases[c].nb;
+        if (mc.ta && na < 2) continue;
+        if (mc.tb && nb < 2) continue;
+        if (mc.ta) { int64_t x = sa[na - 1]; sa[na - 1] = sa[na - 2]; sa[na - 2] = x; }
+        if (mc.tb) { int64_t x = sb[nb - 1]; sb[nb - 1] = sb[nb - 2]; sb[nb - 2] = x; }
+        input in[2];
+        g_rng = 99 + (uint64_t)dt * 100 + c * 4 + (uint64_t)t;
+        input_fill(&in[0], (lt_dtype)dt, sa, na, false);
+        input_fill(&in[1], (lt_dtype)dt, sb, nb, false);
+        char what[64];
+        snprintf(what, sizeof what, "matmul %s case %zu t%d", lt_dtype_name((lt_dtype)dt), c, t);
+        diff(what, 0, in, 2, b_matmul, &mc, true); /* sgemm sums in f32 */
+        input_free(in, 2);
+      }
+  assert_int_equal(g_failures - g_failures_before, 0);
+}
+
+/* ---- shape and index ops, fused with elementwise users ---- */
+
+static int b_shapes(lt_tensor **in, const void *ud, lt_tensor **outs) {
+  int which = *(const int *)ud;
+  lt_tensor *x = in[0]; /* [4, 6, 5] */
+  lt_tensor *r = NULL;
+  switch (which) {
+  case 0: r = lt_reshape(lt_permute(x, (int[]){2, 0, 1}, 3), SHAPE(20, 6), 2); break;
+  case 1: r = lt_add(lt_permute(x, (int[]){1, 2, 0}, 3), lt_exp(lt_permute(x, (int[]){1, 2, 0}, 3))); break;
+  case 2: r = lt_mul(lt_expand(lt_slice(x, SHAPE(0, 0, 0), SHAPE(4, 1, 5), NULL), SHAPE(2, 4, 6, 5), 4), x); break;
+  case 3: r = lt_slice(lt_sigmoid(x), SHAPE(1, 0, 1), SHAPE(4, 6, 5), SHAPE(2, 3, 2)); break;
+  case 4: r = lt_concat((lt_tensor *[]){x, lt_neg(x), lt_transpose(lt_transpose(x, 0, 1), 0, 1)}, 3, 1); break;
+  case 5: r = lt_pad(lt_relu(x), SHAPE(1, 0, 0, 2, 1, 1), 0.25); break;
+  case 6: r = lt_index_select(lt_tanh(x), 1, lt_from_data(CPU0, LT_I64, SHAPE(3), 1, (int64_t[]){5, 0, 5})); break;
+  case 7: {
+    int64_t idx[4 * 6 * 5];
+    for (int i = 0; i < 120; i++) idx[i] = (i * 7) % 5;
+    r = lt_gather(x, 2, lt_from_data(CPU0, LT_I64, SHAPE(4, 6, 5), 3, idx));
+    break;
+  }
+  case 8: r = lt_one_hot(lt_from_data(CPU0, LT_I32, SHAPE(2, 3), 2, (int32_t[]){0, 3, 1, 2, 2, 0}), 4, LT_F32); break;
+  case 9: r = lt_reshape(lt_add(x, lt_scalar(CPU0, LT_F32, 3.0)), SHAPE(6, 20), 2); break;
+  case 10: r = lt_sum(lt_transpose(lt_exp(x), 0, 2), (int[]){1}, 1, false); break;
+  case 11: r = lt_squeeze(lt_unsqueeze(lt_softmax(lt_transpose(x, 1, 2), 1), 0), 0); break;
+  case 12: r = lt_stack((lt_tensor *[]){x, x}, 2, 3); break;
+  default: r = lt_matmul(lt_transpose(x, 1, 2), lt_exp(x)); break;
+  }
+  outs[0] = r;
+  return r ? 1 : -1;
+}
+
+static void test_shape_index(void **state) {
+  (void)state;
+  for (int which = 0; which < 14; which++) {
+    input in;
+    g_rng = 555 + (uint64_t)which;
+    input_fill(&in, LT_F32, SHAPE(4, 6, 5), 3, false);
+    char what[32];
+    snprintf(what, sizeof what, "shape case %d", which);
+    diff(what, 0, &in, 1, b_shapes, &which, false);
+    input_free(&in, 1);
+  }
+  assert_int_equal(g_failures - g_failures_before, 0);
+}
+
+/* ---- random DAGs ---- */
+
+typedef struct dag_spec {
+  uint64_t seed;
+  int nin;
+} dag_spec;
+
+static lt_tensor *dag_unary(lt_tensor *x, int k) {
+  switch (k) {
+  case 0: return lt_neg(x);
+  case 1: return lt_abs(x);
+  case 2: return lt_relu(x);
+  case 3: return lt_tanh(x);
+  case 4: return lt_sigmoid(x);
+  case 5: return lt_sin(x);
+  case 6: return lt_sqrt(lt_abs(x));
+  case 7: return lt_exp(lt_neg(lt_abs(x)));
+  case 8: return lt_log(lt_add(lt_abs(x), lt_scalar(CPU0, lt_get_dtype(x), 1.0)));
+  case 9: return lt_erf(x);
+  case 10: return lt_gelu(x);
+  case 11: return lt_mul(x, lt_scalar(CPU0, lt_get_dtype(x), 0.75));
+  default: return lt_cos(x);
+  }
+}
+
+static lt_tensor *dag_binary(lt_tensor *a, lt_tensor *b, int k) {
+  switch (k) {
+  case 0: return lt_add(a, b);
+  case 1: return lt_sub(a, b);
+  case 2: return lt_mul(a, b);
+  case 3: return lt_maximum(a, b);
+  case 4: return lt_minimum(a, b);
+  case 5: return lt_div(a, lt_add(lt_abs(b), lt_scalar(CPU0, lt_get_dtype(b), 1.0)));
+  default: return lt_where(lt_gt(a, b), a, lt_neg(b));
+  }
+}
+
+/* Every tensor of a DAG broadcasts to its base shape: ops keep that true. */
+static int b_dag(lt_tensor **in, const void *ud, lt_tensor **outs) {
+  const dag_spec *s = ud;
+  uint64_t saved = g_rng;
+  g_rng = s->seed * 2654435761u + 1;
+  lt_tensor *v[64];
+  int n = s->nin;
+  for (int i = 0; i < n; i++) v[i] = in[i];
+  int nops = 4 + irand(30);
+  for (int k = 0; k < nops && n < 64; k++) {
+    lt_tensor *a = v[irand(n)], *b = v[irand(n)], *r;
+    int nd = lt_ndim(a), kind = irand(10);
+    if (kind < 4) {
+      r = dag_unary(a, irand(13));
+    } else if (kind < 8) {
+      r = dag_binary(a, b, irand(7));
+    } else if (kind == 8 && nd > 0) {
+      int ax = irand(nd);
+      switch (irand(5)) {
+      case 0: r = lt_sum(a, &ax, 1, true); break;
+      case 1: r = lt_max(a, &ax, 1, true); break;
+      case 2: r = lt_mean(a, &ax, 1, true); break;
+      case 3: r = lt_softmax(a, ax); break;
+      default: r = lt_logsumexp(a, &ax, 1, true); break;
+      }
+    } else if (nd >= 2 && irand(2)) { /* a view: transpose twice, or permute then back */
+      r = lt_transpose(lt_exp(lt_neg(lt_abs(lt_transpose(a, 0, nd - 1)))), 0, nd - 1);
+    } else {
+      r = lt_cast(lt_cast(a, lt_get_dtype(a) == LT_F32 ? LT_F64 : LT_F32), lt_get_dtype(a));
+    }
+    if (!r) {
+      g_rng = saved;
+      return -1;
+    }
+    v[n++] = r;
+  }
+  int nout = 1 + irand(3);
+  for (int o = 0; o < nout; o++) outs[o] = v[n - 1 - irand(n - s->nin > 0 ? n - s->nin : 1)];
+  outs[0] = v[n - 1];
+  g_rng = saved;
+  return nout;
+}
+
+static void dag_case(uint64_t seed) {
+  g_rng = seed * 0x9E3779B97F4A7C15ull + 12345;
+  int rank = 1 + irand(4);
+  int64_t base[4];
+  for (int d = 0; d < rank; d++) base[d] = 1 + irand(irand(4) == 0 ? 40 : 7);
+  lt_dtype dt = irand(4) == 0 ? LT_F64 : LT_F32;
+  dag_spec s = {seed, 1 + irand(3)};
+  input in[4];
+  for (int i = 0; i < s.nin; i++) {
+    int64_t sh[4];
+    int nd = rank - (irand(3) == 0 ? irand(rank) : 0);
+    for (int d = 0; d < nd; d++) sh[d] = irand(4) == 0 ? 1 : base[rank - nd + d];
+    input_fill(&in[i], dt, sh, nd, false);
+  }
+  char what[48];
+  snprintf(what, sizeof what, "random DAG (LT_DIFF_SEED=%llu)", (unsigned long long)seed);
+  diff(what, seed, in, s.nin, b_dag, &s, true);
+  input_free(in, s.nin);
+}
+
+static void test_random_dags(void **state) {
+  (void)state;
+  const char *one = getenv("LT_DIFF_SEED");
+  if (one) {
+    dag_case(strtoull(one, NULL, 10));
+  } else {
+    for (uint64_t seed = 1; seed <= 400; seed++) dag_case(seed);
+  }
+  printf("random DAGs: %d cases compared so far, %d failures\n", g_cases, g_failures);
+  assert_int_equal(g_failures - g_failures_before, 0);
+}
+
+static int setup(void **state) {
+  (void)state;
+  g_failures_before = g_failures;
+  return 0;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(test_unary, setup),       cmocka_unit_test_setup(test_binary, setup),
+      cmocka_unit_test_setup(test_where_cast_clamp, setup), cmocka_unit_test_setup(test_reductions, setup),
+      cmocka_unit_test_setup(test_matmul, setup),      cmocka_unit_test_setup(test_shape_index, setup),
+      cmocka_unit_test_setup(test_random_dags, setup),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,497 @@
+/* lazytensor-train: trains an MLP on Fashion-MNIST (by default 784-512-512-10,
+ * ReLU, Adam lr 1e-3, batch 128) with one cached graph per training step.
+ *
+ * Per step: scope_begin; forward; loss; lt_backward; optimizer step (lazy
+ * lt_assign updates; grads dropped); scope_end; lt_mark_step. The loss is
+ * never read in the step: each step adds it to a running sum on the device
+ * (a new 0-d tensor per step), and the progress line reads the sum of the
+ * step before, which lt_mark_step has already waited for, so reading costs
+ * no overlap. Graphs of a run: (1) parameter init with every epoch's shuffle,
+ * (2) the training step, (3) the test-set forward. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
+#include "lazytensor.h"
+
+#define MAX_LAYERS 16
+
+typedef struct options {
+  int64_t hidden, layers, batch, epochs, limit_steps, test_limit, log_every;
+  lt_nn_optim_kind optim;
+  double lr, momentum, weight_decay;
+  bool lr_set, wd_set, nesterov, keep_denormals;
+  uint64_t seed;
+  const char *threads, *backend, *data, *save, *load, *cache_dir;
+} options;
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: lazytensor-train [options]\n"
+          "Trains an MLP on Fashion-MNIST; prints test accuracy per epoch and a summary.\n"
+          "  --hidden N          hidden layer width (default 512)\n"
+          "  --layers N          hidden layers (default 2: 784-512-512-10)\n"
+          "  --batch N           batch size (default 128; the last partial batch of an\n"
+          "                      epoch is dropped, so no epoch recompiles)\n"
+          "  --epochs N          epochs (default 1; 0 only evaluates)\n"
+          "  --optimizer NAME    sgd | adam | adamw (default adam)\n"
+          "  --lr X              learning rate (default 1e-3; sgd 1e-2)\n"
+          "  --momentum X        sgd momentum (default 0)\n"
+          "  --nesterov          sgd nesterov momentum\n"
+          "  --weight-decay X    weight decay (default 0; adamw 1e-2)\n"
+          "  --seed N            seed of the device RNG (init, shuffles; default 1)\n"
+          "  --threads N         sets LT_NUM_THREADS\n"
+          "  --backend ref|cpu   sets LT_BACKEND\n"
+          "  --data DIR          dataset directory (default $LT_DATA_DIR or\n"
+          "                      " LT_NN_FASHION_MNIST_DIR
+          ")\n"
+          "  --save FILE         write the parameters after training (format: lazytensor.h)\n"
+          "  --load FILE         read the parameters before training\n"
+          "  --limit-steps N     stop after N training steps in all (tests)\n"
+          "  --test-limit N      evaluate on the first N test samples only\n"
+          "  --log-every N       steps between progress updates (default 10 on a tty, else 100)\n"
+          "  --cache-dir DIR     accepted; the persistent cache is not built yet (ignored)\n"
+          "  --keep-denormals    do not flush denormals to zero (see below)\n"
+          "Denormals are flushed to zero (FTZ/DAZ, as torch.set_flush_denormal(True)) in\n"
+          "every thread: Adam's first moment of an input whose grad stays 0 decays\n"
+          "through the subnormal range, which otherwise doubles the step time.\n");
+}
+
+static bool parse_i64(const char *s, int64_t lo, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || end == s || *end || v < lo) return false;
+  *out = v;
+  return true;
+}
+
+static bool parse_f64(const char *s, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !isfinite(v) || v < 0) return false;
+  *out = v;
+  return true;
+}
+
+/* Returns 0 on success, 1 after --help, -1 on a bad command line. */
+static int parse_args(int argc, char **argv, options *o) {
+  memset(o, 0, sizeof *o);
+  o->hidden = 512;
+  o->layers = 2;
+  o->batch = 128;
+  o->epochs = 1;
+  o->optim = LT_NN_ADAM;
+  o->seed = 1;
+  for (int i = 1; i < argc; i++) {
+    char *a = argv[i], *val = NULL;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      return 1;
+    }
+    if (strcmp(a, "--nesterov") == 0) {
+      o->nesterov = true;
+      continue;
+    }
+    if (strcmp(a, "--keep-denormals") == 0) {
+      o->keep_denormals = true;
+      continue;
+    }
+    char name[64];
+    char *eq = strchr(a, '=');
+    if (strncmp(a, "--", 2) != 0) goto bad;
+    if (eq) {
+      snprintf(name, sizeof name, "%.*s", (int)(eq - a), a);
+      val = eq + 1;
+    } else {
+      snprintf(name, sizeof name, "%s", a);
+      static const char *const known[] = {
+          "--hidden",    "--layers",  "--batch", "--epochs",   "--limit-steps",  "--test-limit",
+          "--log-every", "--seed",    "--lr",    "--momentum", "--weight-decay", "--optimizer",
+          "--threads",   "--backend", "--data",  "--save",     "--load",         "--cache-dir"};
+      bool is_known = false;
+      for (size_t k = 0; k < sizeof known / sizeof *known; k++) is_known |= !strcmp(name, known[k]);
+      if (!is_known) goto bad;
+      if (i + 1 >= argc) {
+        fprintf(stderr, "lazytensor-train: %s needs a value\n", a);
+        return -1;
+      }
+      val = argv[++i];
+    }
+    bool ok = true;
+    int64_t seed;
+    if (!strcmp(name, "--hidden"))
+      ok = parse_i64(val, 1, &o->hidden);
+    else if (!strcmp(name, "--layers"))
+      ok = parse_i64(val, 0, &o->layers) && o->layers < MAX_LAYERS;
+    else if (!strcmp(name, "--batch"))
+      ok = parse_i64(val, 1, &o->batch);
+    else if (!strcmp(name, "--epochs"))
+      ok = parse_i64(val, 0, &o->epochs);
+    else if (!strcmp(name, "--limit-steps"))
+      ok = parse_i64(val, 1, &o->limit_steps);
+    else if (!strcmp(name, "--test-limit"))
+      ok = parse_i64(val, 1, &o->test_limit);
+    else if (!strcmp(name, "--log-every"))
+      ok = parse_i64(val, 1, &o->log_every);
+    else if (!strcmp(name, "--seed")) {
+      ok = parse_i64(val, 0, &seed);
+      o->seed = (uint64_t)seed;
+    } else if (!strcmp(name, "--lr"))
+      ok = parse_f64(val, &o->lr) && (o->lr_set = true);
+    else if (!strcmp(name, "--momentum"))
+      ok = parse_f64(val, &o->momentum);
+    else if (!strcmp(name, "--weight-decay"))
+      ok = parse_f64(val, &o->weight_decay) && (o->wd_set = true);
+    else if (!strcmp(name, "--optimizer")) {
+      if (!strcmp(val, "sgd"))
+        o->optim = LT_NN_SGD;
+      else if (!strcmp(val, "adam"))
+        o->optim = LT_NN_ADAM;
+      else if (!strcmp(val, "adamw"))
+        o->optim = LT_NN_ADAMW;
+      else
+        ok = false;
+    } else if (!strcmp(name, "--threads")) {
+      int64_t t;
+      ok = parse_i64(val, 1, &t);
+      o->threads = val;
+    } else if (!strcmp(name, "--backend")) {
+      ok = !strcmp(val, "ref") || !strcmp(val, "cpu");
+      o->backend = val;
+    } else if (!strcmp(name, "--data"))
+      o->data = val;
+    else if (!strcmp(name, "--save"))
+      o->save = val;
+    else if (!strcmp(name, "--load"))
+      o->load = val;
+    else if (!strcmp(name, "--cache-dir"))
+      o->cache_dir = val;
+    else
+      goto bad;
+    if (!ok) {
+      fprintf(stderr, "lazytensor-train: bad value '%s' for %s\n", val, name);
+      return -1;
+    }
+    continue;
+  bad:
+    fprintf(stderr, "lazytensor-train: unknown option '%s' (see --help)\n", a);
+    return -1;
+  }
+  return 0;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct model {
+  lt_nn_linear layer[MAX_LAYERS];
+  int n;
+  lt_tensor *params[2 * MAX_LAYERS];
+  int nparams;
+} model;
+
+static int model_init(model *m, lt_device dev, int64_t in, int64_t hidden, int64_t layers,
+                      int64_t classes) {
+  memset(m, 0, sizeof *m);
+  for (int64_t i = 0; i <= layers; i++) {
+    int64_t a = i == 0 ? in : hidden, b = i == layers ? classes : hidden;
+    int rc = lt_nn_linear_init(&m->layer[m->n], dev, LT_F32, a, b, true);
+    if (rc != LT_OK) return rc;
+    m->params[m->nparams++] = m->layer[m->n].weight;
+    m->params[m->nparams++] = m->layer[m->n].bias;
+    m->n++;
+  }
+  return LT_OK;
+}
+
+static void model_free(model *m) {
+  for (int i = 0; i < m->n; i++) lt_nn_linear_free(&m->layer[i]);
+  m->n = m->nparams = 0;
+}
+
+/* Logits of x (inside the caller's scope). */
+static lt_tensor *model_forward(const model *m, lt_tensor *x) {
+  lt_tensor *h = x;
+  for (int i = 0; i < m->n; i++) {
+    h = lt_nn_linear_forward(&m->layer[i], h);
+    if (i + 1 < m->n) h = lt_nn_relu(h);
+  }
+  return h;
+}
+
+/* Test accuracy over the first count samples of the test set, whose images
+ * are the device tensor test_x: one graph (the forward), read once. */
+static int evaluate(const model *m, lt_tensor *test_x, const lt_nn_dataset *test, int64_t count,
+                    double *acc) {
+  size_t bytes = (size_t)count * sizeof(int64_t);
+  int64_t *pred = malloc(bytes);
+  if (!pred) {
+    fprintf(stderr, "lazytensor-train: out of memory\n");
+    return LT_ENOMEM;
+  }
+  lt_scope_begin();
+  lt_tensor *p = lt_argmax(model_forward(m, test_x), 1, false);
+  int rc = p ? lt_to_data(p, pred, bytes) : lt_last_status();
+  lt_scope_end();
+  if (rc == LT_OK) {
+    int64_t hit = 0;
+    for (int64_t i = 0; i < count; i++) hit += pred[i] == test->labels[i];
+    *acc = (double)hit / (double)count;
+  }
+  free(pred);
+  return rc;
+}
+
+static double metric_ms(const char *name) {
+  lt_metric_stats st;
+  return lt_metric(name, &st) == LT_OK ? st.total / 1e6 : 0.0;
+}
+
+static int fail(const char *what) {
+  fflush(stdout);
+  fprintf(stderr, "lazytensor-train: %s: %s\n", what, lt_last_error());
+  return 1;
+}
+
+/* The progress display: a bar redrawn in place on a terminal, plain lines
+ * otherwise. */
+typedef struct progress {
+  bool tty;
+  double t0;
+  int64_t last_step; /* steps summed in last_sum */
+  double last_sum;
+  double last_t; /* when the last line was shown, and the steps done then */
+  int64_t last_total;
+} progress;
+
+static void progress_show(progress *pg, int64_t epoch, int64_t epochs, int64_t step, int64_t steps,
+                          int64_t done_total, double loss, double rate) {
+  if (pg->tty) {
+    int width = 30, fill = steps ? (int)(width * step / steps) : width;
+    char bar[64];
+    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+    bar[width] = 0;
+    fprintf(stdout, "\repoch %lld/%lld [%s] %lld/%lld  %.1f steps/s  loss %.4f ", (long long)epoch,
+            (long long)epochs, bar, (long long)step, (long long)steps, rate, loss);
+  } else {
+    fprintf(stdout, "epoch %lld/%lld step %lld/%lld (total %lld)  %.1f steps/s  loss %.4f\n",
+            (long long)epoch, (long long)epochs, (long long)step, (long long)steps,
+            (long long)done_total, rate, loss);
+  }
+  fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+  options o;
+  int prc = parse_args(argc, argv, &o);
+  if (prc) return prc > 0 ? 0 : 2;
+#if defined(__SSE__)
+  /* Before the library starts its threads, which inherit the FP environment. */
+  if (!o.keep_denormals) _mm_setcsr(_mm_getcsr() | 0x8040); /* FTZ | DAZ */
+#endif
+  /* Before the library's first use: both are read once. */
+  if (o.threads) setenv("LT_NUM_THREADS", o.threads, 1);
+  if (o.backend) setenv("LT_BACKEND", o.backend, 1);
+  if (o.cache_dir)
+    printf("note: --cache-dir %s ignored: the persistent compilation cache is not built yet\n",
+           o.cache_dir);
+  lt_device dev = lt_cpu(0);
+  lt_manual_seed(dev, o.seed);
+
+  lt_nn_dataset train, test;
+  if (lt_nn_fashion_mnist(o.data, true, &train) != LT_OK) return fail("training set");
+  if (lt_nn_fashion_mnist(o.data, false, &test) != LT_OK) {
+    lt_nn_dataset_free(&train);
+    return fail("test set");
+  }
+  int64_t classes = train.num_classes > test.num_classes ? train.num_classes : test.num_classes;
+  int64_t ntest = o.test_limit && o.test_limit < test.n ? o.test_limit : test.n;
+  lt_nn_optim_config oc = lt_nn_optim_defaults(o.optim);
+  if (o.lr_set) oc.lr = o.lr;
+  if (o.wd_set) oc.weight_decay = o.weight_decay;
+  oc.momentum = o.momentum;
+  oc.nesterov = o.nesterov;
+  const char *oname = o.optim == LT_NN_SGD ? "sgd" : o.optim == LT_NN_ADAM ? "adam" : "adamw";
+  const char *be = getenv("LT_BACKEND");
+  printf("lazytensor-train: %lld train / %lld test samples, mlp %lld", (long long)train.n,
+         (long long)ntest, (long long)train.features);
+  for (int64_t i = 0; i < o.layers; i++) printf("-%lld", (long long)o.hidden);
+  printf("-%lld, %s lr %g, batch %lld, %lld epoch(s), backend %s, threads %s\n", (long long)classes,
+         oname, oc.lr, (long long)o.batch, (long long)o.epochs, be && *be ? be : "default",
+         getenv("LT_NUM_THREADS") ? getenv("LT_NUM_THREADS") : "default");
+
+  int status = 1;
+  model m;
+  lt_nn_optim *opt = NULL;
+  lt_nn_loader *loader = NULL;
+  lt_tensor *test_x = NULL, *acc = NULL, *prev = NULL;
+  if (model_init(&m, dev, train.features, o.hidden, o.layers, classes) != LT_OK) {
+    fail("model");
+    goto out;
+  }
+  if (o.load && lt_nn_load(o.load, m.params, m.nparams) != LT_OK) {
+    fail("--load");
+    goto out;
+  }
+  opt = lt_nn_optim_create(&oc, m.params, m.nparams);
+  if (!opt) {
+    fail("optimizer");
+    goto out;
+  }
+  if (o.epochs > 0) {
+    loader = lt_nn_loader_create(&train, dev, o.batch, true);
+    if (!loader || lt_nn_loader_shuffle_ahead(loader, (int)o.epochs) != LT_OK) {
+      fail("loader");
+      goto out;
+    }
+  }
+  test_x = lt_nn_dataset_images(&test, dev, 0, ntest);
+  double zero = 0;
+  acc = lt_from_data(dev, LT_F64, NULL, 0, &zero);
+  if (!test_x || !acc) {
+    fail("test set");
+    goto out;
+  }
+  /* Graph 1: the parameters' init and every epoch's shuffle; uploads. */
+  if (lt_mark_step(dev) != LT_OK || lt_wait_device_ops(dev) != LT_OK) {
+    fail("init");
+    goto out;
+  }
+
+  progress pg = {isatty(STDOUT_FILENO) == 1, 0, 0, 0, 0, 0};
+  int64_t log_every = o.log_every ? o.log_every : pg.tty ? 10 : 100;
+  int64_t total = 0;
+  double train_s = 0, final_acc = NAN;
+  bool stop = false;
+  for (int64_t e = 1; e <= o.epochs && !stop; e++) {
+    int64_t nb = lt_nn_loader_epoch(loader);
+    if (nb < 0) {
+      fail("shuffle");
+      goto out;
+    }
+    double t0 = now_s(), epoch_sum0 = 0;
+    if (lt_item(acc, 0, &epoch_sum0) != LT_OK) { /* ready: the last epoch was waited for */
+      fail("reading the loss");
+      goto out;
+    }
+    int64_t epoch_first = total;
+    pg.t0 = pg.last_t = t0;
+    pg.last_total = total;
+    pg.last_step = total;
+    pg.last_sum = epoch_sum0;
+    for (int64_t s = 0; s < nb; s++) {
+      if (o.limit_steps && total >= o.limit_steps) {
+        stop = true;
+        break;
+      }
+      lt_scope_begin();
+      lt_tensor *x, *y;
+      int rc = lt_nn_loader_next(loader, &x, &y);
+      lt_tensor *loss = rc == 1 ? lt_nn_cross_entropy(model_forward(&m, x), y) : NULL;
+      rc = loss ? lt_backward(loss) : LT_EINVAL;
+      if (rc == LT_OK) rc = lt_nn_optim_step(opt);
+      lt_tensor *next = rc == LT_OK ? lt_add(acc, lt_cast(loss, LT_F64)) : NULL;
+      if (next) lt_retain(next);
+      lt_scope_end();
+      if (!next) {
+        fail("training step");
+        goto out;
+      }
+      lt_release(prev);
+      prev = acc;
+      acc = next;
+      if (lt_mark_step(dev) != LT_OK) {
+        fail("training step (mark_step)");
+        goto out;
+      }
+      total++;
+      /* prev: the running sum through the step before this one, which
+       * lt_mark_step has waited for: reading it costs no overlap. */
+      int64_t upto = total - 1; /* steps summed in prev */
+      if ((s + 1) % log_every == 0 && upto > pg.last_step) {
+        double sum;
+        if (lt_item(prev, 0, &sum) != LT_OK) {
+          fail("reading the loss");
+          goto out;
+        }
+        double t = now_s();
+        /* the step rate over the window since the last line */
+        progress_show(&pg, e, o.epochs, s + 1, nb, total,
+                      (sum - pg.last_sum) / (double)(upto - pg.last_step),
+                      (double)(total - pg.last_total) / (t - pg.last_t));
+        pg.last_t = t;
+        pg.last_total = total;
+        pg.last_sum = sum;
+        pg.last_step = upto;
+      }
+    }
+    if (lt_wait_device_ops(dev) != LT_OK) {
+      fail("training step");
+      goto out;
+    }
+    double dt = now_s() - t0;
+    train_s += dt;
+    int64_t steps = total - epoch_first;
+    double sum_end = 0;
+    if (lt_item(acc, 0, &sum_end) != LT_OK) {
+      fail("reading the loss");
+      goto out;
+    }
+    if (pg.tty) printf("\n");
+    double a;
+    if (evaluate(&m, test_x, &test, ntest, &a) != LT_OK) {
+      fail("evaluation");
+      goto out;
+    }
+    final_acc = a;
+    printf("epoch %lld: %lld steps in %.2f s (%.1f steps/s), mean loss %.4f, test accuracy %.4f\n",
+           (long long)e, (long long)steps, dt, (double)steps / (dt > 0 ? dt : 1),
+           steps ? (sum_end - epoch_sum0) / (double)steps : NAN, a);
+    fflush(stdout);
+  }
+  if (o.epochs == 0) {
+    if (evaluate(&m, test_x, &test, ntest, &final_acc) != LT_OK) {
+      fail("evaluation");
+      goto out;
+    }
+    printf("test accuracy %.4f\n", final_acc);
+  }
+  if (o.save) {
+    if (lt_nn_save(o.save, m.params, m.nparams) != LT_OK) {
+      fail("--save");
+      goto out;
+    }
+    printf("saved %d tensors to %s\n", m.nparams, o.save);
+  }
+  printf("summary: %lld steps, %.1f steps/s, final test accuracy %.4f\n", (long long)total,
+         train_s > 0 ? (double)total / train_s : 0.0, final_acc);
+  printf("summary: compiles %lld uncached, %lld cached (cache hits)\n",
+         (long long)lt_counter("UncachedCompile"), (long long)lt_counter("CachedCompile"));
+  printf("summary: trace %.1f ms, compile %.1f ms, execute %.1f ms\n", metric_ms("TraceTime"),
+         metric_ms("CompileTime"), metric_ms("ExecuteTime"));
+  status = 0;
+out:
+  lt_wait_device_ops(dev);
+  lt_release(prev);
+  lt_release(acc);
+  lt_release(test_x);
+  lt_nn_loader_free(loader);
+  lt_nn_optim_free(opt);
+  model_free(&m);
+  lt_nn_dataset_free(&train);
+  lt_nn_dataset_free(&test);
+  return status;
+}
