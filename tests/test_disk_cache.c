@@ -228,7 +228,8 @@ static int child_main(int argc, char **argv) {
 
 /* Starts this binary as a child on g_dir. uid > 0: run as that user (the
  * read-only directory test when root). out: its stdout and stderr, or NULL. */
-static pid_t spawn_child(const char *mode, int seed, int gofd, int uid, const char *out) {
+static pid_t spawn_child(const char *mode, int seed, int gofd, int uid, const char *out,
+                         const char *extra_env) {
   static char var[128], self[512];
   /* The binary's real path: /proc/self/exe is closed to a process that setuid'd. */
   ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -237,13 +238,14 @@ static pid_t spawn_child(const char *mode, int seed, int gofd, int uid, const ch
   snprintf(var, sizeof var, "LT_PERSISTENT_CACHE_PATH=%s", g_dir);
   int n = 0;
   while (environ[n]) n++;
-  char **envp = calloc((size_t)n + 2, sizeof *envp);
+  char **envp = calloc((size_t)n + 3, sizeof *envp);
   int k = 0;
   for (int i = 0; i < n; i++)
     if (strncmp(environ[i], "LT_PERSISTENT_CACHE_", 20) != 0 &&
         strncmp(environ[i], "LT_BACKEND=", 11) != 0)
       envp[k++] = environ[i];
   envp[k++] = var;
+  if (extra_env) envp[k++] = (char *)extra_env;
   char seedbuf[16], fdbuf[16];
   snprintf(seedbuf, sizeof seedbuf, "%d", seed);
   snprintf(fdbuf, sizeof fdbuf, "%d", gofd);
@@ -344,7 +346,7 @@ static void test_second_process_compiles_nothing(void **state) {
   populate();
   char out[96];
   snprintf(out, sizeof out, "%s.child", g_dir);
-  int rc = wait_child(spawn_child("cached", 5, -1, 0, out));
+  int rc = wait_child(spawn_child("cached", 5, -1, 0, out, NULL));
   size_t n;
   uint8_t *text = read_file(out, &n);
   unlink(out);
@@ -512,6 +514,36 @@ static void test_entry_of_another_key(void **state) {
 
 /* ---- read-only ---------------------------------------------------------------------------- */
 
+/* The environment's settings, as a new process reads them. */
+static void test_environment_settings(void **state) {
+  (void)state;
+  char out[96];
+  snprintf(out, sizeof out, "%s.child", g_dir);
+  /* LT_PERSISTENT_CACHE_READ_ONLY=1: computes, writes nothing, says nothing. */
+  assert_int_equal(wait_child(spawn_child("any", 1, -1, 0, out, "LT_PERSISTENT_CACHE_READ_ONLY=1")),
+                   0);
+  size_t n;
+  uint8_t *text = read_file(out, &n);
+  text[n] = '\0';
+  assert_null(strstr((char *)text, "persistent cache"));
+  free(text);
+  assert_int_equal(count_entries(), 0);
+  /* LT_PERSISTENT_CACHE_MAX_BYTES below one entry: nothing kept, one message. */
+  assert_int_equal(
+      wait_child(spawn_child("write-fail", 1, -1, 0, out, "LT_PERSISTENT_CACHE_MAX_BYTES=100")), 0);
+  text = read_file(out, &n);
+  text[n] = '\0';
+  expect_message((char *)text, "exceed the size bound (100 bytes)");
+  free(text);
+  assert_int_equal(count_entries(), 0);
+  /* With a k suffix, room for the entry: the next process finds it. */
+  assert_int_equal(
+      wait_child(spawn_child("any", 1, -1, 0, out, "LT_PERSISTENT_CACHE_MAX_BYTES=64k")), 0);
+  assert_int_equal(count_entries(), 1);
+  assert_int_equal(wait_child(spawn_child("cached", 2, -1, 0, out, NULL)), 0);
+  unlink(out);
+}
+
 static void test_read_only_setting(void **state) {
   (void)state;
   /* An empty read-only cache: compiles, writes nothing, reports nothing. */
@@ -580,7 +612,7 @@ static void test_read_only_directory(void **state) {
    * the build tree), the injected failure stands in for it. */
   char out[96];
   snprintf(out, sizeof out, "%s.child", g_dir);
-  int rc = wait_child(spawn_child("write-fail", 1, -1, 65534, out));
+  int rc = wait_child(spawn_child("write-fail", 1, -1, 65534, out, NULL));
   size_t n;
   uint8_t *text = read_file(out, &n);
   unlink(out);
@@ -647,7 +679,7 @@ static void test_processes_compile_same_key_at_once(void **state) {
   assert_int_equal(pipe(go), 0);
   assert_int_equal(fcntl(go[1], F_SETFD, FD_CLOEXEC), 0); /* only the parent holds the write end */
   pid_t pids[kChildren];
-  for (int i = 0; i < kChildren; i++) pids[i] = spawn_child("any", 10 + i, go[0], 0, NULL);
+  for (int i = 0; i < kChildren; i++) pids[i] = spawn_child("any", 10 + i, go[0], 0, NULL, NULL);
   close(go[0]);
   usleep(100 * 1000); /* let them all reach the start line */
   close(go[1]);       /* go */
@@ -791,6 +823,7 @@ int main(int argc, char **argv) {
       DTEST(test_wrong_backend),
       DTEST(test_undeserializable_payload),
       DTEST(test_entry_of_another_key),
+      DTEST(test_environment_settings),
       DTEST(test_read_only_setting),
       DTEST(test_read_only_directory),
       DTEST(test_full_disk),

@@ -1,4 +1,5 @@
 /* The single allocation path of the library (see lt_set_allocator). */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,17 +16,18 @@ static void *default_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   return realloc(ptr, nsize);
 }
 
-static lt_alloc_fn g_alloc = default_alloc;
-static void *g_alloc_ud;
+/* Atomic: worker threads allocate and free while a test swaps the hook. */
+static _Atomic(lt_alloc_fn) g_alloc = default_alloc;
+static _Atomic(void *) g_alloc_ud;
 
 void lt_set_allocator(lt_alloc_fn fn, void *ud) {
-  g_alloc = fn ? fn : default_alloc;
-  g_alloc_ud = fn ? ud : NULL;
+  atomic_store(&g_alloc_ud, fn ? ud : NULL);
+  atomic_store(&g_alloc, fn ? fn : default_alloc);
 }
 
 void *lt__realloc(void *p, size_t oldn, size_t newn) {
   if (newn == 0) newn = 1; /* zero would mean free to the hook */
-  void *q = g_alloc(g_alloc_ud, p, oldn, newn);
+  void *q = atomic_load_explicit(&g_alloc, memory_order_acquire)(atomic_load_explicit(&g_alloc_ud, memory_order_relaxed), p, oldn, newn);
   if (!q) lt__err(LT_ENOMEM, "out of memory allocating %zu bytes", newn);
   return q;
 }
@@ -39,5 +41,5 @@ void *lt__calloc(size_t n) {
 }
 
 void lt__free(void *p, size_t n) {
-  if (p) g_alloc(g_alloc_ud, p, n ? n : 1, 0);
+  if (p) atomic_load_explicit(&g_alloc, memory_order_acquire)(atomic_load_explicit(&g_alloc_ud, memory_order_relaxed), p, n ? n : 1, 0);
 }

@@ -358,6 +358,13 @@ int lt__disk_cache_load(const lt_backend *be, lt_graph_key key, lt_executable **
     if (!why) {
       int rc = be->deserialize(buf + LT_DISK_HEADER_BYTES,
                                size - LT_DISK_HEADER_BYTES - LT_DISK_CHECKSUM_BYTES, &e);
+      if (rc == LT_ENOMEM) { /* not the entry's fault either: keep it, report a miss */
+        lt__free(buf, size);
+        close(fd);
+        error_restore(&saved);
+        lt__count(LT_CTR_PERSISTENT_MISS, 1);
+        return LT_ENOTFOUND;
+      }
       if (rc != LT_OK) {
         snprintf(whybuf, sizeof whybuf, "the backend cannot read it: %s", lt_last_error());
         why = whybuf;
