@@ -58,14 +58,14 @@ static __attribute__((noinline)) void c_add(const float *restrict a, const float
 }
 
 static lt_tensor *chain8(lt_tensor *a, lt_tensor *b, lt_tensor *half) {
-  lt_tensor *x = lt_add(a, b);   /* 1 */
-  x = lt_mul(x, a);              /* 2 */
-  x = lt_sub(x, b);              /* 3 */
-  x = lt_relu(x);                /* 4 */
-  x = lt_mul(x, half);           /* 5 */
-  x = lt_maximum(x, b);          /* 6 */
-  x = lt_tanh(x);                /* 7 */
-  return lt_add(x, a);           /* 8 */
+  lt_tensor *x = lt_add(a, b); /* 1 */
+  x = lt_mul(x, a);            /* 2 */
+  x = lt_sub(x, b);            /* 3 */
+  x = lt_relu(x);              /* 4 */
+  x = lt_mul(x, half);         /* 5 */
+  x = lt_maximum(x, b);        /* 6 */
+  x = lt_tanh(x);              /* 7 */
+  return lt_add(x, a);         /* 8 */
 }
 
 int main(void) {
@@ -77,7 +77,8 @@ int main(void) {
   printf("# backend %s, LT_NUM_THREADS=%s\n", getenv("LT_BACKEND"), nt ? nt : "(all cores)");
 
   /* ---- c_add baseline ---- */
-  float *ha = malloc((size_t)N16M * 4), *hb = malloc((size_t)N16M * 4), *hc = malloc((size_t)N16M * 4);
+  float *ha = malloc((size_t)N16M * 4), *hb = malloc((size_t)N16M * 4),
+        *hc = malloc((size_t)N16M * 4);
   for (long i = 0; i < N16M; i++) {
     ha[i] = (float)((i % 1000) * 0.001 - 0.5);
     hb[i] = (float)((i % 777) * 0.002 - 0.7);
@@ -165,16 +166,36 @@ int main(void) {
     lt_tensor *x = p;
     for (int i = 0; i < 100; i++) { /* 100 nodes: elementwise, broadcasts, reductions */
       switch (i % 10) {
-      case 0: x = lt_add(x, q); break;
-      case 1: x = lt_tanh(x); break;
-      case 2: x = lt_mul(x, p); break;
-      case 3: x = lt_sub(x, lt_max(x, (int[]){1}, 1, true)); break;
-      case 4: x = lt_exp(x); break;
-      case 5: x = lt_div(x, lt_add(lt_abs(q), p)); break;
-      case 6: x = lt_softmax(x, 0); break;
-      case 7: x = lt_maximum(x, q); break;
-      case 8: x = lt_sigmoid(x); break;
-      default: x = lt_add(x, lt_sum(x, (int[]){0}, 1, true)); break;
+      case 0:
+        x = lt_add(x, q);
+        break;
+      case 1:
+        x = lt_tanh(x);
+        break;
+      case 2:
+        x = lt_mul(x, p);
+        break;
+      case 3:
+        x = lt_sub(x, lt_max(x, (int[]){1}, 1, true));
+        break;
+      case 4:
+        x = lt_exp(x);
+        break;
+      case 5:
+        x = lt_div(x, lt_add(lt_abs(q), p));
+        break;
+      case 6:
+        x = lt_softmax(x, 0);
+        break;
+      case 7:
+        x = lt_maximum(x, q);
+        break;
+      case 8:
+        x = lt_sigmoid(x);
+        break;
+      default:
+        x = lt_add(x, lt_sum(x, (int[]){0}, 1, true));
+        break;
       }
     }
     check(lt_sync(&x, 1, true), "compile graph");

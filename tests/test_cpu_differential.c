@@ -51,7 +51,8 @@ static int64_t numel(const int64_t *s, int nd) {
 
 static double gen_value(bool specials) {
   if (specials && irand(20) == 0) {
-    static const double sp[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e30, -1e30, 1e-40, 88.0, -90.0, 0.5, -0.5};
+    static const double sp[] = {NAN,   INFINITY, -INFINITY, 0.0,   -0.0, 1e30,
+                                -1e30, 1e-40,    88.0,      -90.0, 0.5,  -0.5};
     return sp[irand(12)];
   }
   double v = (urand() * 2 - 1) * 4;
@@ -67,11 +68,21 @@ static void input_fill(input *in, lt_dtype dt, const int64_t *shape, int nd, boo
   for (int64_t i = 0; i < n; i++) {
     double v = gen_value(specials);
     switch (dt) {
-    case LT_BOOL: ((uint8_t *)in->data)[i] = irand(2); break;
-    case LT_I32: ((int32_t *)in->data)[i] = irand(5) ? irand(21) - 10 : (int32_t)rnd(); break;
-    case LT_I64: ((int64_t *)in->data)[i] = irand(5) ? irand(21) - 10 : (int64_t)rnd(); break;
-    case LT_F32: ((float *)in->data)[i] = (float)v; break;
-    default: ((double *)in->data)[i] = v; break;
+    case LT_BOOL:
+      ((uint8_t *)in->data)[i] = irand(2);
+      break;
+    case LT_I32:
+      ((int32_t *)in->data)[i] = irand(5) ? irand(21) - 10 : (int32_t)rnd();
+      break;
+    case LT_I64:
+      ((int64_t *)in->data)[i] = irand(5) ? irand(21) - 10 : (int64_t)rnd();
+      break;
+    case LT_F32:
+      ((float *)in->data)[i] = (float)v;
+      break;
+    default:
+      ((double *)in->data)[i] = v;
+      break;
     }
   }
 }
@@ -111,19 +122,23 @@ static void result_free(result *r) {
 
 static double get(const void *p, lt_dtype dt, int64_t i) {
   switch (dt) {
-  case LT_BOOL: return ((const uint8_t *)p)[i];
-  case LT_I32: return ((const int32_t *)p)[i];
-  case LT_I64: return (double)((const int64_t *)p)[i];
-  case LT_F32: return ((const float *)p)[i];
-  default: return ((const double *)p)[i];
+  case LT_BOOL:
+    return ((const uint8_t *)p)[i];
+  case LT_I32:
+    return ((const int32_t *)p)[i];
+  case LT_I64:
+    return (double)((const int64_t *)p)[i];
+  case LT_F32:
+    return ((const float *)p)[i];
+  default:
+    return ((const double *)p)[i];
   }
 }
 
 static int g_failures, g_cases, g_failures_before;
 
 /* Compares; on mismatch prints and counts a failure. scale_rel: the DAG mode. */
-static bool compare(const char *what, uint64_t seed, const result *a, const result *b,
-                    bool dag) {
+static bool compare(const char *what, uint64_t seed, const result *a, const result *b, bool dag) {
   g_cases++;
   if (a->nout != b->nout || a->rc != b->rc) {
     printf("MISMATCH %s seed %llu: ref gave %d outputs rc %d, cpu %d outputs rc %d (%s)\n", what,
@@ -134,8 +149,8 @@ static bool compare(const char *what, uint64_t seed, const result *a, const resu
   if (a->rc != LT_OK) return true; /* both refused: the same error path */
   for (int o = 0; o < a->nout; o++) {
     if (a->dt[o] != b->dt[o] || a->n[o] != b->n[o]) {
-      printf("MISMATCH %s seed %llu: output %d dtype/size differ\n", what,
-             (unsigned long long)seed, o);
+      printf("MISMATCH %s seed %llu: output %d dtype/size differ\n", what, (unsigned long long)seed,
+             o);
       g_failures++;
       return false;
     }
@@ -151,9 +166,12 @@ static bool compare(const char *what, uint64_t seed, const result *a, const resu
         ok = ((int64_t *)a->data[o])[i] == ((int64_t *)b->data[o])[i];
       } else {
         double x = get(a->data[o], dt, i), y = get(b->data[o], dt, i);
-        if (isnan(x) || isnan(y)) ok = isnan(x) && isnan(y);
-        else if (isinf(x) || isinf(y)) ok = x == y;
-        else if (dt != LT_F32 && dt != LT_F64) ok = x == y;
+        if (isnan(x) || isnan(y))
+          ok = isnan(x) && isnan(y);
+        else if (isinf(x) || isinf(y))
+          ok = x == y;
+        else if (dt != LT_F32 && dt != LT_F64)
+          ok = x == y;
         else {
           double rtol = dt == LT_F32 ? 2e-5 : 1e-10, atol = dt == LT_F32 ? 1e-6 : 1e-12;
           double scale = fabs(x);
@@ -176,8 +194,8 @@ static bool compare(const char *what, uint64_t seed, const result *a, const resu
   return true;
 }
 
-static void diff(const char *what, uint64_t seed, input *ins, int nin, build_fn f,
-                 const void *ud, bool dag) {
+static void diff(const char *what, uint64_t seed, input *ins, int nin, build_fn f, const void *ud,
+                 bool dag) {
   result a, b;
   run_on(&lt__ref_backend, ins, nin, f, ud, &a);
   run_on(&lt__cpu_backend, ins, nin, f, ud, &b);
@@ -211,20 +229,20 @@ static int b_binary_chain(lt_tensor **in, const void *ud, lt_tensor **outs) {
 static const struct {
   const char *name;
   unary_op f;
-} kUnary[] = {{"neg", lt_neg},     {"abs", lt_abs},       {"sign", lt_sign},   {"relu", lt_relu},
-              {"floor", lt_floor}, {"ceil", lt_ceil},     {"round", lt_round}, {"exp", lt_exp},
-              {"log", lt_log},     {"log1p", lt_log1p},   {"sqrt", lt_sqrt},   {"rsqrt", lt_rsqrt},
-              {"sin", lt_sin},     {"cos", lt_cos},       {"tanh", lt_tanh},   {"sigmoid", lt_sigmoid},
-              {"gelu", lt_gelu},   {"erf", lt_erf},       {"not", lt_logical_not}};
+} kUnary[] = {
+    {"neg", lt_neg},     {"abs", lt_abs},     {"sign", lt_sign},      {"relu", lt_relu},
+    {"floor", lt_floor}, {"ceil", lt_ceil},   {"round", lt_round},    {"exp", lt_exp},
+    {"log", lt_log},     {"log1p", lt_log1p}, {"sqrt", lt_sqrt},      {"rsqrt", lt_rsqrt},
+    {"sin", lt_sin},     {"cos", lt_cos},     {"tanh", lt_tanh},      {"sigmoid", lt_sigmoid},
+    {"gelu", lt_gelu},   {"erf", lt_erf},     {"not", lt_logical_not}};
 
 static const struct {
   const char *name;
   binary_op f;
-} kBinary[] = {{"add", lt_add},         {"sub", lt_sub},         {"mul", lt_mul},
-               {"div", lt_div},         {"pow", lt_pow},         {"maximum", lt_maximum},
-               {"minimum", lt_minimum}, {"eq", lt_eq},           {"ne", lt_ne},
-               {"lt", lt_lt},           {"le", lt_le},           {"gt", lt_gt},
-               {"ge", lt_ge},           {"and", lt_logical_and}, {"or", lt_logical_or}};
+} kBinary[] = {{"add", lt_add}, {"sub", lt_sub},         {"mul", lt_mul},         {"div", lt_div},
+               {"pow", lt_pow}, {"maximum", lt_maximum}, {"minimum", lt_minimum}, {"eq", lt_eq},
+               {"ne", lt_ne},   {"lt", lt_lt},           {"le", lt_le},           {"gt", lt_gt},
+               {"ge", lt_ge},   {"and", lt_logical_and}, {"or", lt_logical_or}};
 
 static void test_unary(void **state) {
   (void)state;
@@ -247,9 +265,15 @@ static const struct {
   int na, nb;
   int64_t a[4], b[4];
 } kBcast[] = {
-    {1, 1, {1000}, {1000}},     {0, 1, {0}, {37}},          {2, 2, {3, 1}, {1, 4}},
-    {3, 1, {2, 3, 4}, {4}},     {3, 2, {2, 1, 4}, {3, 1}},  {2, 2, {5, 7}, {5, 7}},
-    {4, 4, {2, 3, 1, 5}, {1, 3, 4, 1}}, {2, 1, {300, 129}, {129}}, {2, 2, {129, 1}, {129, 300}},
+    {1, 1, {1000}, {1000}},
+    {0, 1, {0}, {37}},
+    {2, 2, {3, 1}, {1, 4}},
+    {3, 1, {2, 3, 4}, {4}},
+    {3, 2, {2, 1, 4}, {3, 1}},
+    {2, 2, {5, 7}, {5, 7}},
+    {4, 4, {2, 3, 1, 5}, {1, 3, 4, 1}},
+    {2, 1, {300, 129}, {129}},
+    {2, 2, {129, 1}, {129, 300}},
     {1, 1, {0}, {1}},
 };
 
@@ -323,7 +347,8 @@ static void test_where_cast_clamp(void **state) {
 /* ---- reductions ---- */
 
 typedef struct red_case {
-  int op; /* 0 sum 1 mean 2 max 3 min 4 prod 5 logsumexp 6 argmax 7 argmin 8 softmax 9 log_softmax */
+  int op; /* 0 sum 1 mean 2 max 3 min 4 prod 5 logsumexp 6 argmax 7 argmin 8 softmax 9 log_softmax
+           */
   int axes[4], naxes;
   bool keep;
 } red_case;
@@ -332,16 +357,36 @@ static int b_reduce(lt_tensor **in, const void *ud, lt_tensor **outs) {
   const red_case *c = ud;
   lt_tensor *x = in[0];
   switch (c->op) {
-  case 0: outs[0] = lt_sum(x, c->axes, c->naxes, c->keep); break;
-  case 1: outs[0] = lt_mean(x, c->axes, c->naxes, c->keep); break;
-  case 2: outs[0] = lt_max(x, c->axes, c->naxes, c->keep); break;
-  case 3: outs[0] = lt_min(x, c->axes, c->naxes, c->keep); break;
-  case 4: outs[0] = lt_prod(x, c->axes, c->naxes, c->keep); break;
-  case 5: outs[0] = lt_logsumexp(x, c->axes, c->naxes, c->keep); break;
-  case 6: outs[0] = lt_argmax(x, c->axes[0], c->keep); break;
-  case 7: outs[0] = lt_argmin(x, c->axes[0], c->keep); break;
-  case 8: outs[0] = lt_softmax(x, c->axes[0]); break;
-  default: outs[0] = lt_log_softmax(x, c->axes[0]); break;
+  case 0:
+    outs[0] = lt_sum(x, c->axes, c->naxes, c->keep);
+    break;
+  case 1:
+    outs[0] = lt_mean(x, c->axes, c->naxes, c->keep);
+    break;
+  case 2:
+    outs[0] = lt_max(x, c->axes, c->naxes, c->keep);
+    break;
+  case 3:
+    outs[0] = lt_min(x, c->axes, c->naxes, c->keep);
+    break;
+  case 4:
+    outs[0] = lt_prod(x, c->axes, c->naxes, c->keep);
+    break;
+  case 5:
+    outs[0] = lt_logsumexp(x, c->axes, c->naxes, c->keep);
+    break;
+  case 6:
+    outs[0] = lt_argmax(x, c->axes[0], c->keep);
+    break;
+  case 7:
+    outs[0] = lt_argmin(x, c->axes[0], c->keep);
+    break;
+  case 8:
+    outs[0] = lt_softmax(x, c->axes[0]);
+    break;
+  default:
+    outs[0] = lt_log_softmax(x, c->axes[0]);
+    break;
   }
   return outs[0] ? 1 : -1;
 }
@@ -415,9 +460,15 @@ static void test_matmul(void **state) {
     int na, nb;
     int64_t a[4], b[4];
   } cases[] = {
-      {2, 2, {7, 5}, {5, 3}},       {2, 2, {64, 33}, {33, 65}},      {3, 2, {2, 4, 3}, {3, 5}},
-      {3, 3, {2, 4, 3}, {2, 3, 5}}, {4, 3, {2, 1, 3, 4}, {3, 4, 2}}, {1, 2, {6}, {6, 3}},
-      {2, 1, {3, 6}, {6}},          {1, 1, {6}, {6}},                {2, 2, {1, 9}, {9, 1}},
+      {2, 2, {7, 5}, {5, 3}},
+      {2, 2, {64, 33}, {33, 65}},
+      {3, 2, {2, 4, 3}, {3, 5}},
+      {3, 3, {2, 4, 3}, {2, 3, 5}},
+      {4, 3, {2, 1, 3, 4}, {3, 4, 2}},
+      {1, 2, {6}, {6, 3}},
+      {2, 1, {3, 6}, {6}},
+      {1, 1, {6}, {6}},
+      {2, 2, {1, 9}, {9, 1}},
       {2, 2, {3, 0}, {0, 4}},
   };
   for (int dt = 0; dt < LT_NUM_DTYPES; dt++)
@@ -430,8 +481,16 @@ static void test_matmul(void **state) {
         int na = cases[c].na, nb = cases[c].nb;
         if (mc.ta && na < 2) continue;
         if (mc.tb && nb < 2) continue;
-        if (mc.ta) { int64_t x = sa[na - 1]; sa[na - 1] = sa[na - 2]; sa[na - 2] = x; }
-        if (mc.tb) { int64_t x = sb[nb - 1]; sb[nb - 1] = sb[nb - 2]; sb[nb - 2] = x; }
+        if (mc.ta) {
+          int64_t x = sa[na - 1];
+          sa[na - 1] = sa[na - 2];
+          sa[na - 2] = x;
+        }
+        if (mc.tb) {
+          int64_t x = sb[nb - 1];
+          sb[nb - 1] = sb[nb - 2];
+          sb[nb - 2] = x;
+        }
         input in[2];
         g_rng = 99 + (uint64_t)dt * 100 + c * 4 + (uint64_t)t;
         input_fill(&in[0], (lt_dtype)dt, sa, na, false);
@@ -451,25 +510,54 @@ static int b_shapes(lt_tensor **in, const void *ud, lt_tensor **outs) {
   lt_tensor *x = in[0]; /* [4, 6, 5] */
   lt_tensor *r = NULL;
   switch (which) {
-  case 0: r = lt_reshape(lt_permute(x, (int[]){2, 0, 1}, 3), SHAPE(20, 6), 2); break;
-  case 1: r = lt_add(lt_permute(x, (int[]){1, 2, 0}, 3), lt_exp(lt_permute(x, (int[]){1, 2, 0}, 3))); break;
-  case 2: r = lt_mul(lt_expand(lt_slice(x, SHAPE(0, 0, 0), SHAPE(4, 1, 5), NULL), SHAPE(2, 4, 6, 5), 4), x); break;
-  case 3: r = lt_slice(lt_sigmoid(x), SHAPE(1, 0, 1), SHAPE(4, 6, 5), SHAPE(2, 3, 2)); break;
-  case 4: r = lt_concat((lt_tensor *[]){x, lt_neg(x), lt_transpose(lt_transpose(x, 0, 1), 0, 1)}, 3, 1); break;
-  case 5: r = lt_pad(lt_relu(x), SHAPE(1, 0, 0, 2, 1, 1), 0.25); break;
-  case 6: r = lt_index_select(lt_tanh(x), 1, lt_from_data(CPU0, LT_I64, SHAPE(3), 1, (int64_t[]){5, 0, 5})); break;
+  case 0:
+    r = lt_reshape(lt_permute(x, (int[]){2, 0, 1}, 3), SHAPE(20, 6), 2);
+    break;
+  case 1:
+    r = lt_add(lt_permute(x, (int[]){1, 2, 0}, 3), lt_exp(lt_permute(x, (int[]){1, 2, 0}, 3)));
+    break;
+  case 2:
+    r = lt_mul(lt_expand(lt_slice(x, SHAPE(0, 0, 0), SHAPE(4, 1, 5), NULL), SHAPE(2, 4, 6, 5), 4),
+               x);
+    break;
+  case 3:
+    r = lt_slice(lt_sigmoid(x), SHAPE(1, 0, 1), SHAPE(4, 6, 5), SHAPE(2, 3, 2));
+    break;
+  case 4:
+    r = lt_concat((lt_tensor *[]){x, lt_neg(x), lt_transpose(lt_transpose(x, 0, 1), 0, 1)}, 3, 1);
+    break;
+  case 5:
+    r = lt_pad(lt_relu(x), SHAPE(1, 0, 0, 2, 1, 1), 0.25);
+    break;
+  case 6:
+    r = lt_index_select(lt_tanh(x), 1,
+                        lt_from_data(CPU0, LT_I64, SHAPE(3), 1, (int64_t[]){5, 0, 5}));
+    break;
   case 7: {
     int64_t idx[4 * 6 * 5];
     for (int i = 0; i < 120; i++) idx[i] = (i * 7) % 5;
     r = lt_gather(x, 2, lt_from_data(CPU0, LT_I64, SHAPE(4, 6, 5), 3, idx));
     break;
   }
-  case 8: r = lt_one_hot(lt_from_data(CPU0, LT_I32, SHAPE(2, 3), 2, (int32_t[]){0, 3, 1, 2, 2, 0}), 4, LT_F32); break;
-  case 9: r = lt_reshape(lt_add(x, lt_scalar(CPU0, LT_F32, 3.0)), SHAPE(6, 20), 2); break;
-  case 10: r = lt_sum(lt_transpose(lt_exp(x), 0, 2), (int[]){1}, 1, false); break;
-  case 11: r = lt_squeeze(lt_unsqueeze(lt_softmax(lt_transpose(x, 1, 2), 1), 0), 0); break;
-  case 12: r = lt_stack((lt_tensor *[]){x, x}, 2, 3); break;
-  default: r = lt_matmul(lt_transpose(x, 1, 2), lt_exp(x)); break;
+  case 8:
+    r = lt_one_hot(lt_from_data(CPU0, LT_I32, SHAPE(2, 3), 2, (int32_t[]){0, 3, 1, 2, 2, 0}), 4,
+                   LT_F32);
+    break;
+  case 9:
+    r = lt_reshape(lt_add(x, lt_scalar(CPU0, LT_F32, 3.0)), SHAPE(6, 20), 2);
+    break;
+  case 10:
+    r = lt_sum(lt_transpose(lt_exp(x), 0, 2), (int[]){1}, 1, false);
+    break;
+  case 11:
+    r = lt_squeeze(lt_unsqueeze(lt_softmax(lt_transpose(x, 1, 2), 1), 0), 0);
+    break;
+  case 12:
+    r = lt_stack((lt_tensor *[]){x, x}, 2, 3);
+    break;
+  default:
+    r = lt_matmul(lt_transpose(x, 1, 2), lt_exp(x));
+    break;
   }
   outs[0] = r;
   return r ? 1 : -1;
@@ -498,31 +586,51 @@ typedef struct dag_spec {
 
 static lt_tensor *dag_unary(lt_tensor *x, int k) {
   switch (k) {
-  case 0: return lt_neg(x);
-  case 1: return lt_abs(x);
-  case 2: return lt_relu(x);
-  case 3: return lt_tanh(x);
-  case 4: return lt_sigmoid(x);
-  case 5: return lt_sin(x);
-  case 6: return lt_sqrt(lt_abs(x));
-  case 7: return lt_exp(lt_neg(lt_abs(x)));
-  case 8: return lt_log(lt_add(lt_abs(x), lt_scalar(CPU0, lt_get_dtype(x), 1.0)));
-  case 9: return lt_erf(x);
-  case 10: return lt_gelu(x);
-  case 11: return lt_mul(x, lt_scalar(CPU0, lt_get_dtype(x), 0.75));
-  default: return lt_cos(x);
+  case 0:
+    return lt_neg(x);
+  case 1:
+    return lt_abs(x);
+  case 2:
+    return lt_relu(x);
+  case 3:
+    return lt_tanh(x);
+  case 4:
+    return lt_sigmoid(x);
+  case 5:
+    return lt_sin(x);
+  case 6:
+    return lt_sqrt(lt_abs(x));
+  case 7:
+    return lt_exp(lt_neg(lt_abs(x)));
+  case 8:
+    return lt_log(lt_add(lt_abs(x), lt_scalar(CPU0, lt_get_dtype(x), 1.0)));
+  case 9:
+    return lt_erf(x);
+  case 10:
+    return lt_gelu(x);
+  case 11:
+    return lt_mul(x, lt_scalar(CPU0, lt_get_dtype(x), 0.75));
+  default:
+    return lt_cos(x);
   }
 }
 
 static lt_tensor *dag_binary(lt_tensor *a, lt_tensor *b, int k) {
   switch (k) {
-  case 0: return lt_add(a, b);
-  case 1: return lt_sub(a, b);
-  case 2: return lt_mul(a, b);
-  case 3: return lt_maximum(a, b);
-  case 4: return lt_minimum(a, b);
-  case 5: return lt_div(a, lt_add(lt_abs(b), lt_scalar(CPU0, lt_get_dtype(b), 1.0)));
-  default: return lt_where(lt_gt(a, b), a, lt_neg(b));
+  case 0:
+    return lt_add(a, b);
+  case 1:
+    return lt_sub(a, b);
+  case 2:
+    return lt_mul(a, b);
+  case 3:
+    return lt_maximum(a, b);
+  case 4:
+    return lt_minimum(a, b);
+  case 5:
+    return lt_div(a, lt_add(lt_abs(b), lt_scalar(CPU0, lt_get_dtype(b), 1.0)));
+  default:
+    return lt_where(lt_gt(a, b), a, lt_neg(b));
   }
 }
 
@@ -545,11 +653,21 @@ static int b_dag(lt_tensor **in, const void *ud, lt_tensor **outs) {
     } else if (kind == 8 && nd > 0) {
       int ax = irand(nd);
       switch (irand(5)) {
-      case 0: r = lt_sum(a, &ax, 1, true); break;
-      case 1: r = lt_max(a, &ax, 1, true); break;
-      case 2: r = lt_mean(a, &ax, 1, true); break;
-      case 3: r = lt_softmax(a, ax); break;
-      default: r = lt_logsumexp(a, &ax, 1, true); break;
+      case 0:
+        r = lt_sum(a, &ax, 1, true);
+        break;
+      case 1:
+        r = lt_max(a, &ax, 1, true);
+        break;
+      case 2:
+        r = lt_mean(a, &ax, 1, true);
+        break;
+      case 3:
+        r = lt_softmax(a, ax);
+        break;
+      default:
+        r = lt_logsumexp(a, &ax, 1, true);
+        break;
       }
     } else if (nd >= 2 && irand(2)) { /* a view: transpose twice, or permute then back */
       r = lt_transpose(lt_exp(lt_neg(lt_abs(lt_transpose(a, 0, nd - 1)))), 0, nd - 1);
@@ -609,9 +727,12 @@ static int setup(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup(test_unary, setup),       cmocka_unit_test_setup(test_binary, setup),
-      cmocka_unit_test_setup(test_where_cast_clamp, setup), cmocka_unit_test_setup(test_reductions, setup),
-      cmocka_unit_test_setup(test_matmul, setup),      cmocka_unit_test_setup(test_shape_index, setup),
+      cmocka_unit_test_setup(test_unary, setup),
+      cmocka_unit_test_setup(test_binary, setup),
+      cmocka_unit_test_setup(test_where_cast_clamp, setup),
+      cmocka_unit_test_setup(test_reductions, setup),
+      cmocka_unit_test_setup(test_matmul, setup),
+      cmocka_unit_test_setup(test_shape_index, setup),
       cmocka_unit_test_setup(test_random_dags, setup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

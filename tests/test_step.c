@@ -77,9 +77,10 @@ static void test_step_donation_and_peak_memory(void **state) {
   lt_cache_clear();
   int64_t extra_plain = sgd_steps(false);
   assert_int_equal(ctr("InputOutputAlias"), 0);
-  /* With donation the step needs only its temporary (lr * g); without, the
-   * new w needs storage of its own: exactly one more copy of w. */
-  assert_int_equal(extra_alias, (int64_t)N * 4);
+  /* With donation the step needs at most its temporary (lr * g: the ref
+   * backend stores it, the cpu backend fuses it away); without, the new w
+   * needs storage of its own: exactly one more copy of w. */
+  assert_true(extra_alias <= (int64_t)N * 4);
   assert_int_equal(extra_plain - extra_alias, (int64_t)N * 4);
 }
 

@@ -125,7 +125,8 @@ void lt__buffer_release(lt_buffer *b) {
   lt__free(b, sizeof *b);
 }
 
-/* LT_BACKEND=ref|cpu, read once (ref by default for now); a test may force one. */
+/* LT_BACKEND=ref|cpu, read once; cpu by default (ref is the oracle the cpu
+ * backend is tested against). A test may force one. */
 const lt_backend *lt__backend_for(lt_device dev) {
   (void)dev;
   static const lt_backend *_Atomic chosen;
@@ -134,7 +135,7 @@ const lt_backend *lt__backend_for(lt_device dev) {
   const lt_backend *be = atomic_load(&chosen);
   if (!be) {
     const char *s = getenv("LT_BACKEND");
-    be = s && strcmp(s, "cpu") == 0 ? &lt__cpu_backend : &lt__ref_backend;
+    be = s && strcmp(s, "ref") == 0 ? &lt__ref_backend : &lt__cpu_backend;
     atomic_store(&chosen, be);
   }
   return be;

@@ -76,7 +76,7 @@ typedef struct cpu_kernel {
 
 typedef struct cpu_slot {
   size_t nbytes;
-  size_t offset; /* temporaries: place in the arena */
+  size_t offset;   /* temporaries: place in the arena */
   int first, last; /* kernels that write first / read last */
 } cpu_slot;
 

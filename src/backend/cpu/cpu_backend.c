@@ -164,8 +164,8 @@ fail:
   return rc;
 }
 
-static int cpu_execute(lt_executable *e, lt_buffer *const *args, int nargs,
-                       lt_buffer *const *outs, int nouts) {
+static int cpu_execute(lt_executable *e, lt_buffer *const *args, int nargs, lt_buffer *const *outs,
+                       int nouts) {
   if (nargs != e->nparams || nouts != e->nroots)
     return lt__err(LT_EEXEC, "cpu: executable takes %d arguments and gives %d results, got %d/%d",
                    e->nparams, e->nroots, nargs, nouts);

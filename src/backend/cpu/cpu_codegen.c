@@ -37,7 +37,7 @@ typedef struct memo {
 
 typedef struct kgen {
   const cg_ctx *c;
-  int root;  /* evaluated as an expression even when it is a view (its own kernel) */
+  int root; /* evaluated as an expression even when it is a view (its own kernel) */
   int G;
   int64_t S[LT_MAX_DIMS];
   int nleaves;
@@ -106,8 +106,7 @@ static irv leaf_load(kgen *k, leaf *l) {
 
 static memo *memo_find(kgen *k, int node, const int8_t *dm, int nd) {
   for (int i = k->nmemo - 1; i >= 0; i--)
-    if (k->memo[i].node == node && memcmp(k->memo[i].dm, dm, (size_t)nd) == 0)
-      return &k->memo[i];
+    if (k->memo[i].node == node && memcmp(k->memo[i].dm, dm, (size_t)nd) == 0) return &k->memo[i];
   return NULL;
 }
 
@@ -151,15 +150,13 @@ static irv visit(kgen *k, int node, const int8_t *dm) {
     irv args[3];
     int dts[3];
     if (n->noperands > 3) {
-      k->err = lt__err(LT_ECOMPILE, "cpu: op %s has %d operands", lt__op_name(n->op),
-                       n->noperands);
+      k->err = lt__err(LT_ECOMPILE, "cpu: op %s has %d operands", lt__op_name(n->op), n->noperands);
       return none;
     }
     for (int j = 0; j < n->noperands; j++) {
       const lt_node *y = n->operands[j].node;
       int8_t dy[LT_MAX_DIMS];
-      for (int e = 0; e < y->ndim; e++)
-        dy[e] = y->shape[e] == 1 ? -1 : dm[e + n->ndim - y->ndim];
+      for (int e = 0; e < y->ndim; e++) dy[e] = y->shape[e] == 1 ? -1 : dm[e + n->ndim - y->ndim];
       args[j] = visit(k, y->order, dy);
       dts[j] = y->dtype;
     }
@@ -209,12 +206,11 @@ static void collapse(kgen *k, int nkept) {
 static irv loop_begin(kgen *k, irv lo, irv hi, int *id) {
   *id = k->nloops++;
   cpu_sb_printf(&k->allocas, "  %%i%d = alloca i64\n", *id);
-  cpu_sb_printf(&k->body, "  store i64 %s, ptr %%i%d\n  br label %%L%d.c\nL%d.c:\n", lo.s, *id,
-                *id, *id);
+  cpu_sb_printf(&k->body, "  store i64 %s, ptr %%i%d\n  br label %%L%d.c\nL%d.c:\n", lo.s, *id, *id,
+                *id);
   irv v = OP("load i64, ptr %%i%d", *id);
   irv c = OP("icmp slt i64 %s, %s", v.s, hi.s);
-  cpu_sb_printf(&k->body, "  br i1 %s, label %%L%d.b, label %%L%d.e\nL%d.b:\n", c.s, *id, *id,
-                *id);
+  cpu_sb_printf(&k->body, "  br i1 %s, label %%L%d.b, label %%L%d.e\nL%d.b:\n", c.s, *id, *id, *id);
   return v;
 }
 
@@ -426,8 +422,9 @@ static void body_max(kgen *k, void *ud) {
   const char *t = ops_type(r->dx), *s = r->dx == LT_F32 ? "f32" : "f64";
   irv m = acc_get(k, r->a);
   bool mx = r->op != LT_OP_MIN;
-  acc_set(k, r->a, OP("call %s @llvm.%s.%s(%s %s, %s %s)", t, mx ? "maximum" : "minimum", s, t,
-                      m.s, t, v.s));
+  acc_set(
+      k, r->a,
+      OP("call %s @llvm.%s.%s(%s %s, %s %s)", t, mx ? "maximum" : "minimum", s, t, m.s, t, v.s));
 }
 
 static void body_sum(kgen *k, void *ud) { /* float sums in double */
@@ -466,10 +463,18 @@ static void body_int(kgen *k, void *ud) {
   irv s = acc_get(k, r->a);
   irv n;
   switch (r->op) {
-  case LT_OP_SUM: n = OP("add i64 %s, %s", s.s, v.s); break;
-  case LT_OP_PROD: n = OP("mul i64 %s, %s", s.s, v.s); break;
-  case LT_OP_MAX: n = OP("call i64 @llvm.smax.i64(i64 %s, i64 %s)", s.s, v.s); break;
-  default: n = OP("call i64 @llvm.smin.i64(i64 %s, i64 %s)", s.s, v.s); break;
+  case LT_OP_SUM:
+    n = OP("add i64 %s, %s", s.s, v.s);
+    break;
+  case LT_OP_PROD:
+    n = OP("mul i64 %s, %s", s.s, v.s);
+    break;
+  case LT_OP_MAX:
+    n = OP("call i64 @llvm.smax.i64(i64 %s, i64 %s)", s.s, v.s);
+    break;
+  default:
+    n = OP("call i64 @llvm.smin.i64(i64 %s, i64 %s)", s.s, v.s);
+    break;
   }
   acc_set(k, r->a, n);
 }
@@ -523,8 +528,8 @@ int cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, cg_i
   }
   int8_t dm[LT_MAX_DIMS];
   for (int d = 0; d < x->ndim; d++) dm[d] = x->shape[d] == 1 ? -1 : (int8_t)pos[d];
-  rstate r = {.op = n->op, .dx = x->dtype, .dn = n->dtype, .operand = x->order, .dm = dm,
-              .out = out};
+  rstate r = {
+      .op = n->op, .dx = x->dtype, .dn = n->dtype, .operand = x->order, .dm = dm, .out = out};
   visit(k, x->order, dm); /* pass 1 */
   if (k->err) goto done;
   collapse(k, nkept);
@@ -542,8 +547,10 @@ int cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, cg_i
   const char *t = ops_type(r.dx);
   bool fl = ops_is_float(r.dn);
   if (!fl) {
-    int64_t init = r.op == LT_OP_SUM ? 0 : r.op == LT_OP_PROD ? 1
-                   : r.op == LT_OP_MAX ? INT64_MIN : INT64_MAX;
+    int64_t init = r.op == LT_OP_SUM    ? 0
+                   : r.op == LT_OP_PROD ? 1
+                   : r.op == LT_OP_MAX  ? INT64_MIN
+                                        : INT64_MAX;
     r.a = acc_new(k, "i64", ir_int(init));
     reduced_loops(k, k->nk, body_int, &r);
     irv v = acc_get(k, r.a);

@@ -26,8 +26,8 @@ typedef struct cg_info {
 
 typedef struct cg_ctx {
   const lt_graph *g;
-  const uint8_t *kind;   /* per node: CG_EXPR / CG_VIEW */
-  const cpu_view *view;  /* per node, for CG_VIEW */
+  const uint8_t *kind;  /* per node: CG_EXPR / CG_VIEW */
+  const cpu_view *view; /* per node, for CG_VIEW */
   cpu_sb *ir;
   uint64_t uid;
 } cg_ctx;
@@ -39,8 +39,7 @@ bool cg_reduce_ok(const lt_node *n);
 
 /* Function fn_index: out (contiguous, root's dtype and shape) = node root,
  * computed from its operands, or (copy) read from root's view. */
-int cg_elem(const cg_ctx *c, int root, bool copy, const cpu_view *out, int fn_index,
-            cg_info *info);
+int cg_elem(const cg_ctx *c, int root, bool copy, const cpu_view *out, int fn_index, cg_info *info);
 /* Function fn_index: out = reduction node (its operand fused). */
 int cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, cg_info *info);
 

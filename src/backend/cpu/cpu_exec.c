@@ -127,11 +127,15 @@ int cpu_run(const lt_executable *e, lt_buffer *const *args, lt_buffer *const *ou
   for (int i = 0; i < e->nkernels && rc == LT_OK; i++) {
     const cpu_kernel *k = &e->kernels[i];
     switch (k->kind) {
-    case CK_LOOP: cpu_pool_run(k->fn, table, k->extent, k->unit_cost); break;
+    case CK_LOOP:
+      cpu_pool_run(k->fn, table, k->extent, k->unit_cost);
+      break;
     case CK_BLAS:
       run_blas(&k->mm, table[k->mm.a.slot], table[k->mm.b.slot], table[k->out_slot]);
       break;
-    case CK_REF: rc = run_ref(k, table); break;
+    case CK_REF:
+      rc = run_ref(k, table);
+      break;
     case CK_MEMCPY:
       if (k->nbytes) memcpy(table[k->out_slot], table[k->src.slot], k->nbytes);
       break;

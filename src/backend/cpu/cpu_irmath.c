@@ -100,7 +100,7 @@ irv ir_logf(cpu_ir *ir, irv x) {
   ex = OP("sub i32 %s, 126", ex.s);
   ex = OP("add i32 %s, %s", ex.s, eadj.s);
   irv mb = OP("and i32 %s, -2139095041", bits.s); /* 0x807fffff */
-  mb = OP("or i32 %s, 1056964608", mb.s);          /* 0x3f000000: m in [0.5, 1) */
+  mb = OP("or i32 %s, 1056964608", mb.s);         /* 0x3f000000: m in [0.5, 1) */
   irv m = OP("bitcast i32 %s to float", mb.s);
   irv lo = OP("fcmp olt float %s, %s", m.s, ir_f32(0.707106781186547524).s);
   irv exi = OP("select i1 %s, i32 1, i32 0", lo.s);
@@ -156,7 +156,7 @@ irv ir_sigmoidf(cpu_ir *ir, irv x) {
 }
 
 irv ir_erff(cpu_ir *ir, irv x) {
-  static const double A[] = {-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
+  static const double A[] = {-2.72614225801306e-10, 2.77068142495902e-08,  -2.10102402082508e-06,
                              -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
                              -1.60960333262415e-02};
   static const double B[] = {-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
@@ -175,8 +175,7 @@ irv ir_erff(cpu_ir *ir, irv x) {
 void ir_declarations(cpu_sb *sb) {
   static const char *const kTypes[] = {"f32", "f64"};
   static const char *const kC[] = {"float", "double"};
-  static const char *const kUnary[] = {"fabs",  "floor", "ceil", "roundeven",
-                                       "sqrt",  "exp",   "log"};
+  static const char *const kUnary[] = {"fabs", "floor", "ceil", "roundeven", "sqrt", "exp", "log"};
   static const char *const kBinary[] = {"maxnum", "minnum", "maximum", "minimum", "copysign"};
   for (int t = 0; t < 2; t++) {
     for (size_t i = 0; i < sizeof kUnary / sizeof *kUnary; i++)

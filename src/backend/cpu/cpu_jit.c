@@ -54,8 +54,7 @@ static void jit_init(void) {
   LLVMTargetRef target;
   char *msg = NULL;
   if (LLVMGetTargetFromTriple(g_triple, &target, &msg)) {
-    snprintf(g_init_err, sizeof g_init_err, "no LLVM target for %s: %s", g_triple,
-             msg ? msg : "?");
+    snprintf(g_init_err, sizeof g_init_err, "no LLVM target for %s: %s", g_triple, msg ? msg : "?");
     LLVMDisposeMessage(msg);
     return;
   }
@@ -90,8 +89,7 @@ int cpu_jit_host(const char **cpu, const char **features) {
   return LT_OK;
 }
 
-static void dump(const char *dir, uint64_t uid, const char *suffix, const char *text,
-                 size_t len) {
+static void dump(const char *dir, uint64_t uid, const char *suffix, const char *text, size_t len) {
   char path[4096];
   snprintf(path, sizeof path, "%s/kernels_%llu%s", dir, (unsigned long long)uid, suffix);
   FILE *f = fopen(path, "w");
@@ -137,14 +135,16 @@ int cpu_jit_add(const char *ir, size_t len, uint64_t uid, int nfns, cpu_kernel_f
   /* The vectorizer still interleaves; full unrolling on top roughly doubled
    * compile time (100-node graph: ~1000 -> ~700 ms) for no measured gain. */
   LLVMPassBuilderOptionsSetLoopUnrolling(opts, 0);
-  pthread_mutex_lock(&g_lock); /* the target machine is shared */
+  /* One compile at a time: the target machine is shared, and LLJIT's default
+   * compiler (one target machine) is not safe to run from several threads. */
+  pthread_mutex_lock(&g_lock);
   struct timespec t0, t1, t2;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   LLVMErrorRef err = LLVMRunPasses(mod, "default<O3>", g_tm, opts);
-  pthread_mutex_unlock(&g_lock);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   LLVMDisposePassBuilderOptions(opts);
   if (err) {
+    pthread_mutex_unlock(&g_lock);
     LLVMDisposeModule(mod);
     LLVMOrcDisposeThreadSafeContext(tsc);
     lt__free(m, sizeof *m);
@@ -161,6 +161,7 @@ int cpu_jit_add(const char *ir, size_t len, uint64_t uid, int nfns, cpu_kernel_f
   m->rt = LLVMOrcJITDylibCreateResourceTracker(jd);
   err = LLVMOrcLLJITAddLLVMIRModuleWithRT(g_jit, m->rt, tsm);
   if (err) {
+    pthread_mutex_unlock(&g_lock);
     LLVMOrcDisposeThreadSafeModule(tsm);
     rc = fail(err, "adding the module");
     cpu_jit_free(m);
@@ -172,6 +173,7 @@ int cpu_jit_add(const char *ir, size_t len, uint64_t uid, int nfns, cpu_kernel_f
     LLVMOrcExecutorAddress addr = 0;
     err = LLVMOrcLLJITLookup(g_jit, &addr, name);
     if (err) {
+      pthread_mutex_unlock(&g_lock);
       rc = fail(err, "linking a kernel");
       cpu_jit_free(m);
       return rc;
@@ -179,6 +181,7 @@ int cpu_jit_add(const char *ir, size_t len, uint64_t uid, int nfns, cpu_kernel_f
     fns[i] = (cpu_kernel_fn)(uintptr_t)addr;
   }
   clock_gettime(CLOCK_MONOTONIC, &t2);
+  pthread_mutex_unlock(&g_lock);
   if (getenv("LT_CPU_DEBUG"))
     fprintf(stderr, "jit: opt %.1f ms, codegen+link %.1f ms\n",
             (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) * 1e-6,
@@ -190,9 +193,11 @@ int cpu_jit_add(const char *ir, size_t len, uint64_t uid, int nfns, cpu_kernel_f
 void cpu_jit_free(cpu_jit_module *m) {
   if (!m) return;
   if (m->rt) {
+    pthread_mutex_lock(&g_lock);
     LLVMErrorRef err = LLVMOrcResourceTrackerRemove(m->rt);
     if (err) LLVMConsumeError(err);
     LLVMOrcReleaseResourceTracker(m->rt);
+    pthread_mutex_unlock(&g_lock);
   }
   lt__free(m, sizeof *m);
 }

@@ -375,8 +375,7 @@ static int lower_roots(lw *w) {
     if (w->own_slot[i] >= 0) { /* a second root of the same node */
       cpu_kernel *k = add_kernel(w, CK_MEMCPY, slot);
       if (!k) return LT_ENOMEM;
-      cpu_view_init(&k->src, w->own_slot[i], w->view[i].dtype, w->view[i].shape,
-                    w->view[i].ndim);
+      cpu_view_init(&k->src, w->own_slot[i], w->view[i].dtype, w->view[i].shape, w->view[i].ndim);
       k->nbytes = w->slots[slot].nbytes;
       add_read(w, w->own_slot[i]);
     } else { /* a parameter or a view: copied */
@@ -416,8 +415,7 @@ static int lower_once(lw *w) {
     if (add_slot(w, 0) < 0) return LT_ENOMEM;
   for (int r = 0; r < g->nroots; r++) {
     const lt_node *n = g->nodes[g->roots[r]];
-    if (add_slot(w, (size_t)lt__numel(n->shape, n->ndim) * lt_dtype_size((lt_dtype)n->dtype)) <
-        0)
+    if (add_slot(w, (size_t)lt__numel(n->shape, n->ndim) * lt_dtype_size((lt_dtype)n->dtype)) < 0)
       return LT_ENOMEM;
   }
   for (int i = 0; i < g->nnodes; i++) {

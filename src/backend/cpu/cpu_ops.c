@@ -14,11 +14,16 @@
 
 const char *ops_type(int dt) {
   switch (dt) {
-  case LT_BOOL: return "i8";
-  case LT_I32: return "i32";
-  case LT_I64: return "i64";
-  case LT_F32: return "float";
-  default: return "double";
+  case LT_BOOL:
+    return "i8";
+  case LT_I32:
+    return "i32";
+  case LT_I64:
+    return "i64";
+  case LT_F32:
+    return "float";
+  default:
+    return "double";
   }
 }
 
@@ -77,8 +82,10 @@ static irv unary_float(cpu_ir *ir, int op, irv x, int dt) {
   const char *t = ops_type(dt), *s = fsuf(dt);
   bool f32 = dt == LT_F32;
   switch (op) {
-  case LT_OP_NEG: return OP("fneg %s %s", t, x.s);
-  case LT_OP_ABS: return OP("call %s @llvm.fabs.%s(%s %s)", t, s, t, x.s);
+  case LT_OP_NEG:
+    return OP("fneg %s %s", t, x.s);
+  case LT_OP_ABS:
+    return OP("call %s @llvm.fabs.%s(%s %s)", t, s, t, x.s);
   case LT_OP_SIGN: {
     irv gt = OP("fcmp ogt %s %s, 0.0", t, x.s), lt = OP("fcmp olt %s %s, 0.0", t, x.s);
     irv m = OP("select i1 %s, %s -1.0, %s 0.0", lt.s, t, t);
@@ -88,23 +95,34 @@ static irv unary_float(cpu_ir *ir, int op, irv x, int dt) {
     irv c = OP("fcmp ugt %s %s, 0.0", t, x.s);
     return OP("select i1 %s, %s %s, %s 0.0", c.s, t, x.s, t);
   }
-  case LT_OP_FLOOR: return OP("call %s @llvm.floor.%s(%s %s)", t, s, t, x.s);
-  case LT_OP_CEIL: return OP("call %s @llvm.ceil.%s(%s %s)", t, s, t, x.s);
-  case LT_OP_ROUND: return OP("call %s @llvm.roundeven.%s(%s %s)", t, s, t, x.s);
-  case LT_OP_SQRT: return OP("call %s @llvm.sqrt.%s(%s %s)", t, s, t, x.s);
+  case LT_OP_FLOOR:
+    return OP("call %s @llvm.floor.%s(%s %s)", t, s, t, x.s);
+  case LT_OP_CEIL:
+    return OP("call %s @llvm.ceil.%s(%s %s)", t, s, t, x.s);
+  case LT_OP_ROUND:
+    return OP("call %s @llvm.roundeven.%s(%s %s)", t, s, t, x.s);
+  case LT_OP_SQRT:
+    return OP("call %s @llvm.sqrt.%s(%s %s)", t, s, t, x.s);
   case LT_OP_RSQRT: {
     irv d = ops_conv(ir, x, dt, LT_F64);
     irv q = OP("call double @llvm.sqrt.f64(double %s)", d.s);
     irv r = OP("fdiv double 1.0, %s", q.s);
     return ops_conv(ir, r, LT_F64, dt);
   }
-  case LT_OP_EXP: return f32 ? ir_expf(ir, x) : libm1(ir, "exp", x, dt);
-  case LT_OP_LOG: return f32 ? ir_logf(ir, x) : libm1(ir, "log", x, dt);
-  case LT_OP_TANH: return f32 ? ir_tanhf(ir, x) : libm1(ir, "tanh", x, dt);
-  case LT_OP_ERF: return f32 ? ir_erff(ir, x) : libm1(ir, "erf", x, dt);
-  case LT_OP_LOG1P: return libm1(ir, "log1p", x, dt);
-  case LT_OP_SIN: return libm1(ir, "sin", x, dt);
-  case LT_OP_COS: return libm1(ir, "cos", x, dt);
+  case LT_OP_EXP:
+    return f32 ? ir_expf(ir, x) : libm1(ir, "exp", x, dt);
+  case LT_OP_LOG:
+    return f32 ? ir_logf(ir, x) : libm1(ir, "log", x, dt);
+  case LT_OP_TANH:
+    return f32 ? ir_tanhf(ir, x) : libm1(ir, "tanh", x, dt);
+  case LT_OP_ERF:
+    return f32 ? ir_erff(ir, x) : libm1(ir, "erf", x, dt);
+  case LT_OP_LOG1P:
+    return libm1(ir, "log1p", x, dt);
+  case LT_OP_SIN:
+    return libm1(ir, "sin", x, dt);
+  case LT_OP_COS:
+    return libm1(ir, "cos", x, dt);
   case LT_OP_SIGMOID: {
     if (f32) return ir_sigmoidf(ir, x);
     /* ref: x >= 0 ? 1 / (1 + exp(-x)) : e / (1 + e) with e = exp(x); both use exp(-|x|). */
@@ -130,13 +148,15 @@ static irv unary_float(cpu_ir *ir, int op, irv x, int dt) {
     irv one = OP("fadd double 1.0, %s", e.s);
     return OP("fmul double %s, %s", h.s, one.s);
   }
-  default: return OP("fadd %s 0x7FF8000000000000, 0.0", t);
+  default:
+    return OP("fadd %s 0x7FF8000000000000, 0.0", t);
   }
 }
 
 static irv unary_int(cpu_ir *ir, int op, irv x) {
   switch (op) {
-  case LT_OP_NEG: return OP("sub i64 0, %s", x.s);
+  case LT_OP_NEG:
+    return OP("sub i64 0, %s", x.s);
   case LT_OP_ABS: {
     irv n = OP("sub i64 0, %s", x.s), c = OP("icmp slt i64 %s, 0", x.s);
     return OP("select i1 %s, i64 %s, i64 %s", c.s, n.s, x.s);
@@ -146,8 +166,10 @@ static irv unary_int(cpu_ir *ir, int op, irv x) {
     irv m = OP("select i1 %s, i64 -1, i64 0", lt.s);
     return OP("select i1 %s, i64 1, i64 %s", gt.s, m.s);
   }
-  case LT_OP_RELU: return OP("call i64 @llvm.smax.i64(i64 %s, i64 0)", x.s);
-  default: return x; /* FLOOR, CEIL, ROUND (and ref's default) */
+  case LT_OP_RELU:
+    return OP("call i64 @llvm.smax.i64(i64 %s, i64 0)", x.s);
+  default:
+    return x; /* FLOOR, CEIL, ROUND (and ref's default) */
   }
 }
 
@@ -157,10 +179,14 @@ static bool is_compare(int op) { return op >= LT_OP_EQ && op <= LT_OP_GE; }
 static irv binary_float(cpu_ir *ir, int op, irv a, irv b, int dt) {
   const char *t = ops_type(dt);
   switch (op) {
-  case LT_OP_ADD: return OP("fadd %s %s, %s", t, a.s, b.s);
-  case LT_OP_SUB: return OP("fsub %s %s, %s", t, a.s, b.s);
-  case LT_OP_MUL: return OP("fmul %s %s, %s", t, a.s, b.s);
-  case LT_OP_DIV: return OP("fdiv %s %s, %s", t, a.s, b.s);
+  case LT_OP_ADD:
+    return OP("fadd %s %s, %s", t, a.s, b.s);
+  case LT_OP_SUB:
+    return OP("fsub %s %s, %s", t, a.s, b.s);
+  case LT_OP_MUL:
+    return OP("fmul %s %s, %s", t, a.s, b.s);
+  case LT_OP_DIV:
+    return OP("fdiv %s %s, %s", t, a.s, b.s);
   case LT_OP_POW: {
     irv da = ops_conv(ir, a, dt, LT_F64), db = ops_conv(ir, b, dt, LT_F64);
     irv r = OP("call double @pow(double %s, double %s)", da.s, db.s);
@@ -177,9 +203,12 @@ static irv binary_float(cpu_ir *ir, int op, irv a, irv b, int dt) {
 
 static irv binary_int(cpu_ir *ir, int op, irv a, irv b) {
   switch (op) {
-  case LT_OP_ADD: return OP("add i64 %s, %s", a.s, b.s);
-  case LT_OP_SUB: return OP("sub i64 %s, %s", a.s, b.s);
-  case LT_OP_MUL: return OP("mul i64 %s, %s", a.s, b.s);
+  case LT_OP_ADD:
+    return OP("add i64 %s, %s", a.s, b.s);
+  case LT_OP_SUB:
+    return OP("sub i64 %s, %s", a.s, b.s);
+  case LT_OP_MUL:
+    return OP("mul i64 %s, %s", a.s, b.s);
   case LT_OP_DIV: {
     irv z = OP("icmp eq i64 %s, 0", b.s), m1 = OP("icmp eq i64 %s, -1", b.s);
     irv bad = OP("or i1 %s, %s", z.s, m1.s);
@@ -189,8 +218,10 @@ static irv binary_int(cpu_ir *ir, int op, irv a, irv b) {
     irv r = OP("select i1 %s, i64 0, i64 %s", z.s, q.s);
     return OP("select i1 %s, i64 %s, i64 %s", m1.s, n.s, r.s);
   }
-  case LT_OP_MAXIMUM: return OP("call i64 @llvm.smax.i64(i64 %s, i64 %s)", a.s, b.s);
-  default: return OP("call i64 @llvm.smin.i64(i64 %s, i64 %s)", a.s, b.s);
+  case LT_OP_MAXIMUM:
+    return OP("call i64 @llvm.smax.i64(i64 %s, i64 %s)", a.s, b.s);
+  default:
+    return OP("call i64 @llvm.smin.i64(i64 %s, i64 %s)", a.s, b.s);
   }
 }
 
@@ -218,11 +249,16 @@ irv ops_emit(cpu_ir *ir, const lt_node *n, const irv *args, const int *dts) {
   if (op == LT_OP_CONST) {
     double v = n->fattr;
     switch (dn) {
-    case LT_BOOL: return ir_int(v != 0);
-    case LT_I32: return ir_int((int32_t)v);
-    case LT_I64: return ir_int((int64_t)v);
-    case LT_F32: return ir_f32(v);
-    default: return ir_f64(v);
+    case LT_BOOL:
+      return ir_int(v != 0);
+    case LT_I32:
+      return ir_int((int32_t)v);
+    case LT_I64:
+      return ir_int((int64_t)v);
+    case LT_F32:
+      return ir_f32(v);
+    default:
+      return ir_f64(v);
     }
   }
   if (op == LT_OP_NOT) {
