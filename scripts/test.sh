@@ -23,7 +23,7 @@ cmake -S . -B build-tsan -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
   -DLT_SANITIZE=thread -DLT_BUILD_BENCH=OFF >/dev/null
 cmake --build build-tsan -j "$jobs"
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan -j "$jobs" --output-on-failure \
-  -R 'test_(step|executor|random)'
+  -R 'test_(step|executor|random|threads|faults)'
 
 echo "== gcc build (-Wall -Wextra -Werror)"
 cmake -S . -B build -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -40,5 +40,6 @@ for t in build/test_*; do
 done
 rm -f /tmp/lt-valgrind-$$.log
 
+bash scripts/reliability.sh
 echo "== test suite"
 ctest --test-dir build -j "$jobs" --output-on-failure

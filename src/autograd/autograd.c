@@ -3,18 +3,82 @@
  * requires-grad tensor's value and the loss, and sweeps them in reverse,
  * asking each op's rule (ag_*.c) for its operands' gradients. Gradients are
  * IR nodes: nothing runs until the step is synced. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "../core/lt_alloc.h"
 #include "../core/lt_device.h"
+#include "../exec/exec_internal.h"
 #include "ag.h"
+
+/* The requires-grad tensors of the process, by id: backward finds its leaves
+ * through the ids stamped on graph nodes, and takes a reference only on a
+ * tensor that is still alive (another thread may be releasing its own). */
+static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static lt_tensor **g_reg;
+static int g_reg_n, g_reg_cap;
+
+static int reg_add(lt_tensor *t) {
+  pthread_mutex_lock(&g_reg_lock);
+  int rc = LT_OK;
+  if (g_reg_n == g_reg_cap) {
+    int ncap = g_reg_cap ? g_reg_cap * 2 : 64;
+    lt_tensor **g = lt__realloc(g_reg, (size_t)g_reg_cap * sizeof *g, (size_t)ncap * sizeof *g);
+    if (g) {
+      g_reg = g;
+      g_reg_cap = ncap;
+    } else {
+      rc = LT_ENOMEM;
+    }
+  }
+  if (rc == LT_OK) g_reg[g_reg_n++] = t;
+  pthread_mutex_unlock(&g_reg_lock);
+  return rc;
+}
+
+void lt__ag_forget(lt_tensor *t) {
+  pthread_mutex_lock(&g_reg_lock);
+  for (int i = 0; i < g_reg_n; i++)
+    if (g_reg[i] == t) {
+      g_reg[i] = g_reg[--g_reg_n];
+      break;
+    }
+  pthread_mutex_unlock(&g_reg_lock);
+}
+
+/* A new reference on the live requires-grad tensor with this id, or NULL. */
+static lt_tensor *reg_get(int64_t id) {
+  lt_tensor *found = NULL;
+  pthread_mutex_lock(&g_reg_lock);
+  for (int i = 0; i < g_reg_n && !found; i++) {
+    lt_tensor *t = g_reg[i];
+    if (t->id != id) continue;
+    int r = atomic_load(&t->refs);
+    while (r > 0 && !atomic_compare_exchange_weak(&t->refs, &r, r + 1)) {
+    }
+    if (r > 0) found = t;
+  }
+  pthread_mutex_unlock(&g_reg_lock);
+  return found;
+}
 
 int lt_requires_grad(lt_tensor *t, bool on) {
   if (!t) return lt__err_null("lt_requires_grad");
   if (on && !lt__is_float((lt_dtype)t->dtype))
     return lt__err(LT_EDTYPE, "lt_requires_grad: only floating tensors have gradients (got %s)",
                    lt_dtype_name((lt_dtype)t->dtype));
-  t->requires_grad = on;
+  if (on == t->requires_grad) return LT_OK;
+  if (on) {
+    int rc = reg_add(t);
+    if (rc != LT_OK) return lt__err(rc, "lt_requires_grad: out of memory");
+    t->requires_grad = true;
+    lt_node *n = t->ir ? t->ir : t->data_node; /* a value already read by graphs */
+    if (n) n->grad_id = t->id;
+  } else {
+    lt__ag_forget(t);
+    t->requires_grad = false;
+  }
   return LT_OK;
 }
 
@@ -36,15 +100,38 @@ static ag_vjp_fn rule_for(lt_op op) {
   return f;
 }
 
-/* The requires-grad tensor whose current value is node n (its pending node,
- * or a data leaf over its buffer), or NULL. */
-static lt_tensor *leaf_of(lt_node *n, lt_tensor *const *wanted, int nwanted) {
-  for (int i = 0; i < nwanted; i++) {
-    lt_tensor *t = wanted[i];
-    if (t->ir == n || t->data_node == n) return t;
-    if (n->op == LT_OP_DATA && t->buf && n->data == t->buf) return t;
+/* Leaves: nodes stamped with the id of a requires-grad tensor (its value
+ * where a graph read it). The lookup list holds a reference on each tensor. */
+typedef struct leaf_set {
+  int64_t *ids;
+  lt_tensor **ts;
+  int n, cap;
+} leaf_set;
+
+static lt_tensor *leaf_of(lt_node *n, leaf_set *ls) {
+  if (!n->grad_id) return NULL;
+  for (int i = 0; i < ls->n; i++)
+    if (ls->ids[i] == n->grad_id) return ls->ts[i];
+  if (ls->n == ls->cap) {
+    int ncap = ls->cap ? ls->cap * 2 : 16;
+    int64_t *ids = lt__realloc(ls->ids, (size_t)ls->cap * sizeof *ids, (size_t)ncap * sizeof *ids);
+    if (!ids) return NULL;
+    ls->ids = ids;
+    lt_tensor **ts = lt__realloc(ls->ts, (size_t)ls->cap * sizeof *ts, (size_t)ncap * sizeof *ts);
+    if (!ts) return NULL;
+    ls->ts = ts;
+    ls->cap = ncap;
   }
-  return NULL;
+  lt_tensor *t = reg_get(n->grad_id); /* NULL: that tensor is gone, an ordinary value */
+  ls->ids[ls->n] = n->grad_id;
+  ls->ts[ls->n++] = t;
+  return t;
+}
+
+static void leaf_set_free(leaf_set *ls) {
+  for (int i = 0; i < ls->n; i++) lt_release(ls->ts[i]);
+  lt__free(ls->ids, (size_t)ls->cap * sizeof *ls->ids);
+  lt__free(ls->ts, (size_t)ls->cap * sizeof *ls->ts);
 }
 
 typedef struct ag_state {
@@ -70,7 +157,7 @@ static int push(ag_state *s, lt_node *n) {
 
 /* Iterative post-order over the loss graph; a node that is a requires-grad
  * tensor's value is a leaf: its operands are not differentiated through. */
-static int post_order(ag_state *s, lt_node *root, lt_tensor *const *wanted, int nwanted) {
+static int post_order(ag_state *s, lt_node *root, leaf_set *ls) {
   uint32_t epoch = lt__node_epoch();
   typedef struct frame {
     lt_node *node;
@@ -83,7 +170,7 @@ static int post_order(ag_state *s, lt_node *root, lt_tensor *const *wanted, int 
   stack[sp++] = (frame){root, 0};
   while (sp && rc == LT_OK) {
     frame *top = &stack[sp - 1];
-    bool is_leaf = top->next == 0 && leaf_of(top->node, wanted, nwanted);
+    bool is_leaf = top->next == 0 && top->node != root && leaf_of(top->node, ls);
     if (!is_leaf && top->next < top->node->noperands) {
       lt_node *c = top->node->operands[top->next++].node;
       if (c->visit == epoch) continue;
@@ -163,20 +250,13 @@ int lt_backward(lt_tensor *loss) {
                    "lt_backward before reading it");
   lt_device_ctx *ctx = lt__device_ctx("lt_backward", loss->dev);
   if (!ctx) return LT_EDEVICE;
-  int nlive = 0, nwanted = 0;
-  lt_tensor **live = lt__device_live_snapshot(ctx, &nlive);
-  if (!live) return LT_ENOMEM;
-  for (int i = 0; i < nlive; i++) {
-    if (live[i]->requires_grad && live[i] != loss) {
-      lt_tensor *t = live[i];
-      if (!t->ir && !lt__tensor_ir(t)) continue; /* host data: make its leaf */
-      live[nwanted++] = t;
-    } else {
-      lt_release(live[i]);
-    }
-  }
+  leaf_set ls = {0};
   ag_state s = {0};
-  int rc = post_order(&s, loss->ir, live, nwanted);
+  /* The walk marks nodes: hold the device so no sync walks them meanwhile. */
+  int rc = lt__device_acquire(ctx, false);
+  if (rc != LT_OK) return rc;
+  rc = post_order(&s, loss->ir, &ls);
+  lt__device_release(ctx);
   if (rc == LT_OK) {
     s.grads = lt__calloc((size_t)s.cap * sizeof *s.grads);
     s.leaf = lt__calloc((size_t)s.cap * sizeof *s.leaf);
@@ -187,7 +267,7 @@ int lt_backward(lt_tensor *loss) {
   bool any = false;
   for (int i = 0; rc == LT_OK && i < s.n; i++) {
     lt_node *n = s.nodes[i];
-    s.leaf[i] = leaf_of(n, live, nwanted);
+    s.leaf[i] = n == loss->ir ? NULL : leaf_of(n, &ls);
     bool need = s.leaf[i] != NULL;
     for (int k = 0; !need && !s.leaf[i] && k < n->noperands; k++)
       need = s.needed[n->operands[k].node->order] && n->operands[k].node->visit == n->visit;
@@ -223,7 +303,6 @@ int lt_backward(lt_tensor *loss) {
     }
   }
   state_free(&s);
-  for (int i = 0; i < nwanted; i++) lt_release(live[i]);
-  lt__free(live, (size_t)nlive * sizeof *live);
+  leaf_set_free(&ls);
   return rc;
 }

@@ -15,7 +15,7 @@ static int dev_slot(lt_device dev) {
   return dev.index >= 0 && dev.index < LT_MAX_DEVICES ? dev.index : 0;
 }
 
-static void account(lt_device dev, int64_t delta) {
+void lt__buffer_account(lt_device dev, int64_t delta) {
   int s = dev_slot(dev);
   int64_t now = atomic_fetch_add(&g_live[s], delta) + delta;
   int64_t peak = atomic_load(&g_peak[s]);
@@ -50,7 +50,7 @@ lt_buffer *lt__buffer_new(const lt_backend *be, lt_device dev, lt_dtype dt,
 int lt__buffer_materialize(lt_buffer *b) {
   int rc = b->backend->data_alloc(b);
   if (rc != LT_OK) return rc;
-  account(b->dev, (int64_t)b->nbytes);
+  lt__buffer_account(b->dev, (int64_t)b->nbytes);
   atomic_store(&b->state, LT_BUF_READY);
   return LT_OK;
 }
@@ -119,7 +119,7 @@ void lt__buffer_release(lt_buffer *b) {
   if (!b || atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) return;
   if (b->data) {
     b->backend->data_free(b);
-    account(b->dev, -(int64_t)b->nbytes);
+    lt__buffer_account(b->dev, -(int64_t)b->nbytes);
   }
   lt__free(b->err_msg, b->err_msg ? strlen(b->err_msg) + 1 : 0);
   lt__free(b, sizeof *b);

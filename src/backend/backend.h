@@ -69,6 +69,8 @@ void lt__buffer_notify(void);
 lt_buffer *lt__buffer_retain(lt_buffer *b);
 void lt__buffer_release(lt_buffer *b);
 
+/* Counts delta bytes of storage on dev (live and peak). */
+void lt__buffer_account(lt_device dev, int64_t delta);
 /* Live and peak bytes of storage per device. */
 void lt__device_bytes_reset_peak(lt_device dev);
 int64_t lt__device_bytes_live(lt_device dev);

@@ -114,6 +114,7 @@ struct lt_node {
   uint64_t hash;
   double fattr;
   struct lt_buffer *data; /* LT_OP_DATA only: a reference on the buffer */
+  int64_t grad_id;        /* id of the requires-grad tensor whose value this is, or 0 */
   int64_t shape[LT_MAX_DIMS];
   lt_operand *operands;
   int64_t *attrs;

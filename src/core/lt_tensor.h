@@ -3,13 +3,15 @@
 #ifndef LT_TENSOR_H
 #define LT_TENSOR_H
 
+#include <stdatomic.h>
+
 #include "lazytensor.h"
 #include "lt_node.h"
 
 struct lt_buffer;
 
 struct lt_tensor {
-  int refs;
+  atomic_int refs; /* atomic: autograd's registry may retain another thread's tensor */
   uint8_t dtype;
   uint8_t ndim;
   uint32_t mark; /* executor collect epoch */
@@ -51,6 +53,10 @@ void lt__tensor_discard(lt_tensor *t);
 void lt__tensor_set_buffer(lt_tensor *t, struct lt_buffer *buf);
 /* Replaces t's value by a pending node (takes the reference). */
 void lt__tensor_set_ir(lt_tensor *t, lt_node *node);
+
+/* Autograd's registry of requires-grad tensors (src/autograd/autograd.c):
+ * removal when such a tensor dies, and retain-if-alive lookup by id. */
+void lt__ag_forget(lt_tensor *t);
 
 /* Checks that a tensor op's operands are non-NULL and on one device; records
  * the error naming fn otherwise. */

@@ -66,7 +66,7 @@ static lt_tensor *tensor_alloc_in(lt_device dev, lt_dtype dt, const int64_t *sha
   if (!ctx) return NULL;
   lt_tensor *t = lt__calloc(sizeof *t);
   if (!t) return NULL;
-  t->refs = 1;
+  atomic_init(&t->refs, 1);
   t->dtype = (uint8_t)dt;
   t->ndim = (uint8_t)ndim;
   if (ndim) memcpy(t->shape, shape, (size_t)ndim * sizeof(int64_t));
@@ -144,7 +144,7 @@ lt_tensor *lt__tensor_from_host(lt_device dev, lt_dtype dt, const int64_t *shape
 }
 
 lt_tensor *lt_retain(lt_tensor *t) {
-  if (t) t->refs++;
+  if (t) atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
   return t;
 }
 
@@ -160,7 +160,8 @@ static void clear_value(lt_tensor *t) {
 }
 
 void lt_release(lt_tensor *t) {
-  if (!t || --t->refs > 0) return;
+  if (!t || atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1) return;
+  if (t->requires_grad) lt__ag_forget(t);
   lt__device_remove_live(lt__device_ctx("lt_release", t->dev), t);
   clear_value(t);
   lt_release(t->grad);
@@ -205,10 +206,16 @@ static int upload(lt_tensor *t) {
 }
 
 lt_node *lt__tensor_ir(lt_tensor *t) {
-  if (t->ir) return t->ir;
-  if (t->host && upload(t) != LT_OK) return NULL;
-  if (!t->data_node) t->data_node = lt__node_data(t->buf);
-  return t->data_node;
+  lt_node *n = t->ir;
+  if (!n) {
+    if (t->host && upload(t) != LT_OK) return NULL;
+    if (!t->data_node) t->data_node = lt__node_data(t->buf);
+    n = t->data_node;
+  }
+  /* Autograd finds its leaves through this stamp: the node is this
+   * requires-grad tensor's value wherever a graph reads it. */
+  if (n && t->requires_grad) n->grad_id = t->id;
+  return n;
 }
 
 int lt__check_operands(const char *fn, lt_tensor *const *ts, int n) {

@@ -84,6 +84,13 @@ int lt__job_run_sync(lt_exec_job *job) { return execute(job); }
 static void fail_outputs(lt_exec_job *job, int status, const char *msg, uint64_t seq) {
   for (int r = 0; r < job->nouts; r++) {
     lt_buffer *out = job->outs[r];
+    if (atomic_load(&out->state) == LT_BUF_READY && out->data) {
+      /* Filled before the failure, perhaps with donated storage half
+       * written: not a value anyone may read. */
+      out->backend->data_free(out);
+      lt__buffer_account(out->dev, -(int64_t)out->nbytes);
+      atomic_store(&out->state, LT_BUF_PENDING);
+    }
     if (atomic_load(&out->state) != LT_BUF_PENDING) continue;
     lt_buffer *prev = NULL;
     for (int p = 0; p < job->nparams && !prev; p++) {

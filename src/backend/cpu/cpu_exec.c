@@ -107,20 +107,22 @@ int cpu_run(const lt_executable *e, lt_buffer *const *args, lt_buffer *const *ou
   char *arena_raw = NULL, *arena = NULL;
   int rc = LT_OK;
   for (int p = 0; p < e->nparams; p++) table[p] = args[p]->data;
-  /* outputs: a donated parameter's storage, or fresh */
-  for (int r = 0; r < e->nroots && rc == LT_OK; r++) {
-    if (e->alias[r] >= 0) {
-      lt__buffer_take_data(outs[r], args[e->alias[r]]);
-      table[e->alias[r]] = outs[r]->data;
-    } else {
-      rc = lt__buffer_materialize(outs[r]);
-    }
-    table[e->nparams + r] = outs[r]->data;
-  }
+  /* Every allocation comes before any donated storage is taken: a failure
+   * here leaves the donors whole, so their tensors keep their values. */
+  for (int r = 0; r < e->nroots && rc == LT_OK; r++)
+    if (e->alias[r] < 0) rc = lt__buffer_materialize(outs[r]);
   if (rc == LT_OK && e->arena_bytes) {
     arena_raw = lt__malloc(e->arena_bytes + 64);
     if (!arena_raw) rc = LT_ENOMEM;
     arena = arena_raw + ((64 - ((uintptr_t)arena_raw & 63)) & 63);
+  }
+  /* outputs: a donated parameter's storage, or the fresh one above */
+  for (int r = 0; r < e->nroots && rc == LT_OK; r++) {
+    if (e->alias[r] >= 0) {
+      lt__buffer_take_data(outs[r], args[e->alias[r]]);
+      table[e->alias[r]] = outs[r]->data;
+    }
+    table[e->nparams + r] = outs[r]->data;
   }
   for (int s = e->nparams + e->nroots; s < e->nslots && rc == LT_OK; s++)
     table[s] = arena + e->slots[s].offset;

@@ -169,7 +169,10 @@ static int in_place_param(const lt_executable *e, int i) {
   return -1;
 }
 
-static int run_instr(const lt_executable *e, int i, lt_buffer **vals, lt_buffer *const *args) {
+/* Runs instruction i into its buffer (allocated beforehand: see ref_execute),
+ * or in place in a donated parameter's storage. */
+static int run_instr(const lt_executable *e, int i, lt_buffer **vals, lt_buffer **pre,
+                     lt_buffer *const *args, lt_buffer **in) {
   const ref_instr *ins = &e->instr[i];
   if (ins->op == LT_OP_DATA) {
     lt_buffer *a = args[ins->param];
@@ -180,38 +183,23 @@ static int run_instr(const lt_executable *e, int i, lt_buffer **vals, lt_buffer 
     vals[i] = lt__buffer_retain(a);
     return LT_OK;
   }
-  lt_buffer *out = NULL;
-  int donor = in_place_param(e, i);
-  if (donor >= 0 && atomic_load(&args[donor]->state) == LT_BUF_READY) {
-    out = lt__buffer_new(&lt__ref_backend, args[donor]->dev, (lt_dtype)ins->dtype, ins->shape,
-                         ins->ndim);
-    if (!out) return LT_ENOMEM;
-    lt__buffer_take_data(out, args[donor]);
-  } else {
-    donor = -1;
-    int rc = lt__buffer_alloc(&lt__ref_backend, lt_cpu(0), (lt_dtype)ins->dtype, ins->shape,
-                              ins->ndim, &out);
-    if (rc != LT_OK) return rc;
+  lt_buffer *out = pre[i];
+  pre[i] = NULL;
+  int donor = -1;
+  if (!out) { /* no buffer of its own: the root written in place */
+    donor = in_place_param(e, i);
+    lt__buffer_take_data(out = pre[e->ninstr + i], args[donor]);
+    pre[e->ninstr + i] = NULL;
   }
   int rc = LT_OK;
   if (ins->op == LT_OP_CONST) {
     for (int64_t k = 0; k < out->numel; k++) ref_setf(out, k, ins->fattr);
   } else {
-    lt_buffer *in_small[8];
-    lt_buffer **in = in_small;
-    if (ins->noperands > 8) {
-      in = lt__malloc((size_t)ins->noperands * sizeof *in);
-      if (!in) {
-        lt__buffer_release(out);
-        return LT_ENOMEM;
-      }
-    }
     for (int k = 0; k < ins->noperands; k++) {
       in[k] = vals[ins->operands[k]];
       if (donor >= 0 && in[k] == args[donor]) in[k] = out; /* same storage, read in place */
     }
     rc = run_kernel(ins, out, in);
-    if (in != in_small) lt__free(in, (size_t)ins->noperands * sizeof *in);
   }
   if (rc != LT_OK) {
     lt__buffer_release(out);
@@ -222,17 +210,29 @@ static int run_instr(const lt_executable *e, int i, lt_buffer **vals, lt_buffer 
 }
 
 /* Gives root value v to the placeholder out: its storage when this execution
- * made it and no other root took it yet, else a copy. */
-static int fill_output(lt_buffer *out, lt_buffer *v, bool owned) {
-  if (owned && v->data && atomic_load(&v->state) == LT_BUF_READY) {
+ * made it and no other root reads it, else a copy into out's storage, which
+ * ref_execute allocated beforehand. */
+static void fill_output(lt_buffer *out, lt_buffer *v, bool move) {
+  if (move) {
     lt__buffer_take_data(out, v);
-    return LT_OK;
+    return;
   }
-  int rc = lt__buffer_materialize(out);
-  if (rc == LT_OK && out->nbytes) memcpy(out->data, v->data, out->nbytes);
-  return rc;
+  if (out->nbytes) memcpy(out->data, v->data, out->nbytes);
 }
 
+/* True when root r gets a copy (its value is a parameter, or a later root
+ * reads the same value) rather than the value's own storage. */
+static bool root_copies(const lt_executable *e, int r) {
+  int i = e->roots[r];
+  for (int q = r + 1; q < e->nroots; q++)
+    if (e->roots[q] == i) return true;
+  return e->instr[i].op == LT_OP_DATA;
+}
+
+/* Every allocation happens before the first instruction runs: an allocation
+ * failure then leaves every argument whole, donated ones included, so their
+ * tensors keep their values. (A kernel's own failure, e.g. an index out of
+ * range, after an in-place write still loses that donated value.) */
 static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs,
                        lt_buffer *const *outs, int nouts) {
   if (nargs != e->nparams || nouts != e->nroots)
@@ -241,11 +241,30 @@ static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs,
   for (int a = 0; a < nargs; a++)
     if (atomic_load(&args[a]->state) != LT_BUF_READY)
       return lt__err(LT_EEXEC, "ref: argument %d holds no value", a); /* defensive */
-  lt_buffer **vals = lt__calloc((size_t)e->ninstr * sizeof *vals);
-  if (!vals) return LT_ENOMEM;
-  int rc = LT_OK;
-  for (int i = 0; i < e->ninstr && rc == LT_OK; i++) {
-    rc = run_instr(e, i, vals, args);
+  int n = e->ninstr, maxops = 1;
+  lt_buffer **vals = lt__calloc((size_t)n * sizeof *vals);
+  lt_buffer **pre = lt__calloc((size_t)(2 * n + 1) * sizeof *pre); /* own, in-place headers */
+  int rc = vals && pre ? LT_OK : LT_ENOMEM;
+  for (int i = 0; i < n && rc == LT_OK; i++) {
+    const ref_instr *ins = &e->instr[i];
+    if (ins->noperands > maxops) maxops = ins->noperands;
+    if (ins->op == LT_OP_DATA) continue;
+    int donor = in_place_param(e, i);
+    if (donor >= 0 && atomic_load(&args[donor]->state) == LT_BUF_READY) {
+      pre[n + i] = lt__buffer_new(&lt__ref_backend, args[donor]->dev, (lt_dtype)ins->dtype,
+                                  ins->shape, ins->ndim);
+      if (!pre[n + i]) rc = LT_ENOMEM;
+    } else {
+      rc = lt__buffer_alloc(&lt__ref_backend, lt_cpu(0), (lt_dtype)ins->dtype, ins->shape,
+                            ins->ndim, &pre[i]);
+    }
+  }
+  for (int r = 0; r < e->nroots && rc == LT_OK; r++)
+    if (root_copies(e, r)) rc = lt__buffer_materialize(outs[r]);
+  lt_buffer **in = rc == LT_OK ? lt__malloc((size_t)maxops * sizeof *in) : NULL;
+  if (rc == LT_OK && !in) rc = LT_ENOMEM;
+  for (int i = 0; i < n && rc == LT_OK; i++) {
+    rc = run_instr(e, i, vals, pre, args, in);
     if (rc != LT_OK) break;
     /* Free each intermediate after its last reader, as a real backend would. */
     for (int k = 0; k < e->instr[i].noperands; k++) {
@@ -256,14 +275,13 @@ static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs,
       }
     }
   }
-  for (int r = 0; r < e->nroots && rc == LT_OK; r++) {
-    int i = e->roots[r];
-    bool shared_later = false; /* another root reads the same value: copy for this one */
-    for (int q = r + 1; q < e->nroots; q++) shared_later |= e->roots[q] == i;
-    rc = fill_output(outs[r], vals[i], e->instr[i].op != LT_OP_DATA && !shared_later);
-  }
-  for (int i = 0; i < e->ninstr; i++) lt__buffer_release(vals[i]);
-  lt__free(vals, (size_t)e->ninstr * sizeof *vals);
+  for (int r = 0; r < e->nroots && rc == LT_OK; r++)
+    fill_output(outs[r], vals[e->roots[r]], !root_copies(e, r));
+  for (int i = 0; vals && i < n; i++) lt__buffer_release(vals[i]);
+  for (int i = 0; pre && i < 2 * n; i++) lt__buffer_release(pre[i]);
+  lt__free(in, (size_t)maxops * sizeof *in);
+  lt__free(vals, (size_t)n * sizeof *vals);
+  lt__free(pre, (size_t)(2 * n + 1) * sizeof *pre);
   return rc;
 }
 
