@@ -51,9 +51,10 @@ int lt__buffer_materialize(lt_buffer *b) {
   int rc = b->backend->data_alloc(b);
   if (rc != LT_OK) return rc;
   lt__buffer_account(b->dev, (int64_t)b->nbytes);
-  atomic_store(&b->state, LT_BUF_READY);
   return LT_OK;
 }
+
+void lt__buffer_publish(lt_buffer *b) { atomic_store(&b->state, LT_BUF_READY); }
 
 int lt__buffer_alloc(const lt_backend *be, lt_device dev, lt_dtype dt, const int64_t *shape,
                      int ndim, lt_buffer **out) {
@@ -64,6 +65,7 @@ int lt__buffer_alloc(const lt_backend *be, lt_device dev, lt_dtype dt, const int
     lt__buffer_release(b);
     return rc;
   }
+  lt__buffer_publish(b);
   *out = b;
   return LT_OK;
 }
@@ -72,7 +74,6 @@ void lt__buffer_take_data(lt_buffer *dst, lt_buffer *src) {
   dst->data = src->data;
   src->data = NULL;
   atomic_store(&src->state, LT_BUF_DONATED);
-  atomic_store(&dst->state, LT_BUF_READY);
 }
 
 void lt__buffer_fail(lt_buffer *b, int status, const char *msg, uint64_t seq) {

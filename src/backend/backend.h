@@ -50,13 +50,17 @@ typedef struct lt_buffer {
 /* A header without storage, in state PENDING (a placeholder). NULL on OOM. */
 lt_buffer *lt__buffer_new(const lt_backend *be, lt_device dev, lt_dtype dt,
                           const int64_t *shape, int ndim);
-/* Gives b storage from its backend and marks it READY (device bytes counted). */
+/* Gives b storage from its backend (device bytes counted). Its state does not
+ * change: a placeholder becomes readable only when the executor publishes it,
+ * after the whole execution succeeded. */
 int lt__buffer_materialize(lt_buffer *b);
-/* lt__buffer_new + lt__buffer_materialize. */
+/* Marks b READY: its storage holds its value. */
+void lt__buffer_publish(lt_buffer *b);
+/* lt__buffer_new + lt__buffer_materialize, READY. */
 int lt__buffer_alloc(const lt_backend *be, lt_device dev, lt_dtype dt, const int64_t *shape,
                      int ndim, lt_buffer **out);
-/* Moves src's storage into dst (same dtype and shape): dst becomes READY and
- * src DONATED. The bytes stay counted once. */
+/* Moves src's storage into dst (same dtype and shape); src becomes DONATED.
+ * The bytes stay counted once. */
 void lt__buffer_take_data(lt_buffer *dst, lt_buffer *src);
 /* Marks b FAILED with a copy of msg (placeholders of a failed execution). */
 void lt__buffer_fail(lt_buffer *b, int status, const char *msg, uint64_t seq);

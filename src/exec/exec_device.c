@@ -65,7 +65,13 @@ static int execute(lt_exec_job *job) {
                ? lt__err(LT_EEXEC, "execution failed: injected fault (lt_inject_fault)")
                : be->execute(job->entry->exe, job->params, job->nparams, job->outs, job->nouts);
   lt__timer_add(LT_TIMER_EXECUTE, lt__now_ns() - t0);
+  for (int r = 0; rc == LT_OK && r < job->nouts; r++)
+    if (!job->outs[r]->data) /* defensive: a backend must fill every output */
+      rc = lt__err(LT_EEXEC, "execution left output %d without a value", r);
   if (rc == LT_OK) {
+    /* Published only now: a reader waiting on a placeholder must not see
+     * storage the kernels are still writing. */
+    for (int r = 0; r < job->nouts; r++) lt__buffer_publish(job->outs[r]);
     lt__count(LT_CTR_EXECUTE_COMPUTATION, 1);
     for (int i = 0; i < job->nparams; i++)
       if (atomic_load(&job->params[i]->state) == LT_BUF_DONATED)
@@ -84,12 +90,11 @@ int lt__job_run_sync(lt_exec_job *job) { return execute(job); }
 static void fail_outputs(lt_exec_job *job, int status, const char *msg, uint64_t seq) {
   for (int r = 0; r < job->nouts; r++) {
     lt_buffer *out = job->outs[r];
-    if (atomic_load(&out->state) == LT_BUF_READY && out->data) {
+    if (out->data) {
       /* Filled before the failure, perhaps with donated storage half
        * written: not a value anyone may read. */
       out->backend->data_free(out);
       lt__buffer_account(out->dev, -(int64_t)out->nbytes);
-      atomic_store(&out->state, LT_BUF_PENDING);
     }
     if (atomic_load(&out->state) != LT_BUF_PENDING) continue;
     lt_buffer *prev = NULL;
@@ -101,10 +106,12 @@ static void fail_outputs(lt_exec_job *job, int status, const char *msg, uint64_t
     }
     if (prev && atomic_load(&prev->refs) == 1) {
       lt__buffer_take_data(out, prev); /* only this job still held it */
+      lt__buffer_publish(out);
       continue;
     }
     if (prev && lt__buffer_materialize(out) == LT_OK) {
       if (out->nbytes) memcpy(out->data, prev->data, out->nbytes);
+      lt__buffer_publish(out);
       continue;
     }
     lt__buffer_fail(out, status, msg, seq);

@@ -4,7 +4,8 @@
  *   cpu_lower.c    post-order graph -> kernels, views, slots, donor pairs
  *   cpu_codegen.c  fused loop nests (elementwise chains, reductions) as LLVM IR text
  *   cpu_irmath.c   IR emission helpers and the vectorizable math (exp, log, ...)
- *   cpu_jit.c      LLVM: parse, default<O3> for the host CPU, ORC LLJIT
+ *   cpu_jit.c      LLVM: parse, default<O3> for the host CPU, object code, ORC LLJIT
+ *   cpu_serial.c   serialize / deserialize (the plan and the object code)
  *   cpu_exec.c     execution: slot table, buffer arena, BLAS and ref fallbacks
  *   cpu_pool.c     the thread pool (LT_NUM_THREADS) and its BLAS coordination
  *   cpu_backend.c  the lt_backend: buffers, env hash, compile/execute entry points
@@ -75,7 +76,7 @@ typedef struct cpu_kernel {
 } cpu_kernel;
 
 typedef struct cpu_slot {
-  size_t nbytes;
+  size_t nbytes;   /* parameters and roots too: execute checks their buffers */
   size_t offset;   /* temporaries: place in the arena */
   int first, last; /* kernels that write first / read last */
 } cpu_slot;
@@ -90,6 +91,9 @@ struct lt_executable {
   int *root_slot;     /* per root: the slot holding its value */
   int *alias;         /* per root: the donated parameter written in place, or -1 */
   size_t arena_bytes; /* temporaries */
+  int nfns;           /* JIT functions (CK_LOOP fn_index < nfns) */
+  void *obj;          /* their object code (lt__malloc'd), kept for serialize */
+  size_t obj_len;
   struct cpu_jit_module *jit;
 };
 
@@ -110,10 +114,21 @@ void cpu_fn_name(char *buf, size_t n, uint64_t uid, int i);
 
 /* ---- JIT ---- */
 typedef struct cpu_jit_module cpu_jit_module;
-int cpu_jit_add(const char *ir, size_t len, uint64_t uid, int nfns, cpu_kernel_fn *fns,
-                cpu_jit_module **out);
+/* IR text -> optimized object code for the host (*obj lt__malloc'd, *obj_len bytes). */
+int cpu_jit_compile(const char *ir, size_t len, uint64_t uid, void **obj, size_t *obj_len);
+/* Adds object code to the JIT (a JITDylib of its own) and finds functions
+ * 0..nfns-1 of executable uid. */
+int cpu_jit_load(const void *obj, size_t len, uint64_t uid, int nfns, cpu_kernel_fn *fns,
+                 cpu_jit_module **out);
 void cpu_jit_free(cpu_jit_module *m);
 int cpu_jit_host(const char **cpu, const char **features);
+
+/* ---- the executable ---- */
+void cpu_executable_free(lt_executable *e);
+/* Looks up e's JIT functions in its object code and sets its kernels' fn. */
+int cpu_executable_link(lt_executable *e);
+int cpu_serialize(const lt_executable *e, void **bytes, size_t *nbytes);
+int cpu_deserialize(const void *bytes, size_t nbytes, lt_executable **out);
 
 /* ---- execution ---- */
 int cpu_run(const lt_executable *e, lt_buffer *const *args, lt_buffer *const *outs);

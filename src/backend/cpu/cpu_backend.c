@@ -109,7 +109,7 @@ static int cpu_from_device(const lt_buffer *src, void *dst, size_t nbytes) {
   return lt__ref_backend.from_device(src, dst, nbytes);
 }
 
-static void cpu_executable_free(lt_executable *e) {
+void cpu_executable_free(lt_executable *e) {
   if (!e) return;
   cpu_jit_free(e->jit);
   if (e->kernels) cpu_kernels_free(e->kernels, e->nkernels);
@@ -117,7 +117,20 @@ static void cpu_executable_free(lt_executable *e) {
   lt__free(e->slots, (size_t)e->slots_cap * sizeof *e->slots);
   lt__free(e->root_slot, (size_t)e->nroots * sizeof(int) + 1);
   lt__free(e->alias, (size_t)e->nroots * sizeof(int) + 1);
+  lt__free(e->obj, e->obj_len);
   lt__free(e, sizeof *e);
+}
+
+int cpu_executable_link(lt_executable *e) {
+  if (!e->nfns) return LT_OK;
+  cpu_kernel_fn *fns = lt__calloc((size_t)e->nfns * sizeof *fns);
+  if (!fns) return lt__err(LT_ENOMEM, "cpu: out of memory linking kernels");
+  int rc = cpu_jit_load(e->obj, e->obj_len, e->uid, e->nfns, fns, &e->jit);
+  if (rc == LT_OK)
+    for (int i = 0; i < e->nkernels; i++)
+      if (e->kernels[i].kind == CK_LOOP) e->kernels[i].fn = fns[e->kernels[i].fn_index];
+  lt__free(fns, (size_t)e->nfns * sizeof *fns);
+  return rc;
 }
 
 static int cpu_compile(const lt_graph *g, lt_executable **out) {
@@ -130,7 +143,6 @@ static int cpu_compile(const lt_graph *g, lt_executable **out) {
   e->root_slot = lt__malloc((size_t)g->nroots * sizeof(int) + 1);
   e->alias = lt__malloc((size_t)g->nroots * sizeof(int) + 1);
   cpu_sb ir = {0};
-  cpu_kernel_fn *fns = NULL;
   int nfns = 0, rc = LT_ENOMEM;
   if (!e->root_slot || !e->alias) goto fail;
   cpu_sb_printf(&ir, "; lazytensor cpu kernels, executable %llu\n", (unsigned long long)e->uid);
@@ -141,23 +153,16 @@ static int cpu_compile(const lt_graph *g, lt_executable **out) {
     rc = LT_ENOMEM;
     goto fail;
   }
+  e->nfns = nfns;
   if (nfns) {
-    fns = lt__calloc((size_t)nfns * sizeof *fns);
-    if (!fns) {
-      rc = LT_ENOMEM;
-      goto fail;
-    }
-    if ((rc = cpu_jit_add(ir.s, ir.len, e->uid, nfns, fns, &e->jit)) != LT_OK) goto fail;
-    for (int i = 0; i < e->nkernels; i++)
-      if (e->kernels[i].kind == CK_LOOP) e->kernels[i].fn = fns[e->kernels[i].fn_index];
+    if ((rc = cpu_jit_compile(ir.s, ir.len, e->uid, &e->obj, &e->obj_len)) != LT_OK) goto fail;
+    if ((rc = cpu_executable_link(e)) != LT_OK) goto fail;
   }
-  lt__free(fns, (size_t)nfns * sizeof *fns);
   cpu_sb_free(&ir);
   cpu_pool_threads(); /* starts the pool (and sets BLAS's threads) before any run */
   *out = e;
   return LT_OK;
 fail:
-  lt__free(fns, (size_t)nfns * sizeof *fns);
   cpu_sb_free(&ir);
   cpu_executable_free(e);
   if (rc == LT_ENOMEM) return lt__err(LT_ENOMEM, "cpu: out of memory compiling a graph");
@@ -172,6 +177,15 @@ static int cpu_execute(lt_executable *e, lt_buffer *const *args, int nargs, lt_b
   for (int a = 0; a < nargs; a++)
     if (atomic_load(&args[a]->state) != LT_BUF_READY)
       return lt__err(LT_EEXEC, "cpu: argument %d holds no value", a);
+  /* The plan's bounds hold for buffers of the sizes it was made for. */
+  for (int a = 0; a < nargs; a++)
+    if (args[a]->nbytes != e->slots[a].nbytes)
+      return lt__err(LT_EEXEC, "cpu: argument %d has %zu bytes, the executable takes %zu", a,
+                     args[a]->nbytes, e->slots[a].nbytes);
+  for (int r = 0; r < nouts; r++)
+    if (outs[r]->nbytes != e->slots[e->nparams + r].nbytes)
+      return lt__err(LT_EEXEC, "cpu: result %d has %zu bytes, the executable gives %zu", r,
+                     outs[r]->nbytes, e->slots[e->nparams + r].nbytes);
   return cpu_run(e, args, outs);
 }
 
@@ -185,6 +199,6 @@ const lt_backend lt__cpu_backend = {
     .compile = cpu_compile,
     .execute = cpu_execute,
     .executable_free = cpu_executable_free,
-    .serialize = NULL, /* TODO: object code and plan, for the persistent cache */
-    .deserialize = NULL,
+    .serialize = cpu_serialize,
+    .deserialize = cpu_deserialize,
 };

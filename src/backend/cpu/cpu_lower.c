@@ -413,6 +413,12 @@ static int lower_once(lw *w) {
   /* parameter and root slots first */
   for (int p = 0; p < g->nparams; p++)
     if (add_slot(w, 0) < 0) return LT_ENOMEM;
+  for (int i = 0; i < g->nnodes; i++) { /* their sizes: execute checks the arguments */
+    const lt_node *n = g->nodes[i];
+    if (n->op == LT_OP_DATA && g->param_of[i] >= 0 && g->param_of[i] < g->nparams)
+      w->slots[g->param_of[i]].nbytes =
+          (size_t)lt__numel(n->shape, n->ndim) * lt_dtype_size((lt_dtype)n->dtype);
+  }
   for (int r = 0; r < g->nroots; r++) {
     const lt_node *n = g->nodes[g->roots[r]];
     if (add_slot(w, (size_t)lt__numel(n->shape, n->ndim) * lt_dtype_size((lt_dtype)n->dtype)) < 0)

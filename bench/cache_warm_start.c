@@ -1,0 +1,225 @@
+/* bench/cache_warm_start: the persistent compilation cache across processes.
+ * The default MLP train step (784-512-512-10, ReLU, Adam, cross-entropy,
+ * batch 128, synthetic data) runs in a child process twice, both with
+ * LT_PERSISTENT_CACHE_PATH set to one fresh temporary directory: cold
+ * (compiles, writes the entries), then warm (a second process: loads them).
+ * For each it reports UncachedCompile, PersistentCacheHit, the CompileTime
+ * total and the time to first result: from just before the child is started
+ * to its first loss read (model init, one step, the loss on the host). Prints
+ *   bench cache_cold_compile <ms> ms
+ *   bench cache_warm_first_result <ms> ms ratio <cold_compile / warm_first_result> vs cold_compile
+ * The warm child exits non-zero unless UncachedCompile == 0 and
+ * PersistentCacheHit > 0, and so does this program. The issue's target: a
+ * ratio of at least 10. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lazytensor.h"
+
+enum { BATCH = 128, FEATURES = 784, HIDDEN = 512, CLASSES = 10 };
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int die(const char *what) {
+  fprintf(stderr, "cache_warm_start: %s: %s\n", what, lt_last_error());
+  return 1;
+}
+
+static void synthetic(lt_nn_dataset *ds, int64_t n) {
+  memset(ds, 0, sizeof *ds);
+  ds->n = n;
+  ds->rows = ds->cols = 28;
+  ds->features = FEATURES;
+  ds->num_classes = CLASSES;
+  ds->images = malloc((size_t)(n * FEATURES));
+  ds->labels = malloc((size_t)n * sizeof(int64_t));
+  uint32_t s = 1;
+  for (int64_t i = 0; i < n * FEATURES; i++) {
+    s = s * 1664525u + 1013904223u;
+    ds->images[i] = (uint8_t)(s >> 24);
+  }
+  for (int64_t i = 0; i < n; i++) ds->labels[i] = i % CLASSES;
+}
+
+static double metric_ms(const char *name) {
+  lt_metric_stats st;
+  return lt_metric(name, &st) == LT_OK ? st.total / 1e6 : 0;
+}
+
+/* One child: init, one train step, the loss read; then a second step (the
+ * steady state compiles nothing more). started: the parent's clock just
+ * before fork. */
+static int child(const char *mode, double started) {
+  lt_device dev = lt_cpu(0);
+  lt_manual_seed(dev, 1);
+  lt_nn_dataset ds;
+  synthetic(&ds, 2 * BATCH);
+  lt_nn_linear layer[3];
+  lt_tensor *params[6];
+  int64_t dims[4] = {FEATURES, HIDDEN, HIDDEN, CLASSES};
+  for (int i = 0; i < 3; i++) {
+    if (lt_nn_linear_init(&layer[i], dev, LT_F32, dims[i], dims[i + 1], true) != LT_OK)
+      return die("linear");
+    params[2 * i] = layer[i].weight;
+    params[2 * i + 1] = layer[i].bias;
+  }
+  lt_nn_optim_config oc = lt_nn_optim_defaults(LT_NN_ADAM);
+  lt_nn_optim *opt = lt_nn_optim_create(&oc, params, 6);
+  lt_nn_loader *loader = lt_nn_loader_create(&ds, dev, BATCH, false);
+  if (!opt || !loader) return die("setup");
+  if (lt_mark_step(dev) != LT_OK || lt_wait_device_ops(dev) != LT_OK) return die("init");
+  lt_nn_loader_epoch(loader);
+  double first_ms = -1, first_loss = 0;
+  for (int s = 0; s < 2; s++) {
+    lt_scope_begin();
+    lt_tensor *x, *y;
+    if (lt_nn_loader_next(loader, &x, &y) != 1) return die("batch");
+    lt_tensor *h = x;
+    for (int i = 0; i < 3; i++) {
+      h = lt_nn_linear_forward(&layer[i], h);
+      if (i < 2) h = lt_nn_relu(h);
+    }
+    lt_tensor *loss = lt_nn_cross_entropy(h, y);
+    if (!loss || lt_backward(loss) != LT_OK || lt_nn_optim_step(opt) != LT_OK) return die("step");
+    lt_tensor *keep = lt_retain(loss);
+    lt_scope_end();
+    if (lt_mark_step(dev) != LT_OK) return die("mark_step");
+    double v;
+    /* Waiting first: lt_item straight after lt_mark_step has been seen to
+     * read the loss before the step's execution wrote it (LT_NUM_THREADS=2). */
+    if (lt_wait_device_ops(dev) != LT_OK) return die("step");
+    if (lt_item(keep, 0, &v) != LT_OK) return die("reading the loss");
+    lt_release(keep);
+    if (s == 0) {
+      first_ms = now_ms() - started;
+      first_loss = v;
+    }
+  }
+  if (lt_wait_device_ops(dev) != LT_OK) return die("wait");
+  long long uc = lt_counter("UncachedCompile"), hit = lt_counter("PersistentCacheHit"),
+            fail = lt_counter("PersistentCacheDeserializeFailure");
+  printf(
+      "child %s uncached %lld hit %lld deserialize_failures %lld compile_ms %.3f load_ms %.3f "
+      "first_result_ms %.3f first_loss %.6f\n",
+      mode, uc, hit, fail, metric_ms("CompileTime"), metric_ms("PersistentCacheLoadTime"), first_ms,
+      first_loss);
+  lt_nn_loader_free(loader);
+  lt_nn_optim_free(opt);
+  for (int i = 0; i < 3; i++) lt_nn_linear_free(&layer[i]);
+  lt_nn_dataset_free(&ds);
+  if (strcmp(mode, "warm") == 0 && (uc != 0 || hit <= 0)) {
+    fprintf(stderr, "cache_warm_start: the warm process compiled %lld graphs, loaded %lld\n", uc,
+            hit);
+    return 3;
+  }
+  return 0;
+}
+
+typedef struct result {
+  long long uncached, hit, failures;
+  double compile_ms, load_ms, first_ms, loss;
+} result;
+
+static int run(const char *mode, const char *dir, result *r) {
+  char self[1024];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) return -1;
+  self[len] = '\0';
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  fflush(stdout);
+  char started[64];
+  snprintf(started, sizeof started, "%.6f", now_ms());
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    close(fds[1]);
+    setenv("LT_PERSISTENT_CACHE_PATH", dir, 1);
+    unsetenv("LT_PERSISTENT_CACHE_READ_ONLY");
+    execl(self, "cache_warm_start", "--child", mode, started, (char *)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  if (pid < 0) return -1;
+  FILE *f = fdopen(fds[0], "r");
+  char line[1024];
+  bool got = false;
+  while (f && fgets(line, sizeof line, f)) {
+    char m[16];
+    if (sscanf(line,
+               "child %15s uncached %lld hit %lld deserialize_failures %lld compile_ms %lf "
+               "load_ms %lf first_result_ms %lf first_loss %lf",
+               m, &r->uncached, &r->hit, &r->failures, &r->compile_ms, &r->load_ms, &r->first_ms,
+               &r->loss) == 8)
+      got = true;
+  }
+  if (f) fclose(f);
+  int st;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return rc == 0 && !got ? -1 : rc;
+}
+
+static void rm_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *de;
+  char path[1024];
+  while ((de = readdir(d))) {
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    unlink(path);
+  }
+  closedir(d);
+  rmdir(dir);
+}
+
+int main(int argc, char **argv) {
+  if (argc >= 4 && !strcmp(argv[1], "--child")) return child(argv[2], atof(argv[3]));
+  char dir[] = "/tmp/lt_cache_warm_startXXXXXX";
+  if (!mkdtemp(dir)) {
+    perror("cache_warm_start: mkdtemp");
+    return 1;
+  }
+  result cold = {0}, warm = {0};
+  int rc = run("cold", dir, &cold);
+  if (rc != 0) {
+    fprintf(stderr, "cache_warm_start: the cold process failed (%d)\n", rc);
+    rm_dir(dir);
+    return 1;
+  }
+  int wrc = run("warm", dir, &warm);
+  rm_dir(dir);
+  if (wrc != 0) {
+    fprintf(stderr, "cache_warm_start: the warm process failed (%d)\n", wrc);
+    return 1;
+  }
+  const char *be = getenv("LT_BACKEND");
+  printf("# cache_warm_start: backend %s, threads %s\n", be && *be ? be : "default",
+         getenv("LT_NUM_THREADS") ? getenv("LT_NUM_THREADS") : "default");
+  printf(
+      "# cold: UncachedCompile %lld, PersistentCacheHit %lld, CompileTime %.1f ms, first result "
+      "%.1f ms, loss %.6f\n",
+      cold.uncached, cold.hit, cold.compile_ms, cold.first_ms, cold.loss);
+  printf(
+      "# warm: UncachedCompile %lld, PersistentCacheHit %lld, CompileTime %.1f ms, "
+      "PersistentCacheLoadTime %.1f ms, first result %.1f ms, loss %.6f\n",
+      warm.uncached, warm.hit, warm.compile_ms, warm.load_ms, warm.first_ms, warm.loss);
+  if (cold.loss != warm.loss) printf("# note: the warm loss differs from the cold one\n");
+  printf("bench cache_cold_compile %.3f ms\n", cold.compile_ms);
+  printf("bench cache_warm_first_result %.3f ms ratio %.2f vs cold_compile\n", warm.first_ms,
+         warm.first_ms > 0 ? cold.compile_ms / warm.first_ms : 0);
+  return 0;
+}

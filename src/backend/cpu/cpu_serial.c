@@ -1,0 +1,541 @@
+/* Serialization of a cpu executable (the persistent cache): its plan and its
+ * object code. Little-endian, versioned:
+ *
+ *   u32 magic "LTCP", u32 version,
+ *   u64 uid (names the JIT functions lt_k<uid>_<i>), u32 nparams, u32 nroots,
+ *   u32 nslots, u32 nkernels, u32 nfns, u64 arena_bytes,
+ *   per slot: u64 nbytes, u64 offset, i32 first, i32 last,
+ *   per root: u32 slot, i32 alias (donated parameter written in place, or -1),
+ *   per kernel: u8 kind, u32 out_slot, then
+ *     LOOP:   u32 fn_index, i64 extent, i64 unit_cost
+ *     BLAS:   u8 f64, u8 ta, u8 tb, i64 n, m, k, lda, ldb, u8 nbatch,
+ *             per batch dim: i64 shape, i64 a_stride, i64 b_stride; view a, view b
+ *     REF:    u16 op, u8 dtype, u8 ndim, i64 shape[ndim], u64 fattr (bits),
+ *             u32 noperands, u32 nattrs, i64 attrs[nattrs], view in[noperands], view out
+ *     MEMCPY: view src, u64 nbytes
+ *   u64 object length n, n bytes of object code (ELF for the host),
+ *   u64 XXH3-64 of every byte before it.
+ *   view: u32 slot, u8 dtype, u8 ndim, i64 offset, i64 shape[ndim], i64 strides[ndim].
+ *
+ * deserialize checks every count against the bytes left (so no count can
+ * make it allocate more than a small multiple of its input), every index
+ * (slots, parameters, functions, ops, dtypes), that every view the host code
+ * reads or writes (BLAS operands and results, ref fallbacks, copies) lies in
+ * its slot, that temporaries lie in the arena, and that roots and donations
+ * are consistent; execute checks the buffers against the slots' sizes. The
+ * JIT loops cannot be checked that way: their code holds slot indices,
+ * shapes and strides, and the plan's extents must agree with it. So the
+ * payload carries its own checksum, and a payload whose checksum does not
+ * match is rejected before anything else is read; the field checks remain
+ * for what passes it. Any input gives LT_EINVAL or a sound executable. */
+#include <string.h>
+#include <xxhash.h>
+
+#include "../../core/lt_alloc.h"
+#include "../../core/lt_error.h"
+#include "cpu.h"
+
+enum { kCpuMagic = 0x50435a4c /* "LZCP" */, kCpuFormat = 1 };
+#define MAX_DIM_SIZE ((int64_t)1 << 40)
+#define MAX_BYTES ((uint64_t)1 << 40)
+
+/* ---- writing ---- */
+
+typedef struct wbuf {
+  uint8_t *p;
+  size_t len, cap;
+  bool oom;
+} wbuf;
+
+static void w_reserve(wbuf *w, size_t n) {
+  if (w->oom || w->len + n <= w->cap) return;
+  size_t nc = w->cap ? w->cap * 2 : 1024;
+  while (nc < w->len + n) nc *= 2;
+  uint8_t *p = lt__realloc(w->p, w->cap, nc);
+  if (!p) {
+    w->oom = true;
+    return;
+  }
+  w->p = p;
+  w->cap = nc;
+}
+
+static void w_int(wbuf *w, uint64_t v, int n) {
+  w_reserve(w, (size_t)n);
+  if (w->oom) return;
+  for (int i = 0; i < n; i++) w->p[w->len++] = (uint8_t)(v >> (8 * i));
+}
+
+static void w_raw(wbuf *w, const void *p, size_t n) {
+  w_reserve(w, n);
+  if (w->oom || !n) return;
+  memcpy(w->p + w->len, p, n);
+  w->len += n;
+}
+
+static void w_view(wbuf *w, const cpu_view *v) {
+  w_int(w, (uint32_t)v->slot, 4);
+  w_int(w, v->dtype, 1);
+  w_int(w, v->ndim, 1);
+  w_int(w, (uint64_t)v->offset, 8);
+  for (int d = 0; d < v->ndim; d++) w_int(w, (uint64_t)v->shape[d], 8);
+  for (int d = 0; d < v->ndim; d++) w_int(w, (uint64_t)v->strides[d], 8);
+}
+
+int cpu_serialize(const lt_executable *e, void **bytes, size_t *nbytes) {
+  if (!e || !bytes || !nbytes) return lt__err(LT_EINVAL, "cpu: serialize: NULL argument");
+  wbuf w = {0};
+  w_int(&w, kCpuMagic, 4);
+  w_int(&w, kCpuFormat, 4);
+  w_int(&w, e->uid, 8);
+  w_int(&w, (uint32_t)e->nparams, 4);
+  w_int(&w, (uint32_t)e->nroots, 4);
+  w_int(&w, (uint32_t)e->nslots, 4);
+  w_int(&w, (uint32_t)e->nkernels, 4);
+  w_int(&w, (uint32_t)e->nfns, 4);
+  w_int(&w, e->arena_bytes, 8);
+  for (int s = 0; s < e->nslots; s++) {
+    const cpu_slot *sl = &e->slots[s];
+    w_int(&w, sl->nbytes, 8);
+    w_int(&w, sl->offset, 8);
+    w_int(&w, (uint32_t)sl->first, 4);
+    w_int(&w, (uint32_t)sl->last, 4);
+  }
+  for (int r = 0; r < e->nroots; r++) {
+    w_int(&w, (uint32_t)e->root_slot[r], 4);
+    w_int(&w, (uint32_t)e->alias[r], 4);
+  }
+  for (int i = 0; i < e->nkernels; i++) {
+    const cpu_kernel *k = &e->kernels[i];
+    w_int(&w, (uint8_t)k->kind, 1);
+    w_int(&w, (uint32_t)k->out_slot, 4);
+    switch (k->kind) {
+    case CK_LOOP:
+      w_int(&w, (uint32_t)k->fn_index, 4);
+      w_int(&w, (uint64_t)k->extent, 8);
+      w_int(&w, (uint64_t)k->unit_cost, 8);
+      break;
+    case CK_BLAS: {
+      const cpu_matmul *mm = &k->mm;
+      w_int(&w, mm->f64, 1);
+      w_int(&w, mm->ta, 1);
+      w_int(&w, mm->tb, 1);
+      w_int(&w, (uint64_t)mm->n, 8);
+      w_int(&w, (uint64_t)mm->m, 8);
+      w_int(&w, (uint64_t)mm->k, 8);
+      w_int(&w, (uint64_t)mm->lda, 8);
+      w_int(&w, (uint64_t)mm->ldb, 8);
+      w_int(&w, (uint8_t)mm->nbatch_dims, 1);
+      for (int d = 0; d < mm->nbatch_dims; d++) {
+        w_int(&w, (uint64_t)mm->batch_shape[d], 8);
+        w_int(&w, (uint64_t)mm->a_bstride[d], 8);
+        w_int(&w, (uint64_t)mm->b_bstride[d], 8);
+      }
+      w_view(&w, &mm->a);
+      w_view(&w, &mm->b);
+      break;
+    }
+    case CK_REF: {
+      const ref_instr *in = &k->ins;
+      uint64_t fbits;
+      memcpy(&fbits, &in->fattr, sizeof fbits);
+      w_int(&w, in->op, 2);
+      w_int(&w, in->dtype, 1);
+      w_int(&w, in->ndim, 1);
+      for (int d = 0; d < in->ndim; d++) w_int(&w, (uint64_t)in->shape[d], 8);
+      w_int(&w, fbits, 8);
+      w_int(&w, (uint32_t)in->noperands, 4);
+      w_int(&w, (uint32_t)in->nattrs, 4);
+      for (int a = 0; a < in->nattrs; a++) w_int(&w, (uint64_t)in->attrs[a], 8);
+      for (int j = 0; j < in->noperands; j++) w_view(&w, &k->in[j]);
+      w_view(&w, &k->out);
+      break;
+    }
+    case CK_MEMCPY:
+      w_view(&w, &k->src);
+      w_int(&w, k->nbytes, 8);
+      break;
+    }
+  }
+  w_int(&w, e->obj_len, 8);
+  w_raw(&w, e->obj, e->obj_len);
+  w_int(&w, w.oom ? 0 : XXH3_64bits(w.p, w.len), 8);
+  if (w.oom) {
+    lt__free(w.p, w.cap);
+    return lt__err(LT_ENOMEM, "cpu: out of memory serializing an executable");
+  }
+  /* The caller frees with lt__free(bytes, nbytes): shrink to the exact size. */
+  uint8_t *p = lt__realloc(w.p, w.cap, w.len);
+  if (!p) {
+    lt__free(w.p, w.cap);
+    return lt__err(LT_ENOMEM, "cpu: out of memory serializing an executable");
+  }
+  *bytes = p;
+  *nbytes = w.len;
+  return LT_OK;
+}
+
+/* ---- reading ---- */
+
+typedef struct rbuf {
+  const uint8_t *p;
+  size_t len, pos;
+  bool bad;
+} rbuf;
+
+static uint64_t r_int(rbuf *r, int n) {
+  if (r->bad || r->len - r->pos < (size_t)n) {
+    r->bad = true;
+    return 0;
+  }
+  uint64_t v = 0;
+  for (int i = 0; i < n; i++) v |= (uint64_t)r->p[r->pos++] << (8 * i);
+  return v;
+}
+static size_t r_left(const rbuf *r) { return r->bad ? 0 : r->len - r->pos; }
+
+typedef struct reader {
+  rbuf r;
+  lt_executable *e;
+  const char *bad; /* the first problem */
+} reader;
+
+static bool fail_if(reader *rd, bool cond, const char *what) {
+  if (cond && !rd->bad) rd->bad = what;
+  return cond || rd->bad;
+}
+
+static uint64_t align64(uint64_t n) { return (n + 63) & ~(uint64_t)63; }
+
+/* Elements of a shape (each dim in [0, 2^40], product checked); -1 when bad. */
+static int64_t checked_numel(const int64_t *shape, int ndim) {
+  int64_t n = 1;
+  for (int d = 0; d < ndim; d++) {
+    if (shape[d] < 0 || shape[d] > MAX_DIM_SIZE) return -1;
+    if (shape[d] && n > (int64_t)(MAX_BYTES / 8) / shape[d]) return -1;
+    n *= shape[d];
+  }
+  return n;
+}
+
+/* Whether elements [lo, hi] (in elements of size es) at slot s lie inside it. */
+static bool in_slot(const lt_executable *e, int slot, __int128 lo, __int128 hi, size_t es) {
+  if (lo < 0 || hi < lo) return false;
+  return (hi + 1) * (__int128)es <= (__int128)e->slots[slot].nbytes;
+}
+
+static bool r_view(reader *rd, cpu_view *v) {
+  rbuf *r = &rd->r;
+  memset(v, 0, sizeof *v);
+  uint32_t slot = (uint32_t)r_int(r, 4);
+  uint64_t dt = r_int(r, 1), nd = r_int(r, 1);
+  int64_t off = (int64_t)r_int(r, 8);
+  if (fail_if(rd, r->bad, "truncated view")) return false;
+  if (fail_if(rd, slot >= (uint32_t)rd->e->nslots, "view of a slot out of range")) return false;
+  if (fail_if(rd, dt >= LT_NUM_DTYPES, "unknown dtype")) return false;
+  if (fail_if(rd, nd > LT_MAX_DIMS, "too many dims")) return false;
+  v->slot = (int)slot;
+  v->dtype = (uint8_t)dt;
+  v->ndim = (uint8_t)nd;
+  v->offset = off;
+  for (uint64_t d = 0; d < nd; d++) v->shape[d] = (int64_t)r_int(r, 8);
+  for (uint64_t d = 0; d < nd; d++) v->strides[d] = (int64_t)r_int(r, 8);
+  if (fail_if(rd, r->bad, "truncated view")) return false;
+  int64_t numel = checked_numel(v->shape, v->ndim);
+  if (fail_if(rd, numel < 0, "bad view shape")) return false;
+  if (numel == 0) return true;
+  __int128 lo = off, hi = off;
+  for (int d = 0; d < v->ndim; d++) {
+    int64_t st = v->strides[d];
+    if (fail_if(rd, st < -MAX_DIM_SIZE || st > MAX_DIM_SIZE, "bad view stride")) return false;
+    __int128 span = (__int128)(v->shape[d] - 1) * st;
+    if (span < 0)
+      lo += span;
+    else
+      hi += span;
+  }
+  return !fail_if(rd, !in_slot(rd->e, v->slot, lo, hi, lt_dtype_size((lt_dtype)dt)),
+                  "view outside its slot");
+}
+
+/* Operands each op's ref kernel reads (it indexes them without checking). */
+static bool arity_ok(int op, uint32_t n) {
+  if (op == LT_OP_DATA) return false; /* never a kernel */
+  if (op == LT_OP_CONST) return n == 0;
+  if (op == LT_OP_WHERE) return n == 3;
+  if (op == LT_OP_CONCAT) return n >= 1 && n <= UINT16_MAX;
+  if ((op >= LT_OP_ADD && op <= LT_OP_OR) || op == LT_OP_MATMUL || op == LT_OP_GATHER ||
+      op == LT_OP_INDEX_SELECT || op == LT_OP_SCATTER_ADD || op == LT_OP_INDEX_ADD)
+    return n == 2;
+  return n == 1;
+}
+
+/* A slot a kernel may write: a root's, a temporary, or a donated parameter. */
+static bool writable(const lt_executable *e, uint32_t s) {
+  if (s >= (uint32_t)e->nslots) return false;
+  if (s >= (uint32_t)e->nparams) return true;
+  for (int r = 0; r < e->nroots; r++)
+    if (e->alias[r] == (int)s) return true;
+  return false;
+}
+
+/* The largest element offset a matrix operand reaches: rows x cols stored
+ * row-major with leading dimension ld (transposed: cols x rows), over the
+ * batch; false when it leaves the slot. */
+static bool blas_operand_ok(const lt_executable *e, const cpu_matmul *mm, const cpu_view *v,
+                            const int64_t *bstride, bool trans, int64_t rows, int64_t cols,
+                            int64_t ld, size_t es) {
+  int64_t srows = trans ? cols : rows, scols = trans ? rows : cols;
+  if (ld < 1 || ld < scols || ld > MAX_DIM_SIZE) return false;
+  if (v->dtype != (mm->f64 ? LT_F64 : LT_F32)) return false;
+  int64_t nbatch = 1;
+  for (int d = 0; d < mm->nbatch_dims; d++) nbatch *= mm->batch_shape[d];
+  if (nbatch == 0 || rows == 0 || cols == 0 || mm->n == 0 || mm->m == 0 || mm->k == 0)
+    return true; /* run_blas reads nothing */
+  __int128 hi = v->offset + (__int128)(srows - 1) * ld + (scols - 1);
+  for (int d = 0; d < mm->nbatch_dims; d++) {
+    if (bstride[d] < 0 || bstride[d] > MAX_DIM_SIZE) return false;
+    hi += (__int128)(mm->batch_shape[d] - 1) * bstride[d];
+  }
+  return in_slot(e, v->slot, v->offset, hi, es);
+}
+
+static void r_blas(reader *rd, cpu_kernel *k) {
+  rbuf *r = &rd->r;
+  cpu_matmul *mm = &k->mm;
+  uint64_t f64 = r_int(r, 1), ta = r_int(r, 1), tb = r_int(r, 1);
+  mm->n = (int64_t)r_int(r, 8);
+  mm->m = (int64_t)r_int(r, 8);
+  mm->k = (int64_t)r_int(r, 8);
+  mm->lda = (int64_t)r_int(r, 8);
+  mm->ldb = (int64_t)r_int(r, 8);
+  uint64_t nb = r_int(r, 1);
+  if (fail_if(rd, r->bad, "truncated matmul")) return;
+  if (fail_if(rd, f64 > 1 || ta > 1 || tb > 1 || nb > LT_MAX_DIMS - 2, "bad matmul")) return;
+  mm->f64 = f64;
+  mm->ta = ta;
+  mm->tb = tb;
+  mm->nbatch_dims = (int)nb;
+  for (uint64_t d = 0; d < nb; d++) {
+    mm->batch_shape[d] = (int64_t)r_int(r, 8);
+    mm->a_bstride[d] = (int64_t)r_int(r, 8);
+    mm->b_bstride[d] = (int64_t)r_int(r, 8);
+  }
+  if (fail_if(rd, r->bad, "truncated matmul")) return;
+  const int64_t kMaxBlas = INT32_MAX; /* blasint */
+  if (fail_if(rd,
+              mm->n < 0 || mm->m < 0 || mm->k < 0 || mm->n > kMaxBlas || mm->m > kMaxBlas ||
+                  mm->k > kMaxBlas || mm->lda > kMaxBlas || mm->ldb > kMaxBlas,
+              "bad matmul sizes"))
+    return;
+  int64_t bshape[LT_MAX_DIMS + 3];
+  memcpy(bshape, mm->batch_shape, nb * sizeof *bshape);
+  bshape[nb] = mm->n;
+  bshape[nb + 1] = mm->m;
+  int64_t out_numel = checked_numel(bshape, (int)nb + 2);
+  if (fail_if(rd, out_numel < 0, "bad matmul sizes")) return;
+  if (!r_view(rd, &mm->a) || !r_view(rd, &mm->b)) return;
+  size_t es = mm->f64 ? 8 : 4;
+  if (fail_if(
+          rd,
+          !blas_operand_ok(rd->e, mm, &mm->a, mm->a_bstride, mm->ta, mm->n, mm->k, mm->lda, es) ||
+              !blas_operand_ok(rd->e, mm, &mm->b, mm->b_bstride, mm->tb, mm->k, mm->m, mm->ldb, es),
+          "matmul operand outside its slot"))
+    return;
+  fail_if(rd, out_numel && !in_slot(rd->e, k->out_slot, 0, (__int128)out_numel - 1, es),
+          "matmul result outside its slot");
+}
+
+static bool contiguous_view(const cpu_view *v) { return cpu_view_contiguous(v); }
+
+static void r_ref(reader *rd, cpu_kernel *k) {
+  rbuf *r = &rd->r;
+  ref_instr *in = &k->ins;
+  uint64_t op = r_int(r, 2), dt = r_int(r, 1), nd = r_int(r, 1);
+  if (fail_if(rd, r->bad, "truncated ref kernel")) return;
+  if (fail_if(rd, op >= LT_OP_COUNT || dt >= LT_NUM_DTYPES || nd > LT_MAX_DIMS, "bad ref kernel"))
+    return;
+  in->op = (uint16_t)op;
+  in->dtype = (uint8_t)dt;
+  in->ndim = (uint8_t)nd;
+  in->param = -1;
+  for (uint64_t d = 0; d < nd; d++) in->shape[d] = (int64_t)r_int(r, 8);
+  uint64_t fbits = r_int(r, 8);
+  memcpy(&in->fattr, &fbits, sizeof fbits);
+  uint32_t nops = (uint32_t)r_int(r, 4), nattrs = (uint32_t)r_int(r, 4);
+  if (fail_if(rd, r->bad, "truncated ref kernel")) return;
+  if (fail_if(rd, checked_numel(in->shape, in->ndim) < 0, "bad ref kernel shape")) return;
+  /* a view takes at least 14 bytes, an attribute 8 */
+  if (fail_if(rd, !arity_ok((int)op, nops) || nops > r_left(r) / 14, "bad operand count")) return;
+  if (fail_if(rd, nattrs > UINT16_MAX || nattrs > r_left(r) / 8, "bad attribute count")) return;
+  if (nattrs) {
+    in->attrs = lt__malloc((size_t)nattrs * sizeof(int64_t));
+    if (fail_if(rd, !in->attrs, "out of memory")) return;
+    in->nattrs = (int)nattrs;
+    for (uint32_t a = 0; a < nattrs; a++) in->attrs[a] = (int64_t)r_int(r, 8);
+  }
+  if (nops) {
+    k->in = lt__calloc((size_t)nops * sizeof *k->in);
+    if (fail_if(rd, !k->in, "out of memory")) return;
+    in->noperands = (int)nops;
+    for (uint32_t j = 0; j < nops; j++) {
+      if (!r_view(rd, &k->in[j])) return;
+      if (fail_if(rd, !contiguous_view(&k->in[j]), "ref operand not contiguous")) return;
+    }
+  }
+  if (!r_view(rd, &k->out)) return;
+  fail_if(rd,
+          k->out.slot != k->out_slot || !contiguous_view(&k->out) || k->out.dtype != in->dtype ||
+              k->out.ndim != in->ndim ||
+              memcmp(k->out.shape, in->shape, (size_t)in->ndim * sizeof(int64_t)) != 0,
+          "ref result disagrees with its kernel");
+}
+
+static void r_kernel(reader *rd, cpu_kernel *k) {
+  rbuf *r = &rd->r;
+  lt_executable *e = rd->e;
+  uint64_t kind = r_int(r, 1);
+  uint32_t out = (uint32_t)r_int(r, 4);
+  if (fail_if(rd, r->bad, "truncated kernel")) return;
+  if (fail_if(rd, kind > CK_MEMCPY, "unknown kernel kind")) return;
+  k->kind = (cpu_kind)kind;
+  if (fail_if(rd, !writable(e, out), "kernel writes a slot it may not")) return;
+  k->out_slot = (int)out;
+  switch (k->kind) {
+  case CK_LOOP: {
+    uint32_t fn = (uint32_t)r_int(r, 4);
+    k->extent = (int64_t)r_int(r, 8);
+    k->unit_cost = (int64_t)r_int(r, 8);
+    if (fail_if(rd, r->bad, "truncated kernel")) return;
+    size_t room = e->slots[out].nbytes ? e->slots[out].nbytes : 1; /* elements <= bytes */
+    fail_if(rd,
+            fn >= (uint32_t)e->nfns || k->extent < 0 || (uint64_t)k->extent > room ||
+                k->unit_cost < 0 || k->unit_cost > MAX_DIM_SIZE,
+            "bad loop kernel");
+    k->fn_index = (int)fn;
+    break;
+  }
+  case CK_BLAS:
+    r_blas(rd, k);
+    break;
+  case CK_REF:
+    r_ref(rd, k);
+    break;
+  case CK_MEMCPY:
+    if (!r_view(rd, &k->src)) return;
+    k->nbytes = (size_t)r_int(r, 8);
+    if (fail_if(rd, r->bad, "truncated kernel")) return;
+    fail_if(rd,
+            !contiguous_view(&k->src) ||
+                (uint64_t)k->nbytes != (uint64_t)checked_numel(k->src.shape, k->src.ndim) *
+                                           lt_dtype_size((lt_dtype)k->src.dtype) ||
+                k->nbytes > e->slots[out].nbytes,
+            "bad copy kernel");
+    break;
+  }
+}
+
+static int bad_bytes(lt_executable *e, const char *what) {
+  cpu_executable_free(e);
+  if (what && strcmp(what, "out of memory") == 0)
+    return lt__err(LT_ENOMEM, "cpu: out of memory deserializing an executable");
+  return lt__err(LT_EINVAL, "cpu: bad serialized executable: %s", what ? what : "?");
+}
+
+int cpu_deserialize(const void *bytes, size_t nbytes, lt_executable **out) {
+  if (!bytes || !out) return lt__err(LT_EINVAL, "cpu: deserialize: NULL argument");
+  reader rd = {{bytes, nbytes, 0, false}, NULL, NULL};
+  rbuf *r = &rd.r;
+  if (r_int(r, 4) != kCpuMagic) return bad_bytes(NULL, "not a cpu executable");
+  if (r_int(r, 4) != kCpuFormat) return bad_bytes(NULL, "unknown format version");
+  if (nbytes < 16) return bad_bytes(NULL, "truncated");
+  rbuf tail = {(const uint8_t *)bytes + nbytes - 8, 8, 0, false};
+  if (r_int(&tail, 8) != XXH3_64bits(bytes, nbytes - 8)) return bad_bytes(NULL, "bad checksum");
+  r->len = nbytes - 8; /* the fields end before the checksum */
+  uint64_t uid = r_int(r, 8);
+  uint32_t nparams = (uint32_t)r_int(r, 4), nroots = (uint32_t)r_int(r, 4),
+           nslots = (uint32_t)r_int(r, 4), nkernels = (uint32_t)r_int(r, 4),
+           nfns = (uint32_t)r_int(r, 4);
+  uint64_t arena = r_int(r, 8);
+  if (r->bad) return bad_bytes(NULL, "truncated header");
+  /* A slot takes 24 bytes, a root 8, a kernel at least 5: no count may
+   * promise more than the bytes left (this bounds every allocation). */
+  size_t left = r_left(r);
+  if (nslots > left / 24 || nroots > left / 8 || nkernels > left / 5 || nfns > nkernels ||
+      nparams > nslots || nroots > nslots - nparams || arena > MAX_BYTES)
+    return bad_bytes(NULL, "counts larger than the bytes");
+  lt_executable *e = lt__calloc(sizeof *e);
+  if (!e) return bad_bytes(NULL, "out of memory");
+  rd.e = e;
+  e->uid = uid;
+  e->nparams = (int)nparams;
+  e->nroots = (int)nroots;
+  e->nfns = (int)nfns;
+  e->arena_bytes = (size_t)arena;
+  /* exact sizes: cpu_executable_free frees slots_cap and kernels_cap elements */
+  e->slots = lt__calloc((size_t)nslots * sizeof *e->slots);
+  e->slots_cap = e->slots ? (int)nslots : 0;
+  e->kernels = lt__calloc((size_t)nkernels * sizeof *e->kernels);
+  e->kernels_cap = e->kernels ? (int)nkernels : 0;
+  e->root_slot = lt__malloc((size_t)nroots * sizeof(int) + 1);
+  e->alias = lt__malloc((size_t)nroots * sizeof(int) + 1);
+  if (!e->slots || !e->root_slot || !e->alias || !e->kernels) {
+    e->nroots = 0; /* root_slot and alias: freed with their own size below */
+    lt__free(e->root_slot, (size_t)nroots * sizeof(int) + 1);
+    lt__free(e->alias, (size_t)nroots * sizeof(int) + 1);
+    e->root_slot = e->alias = NULL;
+    return bad_bytes(e, "out of memory");
+  }
+  e->nslots = (int)nslots;
+  for (uint32_t s = 0; s < nslots; s++) {
+    cpu_slot *sl = &e->slots[s];
+    uint64_t nb = r_int(r, 8), off = r_int(r, 8);
+    sl->first = (int32_t)(uint32_t)r_int(r, 4);
+    sl->last = (int32_t)(uint32_t)r_int(r, 4);
+    if (r->bad) return bad_bytes(e, "truncated slots");
+    if (nb > MAX_BYTES || off > MAX_BYTES) return bad_bytes(e, "bad slot size");
+    sl->nbytes = (size_t)nb;
+    sl->offset = (size_t)off;
+    if (s >= nparams + nroots && off + align64(nb) > arena)
+      return bad_bytes(e, "temporary outside the arena");
+  }
+  for (uint32_t q = 0; q < nroots; q++) {
+    uint32_t slot = (uint32_t)r_int(r, 4);
+    int32_t a = (int32_t)(uint32_t)r_int(r, 4);
+    if (r->bad) return bad_bytes(e, "truncated roots");
+    if (a < -1 || a >= (int32_t)nparams) return bad_bytes(e, "alias out of range");
+    e->alias[q] = a;
+    e->root_slot[q] = (int)slot;
+    if (slot != (a >= 0 ? (uint32_t)a : nparams + q)) return bad_bytes(e, "bad root slot");
+    if (a >= 0 && e->slots[a].nbytes != e->slots[nparams + q].nbytes)
+      return bad_bytes(e, "alias of a different size");
+    for (uint32_t p = 0; p < q; p++)
+      if (a >= 0 && e->alias[p] == a) return bad_bytes(e, "parameter aliased twice");
+  }
+  for (uint32_t i = 0; i < nkernels; i++) {
+    r_kernel(&rd, &e->kernels[i]);
+    e->nkernels = (int)i + 1; /* frees what this kernel holds */
+    if (rd.bad) return bad_bytes(e, rd.bad);
+  }
+  uint64_t olen = r_int(r, 8);
+  if (r->bad) return bad_bytes(e, "truncated object length");
+  if (olen != r_left(r)) return bad_bytes(e, "object length disagrees with the bytes");
+  if ((olen == 0) != (nfns == 0)) return bad_bytes(e, "object code and functions disagree");
+  if (olen) {
+    e->obj = lt__malloc((size_t)olen);
+    if (!e->obj) return bad_bytes(e, "out of memory");
+    e->obj_len = (size_t)olen;
+    memcpy(e->obj, r->p + r->pos, (size_t)olen);
+  }
+  int rc = cpu_executable_link(e);
+  if (rc != LT_OK) { /* bytes that do not link are bad bytes too */
+    cpu_executable_free(e);
+    if (rc == LT_ENOMEM) return rc;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", lt_last_error());
+    return lt__err(LT_EINVAL, "cpu: bad serialized executable: its code does not link (%s)", msg);
+  }
+  cpu_pool_threads();
+  *out = e;
+  return LT_OK;
+}
