@@ -186,10 +186,14 @@ static int run_instr(const lt_executable *e, int i, lt_buffer **vals, lt_buffer 
   lt_buffer *out = pre[i];
   pre[i] = NULL;
   int donor = -1;
-  if (!out) { /* no buffer of its own: the root written in place */
+  if (!out && pre[e->ninstr + i]) { /* the root written in place */
     donor = in_place_param(e, i);
     lt__buffer_take_data(out = pre[e->ninstr + i], args[donor]);
     pre[e->ninstr + i] = NULL;
+  } else if (!out) { /* nothing donated in this executable: allocate as we go */
+    int rc = lt__buffer_alloc(&lt__ref_backend, lt_cpu(0), (lt_dtype)ins->dtype, ins->shape,
+                              ins->ndim, &out);
+    if (rc != LT_OK) return rc;
   }
   int rc = LT_OK;
   if (ins->op == LT_OP_CONST) {
@@ -212,12 +216,14 @@ static int run_instr(const lt_executable *e, int i, lt_buffer **vals, lt_buffer 
 /* Gives root value v to the placeholder out: its storage when this execution
  * made it and no other root reads it, else a copy into out's storage, which
  * ref_execute allocated beforehand. */
-static void fill_output(lt_buffer *out, lt_buffer *v, bool move) {
+static int fill_output(lt_buffer *out, lt_buffer *v, bool move) {
   if (move) {
     lt__buffer_take_data(out, v);
-    return;
+    return LT_OK;
   }
-  if (out->nbytes) memcpy(out->data, v->data, out->nbytes);
+  int rc = out->data ? LT_OK : lt__buffer_materialize(out);
+  if (rc == LT_OK && out->nbytes) memcpy(out->data, v->data, out->nbytes);
+  return rc;
 }
 
 /* True when root r gets a copy (its value is a parameter, or a later root
@@ -229,10 +235,12 @@ static bool root_copies(const lt_executable *e, int r) {
   return e->instr[i].op == LT_OP_DATA;
 }
 
-/* Every allocation happens before the first instruction runs: an allocation
- * failure then leaves every argument whole, donated ones included, so their
- * tensors keep their values. (A kernel's own failure, e.g. an index out of
- * range, after an in-place write still loses that donated value.) */
+/* When the executable writes a donated argument in place, every allocation
+ * happens before the first instruction runs: an allocation failure then
+ * leaves every argument whole, so their tensors keep their values. (A
+ * kernel's own failure, e.g. an index out of range, after an in-place write
+ * still loses that donated value.) Without donation nothing can be lost, and
+ * buffers are allocated as instructions run, reusing freed memory. */
 static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs,
                        lt_buffer *const *outs, int nouts) {
   if (nargs != e->nparams || nouts != e->nroots)
@@ -245,10 +253,12 @@ static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs,
   lt_buffer **vals = lt__calloc((size_t)n * sizeof *vals);
   lt_buffer **pre = lt__calloc((size_t)(2 * n + 1) * sizeof *pre); /* own, in-place headers */
   int rc = vals && pre ? LT_OK : LT_ENOMEM;
+  bool in_place = false;
+  for (int r = 0; r < e->nroots; r++) in_place |= e->alias[r] >= 0;
   for (int i = 0; i < n && rc == LT_OK; i++) {
     const ref_instr *ins = &e->instr[i];
     if (ins->noperands > maxops) maxops = ins->noperands;
-    if (ins->op == LT_OP_DATA) continue;
+    if (ins->op == LT_OP_DATA || !in_place) continue;
     int donor = in_place_param(e, i);
     if (donor >= 0 && atomic_load(&args[donor]->state) == LT_BUF_READY) {
       pre[n + i] = lt__buffer_new(&lt__ref_backend, args[donor]->dev, (lt_dtype)ins->dtype,
@@ -259,7 +269,7 @@ static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs,
                             ins->ndim, &pre[i]);
     }
   }
-  for (int r = 0; r < e->nroots && rc == LT_OK; r++)
+  for (int r = 0; r < e->nroots && rc == LT_OK && in_place; r++)
     if (root_copies(e, r)) rc = lt__buffer_materialize(outs[r]);
   lt_buffer **in = rc == LT_OK ? lt__malloc((size_t)maxops * sizeof *in) : NULL;
   if (rc == LT_OK && !in) rc = LT_ENOMEM;
@@ -276,7 +286,7 @@ static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs,
     }
   }
   for (int r = 0; r < e->nroots && rc == LT_OK; r++)
-    fill_output(outs[r], vals[e->roots[r]], !root_copies(e, r));
+    rc = fill_output(outs[r], vals[e->roots[r]], !root_copies(e, r));
   for (int i = 0; vals && i < n; i++) lt__buffer_release(vals[i]);
   for (int i = 0; pre && i < 2 * n; i++) lt__buffer_release(pre[i]);
   lt__free(in, (size_t)maxops * sizeof *in);
