@@ -33,6 +33,7 @@
 
 #include "../../core/lt_alloc.h"
 #include "../../core/lt_error.h"
+#include "../bytes.h"
 #include "cpu.h"
 
 enum { kCpuMagic = 0x50435a4c /* "LZCP" */, kCpuFormat = 1 };
@@ -41,95 +42,63 @@ enum { kCpuMagic = 0x50435a4c /* "LZCP" */, kCpuFormat = 1 };
 
 /* ---- writing ---- */
 
-typedef struct wbuf {
-  uint8_t *p;
-  size_t len, cap;
-  bool oom;
-} wbuf;
-
-static void w_reserve(wbuf *w, size_t n) {
-  if (w->oom || w->len + n <= w->cap) return;
-  size_t nc = w->cap ? w->cap * 2 : 1024;
-  while (nc < w->len + n) nc *= 2;
-  uint8_t *p = lt__realloc(w->p, w->cap, nc);
-  if (!p) {
-    w->oom = true;
-    return;
-  }
-  w->p = p;
-  w->cap = nc;
-}
-
-static void w_int(wbuf *w, uint64_t v, int n) {
-  w_reserve(w, (size_t)n);
-  if (w->oom) return;
-  for (int i = 0; i < n; i++) w->p[w->len++] = (uint8_t)(v >> (8 * i));
-}
-
-static void w_raw(wbuf *w, const void *p, size_t n) {
-  w_reserve(w, n);
-  if (w->oom || !n) return;
-  memcpy(w->p + w->len, p, n);
-  w->len += n;
-}
-
-static void w_view(wbuf *w, const cpu_view *v) {
-  w_int(w, (uint32_t)v->slot, 4);
-  w_int(w, v->dtype, 1);
-  w_int(w, v->ndim, 1);
-  w_int(w, (uint64_t)v->offset, 8);
-  for (int d = 0; d < v->ndim; d++) w_int(w, (uint64_t)v->shape[d], 8);
-  for (int d = 0; d < v->ndim; d++) w_int(w, (uint64_t)v->strides[d], 8);
+static void w_view(lt_wbuf *w, const cpu_view *v) {
+  lt__wb_int(w, (uint32_t)v->slot, 4);
+  lt__wb_int(w, v->dtype, 1);
+  lt__wb_int(w, v->ndim, 1);
+  lt__wb_int(w, (uint64_t)v->offset, 8);
+  for (int d = 0; d < v->ndim; d++) lt__wb_int(w, (uint64_t)v->shape[d], 8);
+  for (int d = 0; d < v->ndim; d++) lt__wb_int(w, (uint64_t)v->strides[d], 8);
 }
 
 int cpu_serialize(const lt_executable *e, void **bytes, size_t *nbytes) {
   if (!e || !bytes || !nbytes) return lt__err(LT_EINVAL, "cpu: serialize: NULL argument");
-  wbuf w = {0};
-  w_int(&w, kCpuMagic, 4);
-  w_int(&w, kCpuFormat, 4);
-  w_int(&w, e->uid, 8);
-  w_int(&w, (uint32_t)e->nparams, 4);
-  w_int(&w, (uint32_t)e->nroots, 4);
-  w_int(&w, (uint32_t)e->nslots, 4);
-  w_int(&w, (uint32_t)e->nkernels, 4);
-  w_int(&w, (uint32_t)e->nfns, 4);
-  w_int(&w, e->arena_bytes, 8);
+  lt_wbuf w = {0};
+  lt__wb_int(&w, kCpuMagic, 4);
+  lt__wb_int(&w, kCpuFormat, 4);
+  lt__wb_int(&w, e->uid, 8);
+  lt__wb_int(&w, (uint32_t)e->nparams, 4);
+  lt__wb_int(&w, (uint32_t)e->nroots, 4);
+  lt__wb_int(&w, (uint32_t)e->nslots, 4);
+  lt__wb_int(&w, (uint32_t)e->nkernels, 4);
+  lt__wb_int(&w, (uint32_t)e->nfns, 4);
+  lt__wb_int(&w, e->arena_bytes, 8);
   for (int s = 0; s < e->nslots; s++) {
     const cpu_slot *sl = &e->slots[s];
-    w_int(&w, sl->nbytes, 8);
-    w_int(&w, sl->offset, 8);
-    w_int(&w, (uint32_t)sl->first, 4);
-    w_int(&w, (uint32_t)sl->last, 4);
+    lt__wb_int(&w, sl->nbytes, 8);
+    lt__wb_int(&w, sl->offset, 8);
+    lt__wb_int(&w, (uint32_t)sl->first, 4);
+    lt__wb_int(&w, (uint32_t)sl->last, 4);
   }
   for (int r = 0; r < e->nroots; r++) {
-    w_int(&w, (uint32_t)e->root_slot[r], 4);
-    w_int(&w, (uint32_t)e->alias[r], 4);
+    lt__wb_int(&w, (uint32_t)e->root_slot[r], 4);
+    lt__wb_int(&w, (uint32_t)e->alias[r], 4);
   }
   for (int i = 0; i < e->nkernels; i++) {
     const cpu_kernel *k = &e->kernels[i];
-    w_int(&w, (uint8_t)k->kind, 1);
-    w_int(&w, (uint32_t)k->out_slot, 4);
+    lt__wb_int(&w, (uint8_t)k->kind, 1);
+    lt__wb_int(&w, (uint32_t)k->out_slot, 4);
     switch (k->kind) {
     case CK_LOOP:
-      w_int(&w, (uint32_t)k->fn_index, 4);
-      w_int(&w, (uint64_t)k->extent, 8);
-      w_int(&w, (uint64_t)k->unit_cost, 8);
+      lt__wb_int(&w, (uint32_t)k->fn_index, 4);
+      lt__wb_int(&w, (uint64_t)k->extent, 8);
+      lt__wb_int(&w, (uint64_t)k->unit_cost, 8);
       break;
     case CK_BLAS: {
       const cpu_matmul *mm = &k->mm;
-      w_int(&w, mm->f64, 1);
-      w_int(&w, mm->ta, 1);
-      w_int(&w, mm->tb, 1);
-      w_int(&w, (uint64_t)mm->n, 8);
-      w_int(&w, (uint64_t)mm->m, 8);
-      w_int(&w, (uint64_t)mm->k, 8);
-      w_int(&w, (uint64_t)mm->lda, 8);
-      w_int(&w, (uint64_t)mm->ldb, 8);
-      w_int(&w, (uint8_t)mm->nbatch_dims, 1);
+      lt__wb_int(&w, mm->f64, 1);
+      lt__wb_int(&w, mm->ta, 1);
+      lt__wb_int(&w, mm->tb, 1);
+      lt__wb_int(&w, (uint64_t)mm->n, 8);
+      lt__wb_int(&w, (uint64_t)mm->m, 8);
+      lt__wb_int(&w, (uint64_t)mm->k, 8);
+      lt__wb_int(&w, (uint64_t)mm->lda, 8);
+      lt__wb_int(&w, (uint64_t)mm->ldb, 8);
+      lt__wb_int(&w, (uint8_t)mm->nbatch_dims, 1);
       for (int d = 0; d < mm->nbatch_dims; d++) {
-        w_int(&w, (uint64_t)mm->batch_shape[d], 8);
-        w_int(&w, (uint64_t)mm->a_bstride[d], 8);
-        w_int(&w, (uint64_t)mm->b_bstride[d], 8);
+        lt__wb_int(&w, (uint64_t)mm->batch_shape[d], 8);
+        lt__wb_int(&w, (uint64_t)mm->a_bstride[d], 8);
+        lt__wb_int(&w, (uint64_t)mm->b_bstride[d], 8);
       }
       w_view(&w, &mm->a);
       w_view(&w, &mm->b);
@@ -139,63 +108,34 @@ int cpu_serialize(const lt_executable *e, void **bytes, size_t *nbytes) {
       const ref_instr *in = &k->ins;
       uint64_t fbits;
       memcpy(&fbits, &in->fattr, sizeof fbits);
-      w_int(&w, in->op, 2);
-      w_int(&w, in->dtype, 1);
-      w_int(&w, in->ndim, 1);
-      for (int d = 0; d < in->ndim; d++) w_int(&w, (uint64_t)in->shape[d], 8);
-      w_int(&w, fbits, 8);
-      w_int(&w, (uint32_t)in->noperands, 4);
-      w_int(&w, (uint32_t)in->nattrs, 4);
-      for (int a = 0; a < in->nattrs; a++) w_int(&w, (uint64_t)in->attrs[a], 8);
+      lt__wb_int(&w, in->op, 2);
+      lt__wb_int(&w, in->dtype, 1);
+      lt__wb_int(&w, in->ndim, 1);
+      for (int d = 0; d < in->ndim; d++) lt__wb_int(&w, (uint64_t)in->shape[d], 8);
+      lt__wb_int(&w, fbits, 8);
+      lt__wb_int(&w, (uint32_t)in->noperands, 4);
+      lt__wb_int(&w, (uint32_t)in->nattrs, 4);
+      for (int a = 0; a < in->nattrs; a++) lt__wb_int(&w, (uint64_t)in->attrs[a], 8);
       for (int j = 0; j < in->noperands; j++) w_view(&w, &k->in[j]);
       w_view(&w, &k->out);
       break;
     }
     case CK_MEMCPY:
       w_view(&w, &k->src);
-      w_int(&w, k->nbytes, 8);
+      lt__wb_int(&w, k->nbytes, 8);
       break;
     }
   }
-  w_int(&w, e->obj_len, 8);
-  w_raw(&w, e->obj, e->obj_len);
-  w_int(&w, w.oom ? 0 : XXH3_64bits(w.p, w.len), 8);
-  if (w.oom) {
-    lt__free(w.p, w.cap);
-    return lt__err(LT_ENOMEM, "cpu: out of memory serializing an executable");
-  }
-  /* The caller frees with lt__free(bytes, nbytes): shrink to the exact size. */
-  uint8_t *p = lt__realloc(w.p, w.cap, w.len);
-  if (!p) {
-    lt__free(w.p, w.cap);
-    return lt__err(LT_ENOMEM, "cpu: out of memory serializing an executable");
-  }
-  *bytes = p;
-  *nbytes = w.len;
-  return LT_OK;
+  lt__wb_int(&w, e->obj_len, 8);
+  lt__wb_raw(&w, e->obj, e->obj_len);
+  lt__wb_int(&w, w.oom ? 0 : XXH3_64bits(w.p, w.len), 8);
+  return lt__wb_finish(&w, bytes, nbytes, "cpu");
 }
 
 /* ---- reading ---- */
 
-typedef struct rbuf {
-  const uint8_t *p;
-  size_t len, pos;
-  bool bad;
-} rbuf;
-
-static uint64_t r_int(rbuf *r, int n) {
-  if (r->bad || r->len - r->pos < (size_t)n) {
-    r->bad = true;
-    return 0;
-  }
-  uint64_t v = 0;
-  for (int i = 0; i < n; i++) v |= (uint64_t)r->p[r->pos++] << (8 * i);
-  return v;
-}
-static size_t r_left(const rbuf *r) { return r->bad ? 0 : r->len - r->pos; }
-
 typedef struct reader {
-  rbuf r;
+  lt_rbuf r;
   lt_executable *e;
   const char *bad; /* the first problem */
 } reader;
@@ -225,11 +165,11 @@ static bool in_slot(const lt_executable *e, int slot, __int128 lo, __int128 hi, 
 }
 
 static bool r_view(reader *rd, cpu_view *v) {
-  rbuf *r = &rd->r;
+  lt_rbuf *r = &rd->r;
   memset(v, 0, sizeof *v);
-  uint32_t slot = (uint32_t)r_int(r, 4);
-  uint64_t dt = r_int(r, 1), nd = r_int(r, 1);
-  int64_t off = (int64_t)r_int(r, 8);
+  uint32_t slot = (uint32_t)lt__rb_int(r, 4);
+  uint64_t dt = lt__rb_int(r, 1), nd = lt__rb_int(r, 1);
+  int64_t off = (int64_t)lt__rb_int(r, 8);
   if (fail_if(rd, r->bad, "truncated view")) return false;
   if (fail_if(rd, slot >= (uint32_t)rd->e->nslots, "view of a slot out of range")) return false;
   if (fail_if(rd, dt >= LT_NUM_DTYPES, "unknown dtype")) return false;
@@ -238,8 +178,8 @@ static bool r_view(reader *rd, cpu_view *v) {
   v->dtype = (uint8_t)dt;
   v->ndim = (uint8_t)nd;
   v->offset = off;
-  for (uint64_t d = 0; d < nd; d++) v->shape[d] = (int64_t)r_int(r, 8);
-  for (uint64_t d = 0; d < nd; d++) v->strides[d] = (int64_t)r_int(r, 8);
+  for (uint64_t d = 0; d < nd; d++) v->shape[d] = (int64_t)lt__rb_int(r, 8);
+  for (uint64_t d = 0; d < nd; d++) v->strides[d] = (int64_t)lt__rb_int(r, 8);
   if (fail_if(rd, r->bad, "truncated view")) return false;
   int64_t numel = checked_numel(v->shape, v->ndim);
   if (fail_if(rd, numel < 0, "bad view shape")) return false;
@@ -301,15 +241,15 @@ static bool blas_operand_ok(const lt_executable *e, const cpu_matmul *mm, const 
 }
 
 static void r_blas(reader *rd, cpu_kernel *k) {
-  rbuf *r = &rd->r;
+  lt_rbuf *r = &rd->r;
   cpu_matmul *mm = &k->mm;
-  uint64_t f64 = r_int(r, 1), ta = r_int(r, 1), tb = r_int(r, 1);
-  mm->n = (int64_t)r_int(r, 8);
-  mm->m = (int64_t)r_int(r, 8);
-  mm->k = (int64_t)r_int(r, 8);
-  mm->lda = (int64_t)r_int(r, 8);
-  mm->ldb = (int64_t)r_int(r, 8);
-  uint64_t nb = r_int(r, 1);
+  uint64_t f64 = lt__rb_int(r, 1), ta = lt__rb_int(r, 1), tb = lt__rb_int(r, 1);
+  mm->n = (int64_t)lt__rb_int(r, 8);
+  mm->m = (int64_t)lt__rb_int(r, 8);
+  mm->k = (int64_t)lt__rb_int(r, 8);
+  mm->lda = (int64_t)lt__rb_int(r, 8);
+  mm->ldb = (int64_t)lt__rb_int(r, 8);
+  uint64_t nb = lt__rb_int(r, 1);
   if (fail_if(rd, r->bad, "truncated matmul")) return;
   if (fail_if(rd, f64 > 1 || ta > 1 || tb > 1 || nb > LT_MAX_DIMS - 2, "bad matmul")) return;
   mm->f64 = f64;
@@ -317,9 +257,9 @@ static void r_blas(reader *rd, cpu_kernel *k) {
   mm->tb = tb;
   mm->nbatch_dims = (int)nb;
   for (uint64_t d = 0; d < nb; d++) {
-    mm->batch_shape[d] = (int64_t)r_int(r, 8);
-    mm->a_bstride[d] = (int64_t)r_int(r, 8);
-    mm->b_bstride[d] = (int64_t)r_int(r, 8);
+    mm->batch_shape[d] = (int64_t)lt__rb_int(r, 8);
+    mm->a_bstride[d] = (int64_t)lt__rb_int(r, 8);
+    mm->b_bstride[d] = (int64_t)lt__rb_int(r, 8);
   }
   if (fail_if(rd, r->bad, "truncated matmul")) return;
   const int64_t kMaxBlas = INT32_MAX; /* blasint */
@@ -349,9 +289,9 @@ static void r_blas(reader *rd, cpu_kernel *k) {
 static bool contiguous_view(const cpu_view *v) { return cpu_view_contiguous(v); }
 
 static void r_ref(reader *rd, cpu_kernel *k) {
-  rbuf *r = &rd->r;
+  lt_rbuf *r = &rd->r;
   ref_instr *in = &k->ins;
-  uint64_t op = r_int(r, 2), dt = r_int(r, 1), nd = r_int(r, 1);
+  uint64_t op = lt__rb_int(r, 2), dt = lt__rb_int(r, 1), nd = lt__rb_int(r, 1);
   if (fail_if(rd, r->bad, "truncated ref kernel")) return;
   if (fail_if(rd, op >= LT_OP_COUNT || dt >= LT_NUM_DTYPES || nd > LT_MAX_DIMS, "bad ref kernel"))
     return;
@@ -359,20 +299,22 @@ static void r_ref(reader *rd, cpu_kernel *k) {
   in->dtype = (uint8_t)dt;
   in->ndim = (uint8_t)nd;
   in->param = -1;
-  for (uint64_t d = 0; d < nd; d++) in->shape[d] = (int64_t)r_int(r, 8);
-  uint64_t fbits = r_int(r, 8);
+  for (uint64_t d = 0; d < nd; d++) in->shape[d] = (int64_t)lt__rb_int(r, 8);
+  uint64_t fbits = lt__rb_int(r, 8);
   memcpy(&in->fattr, &fbits, sizeof fbits);
-  uint32_t nops = (uint32_t)r_int(r, 4), nattrs = (uint32_t)r_int(r, 4);
+  uint32_t nops = (uint32_t)lt__rb_int(r, 4), nattrs = (uint32_t)lt__rb_int(r, 4);
   if (fail_if(rd, r->bad, "truncated ref kernel")) return;
   if (fail_if(rd, checked_numel(in->shape, in->ndim) < 0, "bad ref kernel shape")) return;
   /* a view takes at least 14 bytes, an attribute 8 */
-  if (fail_if(rd, !arity_ok((int)op, nops) || nops > r_left(r) / 14, "bad operand count")) return;
-  if (fail_if(rd, nattrs > UINT16_MAX || nattrs > r_left(r) / 8, "bad attribute count")) return;
+  if (fail_if(rd, !arity_ok((int)op, nops) || nops > lt__rb_left(r) / 14, "bad operand count"))
+    return;
+  if (fail_if(rd, nattrs > UINT16_MAX || nattrs > lt__rb_left(r) / 8, "bad attribute count"))
+    return;
   if (nattrs) {
     in->attrs = lt__malloc((size_t)nattrs * sizeof(int64_t));
     if (fail_if(rd, !in->attrs, "out of memory")) return;
     in->nattrs = (int)nattrs;
-    for (uint32_t a = 0; a < nattrs; a++) in->attrs[a] = (int64_t)r_int(r, 8);
+    for (uint32_t a = 0; a < nattrs; a++) in->attrs[a] = (int64_t)lt__rb_int(r, 8);
   }
   if (nops) {
     k->in = lt__calloc((size_t)nops * sizeof *k->in);
@@ -392,10 +334,10 @@ static void r_ref(reader *rd, cpu_kernel *k) {
 }
 
 static void r_kernel(reader *rd, cpu_kernel *k) {
-  rbuf *r = &rd->r;
+  lt_rbuf *r = &rd->r;
   lt_executable *e = rd->e;
-  uint64_t kind = r_int(r, 1);
-  uint32_t out = (uint32_t)r_int(r, 4);
+  uint64_t kind = lt__rb_int(r, 1);
+  uint32_t out = (uint32_t)lt__rb_int(r, 4);
   if (fail_if(rd, r->bad, "truncated kernel")) return;
   if (fail_if(rd, kind > CK_MEMCPY, "unknown kernel kind")) return;
   k->kind = (cpu_kind)kind;
@@ -403,9 +345,9 @@ static void r_kernel(reader *rd, cpu_kernel *k) {
   k->out_slot = (int)out;
   switch (k->kind) {
   case CK_LOOP: {
-    uint32_t fn = (uint32_t)r_int(r, 4);
-    k->extent = (int64_t)r_int(r, 8);
-    k->unit_cost = (int64_t)r_int(r, 8);
+    uint32_t fn = (uint32_t)lt__rb_int(r, 4);
+    k->extent = (int64_t)lt__rb_int(r, 8);
+    k->unit_cost = (int64_t)lt__rb_int(r, 8);
     if (fail_if(rd, r->bad, "truncated kernel")) return;
     size_t room = e->slots[out].nbytes ? e->slots[out].nbytes : 1; /* elements <= bytes */
     fail_if(rd,
@@ -423,7 +365,7 @@ static void r_kernel(reader *rd, cpu_kernel *k) {
     break;
   case CK_MEMCPY:
     if (!r_view(rd, &k->src)) return;
-    k->nbytes = (size_t)r_int(r, 8);
+    k->nbytes = (size_t)lt__rb_int(r, 8);
     if (fail_if(rd, r->bad, "truncated kernel")) return;
     fail_if(rd,
             !contiguous_view(&k->src) ||
@@ -445,22 +387,23 @@ static int bad_bytes(lt_executable *e, const char *what) {
 int cpu_deserialize(const void *bytes, size_t nbytes, lt_executable **out) {
   if (!bytes || !out) return lt__err(LT_EINVAL, "cpu: deserialize: NULL argument");
   reader rd = {{bytes, nbytes, 0, false}, NULL, NULL};
-  rbuf *r = &rd.r;
-  if (r_int(r, 4) != kCpuMagic) return bad_bytes(NULL, "not a cpu executable");
-  if (r_int(r, 4) != kCpuFormat) return bad_bytes(NULL, "unknown format version");
+  lt_rbuf *r = &rd.r;
+  if (lt__rb_int(r, 4) != kCpuMagic) return bad_bytes(NULL, "not a cpu executable");
+  if (lt__rb_int(r, 4) != kCpuFormat) return bad_bytes(NULL, "unknown format version");
   if (nbytes < 16) return bad_bytes(NULL, "truncated");
-  rbuf tail = {(const uint8_t *)bytes + nbytes - 8, 8, 0, false};
-  if (r_int(&tail, 8) != XXH3_64bits(bytes, nbytes - 8)) return bad_bytes(NULL, "bad checksum");
+  lt_rbuf tail = {(const uint8_t *)bytes + nbytes - 8, 8, 0, false};
+  if (lt__rb_int(&tail, 8) != XXH3_64bits(bytes, nbytes - 8))
+    return bad_bytes(NULL, "bad checksum");
   r->len = nbytes - 8; /* the fields end before the checksum */
-  uint64_t uid = r_int(r, 8);
-  uint32_t nparams = (uint32_t)r_int(r, 4), nroots = (uint32_t)r_int(r, 4),
-           nslots = (uint32_t)r_int(r, 4), nkernels = (uint32_t)r_int(r, 4),
-           nfns = (uint32_t)r_int(r, 4);
-  uint64_t arena = r_int(r, 8);
+  uint64_t uid = lt__rb_int(r, 8);
+  uint32_t nparams = (uint32_t)lt__rb_int(r, 4), nroots = (uint32_t)lt__rb_int(r, 4),
+           nslots = (uint32_t)lt__rb_int(r, 4), nkernels = (uint32_t)lt__rb_int(r, 4),
+           nfns = (uint32_t)lt__rb_int(r, 4);
+  uint64_t arena = lt__rb_int(r, 8);
   if (r->bad) return bad_bytes(NULL, "truncated header");
   /* A slot takes 24 bytes, a root 8, a kernel at least 5: no count may
    * promise more than the bytes left (this bounds every allocation). */
-  size_t left = r_left(r);
+  size_t left = lt__rb_left(r);
   if (nslots > left / 24 || nroots > left / 8 || nkernels > left / 5 || nfns > nkernels ||
       nparams > nslots || nroots > nslots - nparams || arena > MAX_BYTES)
     return bad_bytes(NULL, "counts larger than the bytes");
@@ -489,9 +432,9 @@ int cpu_deserialize(const void *bytes, size_t nbytes, lt_executable **out) {
   e->nslots = (int)nslots;
   for (uint32_t s = 0; s < nslots; s++) {
     cpu_slot *sl = &e->slots[s];
-    uint64_t nb = r_int(r, 8), off = r_int(r, 8);
-    sl->first = (int32_t)(uint32_t)r_int(r, 4);
-    sl->last = (int32_t)(uint32_t)r_int(r, 4);
+    uint64_t nb = lt__rb_int(r, 8), off = lt__rb_int(r, 8);
+    sl->first = (int32_t)(uint32_t)lt__rb_int(r, 4);
+    sl->last = (int32_t)(uint32_t)lt__rb_int(r, 4);
     if (r->bad) return bad_bytes(e, "truncated slots");
     if (nb > MAX_BYTES || off > MAX_BYTES) return bad_bytes(e, "bad slot size");
     sl->nbytes = (size_t)nb;
@@ -500,8 +443,8 @@ int cpu_deserialize(const void *bytes, size_t nbytes, lt_executable **out) {
       return bad_bytes(e, "temporary outside the arena");
   }
   for (uint32_t q = 0; q < nroots; q++) {
-    uint32_t slot = (uint32_t)r_int(r, 4);
-    int32_t a = (int32_t)(uint32_t)r_int(r, 4);
+    uint32_t slot = (uint32_t)lt__rb_int(r, 4);
+    int32_t a = (int32_t)(uint32_t)lt__rb_int(r, 4);
     if (r->bad) return bad_bytes(e, "truncated roots");
     if (a < -1 || a >= (int32_t)nparams) return bad_bytes(e, "alias out of range");
     e->alias[q] = a;
@@ -517,9 +460,9 @@ int cpu_deserialize(const void *bytes, size_t nbytes, lt_executable **out) {
     e->nkernels = (int)i + 1; /* frees what this kernel holds */
     if (rd.bad) return bad_bytes(e, rd.bad);
   }
-  uint64_t olen = r_int(r, 8);
+  uint64_t olen = lt__rb_int(r, 8);
   if (r->bad) return bad_bytes(e, "truncated object length");
-  if (olen != r_left(r)) return bad_bytes(e, "object length disagrees with the bytes");
+  if (olen != lt__rb_left(r)) return bad_bytes(e, "object length disagrees with the bytes");
   if ((olen == 0) != (nfns == 0)) return bad_bytes(e, "object code and functions disagree");
   if (olen) {
     e->obj = lt__malloc((size_t)olen);

@@ -5,6 +5,7 @@
 
 #include "../../core/lt_alloc.h"
 #include "../../core/lt_error.h"
+#include "../bytes.h"
 #include "ref.h"
 
 struct lt_executable {
@@ -34,8 +35,7 @@ static void ref_data_free(lt_buffer *b) {
 
 static int ref_to_device(lt_buffer *dst, const void *src, size_t nbytes) {
   if (nbytes != dst->nbytes)
-    return lt__err(LT_EINVAL, "ref: copy of %zu bytes into a buffer of %zu", nbytes,
-                   dst->nbytes);
+    return lt__err(LT_EINVAL, "ref: copy of %zu bytes into a buffer of %zu", nbytes, dst->nbytes);
   if (nbytes) memcpy(dst->data, src, nbytes);
   return LT_OK;
 }
@@ -241,8 +241,8 @@ static bool root_copies(const lt_executable *e, int r) {
  * kernel's own failure, e.g. an index out of range, after an in-place write
  * still loses that donated value.) Without donation nothing can be lost, and
  * buffers are allocated as instructions run, reusing freed memory. */
-static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs,
-                       lt_buffer *const *outs, int nouts) {
+static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs, lt_buffer *const *outs,
+                       int nouts) {
   if (nargs != e->nparams || nouts != e->nroots)
     return lt__err(LT_EEXEC, "ref: executable takes %d arguments and gives %d results, got %d/%d",
                    e->nparams, e->nroots, nargs, nouts);
@@ -309,83 +309,32 @@ static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs,
  * checksum, key and environment checks vouch for. */
 enum { kRefMagic = 0x4652544c /* "LTRF" */, kRefFormat = 1 };
 
-typedef struct ref_wbuf {
-  uint8_t *p;
-  size_t len, cap;
-  bool oom;
-} ref_wbuf;
-
-static void wb_bytes(ref_wbuf *w, uint64_t v, int n) {
-  if (w->oom) return;
-  if (w->len + (size_t)n > w->cap) {
-    size_t nc = w->cap ? w->cap * 2 : 256;
-    while (nc < w->len + (size_t)n) nc *= 2;
-    uint8_t *p = lt__realloc(w->p, w->cap, nc);
-    if (!p) {
-      w->oom = true;
-      return;
-    }
-    w->p = p;
-    w->cap = nc;
-  }
-  for (int i = 0; i < n; i++) w->p[w->len++] = (uint8_t)(v >> (8 * i));
-}
-
 static int ref_serialize(const lt_executable *e, void **bytes, size_t *nbytes) {
-  ref_wbuf w = {0};
-  wb_bytes(&w, kRefMagic, 4);
-  wb_bytes(&w, kRefFormat, 4);
-  wb_bytes(&w, (uint32_t)e->ninstr, 4);
-  wb_bytes(&w, (uint32_t)e->nparams, 4);
-  wb_bytes(&w, (uint32_t)e->nroots, 4);
+  lt_wbuf w = {0};
+  lt__wb_int(&w, kRefMagic, 4);
+  lt__wb_int(&w, kRefFormat, 4);
+  lt__wb_int(&w, (uint32_t)e->ninstr, 4);
+  lt__wb_int(&w, (uint32_t)e->nparams, 4);
+  lt__wb_int(&w, (uint32_t)e->nroots, 4);
   for (int i = 0; i < e->ninstr; i++) {
     const ref_instr *in = &e->instr[i];
     uint64_t fbits;
     memcpy(&fbits, &in->fattr, sizeof fbits);
-    wb_bytes(&w, in->op, 2);
-    wb_bytes(&w, in->dtype, 1);
-    wb_bytes(&w, in->ndim, 1);
-    for (int d = 0; d < in->ndim; d++) wb_bytes(&w, (uint64_t)in->shape[d], 8);
-    wb_bytes(&w, fbits, 8);
-    wb_bytes(&w, (uint32_t)in->param, 4);
-    wb_bytes(&w, (uint32_t)in->noperands, 4);
-    for (int k = 0; k < in->noperands; k++) wb_bytes(&w, (uint32_t)in->operands[k], 4);
-    wb_bytes(&w, (uint32_t)in->nattrs, 4);
-    for (int k = 0; k < in->nattrs; k++) wb_bytes(&w, (uint64_t)in->attrs[k], 8);
+    lt__wb_int(&w, in->op, 2);
+    lt__wb_int(&w, in->dtype, 1);
+    lt__wb_int(&w, in->ndim, 1);
+    for (int d = 0; d < in->ndim; d++) lt__wb_int(&w, (uint64_t)in->shape[d], 8);
+    lt__wb_int(&w, fbits, 8);
+    lt__wb_int(&w, (uint32_t)in->param, 4);
+    lt__wb_int(&w, (uint32_t)in->noperands, 4);
+    for (int k = 0; k < in->noperands; k++) lt__wb_int(&w, (uint32_t)in->operands[k], 4);
+    lt__wb_int(&w, (uint32_t)in->nattrs, 4);
+    for (int k = 0; k < in->nattrs; k++) lt__wb_int(&w, (uint64_t)in->attrs[k], 8);
   }
-  for (int r = 0; r < e->nroots; r++) wb_bytes(&w, (uint32_t)e->roots[r], 4);
-  for (int r = 0; r < e->nroots; r++) wb_bytes(&w, (uint32_t)e->alias[r], 4);
-  if (w.oom) {
-    lt__free(w.p, w.cap);
-    return lt__err(LT_ENOMEM, "ref: out of memory serializing an executable");
-  }
-  /* The caller frees with lt__free(bytes, nbytes): shrink to the exact size. */
-  uint8_t *p = lt__realloc(w.p, w.cap, w.len);
-  if (!p) {
-    lt__free(w.p, w.cap);
-    return lt__err(LT_ENOMEM, "ref: out of memory serializing an executable");
-  }
-  *bytes = p;
-  *nbytes = w.len;
-  return LT_OK;
+  for (int r = 0; r < e->nroots; r++) lt__wb_int(&w, (uint32_t)e->roots[r], 4);
+  for (int r = 0; r < e->nroots; r++) lt__wb_int(&w, (uint32_t)e->alias[r], 4);
+  return lt__wb_finish(&w, bytes, nbytes, "ref");
 }
-
-typedef struct ref_rbuf {
-  const uint8_t *p;
-  size_t len, pos;
-  bool bad;
-} ref_rbuf;
-
-static uint64_t rb_bytes(ref_rbuf *r, int n) {
-  if (r->bad || r->len - r->pos < (size_t)n) {
-    r->bad = true;
-    return 0;
-  }
-  uint64_t v = 0;
-  for (int i = 0; i < n; i++) v |= (uint64_t)r->p[r->pos++] << (8 * i);
-  return v;
-}
-static size_t rb_left(const ref_rbuf *r) { return r->bad ? 0 : r->len - r->pos; }
 
 /* Operands each op reads (its kernel indexes them without checking). */
 static bool arity_ok(int op, uint32_t n) {
@@ -405,16 +354,16 @@ static int bad_bytes(lt_executable *e, const char *what) {
 
 static int ref_deserialize(const void *bytes, size_t nbytes, lt_executable **out) {
   if (!bytes || !out) return lt__err(LT_EINVAL, "ref: deserialize: NULL argument");
-  ref_rbuf r = {bytes, nbytes, 0, false};
-  if (rb_bytes(&r, 4) != kRefMagic) return bad_bytes(NULL, "not a ref executable");
-  if (rb_bytes(&r, 4) != kRefFormat) return bad_bytes(NULL, "unknown format version");
-  uint32_t ninstr = (uint32_t)rb_bytes(&r, 4), nparams = (uint32_t)rb_bytes(&r, 4),
-           nroots = (uint32_t)rb_bytes(&r, 4);
+  lt_rbuf r = {bytes, nbytes, 0, false};
+  if (lt__rb_int(&r, 4) != kRefMagic) return bad_bytes(NULL, "not a ref executable");
+  if (lt__rb_int(&r, 4) != kRefFormat) return bad_bytes(NULL, "unknown format version");
+  uint32_t ninstr = (uint32_t)lt__rb_int(&r, 4), nparams = (uint32_t)lt__rb_int(&r, 4),
+           nroots = (uint32_t)lt__rb_int(&r, 4);
   if (r.bad) return bad_bytes(NULL, "truncated header");
   /* Each instruction takes at least 20 bytes and each root 8: no count may
    * promise more than the bytes left (this bounds every allocation). */
-  if (ninstr == 0 || ninstr > rb_left(&r) / 20 || nroots > rb_left(&r) / 8 || nparams > ninstr ||
-      ninstr >= (1u << 30))
+  if (ninstr == 0 || ninstr > lt__rb_left(&r) / 20 || nroots > lt__rb_left(&r) / 8 ||
+      nparams > ninstr || ninstr >= (1u << 30))
     return bad_bytes(NULL, "counts larger than the bytes");
   lt_executable *e = lt__calloc(sizeof *e);
   if (!e) return LT_ENOMEM;
@@ -435,7 +384,7 @@ static int ref_deserialize(const void *bytes, size_t nbytes, lt_executable **out
   e->nroots = (int)nroots;
   for (uint32_t i = 0; i < ninstr; i++) {
     ref_instr *in = &e->instr[i];
-    uint64_t op = rb_bytes(&r, 2), dt = rb_bytes(&r, 1), nd = rb_bytes(&r, 1);
+    uint64_t op = lt__rb_int(&r, 2), dt = lt__rb_int(&r, 1), nd = lt__rb_int(&r, 1);
     if (r.bad) return bad_bytes(e, "truncated instruction");
     if (op >= LT_OP_COUNT) return bad_bytes(e, "unknown op");
     if (dt >= LT_NUM_DTYPES) return bad_bytes(e, "unknown dtype");
@@ -445,19 +394,19 @@ static int ref_deserialize(const void *bytes, size_t nbytes, lt_executable **out
     in->ndim = (uint8_t)nd;
     int64_t numel = 1;
     for (uint64_t d = 0; d < nd; d++) {
-      int64_t s = (int64_t)rb_bytes(&r, 8);
+      int64_t s = (int64_t)lt__rb_int(&r, 8);
       if (s < 0 || (s > 0 && numel > INT64_MAX / 8 / s)) return bad_bytes(e, "bad shape");
       in->shape[d] = s;
       numel *= s;
     }
-    uint64_t fbits = rb_bytes(&r, 8);
+    uint64_t fbits = lt__rb_int(&r, 8);
     memcpy(&in->fattr, &fbits, sizeof fbits);
-    in->param = (int32_t)(uint32_t)rb_bytes(&r, 4);
-    uint32_t nops = (uint32_t)rb_bytes(&r, 4);
+    in->param = (int32_t)(uint32_t)lt__rb_int(&r, 4);
+    uint32_t nops = (uint32_t)lt__rb_int(&r, 4);
     if (r.bad) return bad_bytes(e, "truncated instruction");
     if (op == LT_OP_DATA ? (in->param < 0 || (uint32_t)in->param >= nparams) : in->param != -1)
       return bad_bytes(e, "bad parameter index");
-    if (nops > rb_left(&r) / 4 || !arity_ok((int)op, nops))
+    if (nops > lt__rb_left(&r) / 4 || !arity_ok((int)op, nops))
       return bad_bytes(e, "bad operand count");
     if (nops) {
       in->operands = lt__malloc((size_t)nops * sizeof(int));
@@ -468,13 +417,13 @@ static int ref_deserialize(const void *bytes, size_t nbytes, lt_executable **out
       in->noperands = (int)nops;
     }
     for (uint32_t k = 0; k < nops; k++) {
-      uint32_t src = (uint32_t)rb_bytes(&r, 4);
+      uint32_t src = (uint32_t)lt__rb_int(&r, 4);
       if (src >= i) return bad_bytes(e, "operand is not an earlier instruction");
       in->operands[k] = (int)src;
     }
-    uint32_t nattrs = (uint32_t)rb_bytes(&r, 4);
+    uint32_t nattrs = (uint32_t)lt__rb_int(&r, 4);
     if (r.bad) return bad_bytes(e, "truncated instruction");
-    if (nattrs > rb_left(&r) / 8 || nattrs > UINT16_MAX) return bad_bytes(e, "bad attr count");
+    if (nattrs > lt__rb_left(&r) / 8 || nattrs > UINT16_MAX) return bad_bytes(e, "bad attr count");
     if (nattrs) {
       in->attrs = lt__malloc((size_t)nattrs * sizeof(int64_t));
       if (!in->attrs) {
@@ -483,11 +432,11 @@ static int ref_deserialize(const void *bytes, size_t nbytes, lt_executable **out
       }
       in->nattrs = (int)nattrs;
     }
-    for (uint32_t k = 0; k < nattrs; k++) in->attrs[k] = (int64_t)rb_bytes(&r, 8);
+    for (uint32_t k = 0; k < nattrs; k++) in->attrs[k] = (int64_t)lt__rb_int(&r, 8);
     if (r.bad) return bad_bytes(e, "truncated instruction");
   }
   for (uint32_t q = 0; q < nroots; q++) {
-    uint32_t root = (uint32_t)rb_bytes(&r, 4);
+    uint32_t root = (uint32_t)lt__rb_int(&r, 4);
     if (!r.bad && root >= ninstr) return bad_bytes(e, "root out of range");
     e->roots[q] = (int)root;
   }
@@ -505,7 +454,7 @@ static int ref_deserialize(const void *bytes, size_t nbytes, lt_executable **out
     if (e->instr[d].op == LT_OP_DATA) mark[e->instr[d].param] = (int)d + 1;
   const char *bad = NULL;
   for (uint32_t q = 0; q < nroots && !bad; q++) {
-    int32_t a = (int32_t)(uint32_t)rb_bytes(&r, 4);
+    int32_t a = (int32_t)(uint32_t)lt__rb_int(&r, 4);
     e->alias[q] = a;
     if (r.bad)
       bad = "truncated roots";
