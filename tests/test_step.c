@@ -101,6 +101,30 @@ static void test_mark_step_cuts_graph_and_uploads_host_data(void **state) {
   assert_int_equal(ctr("ExecuteComputation"), exec);
 }
 
+static void test_read_right_after_mark_step(void **state) {
+  (void)state;
+  /* A read straight after lt_mark_step waits for the step: it must never see
+   * an output the kernels are still writing (outputs are published only when
+   * the whole execution succeeded). */
+  lt_manual_seed(CPU0, 7);
+  lt_tensor *w = lt_retain(lt_rand_uniform(CPU0, LT_F32, SHAPE(256, 256), 2, -1, 1));
+  assert_int_equal(lt_mark_step(CPU0), LT_OK);
+  for (int step = 0; step < 20; step++) {
+    lt_scope_begin();
+    lt_tensor *x = lt_rand_uniform(CPU0, LT_F32, SHAPE(64, 256), 2, -1, 1);
+    lt_tensor *loss = lt_retain(lt_mean(lt_tanh(lt_matmul(x, w)), NULL, 0, false));
+    lt_scope_end();
+    assert_int_equal(lt_mark_step(CPU0), LT_OK);
+    double early, late;
+    assert_int_equal(lt_item(loss, 0, &early), LT_OK);
+    assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
+    assert_int_equal(lt_item(loss, 0, &late), LT_OK);
+    assert_true(early == late);
+    lt_release(loss);
+  }
+  lt_release(w);
+}
+
 static void test_two_tensors_one_value(void **state) {
   (void)state;
   /* y and w end with the same node: both roots of one step */
@@ -368,6 +392,7 @@ int main(void) {
       STEST(test_step_donation_and_peak_memory),
       STEST(test_mark_step_cuts_graph_and_uploads_host_data),
       STEST(test_two_tensors_one_value),
+      STEST(test_read_right_after_mark_step),
       STEST(test_force_flag_is_part_of_the_key),
       STEST(test_collect_once_per_tensor_and_data_leaves),
       STEST(test_scalar_cache),
