@@ -20,35 +20,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_mlp.h"
 #include "lazytensor.h"
 
-enum { BATCH = 128, FEATURES = 784, HIDDEN = 512, CLASSES = 10 };
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+enum { BATCH = 128, HIDDEN = 512 };
 
 static int die(const char *what) {
   fprintf(stderr, "cache_warm_start: %s: %s\n", what, lt_last_error());
   return 1;
-}
-
-static void synthetic(lt_nn_dataset *ds, int64_t n) {
-  memset(ds, 0, sizeof *ds);
-  ds->n = n;
-  ds->rows = ds->cols = 28;
-  ds->features = FEATURES;
-  ds->num_classes = CLASSES;
-  ds->images = malloc((size_t)(n * FEATURES));
-  ds->labels = malloc((size_t)n * sizeof(int64_t));
-  uint32_t s = 1;
-  for (int64_t i = 0; i < n * FEATURES; i++) {
-    s = s * 1664525u + 1013904223u;
-    ds->images[i] = (uint8_t)(s >> 24);
-  }
-  for (int64_t i = 0; i < n; i++) ds->labels[i] = i % CLASSES;
 }
 
 static double metric_ms(const char *name) {
@@ -63,10 +42,10 @@ static int child(const char *mode, double started) {
   lt_device dev = lt_cpu(0);
   lt_manual_seed(dev, 1);
   lt_nn_dataset ds;
-  synthetic(&ds, 2 * BATCH);
+  bench_synthetic(&ds, 2 * BATCH);
   lt_nn_linear layer[3];
   lt_tensor *params[6];
-  int64_t dims[4] = {FEATURES, HIDDEN, HIDDEN, CLASSES};
+  int64_t dims[4] = {MLP_FEATURES, HIDDEN, HIDDEN, MLP_CLASSES};
   for (int i = 0; i < 3; i++) {
     if (lt_nn_linear_init(&layer[i], dev, LT_F32, dims[i], dims[i + 1], true) != LT_OK)
       return die("linear");
@@ -101,7 +80,7 @@ static int child(const char *mode, double started) {
     if (lt_item(keep, 0, &v) != LT_OK) return die("reading the loss");
     lt_release(keep);
     if (s == 0) {
-      first_ms = now_ms() - started;
+      first_ms = bench_now_ms() - started;
       first_loss = v;
     }
   }
@@ -139,7 +118,7 @@ static int run(const char *mode, const char *dir, result *r) {
   if (pipe(fds) != 0) return -1;
   fflush(stdout);
   char started[64];
-  snprintf(started, sizeof started, "%.6f", now_ms());
+  snprintf(started, sizeof started, "%.6f", bench_now_ms());
   pid_t pid = fork();
   if (pid == 0) {
     dup2(fds[1], 1);

@@ -19,19 +19,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_mlp.h"
 #include "lazytensor.h"
 
 #ifndef LT_SOURCE_DIR
 #define LT_SOURCE_DIR "."
 #endif
 
-enum { WARMUP = 5, STEPS = 30, BATCH = 128, FEATURES = 784, CLASSES = 10 };
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+enum { WARMUP = 5, STEPS = 30, BATCH = 128 };
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -41,23 +36,6 @@ static int cmp_double(const void *a, const void *b) {
 static int die(const char *what) {
   fprintf(stderr, "train_step: %s: %s\n", what, lt_last_error());
   return 1;
-}
-
-/* Synthetic stand-in for the data set: uniform pixels, labels mod 10. */
-static void synthetic(lt_nn_dataset *ds, int64_t n) {
-  memset(ds, 0, sizeof *ds);
-  ds->n = n;
-  ds->rows = ds->cols = 28;
-  ds->features = FEATURES;
-  ds->num_classes = CLASSES;
-  ds->images = malloc((size_t)(n * FEATURES));
-  ds->labels = malloc((size_t)n * sizeof(int64_t));
-  uint32_t s = 1;
-  for (int64_t i = 0; i < n * FEATURES; i++) {
-    s = s * 1664525u + 1013904223u;
-    ds->images[i] = (uint8_t)(s >> 24);
-  }
-  for (int64_t i = 0; i < n; i++) ds->labels[i] = i % CLASSES;
 }
 
 int main(int argc, char **argv) {
@@ -112,11 +90,11 @@ int main(int argc, char **argv) {
   lt_manual_seed(dev, 1);
   lt_nn_dataset ds;
   bool real = lt_nn_fashion_mnist(data, false, &ds) == LT_OK;
-  if (!real) synthetic(&ds, (WARMUP + STEPS) * BATCH);
+  if (!real) bench_synthetic(&ds, (WARMUP + STEPS) * BATCH);
   /* The MLP, Adam, and a loader in data order over the first batches. */
   lt_nn_linear layer[3];
   lt_tensor *params[6];
-  int64_t dims[4] = {FEATURES, hidden, hidden, CLASSES};
+  int64_t dims[4] = {MLP_FEATURES, hidden, hidden, MLP_CLASSES};
   for (int i = 0; i < 3; i++) {
     if (lt_nn_linear_init(&layer[i], dev, LT_F32, dims[i], dims[i + 1], true) != LT_OK)
       return die("linear");
@@ -130,7 +108,7 @@ int main(int argc, char **argv) {
   if (lt_mark_step(dev) != LT_OK || lt_wait_device_ops(dev) != LT_OK) return die("init");
   int64_t nb = lt_nn_loader_epoch(loader);
   int64_t limit = (WARMUP + STEPS) < nb ? (WARMUP + STEPS) : nb;
-  double times[WARMUP + STEPS], last = now_ms();
+  double times[WARMUP + STEPS], last = bench_now_ms();
   lt_tensor *loss_keep = NULL;
   for (int s = 0; s < WARMUP + STEPS; s++) {
     if (s % limit == 0 && s > 0) nb = lt_nn_loader_epoch(loader);
@@ -148,7 +126,7 @@ int main(int argc, char **argv) {
     loss_keep = lt_retain(loss);
     lt_scope_end();
     if (lt_mark_step(dev) != LT_OK) return die("mark_step");
-    double t = now_ms();
+    double t = bench_now_ms();
     times[s] = t - last;
     last = t;
   }
