@@ -325,8 +325,8 @@ int lt_manual_seed(lt_device dev, uint64_t seed);
 /* Uniform in [lo, hi) and normal(mean, std), float dtypes only. */
 lt_tensor *lt_rand_uniform(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim, double lo,
                            double hi);
-lt_tensor *lt_rand_normal(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim,
-                          double mean, double std);
+lt_tensor *lt_rand_normal(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim, double mean,
+                          double std);
 /* 1 with probability p (elementwise, p a float tensor), in p's dtype. */
 lt_tensor *lt_bernoulli(lt_tensor *p);
 /* Zeroes each element with probability p and scales the rest by 1/(1-p);

@@ -20,11 +20,11 @@ static void test_unary_gradients(void **state) {
     un_op f;
     const double *x;
   } cases[] = {
-      {"neg", lt_neg, kX},         {"abs", lt_abs, kX},         {"relu", lt_relu, kX},
-      {"exp", lt_exp, kX},         {"log", lt_log, kPos},       {"log1p", lt_log1p, kPos},
-      {"sqrt", lt_sqrt, kPos},     {"rsqrt", lt_rsqrt, kPos},   {"sin", lt_sin, kX},
-      {"cos", lt_cos, kX},         {"tanh", lt_tanh, kX},       {"sigmoid", lt_sigmoid, kX},
-      {"gelu", lt_gelu, kX},       {"erf", lt_erf, kX},         {"floor", lt_floor, kX},
+      {"neg", lt_neg, kX},     {"abs", lt_abs, kX},       {"relu", lt_relu, kX},
+      {"exp", lt_exp, kX},     {"log", lt_log, kPos},     {"log1p", lt_log1p, kPos},
+      {"sqrt", lt_sqrt, kPos}, {"rsqrt", lt_rsqrt, kPos}, {"sin", lt_sin, kX},
+      {"cos", lt_cos, kX},     {"tanh", lt_tanh, kX},     {"sigmoid", lt_sigmoid, kX},
+      {"gelu", lt_gelu, kX},   {"erf", lt_erf, kX},       {"floor", lt_floor, kX},
       {"sign", lt_sign, kX},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -40,8 +40,8 @@ static void test_binary_gradients_with_broadcasting(void **state) {
     bin_op f;
     const double *a;
   } cases[] = {
-      {"add", lt_add, kX},         {"sub", lt_sub, kX},         {"mul", lt_mul, kX},
-      {"div", lt_div, kX},         {"pow", lt_pow, kPos},       {"maximum", lt_maximum, kX},
+      {"add", lt_add, kX},         {"sub", lt_sub, kX},   {"mul", lt_mul, kX},
+      {"div", lt_div, kX},         {"pow", lt_pow, kPos}, {"maximum", lt_maximum, kX},
       {"minimum", lt_minimum, kX},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -109,8 +109,8 @@ static void test_accumulation_and_zero_grad(void **state) {
   /* a value used twice gets both contributions */
   lt_tensor *u = lt_exp(x);
   assert_int_equal(lt_backward(lt_sum(lt_add(u, lt_mul(u, x)), NULL, 0, false)), LT_OK);
-  tu_expect(lt_grad(x), LT_F32, SHAPE(2), 1,
-            (double[]){exp(1) * (1 + 1 + 1), exp(2) * (1 + 2 + 1)}, 1e-5);
+  tu_expect(lt_grad(x), LT_F32, SHAPE(2), 1, (double[]){exp(1) * (1 + 1 + 1), exp(2) * (1 + 2 + 1)},
+            1e-5);
 }
 
 static void test_errors(void **state) {
@@ -137,9 +137,12 @@ static void test_errors(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      TU_TEST(test_unary_gradients),         TU_TEST(test_binary_gradients_with_broadcasting),
-      TU_TEST(test_where_clamp_cast),        TU_TEST(test_ties_split_like_pytorch),
-      TU_TEST(test_accumulation_and_zero_grad), TU_TEST(test_errors),
+      TU_TEST(test_unary_gradients),
+      TU_TEST(test_binary_gradients_with_broadcasting),
+      TU_TEST(test_where_clamp_cast),
+      TU_TEST(test_ties_split_like_pytorch),
+      TU_TEST(test_accumulation_and_zero_grad),
+      TU_TEST(test_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

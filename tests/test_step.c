@@ -327,7 +327,7 @@ static void test_eager_mode(void **state) {
   assert_int_equal(ctr("ExecuteComputation"), 1);
   lt_tensor *z = lt_sqrt(lt_add(y, y));
   assert_int_equal(ctr("ExecuteComputation"), 3);
-  lt_tensor *z2 = lt_sqrt(lt_add(z, z)); /* same op signatures: cache hits */
+  lt_tensor *z2 = lt_sqrt(lt_add(z, z));       /* same op signatures: cache hits */
   assert_int_equal(ctr("UncachedCompile"), 2); /* sqrt and add of [2] f32 */
   assert_int_equal(ctr("CachedCompile"), 3);
   lt_set_eager(false);

@@ -23,24 +23,33 @@ static int done1(lt_node **out, lt_node *ga) {
  * the output. */
 static lt_node *unary_grad(const lt_node *n, lt_node *g) {
   switch ((lt_op)n->op) {
-  case LT_OP_NEG: return ag_un(LT_OP_NEG, G(g));
-  case LT_OP_ABS: return ag_bin(LT_OP_MUL, G(g), ag_un(LT_OP_SIGN, A(n)));
+  case LT_OP_NEG:
+    return ag_un(LT_OP_NEG, G(g));
+  case LT_OP_ABS:
+    return ag_bin(LT_OP_MUL, G(g), ag_un(LT_OP_SIGN, A(n)));
   case LT_OP_SIGN:
   case LT_OP_FLOOR:
   case LT_OP_CEIL:
-  case LT_OP_ROUND: return ag_const((lt_dtype)n->dtype, n->shape, n->ndim, 0.0);
+  case LT_OP_ROUND:
+    return ag_const((lt_dtype)n->dtype, n->shape, n->ndim, 0.0);
   case LT_OP_RELU: /* 0 at 0, as PyTorch */
     return ag_where(ag_bin(LT_OP_GT, A(n), K(n, 0)), G(g), K(n, 0));
-  case LT_OP_EXP: return ag_bin(LT_OP_MUL, G(g), OUT(n));
-  case LT_OP_LOG: return ag_bin(LT_OP_DIV, G(g), A(n));
-  case LT_OP_LOG1P: return ag_bin(LT_OP_DIV, G(g), ag_bin(LT_OP_ADD, A(n), K(n, 1)));
-  case LT_OP_SQRT: return ag_bin(LT_OP_DIV, G(g), ag_bin(LT_OP_MUL, OUT(n), K(n, 2)));
+  case LT_OP_EXP:
+    return ag_bin(LT_OP_MUL, G(g), OUT(n));
+  case LT_OP_LOG:
+    return ag_bin(LT_OP_DIV, G(g), A(n));
+  case LT_OP_LOG1P:
+    return ag_bin(LT_OP_DIV, G(g), ag_bin(LT_OP_ADD, A(n), K(n, 1)));
+  case LT_OP_SQRT:
+    return ag_bin(LT_OP_DIV, G(g), ag_bin(LT_OP_MUL, OUT(n), K(n, 2)));
   case LT_OP_RSQRT: /* -x^(-3/2) / 2 = -out^3 / 2 */
     return ag_bin(LT_OP_MUL, G(g),
                   ag_bin(LT_OP_MUL, ag_bin(LT_OP_MUL, OUT(n), ag_bin(LT_OP_MUL, OUT(n), OUT(n))),
                          K(n, -0.5)));
-  case LT_OP_SIN: return ag_bin(LT_OP_MUL, G(g), ag_un(LT_OP_COS, A(n)));
-  case LT_OP_COS: return ag_un(LT_OP_NEG, ag_bin(LT_OP_MUL, G(g), ag_un(LT_OP_SIN, A(n))));
+  case LT_OP_SIN:
+    return ag_bin(LT_OP_MUL, G(g), ag_un(LT_OP_COS, A(n)));
+  case LT_OP_COS:
+    return ag_un(LT_OP_NEG, ag_bin(LT_OP_MUL, G(g), ag_un(LT_OP_SIN, A(n))));
   case LT_OP_TANH:
     return ag_bin(LT_OP_MUL, G(g), ag_bin(LT_OP_SUB, K(n, 1), ag_bin(LT_OP_MUL, OUT(n), OUT(n))));
   case LT_OP_SIGMOID:
@@ -49,16 +58,17 @@ static lt_node *unary_grad(const lt_node *n, lt_node *g) {
     lt_node *cdf = ag_bin(
         LT_OP_MUL, K(n, 0.5),
         ag_bin(LT_OP_ADD, K(n, 1), ag_un(LT_OP_ERF, ag_bin(LT_OP_MUL, A(n), K(n, M_SQRT1_2)))));
-    lt_node *pdf = ag_bin(
-        LT_OP_MUL, K(n, 0.5 * M_2_SQRTPI * M_SQRT1_2),
-        ag_un(LT_OP_EXP, ag_bin(LT_OP_MUL, ag_bin(LT_OP_MUL, A(n), A(n)), K(n, -0.5))));
+    lt_node *pdf =
+        ag_bin(LT_OP_MUL, K(n, 0.5 * M_2_SQRTPI * M_SQRT1_2),
+               ag_un(LT_OP_EXP, ag_bin(LT_OP_MUL, ag_bin(LT_OP_MUL, A(n), A(n)), K(n, -0.5))));
     return ag_bin(LT_OP_MUL, G(g), ag_bin(LT_OP_ADD, cdf, ag_bin(LT_OP_MUL, A(n), pdf)));
   }
   case LT_OP_ERF: /* 2/sqrt(pi) exp(-x^2) */
     return ag_bin(LT_OP_MUL, G(g),
                   ag_bin(LT_OP_MUL, K(n, M_2_SQRTPI),
                          ag_un(LT_OP_EXP, ag_un(LT_OP_NEG, ag_bin(LT_OP_MUL, A(n), A(n))))));
-  default: return NULL;
+  default:
+    return NULL;
   }
 }
 
@@ -85,18 +95,23 @@ static lt_node *pick(lt_node *g, lt_node *mask, lt_node *tie, const lt_node *n) 
 
 static int rule_binary(const lt_node *n, lt_node *g, lt_node **out) {
   switch ((lt_op)n->op) {
-  case LT_OP_ADD: return finish2(n, out, G(g), G(g));
-  case LT_OP_SUB: return finish2(n, out, G(g), ag_un(LT_OP_NEG, G(g)));
-  case LT_OP_MUL: return finish2(n, out, ag_bin(LT_OP_MUL, G(g), B(n)), ag_bin(LT_OP_MUL, G(g), A(n)));
+  case LT_OP_ADD:
+    return finish2(n, out, G(g), G(g));
+  case LT_OP_SUB:
+    return finish2(n, out, G(g), ag_un(LT_OP_NEG, G(g)));
+  case LT_OP_MUL:
+    return finish2(n, out, ag_bin(LT_OP_MUL, G(g), B(n)), ag_bin(LT_OP_MUL, G(g), A(n)));
   case LT_OP_DIV:
     return finish2(n, out, ag_bin(LT_OP_DIV, G(g), B(n)),
                    ag_un(LT_OP_NEG, ag_bin(LT_OP_DIV, ag_bin(LT_OP_MUL, G(g), OUT(n)), B(n))));
   case LT_OP_POW: {
     /* d/da = b a^(b-1); d/db = out log a, taken as 0 where a == 0 (as PyTorch) */
-    lt_node *ga = ag_bin(LT_OP_MUL, G(g),
-                         ag_bin(LT_OP_MUL, B(n), ag_bin(LT_OP_POW, A(n), ag_bin(LT_OP_SUB, B(n), K(n, 1)))));
-    lt_node *gb = ag_where(ag_bin(LT_OP_EQ, A(n), K(n, 0)), K(n, 0),
-                           ag_bin(LT_OP_MUL, ag_bin(LT_OP_MUL, G(g), OUT(n)), ag_un(LT_OP_LOG, A(n))));
+    lt_node *ga =
+        ag_bin(LT_OP_MUL, G(g),
+               ag_bin(LT_OP_MUL, B(n), ag_bin(LT_OP_POW, A(n), ag_bin(LT_OP_SUB, B(n), K(n, 1)))));
+    lt_node *gb =
+        ag_where(ag_bin(LT_OP_EQ, A(n), K(n, 0)), K(n, 0),
+                 ag_bin(LT_OP_MUL, ag_bin(LT_OP_MUL, G(g), OUT(n)), ag_un(LT_OP_LOG, A(n))));
     return finish2(n, out, ga, gb);
   }
   case LT_OP_MAXIMUM:
@@ -107,7 +122,8 @@ static int rule_binary(const lt_node *n, lt_node *g, lt_node **out) {
     lt_node *gb = pick(g, ag_bin(second, A(n), B(n)), ag_bin(LT_OP_EQ, A(n), B(n)), n);
     return finish2(n, out, ga, gb);
   }
-  default: return LT_OK; /* comparisons and logic: no gradient */
+  default:
+    return LT_OK; /* comparisons and logic: no gradient */
   }
 }
 

@@ -137,9 +137,9 @@ static void leaf_set_free(leaf_set *ls) {
 typedef struct ag_state {
   lt_node **nodes; /* post-order */
   int n, cap;
-  lt_node **grads;   /* per node, NEW refs */
-  lt_tensor **leaf;  /* per node, the requires-grad tensor it is the value of */
-  bool *needed;      /* per node: on a path from a leaf to the loss */
+  lt_node **grads;  /* per node, NEW refs */
+  lt_tensor **leaf; /* per node, the requires-grad tensor it is the value of */
+  bool *needed;     /* per node: on a path from a leaf to the loss */
 } ag_state;
 
 static int push(ag_state *s, lt_node *n) {
@@ -241,9 +241,9 @@ static int add_to_grad(lt_tensor *t, lt_node *g) {
 int lt_backward(lt_tensor *loss) {
   if (!loss) return lt__err_null("lt_backward");
   if (!lt__is_float((lt_dtype)loss->dtype) || lt__numel(loss->shape, loss->ndim) != 1)
-    return lt__err(LT_EINVAL, "lt_backward: the loss must be one floating element (got %s, %lld elements)",
-                   lt_dtype_name((lt_dtype)loss->dtype),
-                   (long long)lt__numel(loss->shape, loss->ndim));
+    return lt__err(
+        LT_EINVAL, "lt_backward: the loss must be one floating element (got %s, %lld elements)",
+        lt_dtype_name((lt_dtype)loss->dtype), (long long)lt__numel(loss->shape, loss->ndim));
   if (!loss->ir)
     return lt__err(LT_EINVAL,
                    "lt_backward: the loss has no pending graph (it was read or synced); call "
@@ -275,9 +275,12 @@ int lt_backward(lt_tensor *loss) {
     any |= s.leaf[i] != NULL;
   }
   if (rc == LT_OK && !any)
-    rc = lt__err(LT_EINVAL, "lt_backward: the loss does not depend on any tensor that requires grad");
+    rc = lt__err(LT_EINVAL,
+                 "lt_backward: the loss does not depend on any tensor that requires grad");
   /* Reverse sweep. */
-  if (rc == LT_OK) rc = accumulate(&s, s.n - 1, ag_const((lt_dtype)loss->dtype, loss->ir->shape, loss->ir->ndim, 1.0));
+  if (rc == LT_OK)
+    rc = accumulate(&s, s.n - 1,
+                    ag_const((lt_dtype)loss->dtype, loss->ir->shape, loss->ir->ndim, 1.0));
   for (int i = s.n - 1; rc == LT_OK && i >= 0; i--) {
     lt_node *n = s.nodes[i], *g = s.grads[i];
     if (!g || !s.needed[i]) continue;
@@ -292,14 +295,17 @@ int lt_backward(lt_tensor *loss) {
     }
     lt_node *out[64] = {0};
     if (n->noperands > 64) {
-      rc = lt__err(LT_EINVAL, "lt_backward: op %s has too many operands", lt__op_name((lt_op)n->op));
+      rc =
+          lt__err(LT_EINVAL, "lt_backward: op %s has too many operands", lt__op_name((lt_op)n->op));
       break;
     }
     rc = f(n, g, out);
     for (int k = 0; k < n->noperands; k++) {
       int src = n->operands[k].node->order;
-      if (rc == LT_OK && out[k] && s.needed[src]) rc = accumulate(&s, src, out[k]);
-      else lt__node_release(out[k]);
+      if (rc == LT_OK && out[k] && s.needed[src])
+        rc = accumulate(&s, src, out[k]);
+      else
+        lt__node_release(out[k]);
     }
   }
   state_free(&s);

@@ -30,8 +30,8 @@ void lt__device_bytes_reset_peak(lt_device dev) {
 int64_t lt__device_bytes_live(lt_device dev) { return atomic_load(&g_live[dev_slot(dev)]); }
 int64_t lt__device_bytes_peak(lt_device dev) { return atomic_load(&g_peak[dev_slot(dev)]); }
 
-lt_buffer *lt__buffer_new(const lt_backend *be, lt_device dev, lt_dtype dt,
-                          const int64_t *shape, int ndim) {
+lt_buffer *lt__buffer_new(const lt_backend *be, lt_device dev, lt_dtype dt, const int64_t *shape,
+                          int ndim) {
   lt_buffer *b = lt__calloc(sizeof *b);
   if (!b) return NULL;
   atomic_init(&b->refs, 1);
@@ -103,11 +103,13 @@ int lt__buffer_wait(lt_buffer *b) {
     pthread_mutex_unlock(&g_wait_lock);
   }
   switch (atomic_load(&b->state)) {
-  case LT_BUF_READY: return LT_OK;
+  case LT_BUF_READY:
+    return LT_OK;
   case LT_BUF_FAILED:
     return lt__err(b->err_status ? b->err_status : LT_EEXEC, "%s",
                    b->err_msg ? b->err_msg : "the execution that computes this value failed");
-  default: return lt__err(LT_EEXEC, "the buffer's storage was donated to a later step");
+  default:
+    return lt__err(LT_EEXEC, "the buffer's storage was donated to a later step");
   }
 }
 

@@ -38,18 +38,18 @@ typedef struct lt_buffer {
   size_t nbytes;
   void *data; /* backend storage (host memory for the CPU backends) or NULL */
   const lt_backend *backend;
-  int err_status;   /* LT_BUF_FAILED: the status and message of the failure */
+  int err_status; /* LT_BUF_FAILED: the status and message of the failure */
   char *err_msg;
-  uint64_t err_seq; /* which failure of its device (reported once per device) */
-  int64_t owner_id; /* the tensor whose value it holds (restored on a failed step) */
+  uint64_t err_seq;    /* which failure of its device (reported once per device) */
+  int64_t owner_id;    /* the tensor whose value it holds (restored on a failed step) */
   uint32_t param_mark; /* executor walk epoch, for parameter dedup */
   int32_t param_index;
   int32_t graph_refs; /* DATA leaves of the graph being walked that hold it */
 } lt_buffer;
 
 /* A header without storage, in state PENDING (a placeholder). NULL on OOM. */
-lt_buffer *lt__buffer_new(const lt_backend *be, lt_device dev, lt_dtype dt,
-                          const int64_t *shape, int ndim);
+lt_buffer *lt__buffer_new(const lt_backend *be, lt_device dev, lt_dtype dt, const int64_t *shape,
+                          int ndim);
 /* Gives b storage from its backend (device bytes counted). Its state does not
  * change: a placeholder becomes readable only when the executor publishes it,
  * after the whole execution succeeded. */

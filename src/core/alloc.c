@@ -27,7 +27,8 @@ void lt_set_allocator(lt_alloc_fn fn, void *ud) {
 
 void *lt__realloc(void *p, size_t oldn, size_t newn) {
   if (newn == 0) newn = 1; /* zero would mean free to the hook */
-  void *q = atomic_load_explicit(&g_alloc, memory_order_acquire)(atomic_load_explicit(&g_alloc_ud, memory_order_relaxed), p, oldn, newn);
+  void *q = atomic_load_explicit(&g_alloc, memory_order_acquire)(
+      atomic_load_explicit(&g_alloc_ud, memory_order_relaxed), p, oldn, newn);
   if (!q) lt__err(LT_ENOMEM, "out of memory allocating %zu bytes", newn);
   return q;
 }
@@ -41,5 +42,7 @@ void *lt__calloc(size_t n) {
 }
 
 void lt__free(void *p, size_t n) {
-  if (p) atomic_load_explicit(&g_alloc, memory_order_acquire)(atomic_load_explicit(&g_alloc_ud, memory_order_relaxed), p, n ? n : 1, 0);
+  if (p)
+    atomic_load_explicit(&g_alloc, memory_order_acquire)(
+        atomic_load_explicit(&g_alloc_ud, memory_order_relaxed), p, n ? n : 1, 0);
 }

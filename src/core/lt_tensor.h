@@ -22,9 +22,9 @@ struct lt_tensor {
   struct lt_buffer *buf; /* device value, or NULL */
   void *host;            /* host value, or NULL */
   size_t host_bytes;
-  lt_node *data_node;               /* cached LT_OP_DATA leaf over buf (a cache, not state) */
+  lt_node *data_node; /* cached LT_OP_DATA leaf over buf (a cache, not state) */
   bool requires_grad;
-  lt_tensor *grad; /* accumulated gradient, or NULL */
+  lt_tensor *grad;                  /* accumulated gradient, or NULL */
   lt_tensor *live_prev, *live_next; /* device context's weak list */
 };
 

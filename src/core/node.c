@@ -9,15 +9,17 @@
 #include "lt_node.h"
 
 static const char *const kOpNames[] = {
-    "data",         "const",     "neg",    "abs",     "sign",    "relu",        "floor",
-    "ceil",         "round",     "exp",    "log",     "log1p",   "sqrt",        "rsqrt",
-    "sin",          "cos",       "tanh",   "sigmoid", "gelu",    "erf",         "not",
-    "cast",         "add",       "sub",    "mul",     "div",     "pow",         "maximum",
-    "minimum",      "eq",        "ne",     "lt",      "le",      "gt",          "ge",
-    "and",          "or",        "where",  "sum",     "mean",    "max",         "min",
-    "prod",         "logsumexp", "argmax", "argmin",  "softmax", "log_softmax", "matmul",
-    "reshape",      "permute",   "expand", "slice",   "concat",  "pad",         "gather",
-    "index_select", "one_hot",   "rng_uniform", "rng_normal", "randperm", "scatter_add", "index_add", "unslice"};
+    "data",     "const",       "neg",          "abs",     "sign",        "relu",
+    "floor",    "ceil",        "round",        "exp",     "log",         "log1p",
+    "sqrt",     "rsqrt",       "sin",          "cos",     "tanh",        "sigmoid",
+    "gelu",     "erf",         "not",          "cast",    "add",         "sub",
+    "mul",      "div",         "pow",          "maximum", "minimum",     "eq",
+    "ne",       "lt",          "le",           "gt",      "ge",          "and",
+    "or",       "where",       "sum",          "mean",    "max",         "min",
+    "prod",     "logsumexp",   "argmax",       "argmin",  "softmax",     "log_softmax",
+    "matmul",   "reshape",     "permute",      "expand",  "slice",       "concat",
+    "pad",      "gather",      "index_select", "one_hot", "rng_uniform", "rng_normal",
+    "randperm", "scatter_add", "index_add",    "unslice"};
 _Static_assert(sizeof kOpNames / sizeof kOpNames[0] == LT_OP_COUNT, "one name per op");
 
 const char *lt__op_name(lt_op op) { return op < LT_OP_COUNT ? kOpNames[op] : "?"; }

@@ -99,11 +99,21 @@ lt_node *lt__scalar_node(lt_device dev, lt_dtype dt, double value) {
       double f64;
     } u;
     switch (dt) {
-    case LT_BOOL: u.b = v != 0; break;
-    case LT_I32: u.i32 = (int32_t)v; break;
-    case LT_I64: u.i64 = (int64_t)v; break;
-    case LT_F32: u.f32 = (float)v; break;
-    default: u.f64 = v; break;
+    case LT_BOOL:
+      u.b = v != 0;
+      break;
+    case LT_I32:
+      u.i32 = (int32_t)v;
+      break;
+    case LT_I64:
+      u.i64 = (int64_t)v;
+      break;
+    case LT_F32:
+      u.f32 = (float)v;
+      break;
+    default:
+      u.f64 = v;
+      break;
     }
     if (be->to_device(b, &u, lt_dtype_size(dt)) != LT_OK) {
       lt__buffer_release(b);

@@ -48,8 +48,7 @@ int lt__sync_internal(lt_tensor *const *ts, int n, bool force, bool wait, const 
  * this thread) lists the parameter buffers in order. The caller holds the
  * device lock and releases *entry. */
 int lt__compile_roots(lt_device dev, lt_node *const *roots, int nroots, const char *reason,
-                      lt_graph_key *key, lt_buffer ***params, int *nparams,
-                      lt_cache_entry **entry);
+                      lt_graph_key *key, lt_buffer ***params, int *nparams, lt_cache_entry **entry);
 
 /* Fault injection (tests): true when this execution / compile must fail. */
 bool lt__fault_fire(lt_fault kind);

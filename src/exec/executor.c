@@ -73,8 +73,8 @@ static pthread_once_t g_scratch_once = PTHREAD_ONCE_INIT;
 
 static void scratch_free_all(void *p) {
   exec_scratch *s = p;
-  scratch *all[] = {&s->nodes,  &s->param_of, &s->stack,   &s->params,
-                    &s->roots,  &s->key,      &s->tensors, &s->donors};
+  scratch *all[] = {&s->nodes, &s->param_of, &s->stack,   &s->params,
+                    &s->roots, &s->key,      &s->tensors, &s->donors};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) lt__free(all[i]->p, all[i]->cap);
   lt__free(s, sizeof *s);
 }
@@ -250,7 +250,8 @@ static lt_cache_entry *find_or_compile(const lt_backend *be, lt_graph_key key, c
   lt__timer_add(LT_TIMER_COMPILE, lt__now_ns() - t0);
   if (rc != LT_OK) {
     lt__count(LT_CTR_COMPILE_FAILURE, 1);
-    if (rc != LT_ENOMEM && rc != LT_ECOMPILE) lt__err(LT_ECOMPILE, "compile failed: %s", lt_last_error());
+    if (rc != LT_ENOMEM && rc != LT_ECOMPILE)
+      lt__err(LT_ECOMPILE, "compile failed: %s", lt_last_error());
     return NULL;
   }
   lt__count(LT_CTR_UNCACHED_COMPILE, 1);
@@ -270,7 +271,8 @@ static lt_exec_job *make_job(lt_device_ctx *ctx, lt_cache_entry *e, const post_o
   job->params = lt__calloc((size_t)(po->nparams + 1) * sizeof *job->params);
   job->outs = lt__calloc((size_t)nsel * sizeof *job->outs);
   if (!job->params || !job->outs) goto fail;
-  for (int p = 0; p < po->nparams; p++) job->params[job->nparams++] = lt__buffer_retain(po->params[p]);
+  for (int p = 0; p < po->nparams; p++)
+    job->params[job->nparams++] = lt__buffer_retain(po->params[p]);
   const lt_backend *be = e->backend;
   for (int i = 0; i < nsel; i++) {
     lt_tensor *t = sel[i];
@@ -332,8 +334,7 @@ int lt__sync_internal(lt_tensor *const *ts, int n, bool force, bool wait, const 
     if (atomic_load(&po.params[p]->state) != LT_BUF_READY && lt__buffer_wait(po.params[p]) != LT_OK)
       goto fail;
   if ((ndonors = choose_donors(&po, force, &donors)) < 0) goto oom;
-  if (graph_key(lt__backend_for(dev), force, roots, nsel, &po, donors, ndonors,
-                &key) != LT_OK)
+  if (graph_key(lt__backend_for(dev), force, roots, nsel, &po, donors, ndonors, &key) != LT_OK)
     goto oom;
   for (int i = 0; i < nsel; i++) root_index[i] = roots[i]->order;
   lt_graph g = {po.nodes, po.nnodes, po.param_of, po.nparams, root_index, nsel, donors, ndonors};
@@ -462,10 +463,11 @@ int lt_clear_pending(lt_device dev) {
   for (int i = 0; i < n; i++) {
     lt_tensor *t = live[i];
     if (t->ir) {
-      lt_buffer *b = lt__buffer_new(lt__backend_for(dev), dev, (lt_dtype)t->dtype, t->shape, t->ndim);
+      lt_buffer *b =
+          lt__buffer_new(lt__backend_for(dev), dev, (lt_dtype)t->dtype, t->shape, t->ndim);
       if (b) {
-        lt__buffer_fail(b, LT_EINVAL,
-                        "this tensor's pending graph was dropped by lt_clear_pending", 0);
+        lt__buffer_fail(b, LT_EINVAL, "this tensor's pending graph was dropped by lt_clear_pending",
+                        0);
         lt__tensor_set_buffer(t, b);
         cleared++;
       }
@@ -542,7 +544,9 @@ int lt_item(lt_tensor *t, int64_t flat_index, double *out) {
   if (rc == LT_OK) {
     const unsigned char *p = tmp + (size_t)flat_index * sz;
     switch ((lt_dtype)t->dtype) {
-    case LT_BOOL: *out = *p; break;
+    case LT_BOOL:
+      *out = *p;
+      break;
     case LT_I32: {
       int32_t v;
       memcpy(&v, p, 4);
@@ -561,7 +565,9 @@ int lt_item(lt_tensor *t, int64_t flat_index, double *out) {
       *out = v;
       break;
     }
-    default: memcpy(out, p, 8); break;
+    default:
+      memcpy(out, p, 8);
+      break;
     }
   }
   lt__free(tmp, nbytes);

@@ -37,7 +37,7 @@ static inline void lt__count(lt_counter_id id, int64_t by) {
 }
 
 typedef enum lt_timer_id {
-  LT_TIMER_TRACE,         /* time between syncs on a device: the program tracing */
+  LT_TIMER_TRACE, /* time between syncs on a device: the program tracing */
   LT_TIMER_COMPILE,
   LT_TIMER_EXECUTE,
   LT_TIMER_TRANSFER_TO,   /* host data to a device buffer */

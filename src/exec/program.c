@@ -18,8 +18,8 @@ struct lt_program {
   lt_device dev;
   lt_graph_key key;
   int nparams;
-  int *param_input;      /* per parameter: the input index, or -1: captured */
-  lt_buffer **captured;  /* per parameter: the captured buffer, or NULL */
+  int *param_input;     /* per parameter: the input index, or -1: captured */
+  lt_buffer **captured; /* per parameter: the captured buffer, or NULL */
   int nin, nout;
   shape_sig *in_sig, *out_sig;
 };
@@ -74,7 +74,8 @@ lt_program *lt_program_create(lt_tensor *const *outputs, int nout, lt_tensor *co
   if (lt__check_operands(fn, outputs, nout) != LT_OK) return NULL;
   if (nin > 0 && (lt__check_operands(fn, inputs, nin) != LT_OK ||
                   !lt__device_equal(inputs[0]->dev, outputs[0]->dev))) {
-    if (lt_last_status() == LT_OK) lt__err(LT_EDEVICE, "%s: inputs and outputs on different devices", fn);
+    if (lt_last_status() == LT_OK)
+      lt__err(LT_EDEVICE, "%s: inputs and outputs on different devices", fn);
     return NULL;
   }
   if (check_inputs(fn, inputs, nin) != LT_OK) return NULL;
@@ -140,8 +141,8 @@ int lt_program_run(lt_program *p, lt_tensor *const *inputs, int nin, lt_tensor *
     shape_sig s = sig_of(inputs[i]);
     if (memcmp(&s, &p->in_sig[i], sizeof s) != 0 || !lt__device_equal(inputs[i]->dev, p->dev)) {
       char a[128], b[128];
-      return lt__err(LT_ESHAPE, "%s: input %d is %s %s on its device, the program takes %s %s",
-                     fn, i, lt_dtype_name((lt_dtype)s.dtype),
+      return lt__err(LT_ESHAPE, "%s: input %d is %s %s on its device, the program takes %s %s", fn,
+                     i, lt_dtype_name((lt_dtype)s.dtype),
                      lt__shape_str(s.shape, s.ndim, a, sizeof a),
                      lt_dtype_name((lt_dtype)p->in_sig[i].dtype),
                      lt__shape_str(p->in_sig[i].shape, p->in_sig[i].ndim, b, sizeof b));
@@ -173,9 +174,9 @@ int lt_program_run(lt_program *p, lt_tensor *const *inputs, int nin, lt_tensor *
     job->params[job->nparams++] = lt__buffer_retain(i >= 0 ? inputs[i]->buf : p->captured[k]);
   }
   for (int r = 0; r < p->nout; r++) {
-    lt_buffer *b = lt__buffer_new(e ? e->backend : job->entry->backend, p->dev,
-                                  (lt_dtype)p->out_sig[r].dtype, p->out_sig[r].shape,
-                                  p->out_sig[r].ndim);
+    lt_buffer *b =
+        lt__buffer_new(e ? e->backend : job->entry->backend, p->dev, (lt_dtype)p->out_sig[r].dtype,
+                       p->out_sig[r].shape, p->out_sig[r].ndim);
     if (!b) goto oom;
     job->outs[job->nouts++] = b;
   }
