@@ -2,7 +2,7 @@
 # Installs what lazytensor needs from Debian 12's packages (run as root; uses
 # sudo when not root). Skips apt entirely when everything is already there.
 set -euo pipefail
-deps=(build-essential cmake pkg-config clang valgrind libcmocka-dev libxxhash-dev llvm-19-dev
+deps=(build-essential cmake pkg-config clang clang-format valgrind libcmocka-dev libxxhash-dev llvm-19-dev
   libopenblas-dev zlib1g-dev dataset-fashion-mnist)
 missing=()
 for p in "${deps[@]}"; do

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test command: installs dependencies, builds with gcc and with clang
+# The test command: installs dependencies, checks the format, builds with gcc and clang
 # (warnings as errors), runs the whole suite under ASan+UBSan, the executor
 # tests under TSan, the ref-backend tests under valgrind memcheck, then the suite plainly
 # so that CTest's summary comes last.
@@ -7,6 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 jobs=$(nproc)
+
+echo "== format (clang-format, .clang-format)"
+git ls-files '*.c' '*.h' | xargs clang-format --dry-run -Werror
 
 echo "== clang build (-Wall -Wextra -Werror)"
 cmake -S . -B build-clang -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug >/dev/null
