@@ -35,4 +35,45 @@ static inline void bench_synthetic(lt_nn_dataset *ds, int64_t n) {
   for (int64_t i = 0; i < n; i++) ds->labels[i] = i % MLP_CLASSES;
 }
 
+/* The benchmarked model: 784-hidden-hidden-10 with ReLU, trained by Adam. */
+typedef struct bench_mlp {
+  lt_nn_linear layer[3];
+  lt_tensor *params[6];
+  lt_nn_optim *opt;
+} bench_mlp;
+
+/* Builds the layers and the optimizer; their initial values stay pending
+ * until the next step barrier. */
+static inline int bench_mlp_init(bench_mlp *m, lt_device dev, int64_t hidden) {
+  memset(m, 0, sizeof *m);
+  int64_t dims[4] = {MLP_FEATURES, hidden, hidden, MLP_CLASSES};
+  for (int i = 0; i < 3; i++) {
+    int rc = lt_nn_linear_init(&m->layer[i], dev, LT_F32, dims[i], dims[i + 1], true);
+    if (rc != LT_OK) return rc;
+    m->params[2 * i] = m->layer[i].weight;
+    m->params[2 * i + 1] = m->layer[i].bias;
+  }
+  lt_nn_optim_config oc = lt_nn_optim_defaults(LT_NN_ADAM);
+  m->opt = lt_nn_optim_create(&oc, m->params, 6);
+  return m->opt ? LT_OK : lt_last_status();
+}
+
+/* Traces one training step (forward, loss, backward, update); returns the
+ * loss (owned by the open scope) or NULL. */
+static inline lt_tensor *bench_mlp_step(bench_mlp *m, lt_tensor *x, lt_tensor *y) {
+  lt_tensor *h = x;
+  for (int i = 0; i < 3; i++) {
+    h = lt_nn_linear_forward(&m->layer[i], h);
+    if (i < 2) h = lt_nn_relu(h);
+  }
+  lt_tensor *loss = lt_nn_cross_entropy(h, y);
+  if (!loss || lt_backward(loss) != LT_OK || lt_nn_optim_step(m->opt) != LT_OK) return NULL;
+  return loss;
+}
+
+static inline void bench_mlp_free(bench_mlp *m) {
+  lt_nn_optim_free(m->opt);
+  for (int i = 0; i < 3; i++) lt_nn_linear_free(&m->layer[i]);
+}
+
 #endif

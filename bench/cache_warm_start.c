@@ -43,19 +43,10 @@ static int child(const char *mode, double started) {
   lt_manual_seed(dev, 1);
   lt_nn_dataset ds;
   bench_synthetic(&ds, 2 * BATCH);
-  lt_nn_linear layer[3];
-  lt_tensor *params[6];
-  int64_t dims[4] = {MLP_FEATURES, HIDDEN, HIDDEN, MLP_CLASSES};
-  for (int i = 0; i < 3; i++) {
-    if (lt_nn_linear_init(&layer[i], dev, LT_F32, dims[i], dims[i + 1], true) != LT_OK)
-      return die("linear");
-    params[2 * i] = layer[i].weight;
-    params[2 * i + 1] = layer[i].bias;
-  }
-  lt_nn_optim_config oc = lt_nn_optim_defaults(LT_NN_ADAM);
-  lt_nn_optim *opt = lt_nn_optim_create(&oc, params, 6);
+  bench_mlp m;
+  if (bench_mlp_init(&m, dev, HIDDEN) != LT_OK) return die("model");
   lt_nn_loader *loader = lt_nn_loader_create(&ds, dev, BATCH, false);
-  if (!opt || !loader) return die("setup");
+  if (!loader) return die("setup");
   if (lt_mark_step(dev) != LT_OK || lt_wait_device_ops(dev) != LT_OK) return die("init");
   lt_nn_loader_epoch(loader);
   double first_ms = -1, first_loss = 0;
@@ -63,20 +54,12 @@ static int child(const char *mode, double started) {
     lt_scope_begin();
     lt_tensor *x, *y;
     if (lt_nn_loader_next(loader, &x, &y) != 1) return die("batch");
-    lt_tensor *h = x;
-    for (int i = 0; i < 3; i++) {
-      h = lt_nn_linear_forward(&layer[i], h);
-      if (i < 2) h = lt_nn_relu(h);
-    }
-    lt_tensor *loss = lt_nn_cross_entropy(h, y);
-    if (!loss || lt_backward(loss) != LT_OK || lt_nn_optim_step(opt) != LT_OK) return die("step");
+    lt_tensor *loss = bench_mlp_step(&m, x, y);
+    if (!loss) return die("step");
     lt_tensor *keep = lt_retain(loss);
     lt_scope_end();
     if (lt_mark_step(dev) != LT_OK) return die("mark_step");
-    double v;
-    /* Waiting first: lt_item straight after lt_mark_step has been seen to
-     * read the loss before the step's execution wrote it (LT_NUM_THREADS=2). */
-    if (lt_wait_device_ops(dev) != LT_OK) return die("step");
+    double v; /* the read waits for the step */
     if (lt_item(keep, 0, &v) != LT_OK) return die("reading the loss");
     lt_release(keep);
     if (s == 0) {
@@ -93,8 +76,7 @@ static int child(const char *mode, double started) {
       mode, uc, hit, fail, metric_ms("CompileTime"), metric_ms("PersistentCacheLoadTime"), first_ms,
       first_loss);
   lt_nn_loader_free(loader);
-  lt_nn_optim_free(opt);
-  for (int i = 0; i < 3; i++) lt_nn_linear_free(&layer[i]);
+  bench_mlp_free(&m);
   lt_nn_dataset_free(&ds);
   if (strcmp(mode, "warm") == 0 && (uc != 0 || hit <= 0)) {
     fprintf(stderr, "cache_warm_start: the warm process compiled %lld graphs, loaded %lld\n", uc,

@@ -92,19 +92,10 @@ int main(int argc, char **argv) {
   bool real = lt_nn_fashion_mnist(data, false, &ds) == LT_OK;
   if (!real) bench_synthetic(&ds, (WARMUP + STEPS) * BATCH);
   /* The MLP, Adam, and a loader in data order over the first batches. */
-  lt_nn_linear layer[3];
-  lt_tensor *params[6];
-  int64_t dims[4] = {MLP_FEATURES, hidden, hidden, MLP_CLASSES};
-  for (int i = 0; i < 3; i++) {
-    if (lt_nn_linear_init(&layer[i], dev, LT_F32, dims[i], dims[i + 1], true) != LT_OK)
-      return die("linear");
-    params[2 * i] = layer[i].weight;
-    params[2 * i + 1] = layer[i].bias;
-  }
-  lt_nn_optim_config oc = lt_nn_optim_defaults(LT_NN_ADAM);
-  lt_nn_optim *opt = lt_nn_optim_create(&oc, params, 6);
+  bench_mlp m;
+  if (bench_mlp_init(&m, dev, hidden) != LT_OK) return die("model");
   lt_nn_loader *loader = lt_nn_loader_create(&ds, dev, BATCH, false);
-  if (!opt || !loader) return die("setup");
+  if (!loader) return die("setup");
   if (lt_mark_step(dev) != LT_OK || lt_wait_device_ops(dev) != LT_OK) return die("init");
   int64_t nb = lt_nn_loader_epoch(loader);
   int64_t limit = (WARMUP + STEPS) < nb ? (WARMUP + STEPS) : nb;
@@ -120,13 +111,8 @@ int main(int argc, char **argv) {
   for (int s = 0; s < WARMUP + STEPS; s++) {
     lt_scope_begin();
     lt_tensor *x = bx[s % limit], *y = by[s % limit];
-    lt_tensor *h = x;
-    for (int i = 0; i < 3; i++) {
-      h = lt_nn_linear_forward(&layer[i], h);
-      if (i < 2) h = lt_nn_relu(h);
-    }
-    lt_tensor *loss = lt_nn_cross_entropy(h, y);
-    if (!loss || lt_backward(loss) != LT_OK || lt_nn_optim_step(opt) != LT_OK) return die("step");
+    lt_tensor *loss = bench_mlp_step(&m, x, y);
+    if (!loss) return die("step");
     lt_release(loss_keep);
     loss_keep = lt_retain(loss);
     lt_scope_end();
@@ -154,8 +140,7 @@ int main(int argc, char **argv) {
     lt_release(by[b]);
   }
   lt_nn_loader_free(loader);
-  lt_nn_optim_free(opt);
-  for (int i = 0; i < 3; i++) lt_nn_linear_free(&layer[i]);
+  bench_mlp_free(&m);
   lt_nn_dataset_free(&ds);
 
   if (torch_ms > 0) {
