@@ -106,13 +106,7 @@ int cpu_serialize(const lt_executable *e, void **bytes, size_t *nbytes) {
     }
     case CK_REF: {
       const ref_instr *in = &k->ins;
-      uint64_t fbits;
-      memcpy(&fbits, &in->fattr, sizeof fbits);
-      lt__wb_int(&w, in->op, 2);
-      lt__wb_int(&w, in->dtype, 1);
-      lt__wb_int(&w, in->ndim, 1);
-      for (int d = 0; d < in->ndim; d++) lt__wb_int(&w, (uint64_t)in->shape[d], 8);
-      lt__wb_int(&w, fbits, 8);
+      ref_instr_write_head(&w, in);
       lt__wb_int(&w, (uint32_t)in->noperands, 4);
       lt__wb_int(&w, (uint32_t)in->nattrs, 4);
       for (int a = 0; a < in->nattrs; a++) lt__wb_int(&w, (uint64_t)in->attrs[a], 8);
@@ -198,18 +192,6 @@ static bool r_view(reader *rd, cpu_view *v) {
                   "view outside its slot");
 }
 
-/* Operands each op's ref kernel reads (it indexes them without checking). */
-static bool arity_ok(int op, uint32_t n) {
-  if (op == LT_OP_DATA) return false; /* never a kernel */
-  if (op == LT_OP_CONST) return n == 0;
-  if (op == LT_OP_WHERE) return n == 3;
-  if (op == LT_OP_CONCAT) return n >= 1 && n <= UINT16_MAX;
-  if ((op >= LT_OP_ADD && op <= LT_OP_OR) || op == LT_OP_MATMUL || op == LT_OP_GATHER ||
-      op == LT_OP_INDEX_SELECT || op == LT_OP_SCATTER_ADD || op == LT_OP_INDEX_ADD)
-    return n == 2;
-  return n == 1;
-}
-
 /* A slot a kernel may write: a root's, a temporary, or a donated parameter. */
 static bool writable(const lt_executable *e, uint32_t s) {
   if (s >= (uint32_t)e->nslots) return false;
@@ -291,22 +273,16 @@ static bool contiguous_view(const cpu_view *v) { return cpu_view_contiguous(v); 
 static void r_ref(reader *rd, cpu_kernel *k) {
   lt_rbuf *r = &rd->r;
   ref_instr *in = &k->ins;
-  uint64_t op = lt__rb_int(r, 2), dt = lt__rb_int(r, 1), nd = lt__rb_int(r, 1);
-  if (fail_if(rd, r->bad, "truncated ref kernel")) return;
-  if (fail_if(rd, op >= LT_OP_COUNT || dt >= LT_NUM_DTYPES || nd > LT_MAX_DIMS, "bad ref kernel"))
-    return;
-  in->op = (uint16_t)op;
-  in->dtype = (uint8_t)dt;
-  in->ndim = (uint8_t)nd;
+  const char *problem = ref_instr_read_head(r, in);
+  if (fail_if(rd, problem != NULL, problem)) return;
+  int op = in->op;
   in->param = -1;
-  for (uint64_t d = 0; d < nd; d++) in->shape[d] = (int64_t)lt__rb_int(r, 8);
-  uint64_t fbits = lt__rb_int(r, 8);
-  memcpy(&in->fattr, &fbits, sizeof fbits);
   uint32_t nops = (uint32_t)lt__rb_int(r, 4), nattrs = (uint32_t)lt__rb_int(r, 4);
   if (fail_if(rd, r->bad, "truncated ref kernel")) return;
   if (fail_if(rd, checked_numel(in->shape, in->ndim) < 0, "bad ref kernel shape")) return;
   /* a view takes at least 14 bytes, an attribute 8 */
-  if (fail_if(rd, !arity_ok((int)op, nops) || nops > lt__rb_left(r) / 14, "bad operand count"))
+  if (fail_if(rd, op == LT_OP_DATA || !ref_op_arity_ok(op, nops) || nops > lt__rb_left(r) / 14,
+              "bad operand count"))
     return;
   if (fail_if(rd, nattrs > UINT16_MAX || nattrs > lt__rb_left(r) / 8, "bad attribute count"))
     return;

@@ -32,6 +32,16 @@ int ref_index(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in);
 int ref_random(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in);
 int ref_grad_ops(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in);
 
+/* ---- serialized instructions (shared with the cpu backend's ref kernels) ---- */
+struct lt_wbuf;
+struct lt_rbuf;
+/* An instruction's head: u16 op, u8 dtype, u8 ndim, i64 shape[ndim], u64 fattr bits. */
+void ref_instr_write_head(struct lt_wbuf *w, const ref_instr *in);
+/* Reads a head into in; NULL, or what is wrong with the bytes. */
+const char *ref_instr_read_head(struct lt_rbuf *r, ref_instr *in);
+/* Whether op's kernel may be given n operands (kernels index them unchecked). */
+bool ref_op_arity_ok(int op, uint32_t n);
+
 /* ---- element access ---- */
 static inline bool ref_is_float(int dt) { return dt == LT_F32 || dt == LT_F64; }
 

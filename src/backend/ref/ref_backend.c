@@ -318,13 +318,7 @@ static int ref_serialize(const lt_executable *e, void **bytes, size_t *nbytes) {
   lt__wb_int(&w, (uint32_t)e->nroots, 4);
   for (int i = 0; i < e->ninstr; i++) {
     const ref_instr *in = &e->instr[i];
-    uint64_t fbits;
-    memcpy(&fbits, &in->fattr, sizeof fbits);
-    lt__wb_int(&w, in->op, 2);
-    lt__wb_int(&w, in->dtype, 1);
-    lt__wb_int(&w, in->ndim, 1);
-    for (int d = 0; d < in->ndim; d++) lt__wb_int(&w, (uint64_t)in->shape[d], 8);
-    lt__wb_int(&w, fbits, 8);
+    ref_instr_write_head(&w, in);
     lt__wb_int(&w, (uint32_t)in->param, 4);
     lt__wb_int(&w, (uint32_t)in->noperands, 4);
     for (int k = 0; k < in->noperands; k++) lt__wb_int(&w, (uint32_t)in->operands[k], 4);
@@ -336,8 +330,39 @@ static int ref_serialize(const lt_executable *e, void **bytes, size_t *nbytes) {
   return lt__wb_finish(&w, bytes, nbytes, "ref");
 }
 
+void ref_instr_write_head(lt_wbuf *w, const ref_instr *in) {
+  uint64_t fbits;
+  memcpy(&fbits, &in->fattr, sizeof fbits);
+  lt__wb_int(w, in->op, 2);
+  lt__wb_int(w, in->dtype, 1);
+  lt__wb_int(w, in->ndim, 1);
+  for (int d = 0; d < in->ndim; d++) lt__wb_int(w, (uint64_t)in->shape[d], 8);
+  lt__wb_int(w, fbits, 8);
+}
+
+const char *ref_instr_read_head(lt_rbuf *r, ref_instr *in) {
+  uint64_t op = lt__rb_int(r, 2), dt = lt__rb_int(r, 1), nd = lt__rb_int(r, 1);
+  if (r->bad) return "truncated instruction";
+  if (op >= LT_OP_COUNT) return "unknown op";
+  if (dt >= LT_NUM_DTYPES) return "unknown dtype";
+  if (nd > LT_MAX_DIMS) return "too many dims";
+  in->op = (uint16_t)op;
+  in->dtype = (uint8_t)dt;
+  in->ndim = (uint8_t)nd;
+  int64_t numel = 1;
+  for (uint64_t d = 0; d < nd; d++) {
+    int64_t s = (int64_t)lt__rb_int(r, 8);
+    if (s < 0 || (s > 0 && numel > INT64_MAX / 8 / s)) return "bad shape";
+    in->shape[d] = s;
+    numel *= s;
+  }
+  uint64_t fbits = lt__rb_int(r, 8);
+  memcpy(&in->fattr, &fbits, sizeof fbits);
+  return r->bad ? "truncated instruction" : NULL;
+}
+
 /* Operands each op reads (its kernel indexes them without checking). */
-static bool arity_ok(int op, uint32_t n) {
+bool ref_op_arity_ok(int op, uint32_t n) {
   if (op == LT_OP_DATA || op == LT_OP_CONST) return n == 0;
   if (op == LT_OP_WHERE) return n == 3;
   if (op == LT_OP_CONCAT) return n >= 1 && n <= UINT16_MAX;
@@ -384,29 +409,15 @@ static int ref_deserialize(const void *bytes, size_t nbytes, lt_executable **out
   e->nroots = (int)nroots;
   for (uint32_t i = 0; i < ninstr; i++) {
     ref_instr *in = &e->instr[i];
-    uint64_t op = lt__rb_int(&r, 2), dt = lt__rb_int(&r, 1), nd = lt__rb_int(&r, 1);
-    if (r.bad) return bad_bytes(e, "truncated instruction");
-    if (op >= LT_OP_COUNT) return bad_bytes(e, "unknown op");
-    if (dt >= LT_NUM_DTYPES) return bad_bytes(e, "unknown dtype");
-    if (nd > LT_MAX_DIMS) return bad_bytes(e, "too many dims");
-    in->op = (uint16_t)op;
-    in->dtype = (uint8_t)dt;
-    in->ndim = (uint8_t)nd;
-    int64_t numel = 1;
-    for (uint64_t d = 0; d < nd; d++) {
-      int64_t s = (int64_t)lt__rb_int(&r, 8);
-      if (s < 0 || (s > 0 && numel > INT64_MAX / 8 / s)) return bad_bytes(e, "bad shape");
-      in->shape[d] = s;
-      numel *= s;
-    }
-    uint64_t fbits = lt__rb_int(&r, 8);
-    memcpy(&in->fattr, &fbits, sizeof fbits);
+    const char *problem = ref_instr_read_head(&r, in);
+    if (problem) return bad_bytes(e, problem);
+    int op = in->op;
     in->param = (int32_t)(uint32_t)lt__rb_int(&r, 4);
     uint32_t nops = (uint32_t)lt__rb_int(&r, 4);
     if (r.bad) return bad_bytes(e, "truncated instruction");
     if (op == LT_OP_DATA ? (in->param < 0 || (uint32_t)in->param >= nparams) : in->param != -1)
       return bad_bytes(e, "bad parameter index");
-    if (nops > lt__rb_left(&r) / 4 || !arity_ok((int)op, nops))
+    if (nops > lt__rb_left(&r) / 4 || !ref_op_arity_ok(op, nops))
       return bad_bytes(e, "bad operand count");
     if (nops) {
       in->operands = lt__malloc((size_t)nops * sizeof(int));
