@@ -174,37 +174,23 @@ static void test_assign_errors(void **state) {
   assert_int_equal(lt_counter("ExecuteComputation"), exec0);
 }
 
-/* An allocator that fails once a budget of allocations is spent. */
-static long g_budget = -1;
-static void *failing_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  (void)ud;
-  (void)osize;
-  if (nsize == 0) {
-    free(ptr);
-    return NULL;
-  }
-  if (g_budget == 0) return NULL;
-  if (g_budget > 0) g_budget--;
-  return realloc(ptr, nsize);
-}
-
 static void test_allocation_failures_are_errors(void **state) {
   (void)state;
   lt_tensor *a = tu_f32(SHAPE(4), 1, ((float[]){1, 2, 3, 4}));
   lt_tensor *b = tu_f32(SHAPE(4), 1, ((float[]){1, 1, 1, 1}));
   double v[4];
   tu_read(lt_add(a, b), v, 4); /* warm: uploads done, the cache holds the graph */
-  lt_set_allocator(failing_alloc, NULL);
+  lt_set_allocator(tu_failing_alloc, NULL);
   int failures = 0, successes = 0;
   /* Fail the k-th allocation of a trace-and-read, for each k in turn: every
    * attempt ends in a clear error or a right result, never a crash. */
   for (long k = 0; k < 40; k++) {
     lt_clear_error();
-    g_budget = k;
+    atomic_store(&tu_budget, k);
     lt_tensor *s = lt_sub(lt_mul(a, b), lt_scalar(CPU0, LT_F32, 0.5));
     float out[4];
     int rc = s ? lt_to_data(s, out, sizeof out) : lt_last_status();
-    g_budget = -1;
+    atomic_store(&tu_budget, -1);
     if (rc == LT_OK) {
       successes++;
       assert_true(out[3] == 3.5f);

@@ -444,37 +444,23 @@ static void test_steps_repeat_after_manual_seed(void **state) {
 
 /* ---- errors ---- */
 
-/* An allocator that fails once a budget of allocations is spent. */
-static long g_budget = -1;
-static void *failing_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  (void)ud;
-  (void)osize;
-  if (nsize == 0) {
-    free(ptr);
-    return NULL;
-  }
-  if (g_budget == 0) return NULL;
-  if (g_budget > 0) g_budget--;
-  return realloc(ptr, nsize);
-}
-
 static void test_allocation_failures_are_errors(void **state) {
   (void)state;
-  lt_set_allocator(failing_alloc, NULL);
+  lt_set_allocator(tu_failing_alloc, NULL);
   int failures = 0, successes = 0;
   /* Fail the k-th allocation of a draw-and-read, for each k in turn. */
   for (long k = 0; k < 2000 && successes < 3; k++) {
     lt_clear_error();
     lt_scope_begin();
     lt_manual_seed(CPU0, 3); /* the same graph every time (the chain restarts) */
-    g_budget = k;
+    atomic_store(&tu_budget, k);
     lt_tensor *d = lt_dropout(lt_rand_uniform(CPU0, LT_F32, SHAPE(4), 1, 2.0, 3.0), 0.5, true);
     lt_tensor *p = lt_randperm(CPU0, LT_I32, 4);
     float out[4];
     int32_t perm[4];
     int rc = d && p ? lt_to_data(d, out, sizeof out) : lt_last_status();
     if (rc == LT_OK) rc = lt_to_data(p, perm, sizeof perm);
-    g_budget = -1;
+    atomic_store(&tu_budget, -1);
     if (rc == LT_OK) {
       successes++;
       for (int i = 0; i < 4; i++) assert_true(out[i] == 0.0f || (out[i] >= 4.0f && out[i] < 6.0f));

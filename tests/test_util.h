@@ -3,6 +3,7 @@
 #define LT_TEST_UTIL_H
 
 #include <math.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -98,6 +99,23 @@ static inline void tu_expect(lt_tensor *t, lt_dtype dt, const int64_t *shape, in
     if (!strstr(lt_last_error(), (needle)))                           \
       fail_msg("message '%s' lacks '%s'", lt_last_error(), (needle)); \
   } while (0)
+
+/* An allocator hook that fails once a budget of allocations is spent
+ * (tu_budget < 0: never). Atomic: worker threads allocate too. */
+static atomic_long tu_budget = -1;
+static inline void *tu_failing_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  (void)ud;
+  (void)osize;
+  if (nsize == 0) {
+    free(ptr);
+    return NULL;
+  }
+  long b = atomic_load(&tu_budget);
+  while (b > 0 && !atomic_compare_exchange_weak(&tu_budget, &b, b - 1)) {
+  }
+  if (b == 0) return NULL;
+  return realloc(ptr, nsize);
+}
 
 /* Wraps a test body in a scope so that every temporary is released. */
 static inline int tu_setup(void **state) {
