@@ -28,7 +28,7 @@ typedef struct options {
   int64_t hidden, layers, batch, epochs, limit_steps, test_limit, log_every;
   lt_nn_optim_kind optim;
   double lr, momentum, weight_decay;
-  bool lr_set, wd_set, nesterov, keep_denormals;
+  bool lr_set, wd_set, nesterov, keep_denormals, cosine;
   uint64_t seed;
   const char *threads, *backend, *data, *save, *load, *cache_dir;
 } options;
@@ -44,6 +44,8 @@ static void usage(FILE *f) {
           "  --epochs N          epochs (default 1; 0 only evaluates)\n"
           "  --optimizer NAME    sgd | adam | adamw (default adam)\n"
           "  --lr X              learning rate (default 1e-3; sgd 1e-2)\n"
+          "  --schedule NAME     constant | cosine: the learning rate falls from --lr to 0\n"
+          "                      over the run along a half cosine (default cosine)\n"
           "  --momentum X        sgd momentum (default 0)\n"
           "  --nesterov          sgd nesterov momentum\n"
           "  --weight-decay X    weight decay (default 0; adamw 1e-2)\n"
@@ -93,6 +95,7 @@ static int parse_args(int argc, char **argv, options *o) {
   o->epochs = 1;
   o->optim = LT_NN_ADAM;
   o->seed = 1;
+  o->cosine = true;
   for (int i = 1; i < argc; i++) {
     char *a = argv[i], *val = NULL;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -116,9 +119,10 @@ static int parse_args(int argc, char **argv, options *o) {
     } else {
       snprintf(name, sizeof name, "%s", a);
       static const char *const known[] = {
-          "--hidden",    "--layers",  "--batch", "--epochs",   "--limit-steps",  "--test-limit",
-          "--log-every", "--seed",    "--lr",    "--momentum", "--weight-decay", "--optimizer",
-          "--threads",   "--backend", "--data",  "--save",     "--load",         "--cache-dir"};
+          "--hidden",       "--layers",    "--batch",     "--epochs",  "--limit-steps",
+          "--test-limit",   "--log-every", "--seed",      "--lr",      "--momentum",
+          "--weight-decay", "--optimizer", "--threads",   "--backend", "--data",
+          "--save",         "--load",      "--cache-dir", "--schedule"};
       bool is_known = false;
       for (size_t k = 0; k < sizeof known / sizeof *known; k++) is_known |= !strcmp(name, known[k]);
       if (!is_known) goto bad;
@@ -177,7 +181,10 @@ static int parse_args(int argc, char **argv, options *o) {
       o->load = val;
     else if (!strcmp(name, "--cache-dir"))
       o->cache_dir = val;
-    else
+    else if (!strcmp(name, "--schedule")) {
+      ok = !strcmp(val, "constant") || !strcmp(val, "cosine");
+      o->cosine = !strcmp(val, "cosine");
+    } else
       goto bad;
     if (!ok) {
       fprintf(stderr, "lazytensor-train: bad value '%s' for %s\n", val, name);
@@ -375,6 +382,9 @@ int main(int argc, char **argv) {
   progress pg = {isatty(STDOUT_FILENO) == 1, 0, 0, 0, 0, 0};
   int64_t log_every = o.log_every ? o.log_every : pg.tty ? 10 : 100;
   int64_t total = 0;
+  /* The schedule's length: every step the run will take. */
+  int64_t planned = o.epochs * (train.n / o.batch);
+  if (o.limit_steps && o.limit_steps < planned) planned = o.limit_steps;
   double train_s = 0, final_acc = NAN;
   bool stop = false;
   for (int64_t e = 1; e <= o.epochs && !stop; e++) {
@@ -397,6 +407,15 @@ int main(int argc, char **argv) {
       if (o.limit_steps && total >= o.limit_steps) {
         stop = true;
         break;
+      }
+      /* The rate is a graph parameter: changing it every step recompiles nothing. */
+      if (o.cosine && planned > 0 &&
+          lt_nn_optim_set_lr(
+              opt,
+              0.5 * oc.lr * (1 + cos(3.14159265358979323846 * (double)total / (double)planned))) !=
+              LT_OK) {
+        fail("learning rate");
+        goto out;
       }
       lt_scope_begin();
       lt_tensor *x, *y;
