@@ -27,6 +27,8 @@ typedef struct leaf {
   int64_t gs[LT_MAX_DIMS]; /* per loop dim */
   irv val;                 /* loaded value in the current pass */
   bool loaded;
+  bool hoisted;  /* one element for the whole kernel: loaded once, at entry (val) */
+  int8_t member; /* the output whose value first loads it */
 } leaf;
 
 typedef struct memo {
@@ -37,7 +39,10 @@ typedef struct memo {
 
 typedef struct kgen {
   const cg_ctx *c;
-  int root; /* evaluated as an expression even when it is a view (its own kernel) */
+  /* the kernel's outputs: evaluated as expressions even when they are views */
+  int nmem;
+  int mem[CG_MAX_OUTS];
+  int8_t cur; /* the output being evaluated */
   int G;
   int64_t S[LT_MAX_DIMS];
   int nleaves;
@@ -85,11 +90,12 @@ static int leaf_find(kgen *k, const cpu_view *v, const int64_t *gs) {
   l->dtype = v->dtype;
   l->offset = v->offset;
   memcpy(l->gs, gs, (size_t)k->G * sizeof *gs);
+  l->member = k->cur;
   return k->nleaves++;
 }
 
 static irv leaf_load(kgen *k, leaf *l) {
-  if (l->loaded) return l->val;
+  if (l->loaded || l->hoisted) return l->val;
   irv idx = ir_int(l->offset);
   for (int c = 0; c < k->nd; c++) {
     int64_t s = l->gs[k->glast[c]];
@@ -128,6 +134,12 @@ static void memo_add(kgen *k, int node, const int8_t *dm, int nd, irv v) {
   m->v = v;
 }
 
+static bool is_member(const kgen *k, int node) {
+  for (int i = 0; i < k->nmem; i++)
+    if (k->mem[i] == node) return true;
+  return false;
+}
+
 static irv visit(kgen *k, int node, const int8_t *dm) {
   irv none = {{0}};
   if (k->err) return none;
@@ -135,7 +147,7 @@ static irv visit(kgen *k, int node, const int8_t *dm) {
   memo *m = memo_find(k, node, dm, n->ndim);
   if (m) return m->v;
   irv v = none;
-  if (k->c->kind[node] == CG_VIEW && node != k->root) {
+  if (k->c->kind[node] == CG_VIEW && !is_member(k, node)) {
     const cpu_view *vw = &k->c->view[node];
     int64_t gs[LT_MAX_DIMS] = {0};
     for (int e = 0; e < n->ndim; e++)
@@ -171,6 +183,24 @@ static irv visit(kgen *k, int node, const int8_t *dm) {
 static void pass_reset(kgen *k) {
   k->nmemo = 0;
   for (int i = 0; i < k->nleaves; i++) k->leaves[i].loaded = false;
+}
+
+/* Leaves that read one element for the whole kernel (every loop stride 0)
+ * are loaded once at entry, unless the kernel writes their slot: fewer
+ * pointers in the loop leave the vectorizer fewer runtime alias checks. Not
+ * when the loops are empty (the slot may then hold no element). */
+static void hoist_scalars(kgen *k, const cpu_view *outs, int nouts) {
+  for (int j = 0; j < k->G; j++)
+    if (k->S[j] == 0) return;
+  for (int i = 0; i < k->nleaves; i++) {
+    leaf *l = &k->leaves[i];
+    bool zero = true, written = false;
+    for (int j = 0; j < k->G; j++) zero &= l->gs[j] == 0;
+    for (int o = 0; o < nouts; o++) written |= outs[o].slot == l->slot;
+    if (!zero || written) continue;
+    l->hoisted = true;
+    snprintf(l->val.s, sizeof l->val.s, "%%h%d", i);
+  }
 }
 
 /* ---- collapse ---- */
@@ -280,7 +310,7 @@ static void reduced_loops(kgen *k, int c, inner_fn fn, void *ud) {
 }
 
 /* Writes function fn_index from k's body and allocas into the module text. */
-static void finish_function(kgen *k, int fn_index, const cpu_view *out) {
+static void finish_function(kgen *k, int fn_index, const cpu_view *outs, int nouts) {
   char name[64];
   cpu_fn_name(name, sizeof name, k->c->uid, fn_index);
   cpu_sb *ir = k->c->ir;
@@ -288,9 +318,9 @@ static void finish_function(kgen *k, int fn_index, const cpu_view *out) {
   if (k->allocas.len) cpu_sb_printf(ir, "%s", k->allocas.s);
   /* One pointer per slot, loaded once, so that a load and a store of the same
    * slot (an update in place) visibly share their base. */
-  int done[MAX_LEAVES + 1], ndone = 0;
-  for (int l = -1; l < k->nleaves; l++) {
-    int s = l < 0 ? out->slot : k->leaves[l].slot;
+  int done[MAX_LEAVES + CG_MAX_OUTS], ndone = 0;
+  for (int l = -nouts; l < k->nleaves; l++) {
+    int s = l < 0 ? outs[nouts + l].slot : k->leaves[l].slot;
     bool seen = false;
     for (int i = 0; i < ndone; i++) seen |= done[i] == s;
     if (seen) continue;
@@ -298,13 +328,22 @@ static void finish_function(kgen *k, int fn_index, const cpu_view *out) {
     cpu_sb_printf(ir, "  %%q%d = getelementptr inbounds ptr, ptr %%S, i64 %d\n", s, s);
     cpu_sb_printf(ir, "  %%p%d = load ptr, ptr %%q%d\n", s, s);
   }
+  for (int l = 0; l < k->nleaves; l++) {
+    const leaf *lf = &k->leaves[l];
+    if (!lf->hoisted) continue;
+    const char *t = ops_type(lf->dtype);
+    cpu_sb_printf(ir, "  %%hp%d = getelementptr inbounds %s, ptr %%p%d, i64 %lld\n", l, t, lf->slot,
+                  (long long)lf->offset);
+    cpu_sb_printf(ir, "  %s = load %s, ptr %%hp%d\n", lf->val.s, t, l);
+  }
   cpu_sb_printf(ir, "  br label %%body\nbody:\n%s  ret void\n}\n", k->body.s ? k->body.s : "");
 }
 
-static int kgen_init(kgen *k, const cg_ctx *c, int root) {
+static int kgen_init(kgen *k, const cg_ctx *c, const int *mem, int nmem) {
   memset(k, 0, sizeof *k);
   k->c = c;
-  k->root = root;
+  k->nmem = nmem;
+  for (int i = 0; i < nmem; i++) k->mem[i] = mem[i];
   k->leaves = lt__malloc(MAX_LEAVES * sizeof *k->leaves);
   if (!k->leaves) return LT_ENOMEM;
   k->ir.sb = &k->body;
@@ -318,40 +357,63 @@ static void kgen_free(kgen *k) {
   cpu_sb_free(&k->allocas);
 }
 
-static void fill_info(kgen *k, const cpu_view *out, cg_info *info) {
+static void fill_info(kgen *k, const cpu_view *outs, int nouts, cg_info *info) {
   info->nreads = 0;
   info->reads_full = false;
+  info->nouts = nouts;
+  for (int o = 0; o < nouts; o++) info->outs[o] = outs[o].slot;
   for (int l = 0; l < k->nleaves; l++) {
     if (info->nreads == (int)(sizeof info->reads / sizeof *info->reads)) {
       info->reads_full = true;
       break;
     }
     const leaf *lf = &k->leaves[l];
-    bool id = lf->offset == 0 && lf->dtype == out->dtype &&
-              memcmp(lf->gs, k->out_gs, (size_t)k->G * sizeof *lf->gs) == 0;
-    info->reads[info->nreads].slot = lf->slot;
-    info->reads[info->nreads++].identity = id;
+    bool id = lf->offset == 0 && memcmp(lf->gs, k->out_gs, (size_t)k->G * sizeof *lf->gs) == 0;
+    cg_read *rd = &info->reads[info->nreads++];
+    rd->slot = lf->slot;
+    rd->identity = id;
+    rd->dtype = lf->dtype;
+    rd->member = lf->member;
   }
 }
 
 /* ---- elementwise kernels ---- */
 
-int cg_elem(const cg_ctx *c, int root, bool copy, const cpu_view *out, int fn_index,
-            cg_info *info) {
+/* Evaluates each output at the current element and stores it. */
+static void store_members(kgen *k, const int *roots, int nroots, const cpu_view *outs,
+                          const int8_t *dm) {
+  irv idx = out_index(k);
+  for (int i = 0; i < nroots; i++) {
+    k->cur = (int8_t)i;
+    irv v = visit(k, roots[i], dm);
+    if (k->err) return;
+    store_out(k, &outs[i], idx, v);
+  }
+}
+
+int cg_elem(const cg_ctx *c, const int *roots, int nroots, bool copy, const cpu_view *outs,
+            int fn_index, cg_info *info) {
   kgen kk, *k = &kk;
-  int rc = kgen_init(k, c, copy ? -1 : root);
+  if (nroots < 1 || nroots > CG_MAX_OUTS || (copy && nroots != 1))
+    return lt__err(LT_ECOMPILE, "cpu: a loop kernel with %d outputs", nroots);
+  int rc = kgen_init(k, c, roots, copy ? 0 : nroots);
   if (rc != LT_OK) return rc;
-  const lt_node *n = c->g->nodes[root];
+  const lt_node *n = c->g->nodes[roots[0]];
   k->G = n->ndim;
+  /* size-1 dims read index 0, as when an operand is visited: the memo then
+   * finds an output that a later output reads */
   int8_t dm[LT_MAX_DIMS];
   int64_t s = 1;
   for (int d = n->ndim - 1; d >= 0; d--) {
     k->S[d] = n->shape[d];
-    dm[d] = (int8_t)d;
+    dm[d] = n->shape[d] == 1 ? -1 : (int8_t)d;
     k->out_gs[d] = s;
     s *= n->shape[d];
   }
-  visit(k, root, dm); /* pass 1: the leaves */
+  for (int i = 0; i < nroots && !k->err; i++) { /* pass 1: the leaves */
+    k->cur = (int8_t)i;
+    visit(k, roots[i], dm);
+  }
   if (k->err) goto done;
   collapse(k, k->G);
   if (k->nd == 0) { /* one element */
@@ -364,13 +426,13 @@ int cg_elem(const cg_ctx *c, int root, bool copy, const cpu_view *out, int fn_in
       k->out_gs[0] = 0;
     }
   }
+  hoist_scalars(k, outs, nroots);
   pass_reset(k);
   k->emit = true;
   int id;
   if (k->nd == 1) { /* flat: [lo, hi) are elements */
     k->var[0] = loop_begin(k, (irv){"%lo"}, (irv){"%hi"}, &id);
-    irv v = visit(k, root, dm);
-    store_out(k, out, out_index(k), v);
+    store_members(k, roots, nroots, outs, dm);
     loop_end(k, k->var[0], id);
     info->extent = k->D[0];
     info->unit_cost = 1;
@@ -381,8 +443,7 @@ int cg_elem(const cg_ctx *c, int root, bool copy, const cpu_view *out, int fn_in
     int id2;
     k->var[k->nd - 1] = loop_begin(k, ir_int(0), ir_int(k->D[k->nd - 1]), &id2);
     irv j = k->var[k->nd - 1];
-    irv v = visit(k, root, dm);
-    store_out(k, out, out_index(k), v);
+    store_members(k, roots, nroots, outs, dm);
     loop_end(k, j, id2);
     loop_end(k, o, id);
     info->extent = 1;
@@ -390,8 +451,8 @@ int cg_elem(const cg_ctx *c, int root, bool copy, const cpu_view *out, int fn_in
     info->unit_cost = k->D[k->nd - 1];
   }
   if (k->err) goto done;
-  fill_info(k, out, info);
-  finish_function(k, fn_index, out);
+  fill_info(k, outs, nroots, info);
+  finish_function(k, fn_index, outs, nroots);
   if (c->ir->oom) k->err = LT_ENOMEM;
 done:
   rc = k->err ? k->err : (k->body.oom || k->allocas.oom ? LT_ENOMEM : LT_OK);
@@ -491,7 +552,7 @@ static void body_softmax_out(kgen *k, void *ud) {
 
 int cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, cg_info *info) {
   kgen kk, *k = &kk;
-  int rc = kgen_init(k, c, -1);
+  int rc = kgen_init(k, c, NULL, 0);
   if (rc != LT_OK) return rc;
   const lt_node *n = c->g->nodes[node];
   const lt_node *x = n->operands[0].node;
@@ -533,6 +594,7 @@ int cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, cg_i
   visit(k, x->order, dm); /* pass 1 */
   if (k->err) goto done;
   collapse(k, nkept);
+  hoist_scalars(k, out, 1);
   int64_t inner = 1, outer = 1;
   for (int c2 = 0; c2 < k->nd; c2++) {
     if (c2 < k->nk)
@@ -598,8 +660,8 @@ int cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, cg_i
   info->extent = outer;
   info->unit_cost = inner ? inner : 1;
   if (k->err) goto done;
-  fill_info(k, out, info);
-  finish_function(k, fn_index, out);
+  fill_info(k, out, 1, info);
+  finish_function(k, fn_index, out, 1);
 done:
   rc = k->err ? k->err : (k->body.oom || k->allocas.oom || c->ir->oom ? LT_ENOMEM : LT_OK);
   kgen_free(k);

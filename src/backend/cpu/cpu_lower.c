@@ -8,6 +8,11 @@
  * matmul, ops run by ref), or when a user broadcasts it to more elements
  * (storing the small value beats recomputing it per element).
  *
+ * Groups: a stored elementwise node whose every reader (through fused
+ * expressions of its shape) is a stored elementwise node of one kernel joins
+ * that kernel, which then stores several values per element in one loop (an
+ * optimizer's new state and parameter: one pass, each input read once).
+ *
  * Donors: lowering runs once, pairs donors with roots where the update is
  * safe in place (the root's kernel is a loop that reads the parameter only at
  * the element it writes, and no later kernel reads it), then runs again with
@@ -26,6 +31,9 @@ typedef struct lw {
   uint8_t *kind;
   cpu_view *view;
   bool *mat;
+  int *group;    /* per stored elementwise node: the node whose kernel stores it, else -1 */
+  int *gnext;    /* per group member: the next member in node order, or -1 */
+  int *ghead;    /* per group leader: its first member */
   int *own_slot; /* per node: the slot its kernel wrote, or -1 */
   int nk, capk;
   cpu_kernel *k;
@@ -80,6 +88,8 @@ static cpu_kernel *add_kernel(lw *w, cpu_kind kind, int out_slot) {
   memset(&w->info[w->nk], 0, sizeof w->info[w->nk]);
   k->kind = kind;
   k->out_slot = out_slot;
+  w->info[w->nk].nouts = 1;
+  w->info[w->nk].outs[0] = out_slot;
   w->nk++;
   return k;
 }
@@ -90,8 +100,9 @@ static void add_read(lw *w, int slot) {
     in->reads_full = true;
     return;
   }
-  in->reads[in->nreads].slot = slot;
-  in->reads[in->nreads++].identity = false;
+  cg_read *rd = &in->reads[in->nreads++];
+  memset(rd, 0, sizeof *rd);
+  rd->slot = slot;
 }
 
 /* A slot for node i's value: its root's output (or the donated parameter)
@@ -121,7 +132,26 @@ static int emit_loop(lw *w, int node, bool copy, int slot, const cpu_view *src_s
   cg_info *info = &w->info[w->nk - 1];
   bool red = !copy && cg_reduce_ok(n) && w->kind[node] != CG_VIEW;
   int rc = red ? cg_reduce(&w->cg, node, &out, k->fn_index, info)
-               : cg_elem(&w->cg, node, copy, &out, k->fn_index, info);
+               : cg_elem(&w->cg, &node, 1, copy, &out, k->fn_index, info);
+  k->extent = info->extent;
+  k->unit_cost = info->unit_cost;
+  return rc;
+}
+
+/* The kernel of group leader i: every member's value into its slot. */
+static int emit_group(lw *w, int leader) {
+  int nodes[CG_MAX_OUTS], n = 0;
+  cpu_view outs[CG_MAX_OUTS];
+  for (int j = w->ghead[leader]; j >= 0 && n < CG_MAX_OUTS; j = w->gnext[j]) {
+    const lt_node *m = w->g->nodes[j];
+    nodes[n] = j;
+    cpu_view_init(&outs[n++], w->own_slot[j], m->dtype, m->shape, m->ndim);
+  }
+  cpu_kernel *k = add_kernel(w, CK_LOOP, w->own_slot[leader]);
+  if (!k) return LT_ENOMEM;
+  k->fn_index = w->nfns++;
+  cg_info *info = &w->info[w->nk - 1];
+  int rc = cg_elem(&w->cg, nodes, n, false, outs, k->fn_index, info);
   k->extent = info->extent;
   k->unit_cost = info->unit_cost;
   return rc;
@@ -294,7 +324,13 @@ static int lower_node(lw *w, int i) {
     if (!w->mat[i]) return LT_OK;
     int slot = value_slot(w, i);
     if (slot < 0) return LT_ENOMEM;
-    int rc = emit_loop(w, i, false, slot, NULL);
+    int rc = LT_OK;
+    /* a member before its leader: stored by the leader's kernel, which comes
+     * before any other reader */
+    if (w->group[i] < 0) /* a constant */
+      rc = emit_loop(w, i, false, slot, NULL);
+    else if (w->group[i] == i)
+      rc = emit_group(w, i);
     cpu_view_init(&w->view[i], slot, n->dtype, n->shape, n->ndim);
     w->kind[i] = CG_VIEW;
     return rc;
@@ -362,6 +398,53 @@ static void mark_materialized(lw *w) {
   lt__free(users, (size_t)g->nnodes * sizeof *users);
   lt__free(red_user, (size_t)g->nnodes * sizeof *red_user);
   lt__free(cost, (size_t)g->nnodes * sizeof *cost);
+}
+
+/* Groups (see the file comment). Nodes are taken in decreasing order, so
+ * every user of a node is placed before the node: rd[i] is the group that
+ * reads node i's value (-1: no reader yet, -2: several, or a reader that is
+ * not in a group of i's shape). A fused expression passes on the group of its
+ * own readers. */
+static int plan_groups(lw *w) {
+  const lt_graph *g = w->g;
+  int n = g->nnodes;
+  int *rd = lt__malloc((size_t)n * sizeof *rd + 1),
+      *size = lt__calloc((size_t)n * sizeof *size + 1);
+  if (!rd || !size) {
+    lt__free(rd, (size_t)n * sizeof *rd + 1);
+    lt__free(size, (size_t)n * sizeof *size + 1);
+    return LT_ENOMEM;
+  }
+  for (int i = 0; i < n; i++) rd[i] = -1;
+  for (int i = n - 1; i >= 0; i--) {
+    const lt_node *u = g->nodes[i];
+    int through = -2; /* what u passes on to its operands */
+    w->group[i] = w->gnext[i] = w->ghead[i] = -1;
+    if (fusible(u) && u->op != LT_OP_CONST) {
+      if (w->mat[i]) {
+        int l = rd[i] >= 0 && size[rd[i]] < CG_MAX_OUTS ? rd[i] : i;
+        w->group[i] = l;
+        size[l]++;
+        w->gnext[i] = l == i ? -1 : w->ghead[l];
+        w->ghead[l] = i;
+        through = l;
+      } else {
+        through = rd[i];
+      }
+    }
+    for (int j = 0; j < u->noperands; j++) {
+      const lt_node *y = u->operands[j].node;
+      int t = through;
+      if (y->ndim != u->ndim || memcmp(y->shape, u->shape, (size_t)u->ndim * sizeof *u->shape))
+        t = -2;
+      int *r = &rd[y->order];
+      if (t == -1) continue;
+      *r = *r == -1 || *r == t ? t : -2;
+    }
+  }
+  lt__free(rd, (size_t)n * sizeof *rd + 1);
+  lt__free(size, (size_t)n * sizeof *size + 1);
+  return LT_OK;
 }
 
 static int lower_roots(lw *w) {
@@ -432,25 +515,42 @@ static int lower_once(lw *w) {
 }
 
 /* Whether root r may be written over parameter p (see the file comment). */
-static bool in_place_safe(const lw *w, int r, int p) {
-  int slot = w->e->root_slot[r], kr = -1;
+/* Whether root r may be written over parameter p (see the file comment): 0
+ * no, 1 yes, 2 yes and r is computed from p (an update of p). In a kernel of
+ * several outputs, p's value must be loaded by r's output (member mr) or an
+ * earlier one of the same element, before mr stores it. */
+static int in_place_safe(const lw *w, int r, int p) {
+  int slot = w->e->root_slot[r], kr = -1, mr = -1;
   for (int j = 0; j < w->nk; j++)
-    if (w->k[j].out_slot == slot) kr = j;
-  if (kr < 0 || w->k[kr].kind != CK_LOOP) return false;
+    for (int o = 0; o < w->info[j].nouts; o++)
+      if (w->info[j].outs[o] == slot) {
+        kr = j;
+        mr = o;
+      }
+  if (kr < 0 || w->k[kr].kind != CK_LOOP) return 0;
+  int dt = w->g->nodes[w->g->roots[r]]->dtype, safe = 1;
   for (int j = kr; j < w->nk; j++) {
     const cg_info *in = &w->info[j];
-    if (in->reads_full) return false;
-    for (int q = 0; q < in->nreads; q++)
-      if (in->reads[q].slot == p && (j > kr || !in->reads[q].identity)) return false;
+    if (in->reads_full) return 0;
+    for (int q = 0; q < in->nreads; q++) {
+      const cg_read *rd = &in->reads[q];
+      if (rd->slot != p) continue;
+      if (j > kr || !rd->identity || rd->dtype != dt || rd->member > mr) return 0;
+      if (rd->member == mr) safe = 2;
+    }
   }
-  return true;
+  return safe;
 }
 
+/* Donors go first to roots that update them, then to any root that fits. */
 static void pair_donors(const lw *w, int *alias) {
   const lt_graph *g = w->g;
   for (int r = 0; r < g->nroots; r++) alias[r] = -1;
-  for (int k = 0; k < g->ndonors; k++) {
-    int p = g->donors[k], d = -1;
+  for (int k = 0; k < 2 * g->ndonors; k++) {
+    int p = g->donors[k % g->ndonors], d = -1, need = k < g->ndonors ? 2 : 1;
+    bool paired = false;
+    for (int r = 0; r < g->nroots; r++) paired |= alias[r] == p;
+    if (paired) continue;
     for (int i = 0; i < g->nnodes && d < 0; i++)
       if (g->nodes[i]->op == LT_OP_DATA && g->param_of[i] == p) d = i;
     if (d < 0) continue;
@@ -462,7 +562,7 @@ static void pair_donors(const lw *w, int *alias) {
       if (alias[r] >= 0 || taken || rn->dtype != dn->dtype || rn->ndim != dn->ndim ||
           memcmp(rn->shape, dn->shape, (size_t)rn->ndim * sizeof(int64_t)) != 0)
         continue;
-      if (!in_place_safe(w, r, p)) continue;
+      if (in_place_safe(w, r, p) < need) continue;
       alias[r] = p;
       break;
     }
@@ -475,10 +575,12 @@ static void plan_buffers(lw *w) {
   lt_executable *e = w->e;
   int first_temp = e->nparams + e->nroots;
   for (int j = 0; j < w->nk; j++) {
-    cpu_slot *s = &w->slots[w->k[j].out_slot];
-    if (s->first < 0) s->first = j;
-    if (s->last < j) s->last = j;
     const cg_info *in = &w->info[j];
+    for (int o = 0; o < in->nouts; o++) {
+      cpu_slot *s = &w->slots[in->outs[o]];
+      if (s->first < 0) s->first = j;
+      if (s->last < j) s->last = j;
+    }
     for (int q = 0; q < in->nreads; q++) {
       cpu_slot *r = &w->slots[in->reads[q].slot];
       if (r->last < j) r->last = j;
@@ -520,12 +622,17 @@ int cpu_lower(const lt_graph *g, lt_executable *e, cpu_sb *ir, int *nfns) {
   w.view = lt__calloc((size_t)n * sizeof *w.view);
   w.mat = lt__calloc((size_t)n * sizeof *w.mat);
   w.own_slot = lt__malloc((size_t)n * sizeof *w.own_slot);
+  w.group = lt__malloc((size_t)n * sizeof *w.group);
+  w.gnext = lt__malloc((size_t)n * sizeof *w.gnext);
+  w.ghead = lt__malloc((size_t)n * sizeof *w.ghead);
   int *alias = lt__malloc((size_t)g->nroots * sizeof *alias + 1);
-  if (!w.kind || !w.view || !w.mat || !w.own_slot || !alias) goto out;
+  if (!w.kind || !w.view || !w.mat || !w.own_slot || !w.group || !w.gnext || !w.ghead || !alias)
+    goto out;
   for (int r = 0; r < g->nroots; r++) alias[r] = -1;
   w.alias = alias;
   w.cg = (cg_ctx){g, w.kind, w.view, ir, e->uid};
   mark_materialized(&w);
+  if ((rc = plan_groups(&w)) != LT_OK) goto out;
   size_t mark = ir->len;
   if ((rc = lower_once(&w)) != LT_OK) goto out;
   if (g->ndonors) {
@@ -543,8 +650,8 @@ int cpu_lower(const lt_graph *g, lt_executable *e, cpu_sb *ir, int *nfns) {
   plan_buffers(&w);
   if (getenv("LT_CPU_DEBUG")) {
     for (int j = 0; j < w.nk; j++)
-      fprintf(stderr, "kernel %d kind %d out %d extent %lld reads %d\n", j, w.k[j].kind,
-              w.k[j].out_slot, (long long)w.k[j].extent, w.info[j].nreads);
+      fprintf(stderr, "kernel %d kind %d out %d (of %d) extent %lld reads %d\n", j, w.k[j].kind,
+              w.k[j].out_slot, w.info[j].nouts, (long long)w.k[j].extent, w.info[j].nreads);
     for (int s = 0; s < w.nslots; s++)
       fprintf(stderr, "slot %d bytes %zu off %zu life %d..%d\n", s, w.slots[s].nbytes,
               w.slots[s].offset, w.slots[s].first, w.slots[s].last);
@@ -569,6 +676,9 @@ out:
   lt__free(w.view, (size_t)n * sizeof *w.view);
   lt__free(w.mat, (size_t)n * sizeof *w.mat);
   lt__free(w.own_slot, (size_t)n * sizeof *w.own_slot);
+  lt__free(w.group, (size_t)n * sizeof *w.group);
+  lt__free(w.gnext, (size_t)n * sizeof *w.gnext);
+  lt__free(w.ghead, (size_t)n * sizeof *w.ghead);
   lt__free(alias, (size_t)g->nroots * sizeof *alias + 1);
   return rc;
 }
