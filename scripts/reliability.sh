@@ -23,7 +23,7 @@ trap 'rm -rf "$tmp"' EXIT
 echo "== reliability: libFuzzer targets (clang, ASan+UBSan), ${fuzz_seconds}s each"
 cmake -S . -B "$fuzz_build" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
   -DLT_SANITIZE=address,undefined -DLT_BUILD_FUZZERS=ON -DLT_BUILD_TESTS=OFF \
-  -DLT_BUILD_BENCH=OFF >/dev/null
+  -DLT_BUILD_BENCH=OFF -DLT_LLVM_STATIC=OFF >/dev/null
 cmake --build "$fuzz_build" -j "$jobs" --target fuzz_ops fuzz_cache_entry fuzz_idx >/dev/null
 for t in fuzz_ops fuzz_cache_entry fuzz_idx; do
   mkdir -p "$tmp/$t"

@@ -12,18 +12,18 @@ echo "== format (clang-format, .clang-format)"
 git ls-files '*.c' '*.h' | xargs clang-format --dry-run -Werror
 
 echo "== clang build (-Wall -Wextra -Werror)"
-cmake -S . -B build-clang -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake -S . -B build-clang -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DLT_LLVM_STATIC=OFF >/dev/null
 cmake --build build-clang -j "$jobs"
 
 echo "== ASan + UBSan"
 cmake -S . -B build-asan -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Debug \
-  -DLT_SANITIZE=address,undefined -DLT_BUILD_BENCH=OFF >/dev/null
+  -DLT_SANITIZE=address,undefined -DLT_BUILD_BENCH=OFF -DLT_LLVM_STATIC=OFF >/dev/null
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 ctest --test-dir build-asan -j "$jobs" --output-on-failure
 
 echo "== TSan: the executor, async and threading tests"
 cmake -S . -B build-tsan -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
-  -DLT_SANITIZE=thread -DLT_BUILD_BENCH=OFF >/dev/null
+  -DLT_SANITIZE=thread -DLT_BUILD_BENCH=OFF -DLT_LLVM_STATIC=OFF >/dev/null
 cmake --build build-tsan -j "$jobs"
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan -j "$jobs" --output-on-failure \
   -R 'test_(step|executor|random|threads|faults)'

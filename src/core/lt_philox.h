@@ -7,8 +7,11 @@
  * backends can be compared against ref):
  *  - key     = the op's 64-bit seed: {low 32 bits, high 32 bits};
  *  - counter = {low 32 bits of k, high 32 bits of k, 0, 0} for element k:
- *    one block per element (simple to vectorise, no cross-lane state);
- *  - uniform f32: the top 24 bits of word 0, times 2^-24: [0, 1);
+ *    one block per element (simple to vectorise, no cross-lane state),
+ *    except uniform f32, which takes all four words of block j for its
+ *    elements 4j .. 4j+3 (a model's initialisation draws millions of these);
+ *  - uniform f32: element k is the top 24 bits of word k % 4 of block k / 4,
+ *    times 2^-24: [0, 1);
  *  - uniform f64: the top 53 bits of (word 0 << 32 | word 1), times 2^-53;
  *  - normal:   Box-Muller in double from u1 = f64 uniform of words 0-1 and
  *    u2 = f64 uniform of words 2-3: sqrt(-2 log(1 - u1)) cos(2 pi u2)
@@ -70,7 +73,7 @@ static inline double lt_philox_u53(uint32_t hi, uint32_t lo) {
 
 /* Element k of a uniform [0, 1) tensor. */
 static inline float lt_philox_uniform_f32(uint64_t seed, uint64_t k) {
-  return lt_philox_u24(lt_philox_at(seed, k).w[0]);
+  return lt_philox_u24(lt_philox_at(seed, k >> 2).w[k & 3]);
 }
 static inline double lt_philox_uniform_f64(uint64_t seed, uint64_t k) {
   lt_philox_block b = lt_philox_at(seed, k);
