@@ -107,6 +107,9 @@ struct lt_backend {
   int (*data_alloc)(lt_buffer *b);
   void (*data_free)(lt_buffer *b);
   int (*to_device)(lt_buffer *dst, const void *src, size_t nbytes);
+  /* true: data_alloc's storage is host memory from lt__malloc(nbytes), so an
+   * upload adopts the host copy of lt_from_data instead of copying it again. */
+  bool host_storage;
   int (*from_device)(const lt_buffer *src, void *dst, size_t nbytes);
   /* The graph's nodes stay owned by the caller; the executable must not keep
    * pointers to them (nor to any device data). */

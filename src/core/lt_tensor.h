@@ -35,6 +35,10 @@ lt_tensor *lt__tensor_from_buffer(lt_device dev, struct lt_buffer *buf); /* take
 /* A tensor holding host data (takes ownership of host, nbytes long). */
 lt_tensor *lt__tensor_from_host(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim,
                                 void *host, size_t nbytes);
+/* Zero-filled device data (not an IR constant: a graph that reads it equals
+ * one reading any other data), from lt__calloc: large ones cost no copy and
+ * no page until written. */
+lt_tensor *lt__zeros_data(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim);
 
 /* The IR value of t for use as an operand: its pending node, or a data leaf
  * over its buffer (host data is uploaded first). Borrowed: the tensor keeps it.

@@ -50,6 +50,16 @@ lt_tensor *lt_from_data(lt_device dev, lt_dtype dt, const int64_t *shape, int nd
   return t;
 }
 
+lt_tensor *lt__zeros_data(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim) {
+  if (check_create("lt__zeros_data", dev, dt, shape, ndim) != LT_OK) return NULL;
+  size_t nbytes = (size_t)lt__numel(shape, ndim) * lt_dtype_size(dt);
+  void *z = lt__calloc(nbytes);
+  if (!z) return NULL;
+  lt_tensor *t = lt__tensor_from_host(dev, dt, shape, ndim, z, nbytes);
+  if (!t) lt__free(z, nbytes);
+  return t;
+}
+
 lt_tensor *lt_full(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim, double value) {
   if (check_create("lt_full", dev, dt, shape, ndim) != LT_OK) return NULL;
   /* A full tensor is a scalar broadcast: the graph stays the same whatever the

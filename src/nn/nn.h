@@ -5,6 +5,7 @@
 #include "lazytensor.h"
 #include "lt_alloc.h"
 #include "lt_error.h"
+#include "lt_tensor.h"
 
 /* Tensors made inside an nn_own_begin()/nn_own_end() pair and passed to
  * nn_keep() belong to the caller (one reference), whether or not a user scope

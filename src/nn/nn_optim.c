@@ -59,12 +59,7 @@ static int check_config(const lt_nn_optim_config *c) {
 /* A zero-filled host tensor shaped like p: device data at the next barrier,
  * so that the first step's graph equals every later one. */
 static lt_tensor *zeros_like_data(lt_tensor *p) {
-  size_t bytes = (size_t)lt_numel(p) * lt_dtype_size(lt_get_dtype(p));
-  void *z = lt__calloc(bytes);
-  if (!z) return NULL;
-  lt_tensor *t = lt_from_data(lt_get_device(p), lt_get_dtype(p), lt_shape(p), lt_ndim(p), z);
-  lt__free(z, bytes);
-  return t;
+  return lt__zeros_data(lt_get_device(p), lt_get_dtype(p), lt_shape(p), lt_ndim(p));
 }
 
 void lt_nn_optim_free(lt_nn_optim *o) {

@@ -195,6 +195,7 @@ const lt_backend lt__cpu_backend = {
     .data_alloc = cpu_data_alloc,
     .data_free = cpu_data_free,
     .to_device = cpu_to_device,
+    .host_storage = true,
     .from_device = cpu_from_device,
     .compile = cpu_compile,
     .execute = cpu_execute,

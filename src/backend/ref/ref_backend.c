@@ -498,6 +498,7 @@ const lt_backend lt__ref_backend = {
     .data_alloc = ref_data_alloc,
     .data_free = ref_data_free,
     .to_device = ref_to_device,
+    .host_storage = true,
     .from_device = ref_from_device,
     .compile = ref_compile,
     .execute = ref_execute,
