@@ -4,7 +4,9 @@
  * updates in one pass). Checked here: Adam over two parameters gives ref's
  * values and writes every parameter and state in place, and updates in place
  * stay correct when one output of a kernel reads a parameter that another
- * output of the same kernel overwrites. */
+ * output of the same kernel overwrites. Also the reductions whose outputs are
+ * contiguous in the operand (column sums: rows outside, a block of outputs
+ * inside) against ref. */
 #include "test_util.h"
 
 #include "../src/backend/cpu/cpu_api.h"
@@ -238,11 +240,77 @@ static void test_chain_and_broadcast(void **state) {
   lt_release(r);
 }
 
+/* ---- column sums ------------------------------------------------------------------------ */
+
+typedef struct colcase {
+  int64_t shape[3];
+  int ndim;
+  int axes[2], naxes;
+  int op; /* 0 sum, 1 mean, 2 prod */
+  bool keepdim, f64, fused;
+} colcase;
+
+/* c's reduction (of x * 0.5 + y with y broadcast along dim 0 when fused) on be. */
+static double *col_run(const lt_backend *be, const colcase *c, int64_t *n) {
+  lt__backend_force(be);
+  lt_scope_begin();
+  lt_tensor *x = input(30, c->shape, c->ndim);
+  if (c->f64) x = lt_cast(x, LT_F64);
+  if (c->fused) {
+    int64_t ys[3];
+    memcpy(ys, c->shape, sizeof ys);
+    ys[0] = 1;
+    lt_tensor *y = input(31, ys, c->ndim);
+    if (c->f64) y = lt_cast(y, LT_F64);
+    x = lt_add(lt_mul(x, lt_scalar(CPU0, c->f64 ? LT_F64 : LT_F32, 0.5)), y);
+  }
+  if (c->op == 2) /* products of values near 1 */
+    x = lt_add(lt_mul(x, lt_scalar(CPU0, c->f64 ? LT_F64 : LT_F32, 0.01)),
+               lt_scalar(CPU0, c->f64 ? LT_F64 : LT_F32, 1));
+  lt_tensor *r = c->op == 0   ? lt_sum(x, c->axes, c->naxes, c->keepdim)
+                 : c->op == 1 ? lt_mean(x, c->axes, c->naxes, c->keepdim)
+                              : lt_prod(x, c->axes, c->naxes, c->keepdim);
+  assert_non_null(r);
+  *n = lt_numel(r);
+  double *v = malloc((size_t)*n * sizeof *v + 8);
+  tu_read(r, v, *n);
+  lt_scope_end();
+  lt_wait_device_ops(CPU0);
+  lt__backend_force(NULL);
+  return v;
+}
+
+static void test_column_sums(void **state) {
+  (void)state;
+  static const colcase cases[] = {
+      {{128, 512}, 2, {0}, 1, 0, false, false, false},     /* a bias gradient */
+      {{128, 512}, 2, {0}, 1, 0, true, false, true},       /* fused, keepdim */
+      {{5, 40, 33}, 3, {0}, 1, 1, false, false, false},    /* mean, outputs 40 x 33 */
+      {{6, 20, 50}, 3, {1}, 1, 0, false, false, true},     /* kept dims on both sides */
+      {{7, 3, 70}, 3, {0, 1}, 2, 0, false, true, false},   /* f64, two reduced dims */
+      {{9, 4, 100}, 3, {0, 1}, 2, 2, false, false, false}, /* product */
+      {{3, 1000}, 2, {0}, 1, 1, false, true, true},        /* many blocks, f64 mean */
+      {{128, 10}, 2, {0}, 1, 0, false, false, false},      /* narrow: one output per loop */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    int64_t nc, nr;
+    double *got = col_run(&lt__cpu_backend, &cases[i], &nc);
+    double *want = col_run(&lt__ref_backend, &cases[i], &nr);
+    assert_int_equal(nc, nr);
+    double tol = cases[i].f64 ? 1e-12 : 1e-6;
+    for (int64_t j = 0; j < nc; j++)
+      if (!(fabs(got[j] - want[j]) <= tol * (1 + fabs(want[j]))))
+        fail_msg("case %zu element %lld: cpu %.17g, ref %.17g", i, (long long)j, got[j], want[j]);
+    free(got);
+    free(want);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       FTEST(test_adam_two_params),      FTEST(test_reader_after_writer),
       FTEST(test_reader_before_writer), FTEST(test_no_store_before_load),
-      FTEST(test_chain_and_broadcast),
+      FTEST(test_chain_and_broadcast),  FTEST(test_column_sums),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -244,11 +244,13 @@ static irv loop_begin(kgen *k, irv lo, irv hi, int *id) {
   return v;
 }
 
-static void loop_end(kgen *k, irv var, int id) {
-  irv n = OP("add i64 %s, 1", var.s);
+static void loop_end_by(kgen *k, irv var, irv step, int id) {
+  irv n = OP("add i64 %s, %s", var.s, step.s);
   cpu_sb_printf(&k->body, "  store i64 %s, ptr %%i%d\n  br label %%L%d.c\nL%d.e:\n", n.s, id, id,
                 id);
 }
+
+static void loop_end(kgen *k, irv var, int id) { loop_end_by(k, var, ir_int(1), id); }
 
 /* Unravels outer index o over the kept collapsed dims into k->var[0..nk). */
 static void unravel_outer(kgen *k, irv o) {
@@ -470,6 +472,9 @@ typedef struct rstate {
   irv shift; /* max pass result (logsumexp / softmax) */
   irv inv;   /* softmax: 1 / sum; log_softmax: log(sum), in dx */
   const cpu_view *out;
+  /* a block of outputs (see sum_blocked) */
+  int blk;       /* its accumulators: alloca %b<blk> */
+  irv base, len; /* its first index along the last kept dim, its length */
 } rstate;
 
 static irv operand_value(kgen *k, rstate *r) {
@@ -497,6 +502,71 @@ static void body_sum(kgen *k, void *ud) { /* float sums in double */
 
 /* Sums exp(x - shift) in the operand's float type (reassociated: partial sums
  * per vector lane); softmax also stores each exp for the scaling pass. */
+/* The accumulators of a block of outputs += the operand at one reduced
+ * index: an inner loop over contiguous outputs (vectorizable). */
+static void body_sum_block(kgen *k, void *ud) {
+  rstate *r = ud;
+  int id, c = k->nk - 1;
+  irv t = loop_begin(k, ir_int(0), r->len, &id);
+  k->var[c] = OP("add i64 %s, %s", r->base.s, t.s);
+  irv v = ops_conv(&k->ir, operand_value(k, r), r->dx, LT_F64);
+  irv p = OP("getelementptr inbounds double, ptr %%b%d, i64 %s", r->blk, t.s);
+  irv s = OP("load double, ptr %s", p.s);
+  irv n = OP("%s double %s, %s", r->op == LT_OP_PROD ? "fmul" : "fadd", s.s, v.s);
+  cpu_sb_printf(&k->body, "  store double %s, ptr %s\n", n.s, p.s);
+  loop_end(k, t, id);
+}
+
+/* Whether a float sum / mean / product walks the operand better with the
+ * reduced dims outside a block of outputs: the operand is contiguous along
+ * the last kept dim (of a vector's length at least) and not along the last
+ * reduced one (column sums). */
+static bool sum_blocked_ok(const kgen *k) {
+  if (k->nk < 1 || k->nd <= k->nk || k->D[k->nk - 1] < 16) return false;
+  int kc = k->glast[k->nk - 1], rc = k->glast[k->nd - 1];
+  if (k->out_gs[kc] != 1) return false;
+  bool gain = false;
+  for (int l = 0; l < k->nleaves; l++) {
+    const leaf *lf = &k->leaves[l];
+    if (lf->gs[kc] != 0 && lf->gs[kc] != 1) return false;
+    if (lf->gs[kc] == 1 && lf->gs[rc] != 1) gain = true;
+  }
+  return gain;
+}
+
+/* The function's outputs [lo, hi) in blocks of at most kBlock along the last
+ * kept dim: per block, double accumulators (each output summed in the order
+ * of the reduced indices, as the one-output loop does), then the stores. */
+static void sum_blocked(kgen *k, rstate *r, int64_t inner) {
+  enum { kBlock = 64 };
+  int c = k->nk - 1;
+  r->blk = k->nloops++;
+  cpu_sb_printf(&k->allocas, "  %%b%d = alloca [%d x double], align 64\n", r->blk, kBlock);
+  int id, it;
+  irv o = loop_begin(k, (irv){"%lo"}, (irv){"%hi"}, &id);
+  unravel_outer(k, o);
+  irv base = k->var[c];
+  irv rem = OP("sub i64 %lld, %s", (long long)k->D[c], base.s);
+  irv left = OP("sub i64 %%hi, %s", o.s);
+  irv n1 = OP("call i64 @llvm.smin.i64(i64 %s, i64 %s)", rem.s, left.s);
+  r->len = OP("call i64 @llvm.smin.i64(i64 %s, i64 %d)", n1.s, kBlock);
+  r->base = base;
+  irv init = ir_f64(r->op == LT_OP_PROD ? 1.0 : 0.0);
+  irv t = loop_begin(k, ir_int(0), r->len, &it);
+  irv p = OP("getelementptr inbounds double, ptr %%b%d, i64 %s", r->blk, t.s);
+  cpu_sb_printf(&k->body, "  store double %s, ptr %s\n", init.s, p.s);
+  loop_end(k, t, it);
+  reduced_loops(k, k->nk, body_sum_block, r);
+  t = loop_begin(k, ir_int(0), r->len, &it);
+  k->var[c] = OP("add i64 %s, %s", base.s, t.s);
+  p = OP("getelementptr inbounds double, ptr %%b%d, i64 %s", r->blk, t.s);
+  irv v = OP("load double, ptr %s", p.s);
+  if (r->op == LT_OP_MEAN) v = OP("fdiv double %s, %s", v.s, ir_f64((double)inner).s);
+  store_out(k, r->out, out_index(k), ops_conv(&k->ir, v, LT_F64, r->dn));
+  loop_end(k, t, it);
+  loop_end_by(k, o, r->len, id);
+}
+
 static void body_expsum(kgen *k, void *ud) {
   rstate *r = ud;
   irv v = operand_value(k, r);
@@ -603,11 +673,15 @@ int cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, cg_i
       inner *= k->D[c2];
   }
   k->emit = true;
+  bool fl = ops_is_float(r.dn);
+  if (fl && (r.op == LT_OP_SUM || r.op == LT_OP_MEAN || r.op == LT_OP_PROD) && sum_blocked_ok(k)) {
+    sum_blocked(k, &r, inner);
+    goto tail;
+  }
   int id;
   irv o = loop_begin(k, (irv){"%lo"}, (irv){"%hi"}, &id);
   unravel_outer(k, o);
   const char *t = ops_type(r.dx);
-  bool fl = ops_is_float(r.dn);
   if (!fl) {
     int64_t init = r.op == LT_OP_SUM    ? 0
                    : r.op == LT_OP_PROD ? 1
@@ -657,6 +731,7 @@ int cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, cg_i
     }
   }
   loop_end(k, o, id);
+tail:
   info->extent = outer;
   info->unit_cost = inner ? inner : 1;
   if (k->err) goto done;
