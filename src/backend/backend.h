@@ -120,6 +120,10 @@ struct lt_backend {
   int (*execute)(lt_executable *exe, lt_buffer *const *args, int nargs, lt_buffer *const *outs,
                  int nouts);
   void (*executable_free)(lt_executable *exe);
+  /* Optional: starts slow one-time set-up (JIT, threads) in the background
+   * when the first device context is made, so that it overlaps the program's
+   * first tracing instead of delaying its first sync. */
+  void (*prepare)(void);
   /* Optional (NULL when unsupported): bytes for the persistent cache. */
   int (*serialize)(const lt_executable *exe, void **bytes, size_t *nbytes);
   int (*deserialize)(const void *bytes, size_t nbytes, lt_executable **out);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <strings.h>
 
+#include "../backend/backend.h"
 #include "lt_device.h"
 #include "lt_alloc.h"
 #include "lt_error.h"
@@ -20,6 +21,8 @@ static void init_contexts(void) {
     pthread_mutex_init(&g_ctx[i].lock, NULL);
     pthread_cond_init(&g_ctx[i].cond, NULL);
   }
+  const lt_backend *be = lt__backend_for(g_ctx[0].dev);
+  if (be && be->prepare) be->prepare();
 }
 
 lt_device lt_cpu(int index) {

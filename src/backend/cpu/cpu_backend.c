@@ -2,7 +2,9 @@
  * freely between the two), an environment hash over everything that changes
  * generated code, compile = lower + JIT, execute = run the kernels. */
 #include <llvm-c/Core.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
@@ -189,7 +191,30 @@ static int cpu_execute(lt_executable *e, lt_buffer *const *args, int nargs, lt_b
   return cpu_run(e, args, outs);
 }
 
+/* The JIT (LLVM's target set-up, ORC) and the thread pool take a few ms to
+ * start; a thread of their own starts them while the program traces its
+ * first graph. Whoever needs them first waits in pthread_once, so a thread
+ * that could not be made costs only the overlap. */
+static void *prepare_main(void *arg) {
+  (void)arg;
+  cpu_jit_host(NULL, NULL);
+  cpu_pool_threads();
+  return NULL;
+}
+
+static pthread_t g_prepare_thread;
+
+/* At exit, before LLVM's static destructors (registered earlier, so run
+ * later): a program that ends at once must not tear LLVM down under it. */
+static void join_prepare(void) { pthread_join(g_prepare_thread, NULL); }
+
+static void cpu_prepare(void) {
+  if (pthread_create(&g_prepare_thread, NULL, prepare_main, NULL) != 0) return;
+  if (atexit(join_prepare) != 0) pthread_detach(g_prepare_thread);
+}
+
 const lt_backend lt__cpu_backend = {
+    .prepare = cpu_prepare,
     .name = "cpu",
     .env_hash = cpu_env_hash,
     .data_alloc = cpu_data_alloc,
