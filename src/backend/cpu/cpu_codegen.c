@@ -29,6 +29,11 @@ typedef struct leaf {
   bool loaded;
   bool hoisted;  /* one element for the whole kernel: loaded once, at entry (val) */
   int8_t member; /* the output whose value first loads it */
+  /* A uniform draw (RNG_UNIFORM node rng_node, fused): no slot; gs are the
+   * strides of its element index k (row-major in its own shape) per loop
+   * dim, so that collapsing loop dims keeps k affine in the loop variables. */
+  bool rng;
+  int rng_node;
 } leaf;
 
 typedef struct memo {
@@ -79,7 +84,7 @@ bool cg_reduce_ok(const lt_node *n) {
 static int leaf_find(kgen *k, const cpu_view *v, const int64_t *gs) {
   for (int i = 0; i < k->nleaves; i++) {
     leaf *l = &k->leaves[i];
-    if (l->slot == v->slot && l->dtype == v->dtype && l->offset == v->offset &&
+    if (!l->rng && l->slot == v->slot && l->dtype == v->dtype && l->offset == v->offset &&
         memcmp(l->gs, gs, (size_t)k->G * sizeof *gs) == 0)
       return i;
   }
@@ -94,8 +99,26 @@ static int leaf_find(kgen *k, const cpu_view *v, const int64_t *gs) {
   return k->nleaves++;
 }
 
-static irv leaf_load(kgen *k, leaf *l) {
-  if (l->loaded || l->hoisted) return l->val;
+/* The access of RNG node `node` at gs (its element index per loop dim). */
+static int rng_leaf_find(kgen *k, int node, const int64_t *gs) {
+  for (int i = 0; i < k->nleaves; i++) {
+    leaf *l = &k->leaves[i];
+    if (l->rng && l->rng_node == node && memcmp(l->gs, gs, (size_t)k->G * sizeof *gs) == 0)
+      return i;
+  }
+  if (k->emit || k->nleaves == MAX_LEAVES) return -1;
+  leaf *l = &k->leaves[k->nleaves];
+  memset(l, 0, sizeof *l);
+  l->slot = -1;
+  l->rng = true;
+  l->rng_node = node;
+  memcpy(l->gs, gs, (size_t)k->G * sizeof *gs);
+  l->member = k->cur;
+  return k->nleaves++;
+}
+
+/* Flat index of leaf l at the current loop variables. */
+static irv leaf_index(kgen *k, const leaf *l) {
   irv idx = ir_int(l->offset);
   for (int c = 0; c < k->nd; c++) {
     int64_t s = l->gs[k->glast[c]];
@@ -103,6 +126,31 @@ static irv leaf_load(kgen *k, leaf *l) {
     irv t = OP("mul i64 %s, %lld", k->var[c].s, (long long)s);
     idx = OP("add i64 %s, %s", idx.s, t.s);
   }
+  return idx;
+}
+
+/* A fused uniform draw (RNG_UNIFORM node n, index `node`) at dm: element k
+ * of its own row-major shape, k from the loop variables like a contiguous
+ * leaf of that shape. */
+static irv rng_value(kgen *k, const lt_node *n, int node, const int8_t *dm, irv seed) {
+  irv none = {{0}};
+  int64_t gs[LT_MAX_DIMS] = {0}, s = 1;
+  for (int e = n->ndim - 1; e >= 0; e--) {
+    if (dm[e] >= 0) gs[dm[e]] += s;
+    s *= n->shape[e];
+  }
+  int li = rng_leaf_find(k, node, gs);
+  if (li < 0) {
+    k->err = lt__err(LT_ECOMPILE, "cpu: a kernel reads more than %d views", MAX_LEAVES);
+    return none;
+  }
+  if (!k->emit) return none;
+  return ops_uniform(&k->ir, seed, leaf_index(k, &k->leaves[li]), n->dtype);
+}
+
+static irv leaf_load(kgen *k, leaf *l) {
+  if (l->loaded || l->hoisted) return l->val;
+  irv idx = leaf_index(k, l);
   const char *t = ops_type(l->dtype);
   irv p = OP("getelementptr inbounds %s, ptr %%p%d, i64 %s", t, l->slot, idx.s);
   l->val = OP("load %s, ptr %s", t, p.s);
@@ -173,7 +221,11 @@ static irv visit(kgen *k, int node, const int8_t *dm) {
       dts[j] = y->dtype;
     }
     if (k->err) return none;
-    if (k->emit) v = ops_emit(&k->ir, n, args, dts);
+    if (n->op == LT_OP_RNG_UNIFORM)
+      v = rng_value(k, n, node, dm, args[0]);
+    else if (k->emit)
+      v = ops_emit(&k->ir, n, args, dts);
+    if (k->err) return none;
   }
   memo_add(k, node, dm, n->ndim, v);
   return v;
@@ -194,7 +246,7 @@ static void hoist_scalars(kgen *k, const cpu_view *outs, int nouts) {
     if (k->S[j] == 0) return;
   for (int i = 0; i < k->nleaves; i++) {
     leaf *l = &k->leaves[i];
-    bool zero = true, written = false;
+    bool zero = !l->rng, written = false;
     for (int j = 0; j < k->G; j++) zero &= l->gs[j] == 0;
     for (int o = 0; o < nouts; o++) written |= outs[o].slot == l->slot;
     if (!zero || written) continue;
@@ -322,6 +374,7 @@ static void finish_function(kgen *k, int fn_index, const cpu_view *outs, int nou
    * slot (an update in place) visibly share their base. */
   int done[MAX_LEAVES + CG_MAX_OUTS], ndone = 0;
   for (int l = -nouts; l < k->nleaves; l++) {
+    if (l >= 0 && k->leaves[l].rng) continue;
     int s = l < 0 ? outs[nouts + l].slot : k->leaves[l].slot;
     bool seen = false;
     for (int i = 0; i < ndone; i++) seen |= done[i] == s;
@@ -365,6 +418,7 @@ static void fill_info(kgen *k, const cpu_view *outs, int nouts, cg_info *info) {
   info->nouts = nouts;
   for (int o = 0; o < nouts; o++) info->outs[o] = outs[o].slot;
   for (int l = 0; l < k->nleaves; l++) {
+    if (k->leaves[l].rng) continue;
     if (info->nreads == (int)(sizeof info->reads / sizeof *info->reads)) {
       info->reads_full = true;
       break;

@@ -4,7 +4,12 @@
  * leaves are views of slots (parameters, temporaries, roots). Each node is
  * evaluated at the kernel's loop coordinates through a dim map (numpy
  * broadcasting: a size-1 dim reads index 0), so broadcasts, expands,
- * permutes and slices of leaves are folded into the leaves' strides. */
+ * permutes and slices of leaves are folded into the leaves' strides.
+ *
+ * RNG_UNIFORM is an elementwise node too: its value at the loop coordinates
+ * is a function of its seed (a scalar) and of its element's flat index in its
+ * own shape, which the loops walk as they walk a contiguous leaf of that
+ * shape (so merging loop dims keeps the index right). */
 #ifndef LT_CPU_CODEGEN_H
 #define LT_CPU_CODEGEN_H
 

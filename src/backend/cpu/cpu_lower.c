@@ -3,8 +3,9 @@
  * Each node gets a value: CG_VIEW (an affine view of a slot: parameters,
  * kernel outputs, and the shape ops RESHAPE of a contiguous view, PERMUTE,
  * EXPAND, SLICE, which cost nothing) or CG_EXPR (an elementwise node fused
- * into every kernel that reads it, never stored). An elementwise node is
- * stored only when it is a root, when a user cannot fuse it (shape ops,
+ * into every kernel that reads it, never stored; uniform draws are such
+ * nodes, computed per element from their seed and index). An elementwise
+ * node is stored only when it is a root, when a user cannot fuse it (shape ops,
  * matmul, ops run by ref), or when a user broadcasts it to more elements
  * (storing the small value beats recomputing it per element).
  *
@@ -23,6 +24,7 @@
 #include "../../core/lt_alloc.h"
 #include "../../core/lt_error.h"
 #include "cpu_codegen.h"
+#include "cpu_ops.h"
 
 typedef struct lw {
   const lt_graph *g;
@@ -611,6 +613,21 @@ static void plan_buffers(lw *w) {
   e->arena_bytes = arena;
 }
 
+/* Uniform draws are fused (cpu_codegen.c): their kernels call the module's
+ * uniform functions, defined here once per dtype. */
+static void add_uniform_defs(const lt_graph *g, cpu_sb *ir) {
+  bool f32 = false, f64 = false;
+  for (int i = 0; i < g->nnodes; i++) {
+    const lt_node *n = g->nodes[i];
+    if (n->op != LT_OP_RNG_UNIFORM || !fusible(n)) continue;
+    f32 |= n->dtype == LT_F32;
+    f64 |= n->dtype == LT_F64;
+  }
+  if (f32) ops_uniform_defs(ir, LT_F32);
+  if (f64) ops_uniform_defs(ir, LT_F64);
+  ops_uniform_used(ir, f32, f64);
+}
+
 int cpu_lower(const lt_graph *g, lt_executable *e, cpu_sb *ir, int *nfns) {
   lw w;
   memset(&w, 0, sizeof w);
@@ -647,6 +664,7 @@ int cpu_lower(const lt_graph *g, lt_executable *e, cpu_sb *ir, int *nfns) {
       if ((rc = lower_once(&w)) != LT_OK) goto out;
     }
   }
+  add_uniform_defs(g, ir);
   plan_buffers(&w);
   if (getenv("LT_CPU_DEBUG")) {
     for (int j = 0; j < w.nk; j++)

@@ -7,8 +7,14 @@
  * comparisons give the same bits as ref's double-then-round; exp, log, tanh,
  * sigmoid, erf, gelu use the polynomial code of cpu_irmath.c (about 1e-6
  * relative). rsqrt, log1p, sin, cos and pow go through double (pow, log1p,
- * sin, cos through libm, scalar). f64 transcendentals call libm. */
+ * sin, cos through libm, scalar). f64 transcendentals call libm.
+ * Uniform draws (RNG_UNIFORM) are Philox4x32-10 in integer IR, the bits of
+ * core/lt_philox.h, in functions of the module that kernels call (below). */
 #include "cpu_ops.h"
+
+#include <string.h>
+
+#include "../../core/lt_philox.h"
 
 #define OP(...) ir_op(ir, __VA_ARGS__)
 
@@ -236,6 +242,11 @@ static const char *icmp_pred(int op) {
 
 bool ops_supported(const lt_node *n) {
   if (n->op == LT_OP_CONST) return true;
+  if (n->op == LT_OP_RNG_UNIFORM) {
+    if (n->noperands != 1 || (n->dtype != LT_F32 && n->dtype != LT_F64)) return false;
+    const lt_node *s = n->operands[0].node;
+    return s->dtype == LT_I64 && lt__numel(s->shape, s->ndim) == 1;
+  }
   if (n->op < LT_OP_NEG || n->op > LT_OP_WHERE) return false;
   if (n->op == LT_OP_POW) {
     int da = n->operands[0].node->dtype, db = n->operands[1].node->dtype;
@@ -309,4 +320,177 @@ irv ops_emit(cpu_ir *ir, const lt_node *n, const irv *args, const int *dts) {
   }
   irv a = ops_conv(ir, args[0], da, LT_I64), b = ops_conv(ir, args[1], db, LT_I64);
   return ops_conv(ir, binary_int(ir, op, a, b), LT_I64, dn);
+}
+
+/* ---- uniform draws ----
+ * One scalar function per module and dtype, @lt_uniform_f32 / _f64 (seed,
+ * k), and vector variants of 8 and 16 lanes that the loop vectorizer calls
+ * in their place (vector-function-abi-variant, the seed uniform): a kernel's
+ * loop holds a call, so the Philox rounds are compiled once per module, not
+ * once per kernel (and per vector and remainder loop). */
+
+/* Types and constants of a function over `n` lanes (0: scalar). */
+typedef struct lanes {
+  int n;
+  char i64[24], i32[24], i1[24], f32[24], f64[24];
+} lanes;
+
+static lanes lanes_of(int n) {
+  lanes L = {.n = n};
+  const char *t[5] = {"i64", "i32", "i1", "float", "double"};
+  char *d[5] = {L.i64, L.i32, L.i1, L.f32, L.f64};
+  for (int i = 0; i < 5; i++)
+    if (n)
+      snprintf(d[i], sizeof L.i64, "<%d x %s>", n, t[i]);
+    else
+      snprintf(d[i], sizeof L.i64, "%s", t[i]);
+  return L;
+}
+
+/* Constant v of scalar type t over L's lanes (v as printed by fmt). */
+static irv cst(const lanes *L, const char *t, const char *v) {
+  irv r;
+  if (L->n)
+    snprintf(r.s, sizeof r.s, "splat (%.8s %.20s)", t, v);
+  else
+    snprintf(r.s, sizeof r.s, "%.20s", v);
+  return r;
+}
+static irv cstu(const lanes *L, uint64_t v) {
+  char b[24];
+  snprintf(b, sizeof b, "%llu", (unsigned long long)v);
+  return cst(L, "i64", b);
+}
+
+#define LO32 4294967295u
+
+/* Philox4x32-10 (core/lt_philox.h) of counter {lo32(j), hi32(j), 0, 0} under
+ * key {k0, k1}: the four words into w. Words live in i64 lanes (below 2^32,
+ * as the optimizer would rewrite zext / trunc pairs anyway); round 0's zero
+ * words fold away. */
+static void philox_block(cpu_ir *ir, const lanes *L, irv j, irv k0, irv k1, irv w[4]) {
+  const char *t = L->i64;
+  irv lo = cstu(L, LO32), s32 = cstu(L, 32), zero = L->n ? (irv){"zeroinitializer"} : ir_int(0);
+  irv c0 = OP("and %s %s, %s", t, j.s, lo.s);
+  irv c1 = OP("lshr %s %s, %s", t, j.s, s32.s);
+  irv c2 = zero, c3 = zero;
+  for (int r = 0; r < 10; r++) {
+    if (r > 0) {
+      irv a0 = OP("add %s %s, %s", t, k0.s, cstu(L, LT_PHILOX_W0).s);
+      irv a1 = OP("add %s %s, %s", t, k1.s, cstu(L, LT_PHILOX_W1).s);
+      k0 = OP("and %s %s, %s", t, a0.s, lo.s);
+      k1 = OP("and %s %s, %s", t, a1.s, lo.s);
+    }
+    irv p0 = OP("mul nuw %s %s, %s", t, c0.s, cstu(L, LT_PHILOX_M0).s);
+    irv p1 = OP("mul nuw %s %s, %s", t, c2.s, cstu(L, LT_PHILOX_M1).s);
+    irv hi0 = OP("lshr %s %s, %s", t, p0.s, s32.s), hi1 = OP("lshr %s %s, %s", t, p1.s, s32.s);
+    irv x0 = OP("xor %s %s, %s", t, hi1.s, c1.s), x2 = OP("xor %s %s, %s", t, hi0.s, c3.s);
+    c0 = OP("xor %s %s, %s", t, x0.s, k0.s);
+    c1 = OP("and %s %s, %s", t, p1.s, lo.s);
+    c2 = OP("xor %s %s, %s", t, x2.s, k1.s);
+    c3 = OP("and %s %s, %s", t, p0.s, lo.s);
+  }
+  w[0] = c0;
+  w[1] = c1;
+  w[2] = c2;
+  w[3] = c3;
+}
+
+/* Element k of a uniform draw of dtype dt under seed, over L's lanes (seed
+ * and k of type L->i64). */
+static irv uniform_lanes(cpu_ir *ir, const lanes *L, irv seed, irv k, int dt) {
+  const char *t = L->i64;
+  irv k0 = OP("and %s %s, %s", t, seed.s, cstu(L, LO32).s);
+  irv k1 = OP("lshr %s %s, %s", t, seed.s, cstu(L, 32).s);
+  irv w[4];
+  if (dt == LT_F32) { /* word k % 4 of block k / 4, top 24 bits */
+    irv j = OP("lshr %s %s, %s", t, k.s, cstu(L, 2).s);
+    philox_block(ir, L, j, k0, k1, w);
+    irv zero = L->n ? (irv){"zeroinitializer"} : ir_int(0);
+    irv q1 = OP("and %s %s, %s", t, k.s, cstu(L, 1).s);
+    irv q2 = OP("and %s %s, %s", t, k.s, cstu(L, 2).s);
+    irv odd = OP("icmp ne %s %s, %s", t, q1.s, zero.s);
+    irv high = OP("icmp ne %s %s, %s", t, q2.s, zero.s);
+    irv w01 = OP("select %s %s, %s %s, %s %s", L->i1, odd.s, t, w[1].s, t, w[0].s);
+    irv w23 = OP("select %s %s, %s %s, %s %s", L->i1, odd.s, t, w[3].s, t, w[2].s);
+    irv x = OP("select %s %s, %s %s, %s %s", L->i1, high.s, t, w23.s, t, w01.s);
+    irv sh = OP("lshr %s %s, %s", t, x.s, cstu(L, 8).s);
+    irv x32 = OP("trunc %s %s to %s", t, sh.s, L->i32);
+    irv f = OP("sitofp %s %s to %s", L->i32, x32.s, L->f32); /* below 2^24: exact */
+    return OP("fmul %s %s, %s", L->f32, f.s, cst(L, "float", ir_f32(0x1p-24).s).s);
+  }
+  philox_block(ir, L, k, k0, k1, w); /* block k: (word 0 << 32 | word 1), top 53 bits */
+  irv hs = OP("shl %s %s, %s", t, w[0].s, cstu(L, 32).s);
+  irv x = OP("or %s %s, %s", t, hs.s, w[1].s);
+  irv sh = OP("lshr %s %s, %s", t, x.s, cstu(L, 11).s);
+  irv f = OP("sitofp %s %s to %s", t, sh.s, L->f64); /* below 2^53: exact */
+  return OP("fmul %s %s, %s", L->f64, f.s, cst(L, "double", ir_f64(0x1p-53).s).s);
+}
+
+/* The vector variants' lane counts for dtype dt: what the loop vectorizer
+ * picks for a loop of dt values and i64 indices on the host (each variant
+ * offered is compiled, used or not). */
+static int uniform_vfs(int dt, const int **vfs) {
+  static const int k16[] = {16}, k8[] = {8}, k48[] = {4, 8};
+  const char *features = NULL;
+  cpu_jit_host(NULL, &features);
+  if (features && strstr(features, "+avx512f")) {
+    *vfs = dt == LT_F32 ? k16 : k8;
+    return 1;
+  }
+  *vfs = k48;
+  return 2;
+}
+
+void ops_uniform_defs(cpu_sb *sb, int dt) {
+  const char *sfx = dt == LT_F32 ? "f32" : "f64";
+  const int *vfs;
+  int nv = uniform_vfs(dt, &vfs);
+  for (int v = -1; v < nv; v++) {
+    lanes L = lanes_of(v < 0 ? 0 : vfs[v]);
+    const char *rt = dt == LT_F32 ? L.f32 : L.f64;
+    char name[48];
+    if (v < 0)
+      snprintf(name, sizeof name, "lt_uniform_%s", sfx);
+    else
+      snprintf(name, sizeof name, "lt_uniform_%s_v%d", sfx, L.n);
+    cpu_sb_printf(sb, "\ndefine internal %s @%s(i64 %%seed, %s %%k) #1 {\n", rt, name, L.i64);
+    cpu_ir ir = {sb, 0};
+    irv seed = {"%seed"};
+    if (L.n) {
+      irv one = ir_op(&ir, "insertelement %s poison, i64 %%seed, i64 0", L.i64);
+      seed = ir_op(&ir, "shufflevector %s %s, %s poison, <%d x i32> zeroinitializer", L.i64, one.s,
+                   L.i64, L.n);
+    }
+    irv r = uniform_lanes(&ir, &L, seed, (irv){"%k"}, dt);
+    cpu_sb_printf(sb, "  ret %s %s\n}\n", rt, r.s);
+  }
+  /* the call sites' attribute: the variants (N<lanes>: unmasked; u: the
+   * seed uniform, v: k per lane) */
+  cpu_sb_printf(sb, "attributes #%d = { \"vector-function-abi-variant\"=\"", dt == LT_F32 ? 2 : 3);
+  for (int v = 0; v < nv; v++)
+    cpu_sb_printf(sb, "%s_ZGV_LLVM_N%duv_lt_uniform_%s(lt_uniform_%s_v%d)", v ? "," : "", vfs[v],
+                  sfx, sfx, vfs[v]);
+  cpu_sb_printf(sb, "\" }\n");
+}
+
+void ops_uniform_used(cpu_sb *sb, bool f32, bool f64) {
+  if (!f32 && !f64) return;
+  const int *vfs[2];
+  int nv[2] = {f32 ? uniform_vfs(LT_F32, &vfs[0]) : 0, f64 ? uniform_vfs(LT_F64, &vfs[1]) : 0};
+  /* noinline: one copy of the rounds per module; the vector variants are
+   * kept alive (only the call sites' attribute names them) */
+  cpu_sb_printf(sb, "attributes #1 = { noinline nounwind willreturn memory(none) }\n");
+  cpu_sb_printf(sb, "@llvm.compiler.used = appending global [%d x ptr] [", nv[0] + nv[1]);
+  int i = 0;
+  for (int d = 0; d < 2; d++)
+    for (int v = 0; v < nv[d]; v++)
+      cpu_sb_printf(sb, "%sptr @lt_uniform_%s_v%d", i++ ? ", " : "", d ? "f64" : "f32", vfs[d][v]);
+  cpu_sb_printf(sb, "], section \"llvm.metadata\"\n");
+}
+
+irv ops_uniform(cpu_ir *ir, irv seed, irv k, int dt) {
+  const char *t = dt == LT_F32 ? "float" : "double";
+  return OP("call %s @lt_uniform_%s(i64 %s, i64 %s) #%d", t, dt == LT_F32 ? "f32" : "f64", seed.s,
+            k.s, dt == LT_F32 ? 2 : 3);
 }

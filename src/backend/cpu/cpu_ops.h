@@ -12,7 +12,17 @@ irv ops_conv(cpu_ir *ir, irv v, int from, int to);
 irv ops_exp(cpu_ir *ir, irv v, int dt); /* float dtypes */
 /* Value of node n (dtype n->dtype) from its operands' values (dtypes in dts). */
 irv ops_emit(cpu_ir *ir, const lt_node *n, const irv *args, const int *dts);
-/* Whether ops_emit handles n. */
+/* Element k (i64, the flat index in the node's own shape) of a uniform [0, 1)
+ * draw of float dtype dt under seed (i64), bit for bit as ref (lt_philox.h):
+ * a call of the module's function for dt, which ops_uniform_defs defines.
+ * RNG_UNIFORM nodes go here, not to ops_emit. */
+irv ops_uniform(cpu_ir *ir, irv seed, irv k, int dt);
+/* The module's uniform functions for float dtype dt (with their vector
+ * variants and the call sites' attribute), then, once, ops_uniform_used for
+ * the dtypes defined. */
+void ops_uniform_defs(cpu_sb *sb, int dt);
+void ops_uniform_used(cpu_sb *sb, bool f32, bool f64);
+/* Whether ops_emit (or, for RNG_UNIFORM, ops_uniform) handles n. */
 bool ops_supported(const lt_node *n);
 
 #endif
