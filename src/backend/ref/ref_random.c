@@ -14,12 +14,8 @@
  * blocks (64 elements) at a time, the rounds written over lanes so that
  * compilers vectorize them (a model's initialisation draws millions of these;
  * block by block in scalar code they were most of a warm start's init step).
- * Cloned for AVX-512 and AVX2, chosen at load time. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-static void
-uniform_f32(float *out, int64_t n, uint64_t seed) {
+ * The cpu backend generates its own vector code for these (cpu_ops.c). */
+static void uniform_f32(float *out, int64_t n, uint64_t seed) {
   enum { L = 16 };
   const uint32_t key0 = (uint32_t)seed, key1 = (uint32_t)(seed >> 32);
   for (int64_t base = 0; base < n; base += 4 * L) {
