@@ -337,8 +337,9 @@ int main(int argc, char **argv) {
   printf("lazytensor-train: %lld train / %lld test samples, mlp %lld", (long long)train.n,
          (long long)ntest, (long long)train.features);
   for (int64_t i = 0; i < o.layers; i++) printf("-%lld", (long long)o.hidden);
-  printf("-%lld, %s lr %g, batch %lld, %lld epoch(s), backend %s, threads %s\n", (long long)classes,
-         oname, oc.lr, (long long)o.batch, (long long)o.epochs, be && *be ? be : "default",
+  printf("-%lld, %s lr %g (%s), batch %lld, %lld epoch(s), backend %s, threads %s\n",
+         (long long)classes, oname, oc.lr, o.cosine ? "cosine to 0" : "constant",
+         (long long)o.batch, (long long)o.epochs, be && *be ? be : "default",
          getenv("LT_NUM_THREADS") ? getenv("LT_NUM_THREADS") : "default");
 
   int status = 1;
