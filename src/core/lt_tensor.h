@@ -35,9 +35,8 @@ lt_tensor *lt__tensor_from_buffer(lt_device dev, struct lt_buffer *buf); /* take
 /* A tensor holding host data (takes ownership of host, nbytes long). */
 lt_tensor *lt__tensor_from_host(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim,
                                 void *host, size_t nbytes);
-/* Zero-filled device data (not an IR constant: a graph that reads it equals
- * one reading any other data), from lt__calloc: large ones cost no copy and
- * no page until written. */
+/* Zero-filled host data, device data at its first use (not an IR constant: a
+ * graph that reads it equals one reading any other data). */
 lt_tensor *lt__zeros_data(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim);
 
 /* The IR value of t for use as an operand: its pending node, or a data leaf

@@ -34,30 +34,33 @@ static void store(void *p, lt_dtype dt, int64_t i, double v) {
   }
 }
 
-lt_tensor *lt_from_data(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim,
-                        const void *data) {
-  if (check_create("lt_from_data", dev, dt, shape, ndim) != LT_OK) return NULL;
+/* Host data of the given shape: a copy of data, or zeros when data is NULL. */
+static lt_tensor *from_host_copy(const char *fn, lt_device dev, lt_dtype dt, const int64_t *shape,
+                                 int ndim, const void *data) {
+  if (check_create(fn, dev, dt, shape, ndim) != LT_OK) return NULL;
   size_t nbytes = (size_t)lt__numel(shape, ndim) * lt_dtype_size(dt);
-  if (!data && nbytes) {
-    lt__err(LT_EINVAL, "lt_from_data: data is NULL");
-    return NULL;
-  }
-  void *copy = lt__malloc(nbytes);
+  void *copy = data ? lt__malloc(nbytes) : lt__calloc(nbytes);
   if (!copy) return NULL;
-  if (nbytes) memcpy(copy, data, nbytes);
+  if (data && nbytes) memcpy(copy, data, nbytes);
   lt_tensor *t = lt__tensor_from_host(dev, dt, shape, ndim, copy, nbytes);
   if (!t) lt__free(copy, nbytes);
   return t;
 }
 
+lt_tensor *lt_from_data(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim,
+                        const void *data) {
+  if (!data) { /* only an empty tensor needs no data */
+    if (check_create("lt_from_data", dev, dt, shape, ndim) != LT_OK) return NULL;
+    if (lt__numel(shape, ndim) > 0) {
+      lt__err(LT_EINVAL, "lt_from_data: data is NULL");
+      return NULL;
+    }
+  }
+  return from_host_copy("lt_from_data", dev, dt, shape, ndim, data);
+}
+
 lt_tensor *lt__zeros_data(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim) {
-  if (check_create("lt__zeros_data", dev, dt, shape, ndim) != LT_OK) return NULL;
-  size_t nbytes = (size_t)lt__numel(shape, ndim) * lt_dtype_size(dt);
-  void *z = lt__calloc(nbytes);
-  if (!z) return NULL;
-  lt_tensor *t = lt__tensor_from_host(dev, dt, shape, ndim, z, nbytes);
-  if (!t) lt__free(z, nbytes);
-  return t;
+  return from_host_copy("lt__zeros_data", dev, dt, shape, ndim, NULL);
 }
 
 lt_tensor *lt_full(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim, double value) {
