@@ -70,6 +70,17 @@ int lt__buffer_alloc(const lt_backend *be, lt_device dev, lt_dtype dt, const int
   return LT_OK;
 }
 
+int lt__buffer_adopt(const lt_backend *be, lt_device dev, lt_dtype dt, const int64_t *shape,
+                     int ndim, void *host, lt_buffer **out) {
+  lt_buffer *b = lt__buffer_new(be, dev, dt, shape, ndim);
+  if (!b) return LT_ENOMEM;
+  b->data = host;
+  lt__buffer_account(dev, (int64_t)b->nbytes);
+  lt__buffer_publish(b);
+  *out = b;
+  return LT_OK;
+}
+
 void lt__buffer_take_data(lt_buffer *dst, lt_buffer *src) {
   dst->data = src->data;
   src->data = NULL;

@@ -59,6 +59,10 @@ void lt__buffer_publish(lt_buffer *b);
 /* lt__buffer_new + lt__buffer_materialize, READY. */
 int lt__buffer_alloc(const lt_backend *be, lt_device dev, lt_dtype dt, const int64_t *shape,
                      int ndim, lt_buffer **out);
+/* A READY buffer whose storage is host, lt__malloc'd with the buffer's byte
+ * size (backends with host_storage only); it takes host only on success. */
+int lt__buffer_adopt(const lt_backend *be, lt_device dev, lt_dtype dt, const int64_t *shape,
+                     int ndim, void *host, lt_buffer **out);
 /* Moves src's storage into dst (same dtype and shape); src becomes DONATED.
  * The bytes stay counted once. */
 void lt__buffer_take_data(lt_buffer *dst, lt_buffer *src);

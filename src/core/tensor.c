@@ -191,27 +191,19 @@ void lt__tensor_set_ir(lt_tensor *t, lt_node *node) {
 static int upload(lt_tensor *t) {
   const lt_backend *be = lt__backend_for(t->dev);
   lt_buffer *b = NULL;
+  int rc;
   if (be->host_storage) { /* the host copy becomes the device storage */
-    b = lt__buffer_new(be, t->dev, (lt_dtype)t->dtype, t->shape, t->ndim);
-    if (!b) return LT_ENOMEM;
-    b->data = t->host;
-    t->host = NULL;
-    t->host_bytes = 0;
-    lt__buffer_account(b->dev, (int64_t)b->nbytes);
-    lt__buffer_publish(b);
-    lt__count(LT_CTR_TRANSFER_TO_DEVICE, 1);
-    lt__tensor_set_buffer(t, b);
-    return LT_OK;
+    rc = lt__buffer_adopt(be, t->dev, (lt_dtype)t->dtype, t->shape, t->ndim, t->host, &b);
+    if (rc == LT_OK) t->host = NULL; /* the buffer owns it now */
+  } else {
+    rc = lt__buffer_alloc(be, t->dev, (lt_dtype)t->dtype, t->shape, t->ndim, &b);
+    if (rc != LT_OK) return rc;
+    int64_t t0 = lt__now_ns();
+    rc = be->to_device(b, t->host, t->host_bytes);
+    lt__timer_add(LT_TIMER_TRANSFER_TO, lt__now_ns() - t0);
+    if (rc != LT_OK) lt__buffer_release(b);
   }
-  int rc = lt__buffer_alloc(be, t->dev, (lt_dtype)t->dtype, t->shape, t->ndim, &b);
   if (rc != LT_OK) return rc;
-  int64_t t0 = lt__now_ns();
-  rc = be->to_device(b, t->host, t->host_bytes);
-  lt__timer_add(LT_TIMER_TRANSFER_TO, lt__now_ns() - t0);
-  if (rc != LT_OK) {
-    lt__buffer_release(b);
-    return rc;
-  }
   lt__count(LT_CTR_TRANSFER_TO_DEVICE, 1);
   lt__tensor_set_buffer(t, b);
   return LT_OK;
