@@ -81,37 +81,27 @@ bool cg_reduce_ok(const lt_node *n) {
 
 /* ---- expression traversal ---- */
 
-static int leaf_find(kgen *k, const cpu_view *v, const int64_t *gs) {
+/* The leaf of slot view v, or (v NULL) of uniform draw rng_node, accessed
+ * with loop strides gs: found, or added in pass 1; -1 when there is none. */
+static int leaf_find(kgen *k, const cpu_view *v, int rng_node, const int64_t *gs) {
   for (int i = 0; i < k->nleaves; i++) {
     leaf *l = &k->leaves[i];
-    if (!l->rng && l->slot == v->slot && l->dtype == v->dtype && l->offset == v->offset &&
-        memcmp(l->gs, gs, (size_t)k->G * sizeof *gs) == 0)
-      return i;
+    bool same = v ? !l->rng && l->slot == v->slot && l->dtype == v->dtype && l->offset == v->offset
+                  : l->rng && l->rng_node == rng_node;
+    if (same && memcmp(l->gs, gs, (size_t)k->G * sizeof *gs) == 0) return i;
   }
   if (k->emit || k->nleaves == MAX_LEAVES) return -1;
   leaf *l = &k->leaves[k->nleaves];
   memset(l, 0, sizeof *l);
-  l->slot = v->slot;
-  l->dtype = v->dtype;
-  l->offset = v->offset;
-  memcpy(l->gs, gs, (size_t)k->G * sizeof *gs);
-  l->member = k->cur;
-  return k->nleaves++;
-}
-
-/* The access of RNG node `node` at gs (its element index per loop dim). */
-static int rng_leaf_find(kgen *k, int node, const int64_t *gs) {
-  for (int i = 0; i < k->nleaves; i++) {
-    leaf *l = &k->leaves[i];
-    if (l->rng && l->rng_node == node && memcmp(l->gs, gs, (size_t)k->G * sizeof *gs) == 0)
-      return i;
+  if (v) {
+    l->slot = v->slot;
+    l->dtype = v->dtype;
+    l->offset = v->offset;
+  } else {
+    l->slot = -1;
+    l->rng = true;
+    l->rng_node = rng_node;
   }
-  if (k->emit || k->nleaves == MAX_LEAVES) return -1;
-  leaf *l = &k->leaves[k->nleaves];
-  memset(l, 0, sizeof *l);
-  l->slot = -1;
-  l->rng = true;
-  l->rng_node = node;
   memcpy(l->gs, gs, (size_t)k->G * sizeof *gs);
   l->member = k->cur;
   return k->nleaves++;
@@ -139,7 +129,7 @@ static irv rng_value(kgen *k, const lt_node *n, int node, const int8_t *dm, irv 
     if (dm[e] >= 0) gs[dm[e]] += s;
     s *= n->shape[e];
   }
-  int li = rng_leaf_find(k, node, gs);
+  int li = leaf_find(k, NULL, node, gs);
   if (li < 0) {
     k->err = lt__err(LT_ECOMPILE, "cpu: a kernel reads more than %d views", MAX_LEAVES);
     return none;
@@ -200,7 +190,7 @@ static irv visit(kgen *k, int node, const int8_t *dm) {
     int64_t gs[LT_MAX_DIMS] = {0};
     for (int e = 0; e < n->ndim; e++)
       if (dm[e] >= 0) gs[dm[e]] += vw->strides[e];
-    int li = leaf_find(k, vw, gs);
+    int li = leaf_find(k, vw, -1, gs);
     if (li < 0) {
       k->err = lt__err(LT_ECOMPILE, "cpu: a kernel reads more than %d views", MAX_LEAVES);
       return none;
@@ -554,8 +544,6 @@ static void body_sum(kgen *k, void *ud) { /* float sums in double */
   acc_set(k, r->a, OP("%s reassoc double %s, %s", r->op == LT_OP_PROD ? "fmul" : "fadd", s.s, v.s));
 }
 
-/* Sums exp(x - shift) in the operand's float type (reassociated: partial sums
- * per vector lane); softmax also stores each exp for the scaling pass. */
 /* The accumulators of a block of outputs += the operand at one reduced
  * index: an inner loop over contiguous outputs (vectorizable). */
 static void body_sum_block(kgen *k, void *ud) {
@@ -621,6 +609,8 @@ static void sum_blocked(kgen *k, rstate *r, int64_t inner) {
   loop_end_by(k, o, r->len, id);
 }
 
+/* Sums exp(x - shift) in the operand's float type (reassociated: partial sums
+ * per vector lane); softmax also stores each exp for the scaling pass. */
 static void body_expsum(kgen *k, void *ud) {
   rstate *r = ud;
   irv v = operand_value(k, r);

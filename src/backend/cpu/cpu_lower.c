@@ -516,7 +516,6 @@ static int lower_once(lw *w) {
   return lower_roots(w);
 }
 
-/* Whether root r may be written over parameter p (see the file comment). */
 /* Whether root r may be written over parameter p (see the file comment): 0
  * no, 1 yes, 2 yes and r is computed from p (an update of p). In a kernel of
  * several outputs, p's value must be loaded by r's output (member mr) or an
@@ -623,9 +622,7 @@ static void add_uniform_defs(const lt_graph *g, cpu_sb *ir) {
     f32 |= n->dtype == LT_F32;
     f64 |= n->dtype == LT_F64;
   }
-  if (f32) ops_uniform_defs(ir, LT_F32);
-  if (f64) ops_uniform_defs(ir, LT_F64);
-  ops_uniform_used(ir, f32, f64);
+  ops_uniform_defs(ir, f32, f64);
 }
 
 int cpu_lower(const lt_graph *g, lt_executable *e, cpu_sb *ir, int *nfns) {

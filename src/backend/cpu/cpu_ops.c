@@ -442,7 +442,7 @@ static int uniform_vfs(int dt, const int **vfs) {
   return 2;
 }
 
-void ops_uniform_defs(cpu_sb *sb, int dt) {
+static void uniform_defs(cpu_sb *sb, int dt) {
   const char *sfx = dt == LT_F32 ? "f32" : "f64";
   const int *vfs;
   int nv = uniform_vfs(dt, &vfs);
@@ -474,8 +474,10 @@ void ops_uniform_defs(cpu_sb *sb, int dt) {
   cpu_sb_printf(sb, "\" }\n");
 }
 
-void ops_uniform_used(cpu_sb *sb, bool f32, bool f64) {
+void ops_uniform_defs(cpu_sb *sb, bool f32, bool f64) {
   if (!f32 && !f64) return;
+  if (f32) uniform_defs(sb, LT_F32);
+  if (f64) uniform_defs(sb, LT_F64);
   const int *vfs[2];
   int nv[2] = {f32 ? uniform_vfs(LT_F32, &vfs[0]) : 0, f64 ? uniform_vfs(LT_F64, &vfs[1]) : 0};
   /* noinline: one copy of the rounds per module; the vector variants are

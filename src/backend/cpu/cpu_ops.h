@@ -17,11 +17,9 @@ irv ops_emit(cpu_ir *ir, const lt_node *n, const irv *args, const int *dts);
  * a call of the module's function for dt, which ops_uniform_defs defines.
  * RNG_UNIFORM nodes go here, not to ops_emit. */
 irv ops_uniform(cpu_ir *ir, irv seed, irv k, int dt);
-/* The module's uniform functions for float dtype dt (with their vector
- * variants and the call sites' attribute), then, once, ops_uniform_used for
- * the dtypes defined. */
-void ops_uniform_defs(cpu_sb *sb, int dt);
-void ops_uniform_used(cpu_sb *sb, bool f32, bool f64);
+/* The module's uniform functions for the dtypes its kernels draw (with their
+ * vector variants and the call sites' attributes); nothing when neither. */
+void ops_uniform_defs(cpu_sb *sb, bool f32, bool f64);
 /* Whether ops_emit (or, for RNG_UNIFORM, ops_uniform) handles n. */
 bool ops_supported(const lt_node *n);
 
