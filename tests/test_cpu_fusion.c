@@ -23,6 +23,16 @@ static lt_tensor *input(int seed, const int64_t *shape, int ndim) {
   return t;
 }
 
+/* Waits for the traced work, runs lt_mark_step and waits again; returns how
+ * many buffers that step donated (InputOutputAlias). */
+static int64_t mark_step_aliases(void) {
+  assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
+  int64_t before = lt_counter("InputOutputAlias");
+  assert_int_equal(lt_mark_step(CPU0), LT_OK);
+  assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
+  return lt_counter("InputOutputAlias") - before;
+}
+
 static int setup(void **state) {
   lt_wait_device_ops(CPU0);
   lt_cache_clear();
@@ -64,11 +74,7 @@ static void adam_run(const lt_backend *be, float *p1, float *p2, int64_t *donate
                            lt_sub(lt_sin(b), input(20 + s, SHAPE(7), 1))};
     assert_int_equal(lt_nn_optim_step_grads(o, grads), LT_OK);
     lt_scope_end();
-    assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
-    int64_t before = lt_counter("InputOutputAlias");
-    assert_int_equal(lt_mark_step(CPU0), LT_OK);
-    assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
-    donated[s] = lt_counter("InputOutputAlias") - before;
+    donated[s] = mark_step_aliases();
   }
   assert_int_equal(lt_to_data(w, p1, kN1 * sizeof(float)), LT_OK);
   assert_int_equal(lt_to_data(b, p2, kN2 * sizeof(float)), LT_OK);
@@ -124,12 +130,8 @@ static void test_reader_after_writer(void **state) {
     assert_int_equal(lt_assign(p, a), LT_OK);
     assert_int_equal(lt_assign(q, b), LT_OK);
     lt_scope_end();
-    assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
-    int64_t before = lt_counter("InputOutputAlias");
-    assert_int_equal(lt_mark_step(CPU0), LT_OK);
-    assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
     /* p's storage holds p * 2 (q is no input: nothing else to donate) */
-    assert_int_equal(lt_counter("InputOutputAlias") - before, 1);
+    assert_int_equal(mark_step_aliases(), 1);
     for (int i = 0; i < kM * kK; i++) {
       want_q[i] = (double)(float)(want_p[i] + (double)(float)(want_p[i] * 2));
       want_p[i] = (double)(float)(want_p[i] * 2);
@@ -161,11 +163,7 @@ static void test_reader_before_writer(void **state) {
     assert_int_equal(lt_assign(p, a), LT_OK);
     assert_int_equal(lt_assign(q, b), LT_OK);
     lt_scope_end();
-    assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
-    int64_t before = lt_counter("InputOutputAlias");
-    assert_int_equal(lt_mark_step(CPU0), LT_OK);
-    assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
-    assert_int_equal(lt_counter("InputOutputAlias") - before, 2); /* both, swapped */
+    assert_int_equal(mark_step_aliases(), 2); /* both, swapped */
     for (int i = 0; i < kM * kK; i++) {
       double a2 = (double)(float)(want_q[i] * 2);
       want_q[i] = (double)(float)(a2 + want_p[i]);
@@ -191,11 +189,7 @@ static void test_no_store_before_load(void **state) {
   lt_tensor *b = lt_retain(lt_cast(lt_add(a, p), LT_F64));
   assert_int_equal(lt_assign(p, a), LT_OK);
   lt_scope_end();
-  assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
-  int64_t before = lt_counter("InputOutputAlias");
-  assert_int_equal(lt_mark_step(CPU0), LT_OK);
-  assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
-  assert_int_equal(lt_counter("InputOutputAlias") - before, 0);
+  assert_int_equal(mark_step_aliases(), 0);
   static double want_p[kM * kK], want_b[kM * kK];
   for (int i = 0; i < kM * kK; i++) {
     float a2 = in_at(12, i) * 2.0f;
