@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "backend/backend.h"
+#include "backend/ref/ref_api.h"
 #include "exec/disk_cache.h"
 
 static char g_dir[64], g_entry[160];

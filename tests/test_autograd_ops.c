@@ -5,7 +5,7 @@
  * hand. */
 #include "test_grad_util.h"
 
-#include "../src/core/lt_ops.h" /* to build gradient-op nodes by hand */
+#include "../src/ops/lt_ops.h" /* to build gradient-op nodes by hand */
 
 /* n distinct values in about [-2, 2] (no ties, none near 0). */
 static double *vals(int n, double seed) {
@@ -393,15 +393,6 @@ static lt_tensor *grad_node(lt_op op, lt_tensor *src, lt_tensor *index, const in
                   nattrs, 0.0);
 }
 
-static void expect_exec_error(lt_tensor *t, const char *needle) {
-  assert_non_null(t);
-  double v[16];
-  size_t sz = lt_dtype_size(lt_get_dtype(t)) * (size_t)lt_numel(t);
-  assert_int_equal(lt_to_data(t, v, sz), LT_EEXEC);
-  if (!strstr(lt_last_error(), needle))
-    fail_msg("message '%s' lacks '%s'", lt_last_error(), needle);
-}
-
 /* The kernels range-check what the forward ops would have, and handle every
  * dtype; a correct hand-built node gives the documented values. */
 static void test_gradient_op_kernels(void **state) {
@@ -423,13 +414,13 @@ static void test_gradient_op_kernels(void **state) {
   tu_expect(grad_node(LT_OP_UNSLICE, src, NULL, SHAPE(3, 4), 2, us, 4), LT_F32, SHAPE(3, 4), 2,
             (double[]){0, 0, 0, 0, 1, 0, 2, 0, 3, 0, 4, 0}, 0);
 
-  expect_exec_error(grad_node(LT_OP_SCATTER_ADD, src, bad, SHAPE(2, 3), 2, &ax1, 1),
-                    "scatter_add: index 3 out of range [0, 3)");
-  expect_exec_error(grad_node(LT_OP_INDEX_ADD, src, neg, SHAPE(2, 2), 2, &ax1, 1),
-                    "index_add: index -1 out of range [0, 2)");
+  tu_expect_exec_error(grad_node(LT_OP_SCATTER_ADD, src, bad, SHAPE(2, 3), 2, &ax1, 1),
+                       "scatter_add: index 3 out of range [0, 3)");
+  tu_expect_exec_error(grad_node(LT_OP_INDEX_ADD, src, neg, SHAPE(2, 2), 2, &ax1, 1),
+                       "index_add: index -1 out of range [0, 2)");
   int64_t over[4] = {2, 0, 1, 1};
-  expect_exec_error(grad_node(LT_OP_UNSLICE, src, NULL, SHAPE(3, 2), 2, over, 4),
-                    "unslice: index 3 out of range [0, 3)");
+  tu_expect_exec_error(grad_node(LT_OP_UNSLICE, src, NULL, SHAPE(3, 2), 2, over, 4),
+                       "unslice: index 3 out of range [0, 3)");
   /* empty sources give zeros */
   lt_tensor *empty = lt_zeros(CPU0, LT_F64, SHAPE(0, 2), 2);
   lt_tensor *eidx = lt_zeros(CPU0, LT_I64, SHAPE(0), 1);

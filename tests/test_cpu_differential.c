@@ -13,6 +13,7 @@
 #include "test_util.h"
 
 #include "../src/backend/cpu/cpu_api.h"
+#include "../src/backend/ref/ref_api.h"
 
 typedef struct input {
   lt_dtype dt;

@@ -10,17 +10,11 @@
 #include "test_util.h"
 
 #include "../src/backend/cpu/cpu_api.h"
+#include "../src/backend/ref/ref_api.h"
 
-static float in_at(int seed, int64_t i) { return (float)sin(0.37 * (double)i + seed) * 1.5f; }
-
+/* tu_wave_f32, retained: it outlives the scope it is made in. */
 static lt_tensor *input(int seed, const int64_t *shape, int ndim) {
-  int64_t n = 1;
-  for (int d = 0; d < ndim; d++) n *= shape[d];
-  float *v = malloc((size_t)n * sizeof *v + 1);
-  for (int64_t i = 0; i < n; i++) v[i] = in_at(seed, i);
-  lt_tensor *t = lt_retain(lt_from_data(CPU0, LT_F32, shape, ndim, v));
-  free(v);
-  return t;
+  return lt_retain(tu_wave_f32(seed, shape, ndim));
 }
 
 /* Waits for the traced work, runs lt_mark_step and waits again; returns how
@@ -34,16 +28,13 @@ static int64_t mark_step_aliases(void) {
 }
 
 static int setup(void **state) {
-  lt_wait_device_ops(CPU0);
-  lt_cache_clear();
-  lt_counters_reset();
+  tu_reset_executor();
   lt_set_param_aliasing(true);
   lt_set_eager(false);
   return tu_setup(state);
 }
 static int teardown(void **state) {
-  int rc = tu_teardown(state);
-  lt_wait_device_ops(CPU0);
+  int rc = tu_teardown_wait(state);
   lt__backend_force(NULL);
   return rc;
 }
@@ -120,8 +111,8 @@ static void test_reader_after_writer(void **state) {
   assert_int_equal(lt_mark_step(CPU0), LT_OK);
   double want_p[kM * kK], want_q[kM * kK];
   for (int i = 0; i < kM * kK; i++) {
-    want_p[i] = in_at(3, i);
-    want_q[i] = in_at(4, i);
+    want_p[i] = tu_wave_at(3, i);
+    want_q[i] = tu_wave_at(4, i);
   }
   for (int s = 0; s < 3; s++) {
     lt_scope_begin();
@@ -153,8 +144,8 @@ static void test_reader_before_writer(void **state) {
   assert_int_equal(lt_mark_step(CPU0), LT_OK);
   double want_p[kM * kK], want_q[kM * kK];
   for (int i = 0; i < kM * kK; i++) {
-    want_p[i] = in_at(5, i);
-    want_q[i] = in_at(6, i);
+    want_p[i] = tu_wave_at(5, i);
+    want_q[i] = tu_wave_at(6, i);
   }
   for (int s = 0; s < 3; s++) {
     lt_scope_begin();
@@ -192,9 +183,9 @@ static void test_no_store_before_load(void **state) {
   assert_int_equal(mark_step_aliases(), 0);
   static double want_p[kM * kK], want_b[kM * kK];
   for (int i = 0; i < kM * kK; i++) {
-    float a2 = in_at(12, i) * 2.0f;
+    float a2 = tu_wave_at(12, i) * 2.0f;
     want_p[i] = a2;
-    want_b[i] = (float)(a2 + in_at(11, i));
+    want_b[i] = (float)(a2 + tu_wave_at(11, i));
   }
   tu_expect(p, LT_F32, SHAPE(kM, kK), 2, want_p, 1e-6);
   tu_expect(b, LT_F64, SHAPE(kM, kK), 2, want_b, 1e-6);
@@ -217,9 +208,9 @@ static void test_chain_and_broadcast(void **state) {
   lt_tensor *outs[5] = {a, b, c, d, e};
   assert_int_equal(lt_sync(outs, 5, true), LT_OK);
   static double wa[kM * kK], wb[kM * kK], wc[kM * kK], wd[kK], we[kM * kK];
-  for (int j = 0; j < kK; j++) wd[j] = (float)(in_at(8, j) + 1.0f);
+  for (int j = 0; j < kK; j++) wd[j] = (float)(tu_wave_at(8, j) + 1.0f);
   for (int i = 0; i < kM * kK; i++) {
-    float xv = in_at(7, i), av = expf(xv * 0.25f), bv = av - xv, cv = bv * av;
+    float xv = tu_wave_at(7, i), av = expf(xv * 0.25f), bv = av - xv, cv = bv * av;
     wa[i] = av;
     wb[i] = bv;
     wc[i] = cv;
@@ -266,8 +257,7 @@ static double *col_run(const lt_backend *be, const colcase *c, int64_t *n) {
                               : lt_prod(x, c->axes, c->naxes, c->keepdim);
   assert_non_null(r);
   *n = lt_numel(r);
-  double *v = malloc((size_t)*n * sizeof *v + 8);
-  tu_read(r, v, *n);
+  double *v = tu_values(r);
   lt_scope_end();
   lt_wait_device_ops(CPU0);
   lt__backend_force(NULL);
@@ -293,7 +283,7 @@ static void test_column_sums(void **state) {
     assert_int_equal(nc, nr);
     double tol = cases[i].f64 ? 1e-12 : 1e-6;
     for (int64_t j = 0; j < nc; j++)
-      if (!(fabs(got[j] - want[j]) <= tol * (1 + fabs(want[j]))))
+      if (!tu_near(got[j], want[j], tol))
         fail_msg("case %zu element %lld: cpu %.17g, ref %.17g", i, (long long)j, got[j], want[j]);
     free(got);
     free(want);

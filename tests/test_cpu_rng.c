@@ -12,6 +12,7 @@
 
 #include "../src/backend/backend.h"
 #include "../src/backend/cpu/cpu_api.h"
+#include "../src/backend/ref/ref_api.h"
 #include "../src/core/lt_philox.h"
 #include "../src/exec/rng.h"
 
@@ -22,8 +23,7 @@ static int setup(void **state) {
   return tu_setup(state);
 }
 static int teardown(void **state) {
-  int rc = tu_teardown(state);
-  lt_wait_device_ops(CPU0);
+  int rc = tu_teardown_wait(state);
   lt_set_eager(false);
   lt__backend_force(NULL);
   return rc;

@@ -21,18 +21,6 @@
 
 static char g_dir[64];
 
-static float in_at(int seed, int64_t i) { return (float)sin(0.37 * (double)i + seed) * 1.5f; }
-
-static lt_tensor *input(int seed, const int64_t *shape, int ndim) {
-  int64_t n = 1;
-  for (int d = 0; d < ndim; d++) n *= shape[d];
-  float *v = malloc((size_t)n * sizeof *v + 1);
-  for (int64_t i = 0; i < n; i++) v[i] = in_at(seed, i);
-  lt_tensor *t = lt_from_data(CPU0, LT_F32, shape, ndim, v);
-  free(v);
-  return t;
-}
-
 /* Reads outs (any dtype) into one array of doubles; returns how many. */
 static int64_t read_all(lt_tensor **outs, int n, double *vals, int64_t cap) {
   assert_int_equal(lt_sync(outs, n, true), LT_OK);
@@ -49,7 +37,7 @@ static int64_t read_all(lt_tensor **outs, int n, double *vals, int64_t cap) {
 enum { kCap = 4096 };
 
 static int64_t g_elem(double *v) { /* one fused loop */
-  lt_tensor *x = input(1, SHAPE(37, 29), 2);
+  lt_tensor *x = tu_wave_f32(1, SHAPE(37, 29), 2);
   lt_tensor *y = lt_sub(
       lt_add(lt_mul(lt_exp(lt_mul(x, lt_scalar(CPU0, LT_F32, 0.5))), lt_scalar(CPU0, LT_F32, 2)),
              lt_sin(x)),
@@ -58,39 +46,39 @@ static int64_t g_elem(double *v) { /* one fused loop */
 }
 
 static double elem_want(int64_t i) {
-  double x = in_at(1, i);
+  double x = tu_wave_at(1, i);
   return exp(x * 0.5) * 2 + sin(x) - x / 3;
 }
 
 static int64_t g_small(double *v) { /* the corruption tests' graph */
-  lt_tensor *x = input(2, SHAPE(4, 3), 2);
+  lt_tensor *x = tu_wave_f32(2, SHAPE(4, 3), 2);
   lt_tensor *y = lt_mul(lt_add(x, lt_scalar(CPU0, LT_F32, 1)), x);
   return read_all(&y, 1, v, kCap);
 }
 
 static int64_t g_reduce(double *v) {
-  lt_tensor *x = input(3, SHAPE(17, 40), 2);
+  lt_tensor *x = tu_wave_f32(3, SHAPE(17, 40), 2);
   lt_tensor *outs[2] = {lt_sum(lt_mul(x, x), (const int[]){1}, 1, false),
                         lt_max(x, (const int[]){0}, 1, true)};
   return read_all(outs, 2, v, kCap);
 }
 
 static int64_t g_softmax(double *v) {
-  lt_tensor *x = input(4, SHAPE(9, 33), 2);
+  lt_tensor *x = tu_wave_f32(4, SHAPE(9, 33), 2);
   lt_tensor *y = lt_softmax(lt_mul(x, lt_scalar(CPU0, LT_F32, 3)), 1);
   return read_all(&y, 1, v, kCap);
 }
 
 static int64_t g_matmul(double *v) {
-  lt_tensor *x = input(5, SHAPE(3, 6, 7), 3), *w = input(6, SHAPE(7, 5), 2);
-  lt_tensor *b = input(7, SHAPE(5), 1), *a = input(8, SHAPE(8, 6), 2);
+  lt_tensor *x = tu_wave_f32(5, SHAPE(3, 6, 7), 3), *w = tu_wave_f32(6, SHAPE(7, 5), 2);
+  lt_tensor *b = tu_wave_f32(7, SHAPE(5), 1), *a = tu_wave_f32(8, SHAPE(8, 6), 2);
   lt_tensor *outs[2] = {lt_relu(lt_add(lt_matmul(x, w), b)),  /* batched, bias fused after */
                         lt_matmul(lt_transpose(a, 0, 1), a)}; /* a transposed operand */
   return read_all(outs, 2, v, kCap);
 }
 
 static int64_t g_donate(double *v) { /* three steps writing w in place */
-  lt_tensor *w = input(9, SHAPE(64, 16), 2);
+  lt_tensor *w = tu_wave_f32(9, SHAPE(64, 16), 2);
   for (int s = 0; s < 3; s++) {
     lt_tensor *nw = lt_sub(w, lt_mul(lt_scalar(CPU0, LT_F32, 0.1), lt_mul(w, w)));
     assert_int_equal(lt_assign(w, nw), LT_OK);
@@ -104,7 +92,7 @@ static int64_t g_donate(double *v) { /* three steps writing w in place */
 }
 
 static int64_t g_ref(double *v) { /* argmax runs as a ref kernel after a fused loop */
-  lt_tensor *x = input(10, SHAPE(12, 21), 2);
+  lt_tensor *x = tu_wave_f32(10, SHAPE(12, 21), 2);
   lt_tensor *outs[2] = {lt_argmax(lt_mul(x, lt_cos(x)), 1, false),
                         lt_add(lt_mul(x, x), lt_scalar(CPU0, LT_F32, 1))};
   return read_all(outs, 2, v, kCap);
@@ -114,56 +102,21 @@ typedef int64_t (*graph_fn)(double *v);
 
 /* ---- fixtures ----------------------------------------------------------------------- */
 
-static void reset_counters(void) {
-  lt_wait_device_ops(CPU0);
-  lt_cache_clear();
-  lt_counters_reset();
-}
-
 static int setup(void **state) {
   lt__backend_force(&lt__cpu_backend);
-  snprintf(g_dir, sizeof g_dir, "/tmp/lt_cpu_serXXXXXX");
-  assert_non_null(mkdtemp(g_dir));
+  assert_non_null(tu_mkdtemp(g_dir, sizeof g_dir, "lt_cpu_ser"));
   assert_int_equal(lt_set_persistent_cache(g_dir, false), LT_OK);
-  reset_counters();
+  tu_reset_executor();
   return tu_setup(state);
 }
 
-static void rm_dir(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *de;
-  char path[512];
-  while ((de = readdir(d))) {
-    if (de->d_name[0] == '.' && (!de->d_name[1] || de->d_name[1] == '.')) continue;
-    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-    unlink(path);
-  }
-  closedir(d);
-  rmdir(dir);
-}
-
 static int teardown(void **state) {
-  int rc = tu_teardown(state);
-  lt_wait_device_ops(CPU0);
+  int rc = tu_teardown_wait(state);
   lt_set_persistent_cache(NULL, false);
   lt_cache_clear();
-  rm_dir(g_dir);
+  tu_rm_tree(g_dir);
   lt__backend_force(NULL);
   return rc;
-}
-
-static uint8_t *read_file(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *b = malloc((size_t)len + 1);
-  assert_int_equal(fread(b, 1, (size_t)len, f), (size_t)len);
-  fclose(f);
-  *n = (size_t)len;
-  return b;
 }
 
 /* Calls fn(payload, len) for each entry of the directory; returns the count. */
@@ -178,7 +131,7 @@ static int each_entry(void (*fn)(const uint8_t *, size_t)) {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", g_dir, de->d_name);
     size_t len;
-    uint8_t *b = read_file(path, &len);
+    uint8_t *b = tu_read_file(path, &len);
     assert_true(len > LT_DISK_HEADER_BYTES + LT_DISK_CHECKSUM_BYTES);
     assert_memory_equal(b + LT_DISK_OFF_BACKEND, "cpu", 4);
     fn(b + LT_DISK_HEADER_BYTES, len - LT_DISK_HEADER_BYTES - LT_DISK_CHECKSUM_BYTES);
@@ -230,9 +183,9 @@ static void test_elementwise(void **s) {
   static double v[kCap];
   int64_t n = g_elem(v);
   for (int64_t i = 0; i < n; i++) assert_true(fabs(v[i] - elem_want(i)) < 1e-5 * (1 + fabs(v[i])));
-  reset_counters();
+  tu_reset_executor();
   lt_cache_clear();
-  rm_dir(g_dir);
+  tu_rm_tree(g_dir);
   assert_int_equal(mkdir(g_dir, 0700), 0);
   round_trip(g_elem, "fused elementwise");
 }
@@ -379,9 +332,7 @@ static int run_child(const char *mode) {
     _exit(127);
   }
   assert_true(pid > 0);
-  int st;
-  while (waitpid(pid, &st, 0) < 0) assert_int_equal(errno, EINTR);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return tu_wait_child(pid);
 }
 
 static void test_other_process(void **s) {

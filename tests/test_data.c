@@ -44,26 +44,18 @@ static void write_idx(const char *name, bool gz, uint8_t type, int ndim, const u
 
 static int group_setup(void **state) {
   (void)state;
-  snprintf(g_dir, sizeof g_dir, "/tmp/lt_test_data_XXXXXX");
-  return mkdtemp(g_dir) ? 0 : -1;
+  return tu_mkdtemp(g_dir, sizeof g_dir, "lt_test_data_") ? 0 : -1;
 }
 static int group_teardown(void **state) {
   (void)state;
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-  return system(cmd) == 0 ? 0 : -1;
+  return tu_rm_tree(g_dir);
 }
 
 static int setup(void **state) {
   lt_wait_device_ops(CPU0);
   return tu_setup(state);
 }
-static int teardown(void **state) {
-  int rc = tu_teardown(state);
-  lt_wait_device_ops(CPU0);
-  return rc;
-}
-#define DTEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define DTEST(f) cmocka_unit_test_setup_teardown(f, setup, tu_teardown_wait)
 
 static void expect_idx_error(const char *name, const char *needle) {
   char path[128];

@@ -79,10 +79,7 @@ static void run_child(void (*scenario)(void), const env_var *env, int nenv,
     fflush(NULL);
     _exit(0);
   }
-  int status = 0;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  assert_true(WIFEXITED(status));
-  assert_int_equal(WEXITSTATUS(status), 0);
+  assert_int_equal(tu_wait_child(pid), 0);
 }
 
 /* ---- the parent side ------------------------------------------------------------------- */
@@ -93,32 +90,7 @@ typedef struct tmpfile_t {
 
 static void tmp_make(tmpfile_t *t, const char *tag) {
   snprintf(t->path, sizeof t->path, "/tmp/lt_debug_%s_XXXXXX", tag);
-  int fd = mkstemp(t->path);
-  assert_true(fd >= 0);
-  close(fd);
-}
-
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = malloc((size_t)n + 1);
-  assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
-  text[n] = '\0';
-  fclose(f);
-  return text;
-}
-
-static int occurrences(const char *text, const char *needle) {
-  int n = 0;
-  for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;
-  return n;
-}
-
-static void expect_has(const char *text, const char *needle) {
-  if (!strstr(text, needle)) fail_msg("'%s' not found in:\n%s", needle, text);
+  tu_mkstemp(t->path);
 }
 
 /* The key of the k-th "graph " header of a text dump (32 hex digits). */
@@ -150,22 +122,22 @@ static void test_text_dump_and_explanations(void **state) {
   tmp_make(&err, "stderr");
   env_var env[] = {{"LT_SAVE_GRAPHS", dump.path}, {"LT_DEBUG", "1"}};
   run_child(scenario_explain, env, 2, err.path);
-  char *text = slurp(dump.path), *log = slurp(err.path);
+  char *text = tu_read_file(dump.path, NULL), *log = tu_read_file(err.path, NULL);
 
   /* One graph per sync, each with its header and its nodes in post-order. */
-  assert_int_equal(occurrences(text, "\ngraph ") + (strncmp(text, "graph ", 6) == 0), 9);
-  expect_has(text,
-             " reason=\"value read\" nodes=3 params=2 roots=1\n"
-             "  0 data f32[4] param 0\n"
-             "  1 data f32[4] param 1\n"
-             "  2 add f32[4] (0, 1) root 0\n\n");
-  expect_has(text, "  0 data f32[8] param 0\n");
-  expect_has(text, "  2 mul f32[4] (0, 1) root 0\n");
-  expect_has(text, "  1 const f32[] value=-1\n");
-  expect_has(text, "  0 data f64[4] param 0\n");
-  expect_has(text, "  3 exp f32[4] (2) root 0\n");
-  expect_has(text, " nodes=4 params=2 roots=2\n");
-  expect_has(text, " root 1\n");
+  assert_int_equal(tu_occurrences(text, "\ngraph ") + (strncmp(text, "graph ", 6) == 0), 9);
+  tu_expect_substr(text,
+                   " reason=\"value read\" nodes=3 params=2 roots=1\n"
+                   "  0 data f32[4] param 0\n"
+                   "  1 data f32[4] param 1\n"
+                   "  2 add f32[4] (0, 1) root 0\n\n");
+  tu_expect_substr(text, "  0 data f32[8] param 0\n");
+  tu_expect_substr(text, "  2 mul f32[4] (0, 1) root 0\n");
+  tu_expect_substr(text, "  1 const f32[] value=-1\n");
+  tu_expect_substr(text, "  0 data f64[4] param 0\n");
+  tu_expect_substr(text, "  3 exp f32[4] (2) root 0\n");
+  tu_expect_substr(text, " nodes=4 params=2 roots=2\n");
+  tu_expect_substr(text, " root 1\n");
   char k0[33], k1[33], k2[33];
   header_key(text, 0, k0);
   header_key(text, 1, k1);
@@ -174,25 +146,25 @@ static void test_text_dump_and_explanations(void **state) {
   assert_string_equal(k0, k2);     /* the same graph on new data */
 
   /* LT_DEBUG=1: why each graph compiled, and a line per cache hit. */
-  assert_int_equal(occurrences(log, "lazytensor: compile "), 8);
+  assert_int_equal(tu_occurrences(log, "lazytensor: compile "), 8);
   char line[128];
   snprintf(line, sizeof line, "lazytensor: compile %s (value read): 3 nodes, 2 params, 1 root\n",
            k0);
-  expect_has(log, line);
-  expect_has(log, "the first graph with 1 root:");
-  expect_has(log, "node 0 (data): shape [4] vs [8]");
-  expect_has(log, "node 2 (add): shape [4] vs [8]");
+  tu_expect_substr(log, line);
+  tu_expect_substr(log, "the first graph with 1 root:");
+  tu_expect_substr(log, "node 0 (data): shape [4] vs [8]");
+  tu_expect_substr(log, "node 2 (add): shape [4] vs [8]");
   snprintf(line, sizeof line, "closest earlier graph %s (value read): 3 of 3 nodes differ", k0);
-  expect_has(log, line);
+  tu_expect_substr(log, line);
   snprintf(line, sizeof line, "lazytensor: sync: cache hit, 3 nodes, value read, key %s\n", k0);
-  expect_has(log, line);
-  assert_int_equal(occurrences(log, "cache hit"), 1);
-  expect_has(log, "1 of 3 nodes differ");
-  expect_has(log, "node 2 (mul): op add vs mul");
-  expect_has(log, "node 1 (const): constant 1 vs -1");
-  expect_has(log, "dtype f32 vs f64");
-  expect_has(log, "node count 3 vs 4");
-  expect_has(log, "the first graph with 2 roots:");
+  tu_expect_substr(log, line);
+  assert_int_equal(tu_occurrences(log, "cache hit"), 1);
+  tu_expect_substr(log, "1 of 3 nodes differ");
+  tu_expect_substr(log, "node 2 (mul): op add vs mul");
+  tu_expect_substr(log, "node 1 (const): constant 1 vs -1");
+  tu_expect_substr(log, "dtype f32 vs f64");
+  tu_expect_substr(log, "node count 3 vs 4");
+  tu_expect_substr(log, "the first graph with 2 roots:");
   free(text);
   free(log);
   unlink(dump.path);
@@ -206,17 +178,17 @@ static void test_dot_dump(void **state) {
   tmp_make(&err, "stderr");
   env_var env[] = {{"LT_SAVE_GRAPHS", dump.path}, {"LT_SAVE_GRAPHS_FORMAT", "dot"}};
   run_child(scenario_two_shapes, env, 2, err.path);
-  char *text = slurp(dump.path), *log = slurp(err.path);
+  char *text = tu_read_file(dump.path, NULL), *log = tu_read_file(err.path, NULL);
   assert_string_equal(log, ""); /* no LT_DEBUG: nothing on stderr */
-  assert_int_equal(occurrences(text, "digraph \"graph_"), 2);
-  assert_int_equal(occurrences(text, "{"), 2);
-  assert_int_equal(occurrences(text, "}"), 2);
-  assert_int_equal(occurrences(text, " -> "), 4); /* two operands per add */
-  expect_has(text, "  n0 -> n2 [label=\"0\"];\n");
-  expect_has(text, "  n1 -> n2 [label=\"1\"];\n");
-  expect_has(text, "  n0 [label=\"0: data\\nf32[4]\\nparam 0\"];\n");
-  expect_has(text, "  n2 [label=\"2: add\\nf32[8]\\nroot 0\", style=bold, peripheries=2];\n");
-  expect_has(text, "(value read): 3 nodes, 2 params, 1 root\";\n");
+  assert_int_equal(tu_occurrences(text, "digraph \"graph_"), 2);
+  assert_int_equal(tu_occurrences(text, "{"), 2);
+  assert_int_equal(tu_occurrences(text, "}"), 2);
+  assert_int_equal(tu_occurrences(text, " -> "), 4); /* two operands per add */
+  tu_expect_substr(text, "  n0 -> n2 [label=\"0\"];\n");
+  tu_expect_substr(text, "  n1 -> n2 [label=\"1\"];\n");
+  tu_expect_substr(text, "  n0 [label=\"0: data\\nf32[4]\\nparam 0\"];\n");
+  tu_expect_substr(text, "  n2 [label=\"2: add\\nf32[8]\\nroot 0\", style=bold, peripheries=2];\n");
+  tu_expect_substr(text, "(value read): 3 nodes, 2 params, 1 root\";\n");
   free(text);
   free(log);
   unlink(dump.path);
@@ -230,9 +202,9 @@ static void test_dump_write_failure(void **state) {
   tmp_make(&err, "stderr");
   env_var env[] = {{"LT_SAVE_GRAPHS", "/nonexistent-lt-dir/graphs.txt"}};
   run_child(scenario_explain, env, 1, err.path);
-  char *log = slurp(err.path);
-  assert_int_equal(occurrences(log, "lazytensor: cannot write LT_SAVE_GRAPHS"), 1);
-  assert_int_equal(occurrences(log, "\n"), 1);
+  char *log = tu_read_file(err.path, NULL);
+  assert_int_equal(tu_occurrences(log, "lazytensor: cannot write LT_SAVE_GRAPHS"), 1);
+  assert_int_equal(tu_occurrences(log, "\n"), 1);
   free(log);
   unlink(err.path);
 }
@@ -244,7 +216,7 @@ static void test_quiet_by_default(void **state) {
   tmp_make(&err, "stderr");
   env_var env[] = {{"LT_DEBUG", "0"}, {"LT_SAVE_GRAPHS", ""}};
   run_child(scenario_explain, env, 2, err.path);
-  char *log = slurp(err.path);
+  char *log = tu_read_file(err.path, NULL);
   assert_string_equal(log, "");
   free(log);
   unlink(err.path);

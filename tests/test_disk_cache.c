@@ -19,6 +19,7 @@
 
 #include "test_util.h"
 #include "../src/backend/cpu/cpu_api.h"
+#include "../src/backend/ref/ref_api.h"
 #include "../src/core/lt_alloc.h"
 #include "../src/exec/disk_cache.h"
 
@@ -104,19 +105,6 @@ static void the_entry(char *path, size_t n) {
   assert_int_equal(tmps, 0);
 }
 
-static uint8_t *read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *b = malloc((size_t)n + 1);
-  assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  *size = (size_t)n;
-  return b;
-}
-
 static void write_file(const char *path, const uint8_t *b, size_t n) {
   FILE *f = fopen(path, "wb");
   assert_non_null(f);
@@ -138,21 +126,6 @@ static void fix_checksum(uint8_t *b, size_t n) {
   put_u64(b + n - LT_DISK_CHECKSUM_BYTES, XXH3_64bits(b, n - LT_DISK_CHECKSUM_BYTES));
 }
 
-static void rm_rf(const char *dir) {
-  chmod(dir, 0700);
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *de;
-  while ((de = readdir(d)) != NULL) {
-    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-    unlink(p);
-  }
-  closedir(d);
-  rmdir(dir);
-}
-
 static void set_age(const char *path, time_t seconds_ago) {
   struct timespec ts[2] = {{time(NULL) - seconds_ago, 0}, {time(NULL) - seconds_ago, 0}};
   assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
@@ -166,36 +139,21 @@ static time_t mtime_of(const char *path) {
 
 /* ---- stderr capture ------------------------------------------------------------------- */
 
-static int g_saved_stderr = -1;
-static char g_capture_path[64];
+/* One tu_capture at a time; its text is kept in a static buffer (the cases
+ * need not free it). */
+static tu_capture g_capture;
 static char g_captured[8192];
 
-static void capture_begin(void) {
-  fflush(stderr);
-  snprintf(g_capture_path, sizeof g_capture_path, "/tmp/lt_disk_errXXXXXX");
-  int fd = mkstemp(g_capture_path);
-  assert_true(fd >= 0);
-  g_saved_stderr = dup(2);
-  dup2(fd, 2);
-  close(fd);
-}
+static void capture_begin(void) { tu_capture_begin(&g_capture, "lt_disk_err"); }
 
 /* What was written to stderr since capture_begin (also echoed there). */
 static const char *capture_end(void) {
-  fflush(stderr);
-  dup2(g_saved_stderr, 2);
-  close(g_saved_stderr);
-  FILE *f = fopen(g_capture_path, "rb");
-  size_t n = f ? fread(g_captured, 1, sizeof g_captured - 1, f) : 0;
-  if (f) fclose(f);
-  g_captured[n] = '\0';
-  unlink(g_capture_path);
+  char *text = tu_capture_read(&g_capture);
+  tu_capture_end(&g_capture);
+  snprintf(g_captured, sizeof g_captured, "%s", text);
+  free(text);
   fputs(g_captured, stderr);
   return g_captured;
-}
-
-static void expect_message(const char *text, const char *needle) {
-  if (!strstr(text, needle)) fail_msg("stderr lacks '%s':\n%s", needle, text);
 }
 
 /* ---- child processes ------------------------------------------------------------------- */
@@ -271,35 +229,25 @@ static pid_t spawn_child(const char *mode, int seed, int gofd, int uid, const ch
   return pid;
 }
 
-static int wait_child(pid_t pid) {
-  int st;
-  while (waitpid(pid, &st, 0) < 0) assert_int_equal(errno, EINTR);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 /* ---- fixtures -------------------------------------------------------------------------- */
 
 static int setup(void **state) {
-  lt_wait_device_ops(CPU0);
   lt__backend_force(&lt__ref_backend); /* the serializable backend, whatever LT_BACKEND says */
-  lt_cache_clear();
-  lt_counters_reset();
+  tu_reset_executor();
   lt__disk_cache_fail_next_write(0);
   lt__disk_cache_set_max_bytes(0);
-  snprintf(g_dir, sizeof g_dir, "/tmp/lt_disk_cacheXXXXXX");
-  assert_non_null(mkdtemp(g_dir));
+  assert_non_null(tu_mkdtemp(g_dir, sizeof g_dir, "lt_disk_cache"));
   assert_int_equal(lt_set_persistent_cache(g_dir, false), LT_OK);
   return tu_setup(state);
 }
 
 static int teardown(void **state) {
-  int rc = tu_teardown(state);
-  lt_wait_device_ops(CPU0);
+  int rc = tu_teardown_wait(state);
   lt_set_persistent_cache(NULL, false);
   lt__disk_cache_fail_next_write(0);
   lt__disk_cache_set_max_bytes(0);
   lt_cache_clear();
-  rm_rf(g_dir);
+  tu_rm_tree(g_dir);
   return rc;
 }
 #define DTEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -346,9 +294,9 @@ static void test_second_process_compiles_nothing(void **state) {
   populate();
   char out[96];
   snprintf(out, sizeof out, "%s.child", g_dir);
-  int rc = wait_child(spawn_child("cached", 5, -1, 0, out, NULL));
+  int rc = tu_wait_child(spawn_child("cached", 5, -1, 0, out, NULL));
   size_t n;
-  uint8_t *text = read_file(out, &n);
+  uint8_t *text = tu_read_file(out, &n);
   unlink(out);
   text[n] = '\0';
   print_message("%s", (char *)text);
@@ -374,7 +322,7 @@ typedef enum corruption {
 
 static void corrupt(const char *path, corruption kind) {
   size_t n;
-  uint8_t *b = read_file(path, &n);
+  uint8_t *b = tu_read_file(path, &n);
   switch (kind) {
   case FLIP_BYTE:
     b[LT_DISK_HEADER_BYTES + (n - LT_DISK_HEADER_BYTES) / 2] ^= 0x10;
@@ -430,9 +378,9 @@ static void bad_entry_case(corruption kind, const char *needle) {
   assert_int_equal(ctr("PersistentCacheHit"), 0);
   assert_int_equal(ctr("PersistentCacheMiss"), 2);
   assert_int_equal(ctr("UncachedCompile"), 2);
-  expect_message(err, "lazytensor: persistent cache: ignoring");
-  expect_message(err, needle);
-  expect_message(err, "removed, compiling instead");
+  tu_expect_substr(err, "lazytensor: persistent cache: ignoring");
+  tu_expect_substr(err, needle);
+  tu_expect_substr(err, "removed, compiling instead");
   /* the recompile stored a good entry under the same name */
   assert_int_equal(count_entries(), 1);
   lt_cache_clear();
@@ -499,7 +447,7 @@ static void test_entry_of_another_key(void **state) {
   closedir(d);
   assert_true(two[0] != '\0');
   size_t n;
-  uint8_t *b = read_file(four, &n);
+  uint8_t *b = tu_read_file(four, &n);
   write_file(two, b, n); /* the rows = 2 key now holds the rows = 4 executable */
   free(b);
   lt_cache_clear();
@@ -507,7 +455,7 @@ static void test_entry_of_another_key(void **state) {
   int rc = run_graph(2, 9);
   const char *err = capture_end();
   assert_int_equal(rc, 0);
-  expect_message(err, "holds a different graph key");
+  tu_expect_substr(err, "holds a different graph key");
   assert_int_equal(ctr("PersistentCacheDeserializeFailure"), 1);
   assert_int_equal(ctr("UncachedCompile"), 3);
 }
@@ -520,27 +468,28 @@ static void test_environment_settings(void **state) {
   char out[96];
   snprintf(out, sizeof out, "%s.child", g_dir);
   /* LT_PERSISTENT_CACHE_READ_ONLY=1: computes, writes nothing, says nothing. */
-  assert_int_equal(wait_child(spawn_child("any", 1, -1, 0, out, "LT_PERSISTENT_CACHE_READ_ONLY=1")),
-                   0);
+  assert_int_equal(
+      tu_wait_child(spawn_child("any", 1, -1, 0, out, "LT_PERSISTENT_CACHE_READ_ONLY=1")), 0);
   size_t n;
-  uint8_t *text = read_file(out, &n);
+  uint8_t *text = tu_read_file(out, &n);
   text[n] = '\0';
   assert_null(strstr((char *)text, "persistent cache"));
   free(text);
   assert_int_equal(count_entries(), 0);
   /* LT_PERSISTENT_CACHE_MAX_BYTES below one entry: nothing kept, one message. */
   assert_int_equal(
-      wait_child(spawn_child("write-fail", 1, -1, 0, out, "LT_PERSISTENT_CACHE_MAX_BYTES=100")), 0);
-  text = read_file(out, &n);
+      tu_wait_child(spawn_child("write-fail", 1, -1, 0, out, "LT_PERSISTENT_CACHE_MAX_BYTES=100")),
+      0);
+  text = tu_read_file(out, &n);
   text[n] = '\0';
-  expect_message((char *)text, "exceed the size bound (100 bytes)");
+  tu_expect_substr((char *)text, "exceed the size bound (100 bytes)");
   free(text);
   assert_int_equal(count_entries(), 0);
   /* With a k suffix, room for the entry: the next process finds it. */
   assert_int_equal(
-      wait_child(spawn_child("any", 1, -1, 0, out, "LT_PERSISTENT_CACHE_MAX_BYTES=64k")), 0);
+      tu_wait_child(spawn_child("any", 1, -1, 0, out, "LT_PERSISTENT_CACHE_MAX_BYTES=64k")), 0);
   assert_int_equal(count_entries(), 1);
-  assert_int_equal(wait_child(spawn_child("cached", 2, -1, 0, out, NULL)), 0);
+  assert_int_equal(tu_wait_child(spawn_child("cached", 2, -1, 0, out, NULL)), 0);
   unlink(out);
 }
 
@@ -577,7 +526,7 @@ static void test_read_only_setting(void **state) {
   /* A bad entry is counted and ignored, but kept: the directory is not ours to change. */
   corrupt(path, FLIP_BYTE);
   size_t n0;
-  uint8_t *bad = read_file(path, &n0);
+  uint8_t *bad = tu_read_file(path, &n0);
   lt_cache_clear();
   capture_begin();
   rc = run_graph(4, 3);
@@ -585,9 +534,9 @@ static void test_read_only_setting(void **state) {
   assert_int_equal(rc, 0);
   assert_int_equal(ctr("PersistentCacheDeserializeFailure"), 1);
   assert_int_equal(ctr("UncachedCompile"), 3);
-  expect_message(err, "kept (read-only)");
+  tu_expect_substr(err, "kept (read-only)");
   size_t n1;
-  uint8_t *after = read_file(path, &n1);
+  uint8_t *after = tu_read_file(path, &n1);
   assert_true(n0 == n1 && memcmp(bad, after, n0) == 0);
   free(bad);
   free(after);
@@ -603,7 +552,7 @@ static void test_read_only_directory(void **state) {
     const char *err = capture_end();
     assert_int_equal(rc, 0);
     assert_int_equal(ctr("PersistentCacheWriteFailure"), 1);
-    expect_message(err, "Permission denied");
+    tu_expect_substr(err, "Permission denied");
     assert_int_equal(count_entries(), 0);
     return;
   }
@@ -612,9 +561,9 @@ static void test_read_only_directory(void **state) {
    * the build tree), the injected failure stands in for it. */
   char out[96];
   snprintf(out, sizeof out, "%s.child", g_dir);
-  int rc = wait_child(spawn_child("write-fail", 1, -1, 65534, out, NULL));
+  int rc = tu_wait_child(spawn_child("write-fail", 1, -1, 65534, out, NULL));
   size_t n;
-  uint8_t *text = read_file(out, &n);
+  uint8_t *text = tu_read_file(out, &n);
   unlink(out);
   text[n] = '\0';
   print_message("%s", (char *)text);
@@ -626,11 +575,11 @@ static void test_read_only_directory(void **state) {
     const char *err = capture_end();
     assert_int_equal(r, 0);
     assert_int_equal(ctr("PersistentCacheWriteFailure"), 1);
-    expect_message(err, "cannot write");
+    tu_expect_substr(err, "cannot write");
   } else {
     if (rc != 0) fail_msg("child exited %d:\n%s", rc, (char *)text);
-    expect_message((char *)text, "creating a temporary file: Permission denied");
-    expect_message((char *)text, "the computation goes on without it");
+    tu_expect_substr((char *)text, "creating a temporary file: Permission denied");
+    tu_expect_substr((char *)text, "the computation goes on without it");
   }
   free(text);
   assert_int_equal(count_entries(), 0);
@@ -646,8 +595,8 @@ static void test_full_disk(void **state) {
   const char *err = capture_end();
   assert_int_equal(rc, 0);
   assert_int_equal(ctr("PersistentCacheWriteFailure"), 1);
-  expect_message(err, "No space left on device");
-  expect_message(err, "the computation goes on without it");
+  tu_expect_substr(err, "No space left on device");
+  tu_expect_substr(err, "the computation goes on without it");
   assert_int_equal(count_entries(), 0); /* and no temporary file (count_entries checks) */
 
   /* A second failure is counted, not reported again. */
@@ -683,7 +632,7 @@ static void test_processes_compile_same_key_at_once(void **state) {
   close(go[0]);
   usleep(100 * 1000); /* let them all reach the start line */
   close(go[1]);       /* go */
-  for (int i = 0; i < kChildren; i++) assert_int_equal(wait_child(pids[i]), 0);
+  for (int i = 0; i < kChildren; i++) assert_int_equal(tu_wait_child(pids[i]), 0);
   assert_int_equal(count_entries(), 1); /* one whole entry, no temporary file */
   char path[512];
   the_entry(path, sizeof path);
@@ -756,7 +705,7 @@ static void test_size_bound_evicts_least_recently_used(void **state) {
   int rc = run_graph(6, 1);
   const char *err = capture_end();
   assert_int_equal(rc, 0);
-  expect_message(err, "exceed the size bound");
+  tu_expect_substr(err, "exceed the size bound");
   assert_int_equal(ctr("PersistentCacheWriteFailure"), 1);
 }
 
@@ -770,7 +719,7 @@ static void test_ref_deserialize_rejects_bad_bytes(void **state) {
   char path[512];
   the_entry(path, sizeof path);
   size_t n;
-  uint8_t *b = read_file(path, &n);
+  uint8_t *b = tu_read_file(path, &n);
   const uint8_t *payload = b + LT_DISK_HEADER_BYTES;
   size_t plen = n - LT_DISK_HEADER_BYTES - LT_DISK_CHECKSUM_BYTES;
   lt_executable *e = NULL;

@@ -53,7 +53,7 @@ static inline double tg_eval(tg_fn f, void *ud, const tg_input *ins, int nin, do
 }
 
 /* Compares backward's gradients with central differences (step h) within
- * |analytic - numeric| <= tol * (1 + |numeric|). */
+ * tu_near(analytic, numeric, tol). */
 static inline void tg_check(const char *name, tg_fn f, void *ud, const tg_input *ins, int nin,
                             double tol) {
   double *w = NULL;
@@ -85,7 +85,7 @@ static inline void tg_check(const char *name, tg_fn f, void *ud, const tg_input 
       double down = tg_eval(f, ud, pert, nin, &w);
       free(vals);
       double num = (up - down) / (2 * h);
-      if (!(fabs(ga[j] - num) <= tol * (1 + fabs(num))))
+      if (!tu_near(ga[j], num, tol))
         fail_msg("%s: d/d input %d [%lld]: backward %.9g, finite difference %.9g", name, i,
                  (long long)j, ga[j], num);
     }

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "test_util.h"
-#include "../src/exec/metrics.h"
+#include "../src/core/lt_metrics.h"
 
 static const char *const kTimers[] = {
     "TraceTime",     "CompileTime", "ExecuteTime", "TransferToDeviceTime", "TransferFromDeviceTime",
@@ -13,18 +13,7 @@ static const char *const kTimers[] = {
 static const char *const kValues[] = {"TensorsGraphSize", "InputOutputAliasCount"};
 enum { kNumTimers = 6, kNumValues = 2 };
 
-static int setup(void **state) {
-  lt_wait_device_ops(CPU0);
-  lt_cache_clear();
-  lt_counters_reset();
-  return tu_setup(state);
-}
-static int teardown(void **state) {
-  int rc = tu_teardown(state);
-  lt_wait_device_ops(CPU0);
-  return rc;
-}
-#define MTEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define MTEST(f) cmocka_unit_test_setup_teardown(f, tu_setup_fresh, tu_teardown_wait)
 
 static lt_metric_stats metric(const char *name) {
   lt_metric_stats s;
@@ -50,48 +39,6 @@ static void expect_consistent(const char *name, bool timer) {
   assert_true(s.total >= s.min * (double)s.count - 1e-9);
 }
 
-/* Captures what the library writes to stderr into a temporary file. */
-typedef struct capture {
-  int saved_fd;
-  char path[64];
-} capture;
-
-static void capture_begin(capture *c) {
-  snprintf(c->path, sizeof c->path, "/tmp/lt_metrics_stderr_XXXXXX");
-  int fd = mkstemp(c->path);
-  assert_true(fd >= 0);
-  fflush(stderr);
-  c->saved_fd = dup(2);
-  assert_true(c->saved_fd >= 0);
-  assert_true(dup2(fd, 2) >= 0);
-  close(fd);
-}
-
-/* What was written since capture_begin (caller frees); capture goes on. */
-static char *capture_read(capture *c) {
-  fflush(stderr);
-  FILE *f = fopen(c->path, "rb");
-  assert_non_null(f);
-  char *text = calloc(1, 1 << 16);
-  size_t n = fread(text, 1, (1 << 16) - 1, f);
-  text[n] = '\0';
-  fclose(f);
-  return text;
-}
-
-static void capture_end(capture *c) {
-  fflush(stderr);
-  dup2(c->saved_fd, 2);
-  close(c->saved_fd);
-  unlink(c->path);
-}
-
-static int occurrences(const char *text, const char *needle) {
-  int n = 0;
-  for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;
-  return n;
-}
-
 /* ---- step warnings (first: they run before any thread of the library exists) ---- */
 
 /* LT_METRICS_WARNINGS=0, read at the first step of a process: a child. */
@@ -115,16 +62,13 @@ static void test_step_warnings_disabled(void **state) {
     unlink(path);
     _exit(size == 0 ? 0 : 3);
   }
-  int status = 0;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  assert_true(WIFEXITED(status));
-  assert_int_equal(WEXITSTATUS(status), 0);
+  assert_int_equal(tu_wait_child(pid), 0);
 }
 
 static void test_step_warnings(void **state) {
   (void)state;
-  capture c;
-  capture_begin(&c);
+  tu_capture c;
+  tu_capture_begin(&c, "lt_metrics_stderr_");
 
   /* A steady loop: compiles before and in its first steps never warn. */
   lt__count(LT_CTR_UNCACHED_COMPILE, 5);
@@ -133,7 +77,7 @@ static void test_step_warnings(void **state) {
     if (i % 2) lt__count(LT_CTR_TRANSFER_FROM_DEVICE, 1);
     lt__metrics_on_step();
   }
-  char *text = capture_read(&c);
+  char *text = tu_capture_read(&c);
   assert_string_equal(text, "");
   free(text);
 
@@ -143,15 +87,15 @@ static void test_step_warnings(void **state) {
     lt__count(LT_CTR_UNCACHED_COMPILE, 1);
     lt__metrics_on_step();
   }
-  text = capture_read(&c);
+  text = tu_capture_read(&c);
   assert_string_equal(text, "");
   free(text);
   for (int i = 0; i < 20; i++) {
     lt__count(LT_CTR_UNCACHED_COMPILE, 1);
     lt__metrics_on_step();
   }
-  text = capture_read(&c);
-  assert_int_equal(occurrences(text, "compiles in"), 1);
+  text = tu_capture_read(&c);
+  assert_int_equal(tu_occurrences(text, "compiles in"), 1);
   assert_non_null(strstr(text, "11 compiles in 11 steps"));
   assert_non_null(strstr(text, "LT_DEBUG=1"));
   assert_null(strstr(text, "read from the device"));
@@ -165,15 +109,15 @@ static void test_step_warnings(void **state) {
     lt__metrics_on_step();
   }
   lt__metrics_on_step(); /* no read: the streak ends */
-  text = capture_read(&c);
+  text = tu_capture_read(&c);
   assert_null(strstr(text, "read from the device"));
   free(text);
   for (int i = 0; i < 25; i++) {
     lt__count(LT_CTR_TRANSFER_FROM_DEVICE, 2);
     lt__metrics_on_step();
   }
-  text = capture_read(&c);
-  assert_int_equal(occurrences(text, "read from the device"), 1);
+  text = tu_capture_read(&c);
+  assert_int_equal(tu_occurrences(text, "read from the device"), 1);
   free(text);
 
   /* Each warning at most once per process, even after a reset. */
@@ -183,11 +127,11 @@ static void test_step_warnings(void **state) {
     lt__count(LT_CTR_TRANSFER_FROM_DEVICE, 1);
     lt__metrics_on_step();
   }
-  text = capture_read(&c);
-  assert_int_equal(occurrences(text, "compiles in"), 1);
-  assert_int_equal(occurrences(text, "read from the device"), 1);
+  text = tu_capture_read(&c);
+  assert_int_equal(tu_occurrences(text, "compiles in"), 1);
+  assert_int_equal(tu_occurrences(text, "read from the device"), 1);
   free(text);
-  capture_end(&c);
+  tu_capture_end(&c);
   lt_counters_reset();
 }
 

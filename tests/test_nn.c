@@ -10,12 +10,7 @@ static int setup(void **state) {
   lt_counters_reset();
   return tu_setup(state);
 }
-static int teardown(void **state) {
-  int rc = tu_teardown(state);
-  lt_wait_device_ops(CPU0);
-  return rc;
-}
-#define NTEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define NTEST(f) cmocka_unit_test_setup_teardown(f, setup, tu_teardown_wait)
 
 static void read_all(lt_tensor *t, double *out) { tu_read(t, out, lt_numel(t)); }
 
@@ -129,9 +124,7 @@ static void test_accuracy(void **state) {
 static void test_save_load_roundtrip_and_errors(void **state) {
   (void)state;
   char path[] = "/tmp/lt_test_nn_XXXXXX";
-  int fd = mkstemp(path);
-  assert_true(fd >= 0);
-  close(fd);
+  tu_mkstemp(path);
   lt_tensor *a = tu_f32(SHAPE(2, 3), 2, ((float[]){1, 2, 3, 4, 5, 6}));
   lt_tensor *b = lt_exp(tu_f64(SHAPE(2), 1, ((double[]){0, 1}))); /* pending: saved by value */
   lt_tensor *src[2] = {a, b};

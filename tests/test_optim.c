@@ -6,18 +6,8 @@
 static const double kG[3][3] = {{0.1, -0.2, 0.3}, {0.5, 0.5, -0.5}, {-1.0, 0.0, 2.0}};
 static const double kP0[3] = {1.0, -2.0, 3.0};
 
-static int setup(void **state) {
-  lt_wait_device_ops(CPU0);
-  lt_cache_clear(); /* each test counts its own compiles */
-  lt_counters_reset();
-  return tu_setup(state);
-}
-static int teardown(void **state) {
-  int rc = tu_teardown(state);
-  lt_wait_device_ops(CPU0);
-  return rc;
-}
-#define OTEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+/* tu_setup_fresh: each test counts its own compiles. */
+#define OTEST(f) cmocka_unit_test_setup_teardown(f, tu_setup_fresh, tu_teardown_wait)
 
 /* Three steps with cfg in dtype dt; lrs (or NULL) sets the lr before each
  * step; compares with want[step] and checks that the steps compiled once. */

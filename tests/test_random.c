@@ -21,15 +21,6 @@ static int teardown(void **state) {
 }
 #define RTEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
-/* t's values as doubles (malloc'd, numel entries); fails the test on error. */
-static double *values(lt_tensor *t) {
-  if (!t) fail_msg("tensor is NULL: %s", lt_last_error());
-  int64_t n = lt_numel(t);
-  double *v = malloc(sizeof(double) * (size_t)(n + 1));
-  tu_read(t, v, n);
-  return v;
-}
-
 /* t's raw bytes (malloc'd, *nbytes long). */
 static void *raw(lt_tensor *t, size_t *nbytes) {
   if (!t) fail_msg("tensor is NULL: %s", lt_last_error());
@@ -84,7 +75,7 @@ static void test_uniform_range_and_mean(void **state) {
     assert_int_equal(lt_get_dtype(x), dts[d]);
     assert_int_equal(lt_ndim(x), 1);
     assert_int_equal(lt_dim(x, 0), n);
-    double *v = values(x), lo = INFINITY, hi = -INFINITY, mean, std;
+    double *v = tu_values(x), lo = INFINITY, hi = -INFINITY, mean, std;
     for (int64_t i = 0; i < n; i++) {
       if (!(v[i] >= -2.0 && v[i] < 3.0)) fail_msg("element %lld = %g", (long long)i, v[i]);
       lo = fmin(lo, v[i]);
@@ -97,13 +88,13 @@ static void test_uniform_range_and_mean(void **state) {
     free(v);
   }
   /* [0, 1) is the generator's own output. */
-  double *u = values(lt_rand_uniform(CPU0, LT_F64, SHAPE(1000), 1, 0.0, 1.0));
+  double *u = tu_values(lt_rand_uniform(CPU0, LT_F64, SHAPE(1000), 1, 0.0, 1.0));
   for (int i = 0; i < 1000; i++) assert_true(u[i] >= 0.0 && u[i] < 1.0);
   free(u);
   /* Two adjacent floats: lo + (hi - lo) * U rounds to hi for about half of the
    * draws; the result must still be lo every time. */
   double lo = 1.0, hi = (double)nextafterf(1.0f, 2.0f);
-  double *w = values(lt_rand_uniform(CPU0, LT_F32, SHAPE(1000), 1, lo, hi));
+  double *w = tu_values(lt_rand_uniform(CPU0, LT_F32, SHAPE(1000), 1, lo, hi));
   for (int i = 0; i < 1000; i++) assert_true(w[i] == lo);
   free(w);
   /* 0-d and empty shapes. */
@@ -112,14 +103,14 @@ static void test_uniform_range_and_mean(void **state) {
   assert_true(s >= 5.0 && s < 6.0);
   lt_tensor *e = lt_rand_uniform(CPU0, LT_F32, SHAPE(3, 0), 2, 0.0, 1.0);
   assert_int_equal(lt_numel(e), 0);
-  free(values(e));
+  free(tu_values(e));
 }
 
 static void test_normal_moments(void **state) {
   (void)state;
   const int64_t n = 100000;
   double mean, std;
-  double *v = values(lt_rand_normal(CPU0, LT_F32, SHAPE(n), 1, 0.0, 1.0));
+  double *v = tu_values(lt_rand_normal(CPU0, LT_F32, SHAPE(n), 1, 0.0, 1.0));
   for (int64_t i = 0; i < n; i++) assert_true(isfinite(v[i]));
   moments(v, n, &mean, &std);
   assert_true(fabs(mean) < 0.02);
@@ -128,7 +119,7 @@ static void test_normal_moments(void **state) {
 
   lt_tensor *x = lt_rand_normal(CPU0, LT_F64, SHAPE(400, 250), 2, 3.0, 2.0);
   assert_int_equal(lt_get_dtype(x), LT_F64);
-  v = values(x);
+  v = tu_values(x);
   moments(v, n, &mean, &std);
   assert_true(fabs(mean - 3.0) < 0.02);
   assert_true(fabs(std - 2.0) < 0.02);
@@ -139,7 +130,7 @@ static void test_normal_moments(void **state) {
   free(v);
 
   /* std 0 gives the mean exactly. */
-  v = values(lt_rand_normal(CPU0, LT_F32, SHAPE(16), 1, 1.5, 0.0));
+  v = tu_values(lt_rand_normal(CPU0, LT_F32, SHAPE(16), 1, 1.5, 0.0));
   for (int i = 0; i < 16; i++) assert_true(v[i] == 1.5);
   free(v);
 }
@@ -151,7 +142,7 @@ static void test_bernoulli(void **state) {
   lt_tensor *b = lt_bernoulli(p);
   assert_int_equal(lt_get_dtype(b), LT_F32);
   assert_int_equal(lt_dim(b, 0), n);
-  double *v = values(b), ones = 0;
+  double *v = tu_values(b), ones = 0;
   for (int64_t i = 0; i < n; i++) {
     assert_true(v[i] == 0.0 || v[i] == 1.0);
     ones += v[i];
@@ -169,7 +160,7 @@ static void test_dropout(void **state) {
   lt_tensor *a = lt_full(CPU0, LT_F32, SHAPE(n), 1, 2.0);
   lt_tensor *d = lt_dropout(a, 0.25, true);
   assert_int_equal(lt_get_dtype(d), LT_F32);
-  double *v = values(d), zeros = 0;
+  double *v = tu_values(d), zeros = 0;
   double kept = (double)(2.0f * (float)(1.0 / 0.75));
   for (int64_t i = 0; i < n; i++) {
     if (v[i] == 0.0)
@@ -181,7 +172,7 @@ static void test_dropout(void **state) {
   free(v);
 
   /* f64, p = 0.5: the expected value is kept. */
-  double *w = values(lt_dropout(lt_full(CPU0, LT_F64, SHAPE(n), 1, 1.0), 0.5, true));
+  double *w = tu_values(lt_dropout(lt_full(CPU0, LT_F64, SHAPE(n), 1, 1.0), 0.5, true));
   double mean, std;
   moments(w, n, &mean, &std);
   assert_true(fabs(mean - 1.0) < 0.02);
@@ -206,7 +197,7 @@ static void test_randperm(void **state) {
   assert_int_equal(lt_get_dtype(p), LT_I64);
   assert_int_equal(lt_ndim(p), 1);
   assert_int_equal(lt_dim(p, 0), n);
-  double *v = values(p);
+  double *v = tu_values(p);
   char *seen = calloc((size_t)n, 1);
   int64_t fixed = 0;
   for (int64_t i = 0; i < n; i++) {
@@ -225,8 +216,8 @@ static void test_randperm(void **state) {
   lt_tensor *e = lt_randperm(CPU0, LT_I32, 0);
   assert_int_equal(lt_ndim(e), 1);
   assert_int_equal(lt_dim(e, 0), 0);
-  free(values(e));
-  v = values(lt_randperm(CPU0, LT_I32, 10));
+  free(tu_values(e));
+  v = tu_values(lt_randperm(CPU0, LT_I32, 10));
   double sum = 0;
   for (int i = 0; i < 10; i++) sum += v[i];
   assert_true(sum == 45);
@@ -289,9 +280,9 @@ static void test_draws_in_one_step_differ(void **state) {
 static void test_bounds_do_not_recompile(void **state) {
   (void)state;
   lt_manual_seed(CPU0, 5);
-  double *a = values(lt_rand_uniform(CPU0, LT_F32, SHAPE(8), 1, 2.0, 5.0));
+  double *a = tu_values(lt_rand_uniform(CPU0, LT_F32, SHAPE(8), 1, 2.0, 5.0));
   lt_manual_seed(CPU0, 5);
-  double *b = values(lt_rand_uniform(CPU0, LT_F32, SHAPE(8), 1, 3.0, 7.5));
+  double *b = tu_values(lt_rand_uniform(CPU0, LT_F32, SHAPE(8), 1, 3.0, 7.5));
   assert_int_equal(ctr("UncachedCompile"), 1);
   assert_int_equal(ctr("CachedCompile"), 1);
   for (int i = 0; i < 8; i++) assert_true(fabs((a[i] - 2.0) / 3.0 - (b[i] - 3.0) / 4.5) < 1e-5);
@@ -302,13 +293,13 @@ static void test_bounds_do_not_recompile(void **state) {
   lt_counters_reset();
   lt_tensor *x = lt_full(CPU0, LT_F32, SHAPE(8), 1, 3.0);
   lt_manual_seed(CPU0, 1);
-  free(values(lt_rand_normal(CPU0, LT_F32, SHAPE(8), 1, 2.0, 3.0)));
+  free(tu_values(lt_rand_normal(CPU0, LT_F32, SHAPE(8), 1, 2.0, 3.0)));
   lt_manual_seed(CPU0, 2);
-  free(values(lt_rand_normal(CPU0, LT_F32, SHAPE(8), 1, -4.0, 0.5)));
+  free(tu_values(lt_rand_normal(CPU0, LT_F32, SHAPE(8), 1, -4.0, 0.5)));
   lt_manual_seed(CPU0, 3);
-  free(values(lt_dropout(x, 0.3, true)));
+  free(tu_values(lt_dropout(x, 0.3, true)));
   lt_manual_seed(CPU0, 4);
-  free(values(lt_dropout(x, 0.6, true)));
+  free(tu_values(lt_dropout(x, 0.6, true)));
   assert_int_equal(ctr("UncachedCompile"), 2);
   assert_int_equal(ctr("CachedCompile"), 2);
 }
@@ -340,7 +331,7 @@ static void test_devices_have_own_seeds(void **state) {
   assert_memory_equal(a, b, n);
   /* Draws on CPU:1 do not move CPU:0's chain. */
   lt_manual_seed(CPU0, 9);
-  free(values(lt_rand_normal(cpu1, LT_F32, SHAPE(4), 1, 0.0, 1.0)));
+  free(tu_values(lt_rand_normal(cpu1, LT_F32, SHAPE(4), 1, 0.0, 1.0)));
   void *c = raw(lt_rand_uniform(CPU0, LT_F32, SHAPE(16), 1, 0.0, 1.0), &n);
   assert_memory_equal(a, c, n);
   free(a);

@@ -9,10 +9,8 @@ enum { N = 1 << 14 };
 static int64_t ctr(const char *name) { return lt_counter(name); }
 
 static int setup(void **state) {
-  lt_wait_device_ops(CPU0);
   lt_wait_device_ops(lt_cpu(1));
-  lt_cache_clear();
-  lt_counters_reset();
+  tu_reset_executor();
   lt_set_param_aliasing(true);
   lt_set_eager(false);
   lt_set_execute_delay_us(0);
@@ -20,12 +18,7 @@ static int setup(void **state) {
   lt_inject_fault(LT_FAULT_COMPILE, -1);
   return tu_setup(state);
 }
-static int teardown(void **state) {
-  int rc = tu_teardown(state);
-  lt_wait_device_ops(CPU0);
-  return rc;
-}
-#define STEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define STEST(f) cmocka_unit_test_setup_teardown(f, setup, tu_teardown_wait)
 
 static lt_tensor *filled(float v) {
   float *d = malloc(sizeof(float) * N);

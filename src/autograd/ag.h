@@ -7,15 +7,31 @@
 #ifndef LT_AG_H
 #define LT_AG_H
 
-#include "../core/lt_ops.h"
+#include "../ops/lt_ops.h"
 
 typedef int (*ag_vjp_fn)(const lt_node *n, lt_node *g, lt_node **out);
 
-/* Rules by op family, each in its own file: ag_elementwise.c, ag_reduce.c,
- * ag_shape.c. They return NULL for ops outside their family. */
-ag_vjp_fn ag_rule_elementwise(lt_op op);
-ag_vjp_fn ag_rule_reduce(lt_op op);
-ag_vjp_fn ag_rule_shape(lt_op op);
+/* The rules, one per GRAD token of the op table (lt_op_table.h): autograd's
+ * dispatch is built from the table, so a row naming a rule that does not
+ * exist fails to compile. Each lives with its family: ag_elementwise.c,
+ * ag_reduce.c, ag_shape.c; ag_rule_none (no operand gets a gradient) in
+ * ag_util.c. */
+int ag_rule_none(const lt_node *n, lt_node *g, lt_node **out);
+int ag_rule_unary(const lt_node *n, lt_node *g, lt_node **out);
+int ag_rule_cast(const lt_node *n, lt_node *g, lt_node **out);
+int ag_rule_binary(const lt_node *n, lt_node *g, lt_node **out);
+int ag_rule_where(const lt_node *n, lt_node *g, lt_node **out);
+int ag_rule_reduce(const lt_node *n, lt_node *g, lt_node **out);
+int ag_rule_softmax(const lt_node *n, lt_node *g, lt_node **out);
+int ag_rule_matmul(const lt_node *n, lt_node *g, lt_node **out);
+int ag_rule_reshape(const lt_node *n, lt_node *g, lt_node **out);
+int ag_rule_permute(const lt_node *n, lt_node *g, lt_node **out);
+int ag_rule_expand(const lt_node *n, lt_node *g, lt_node **out);
+int ag_rule_slice(const lt_node *n, lt_node *g, lt_node **out);
+int ag_rule_concat(const lt_node *n, lt_node *g, lt_node **out);
+int ag_rule_pad(const lt_node *n, lt_node *g, lt_node **out);
+int ag_rule_indexed(const lt_node *n, lt_node *g, lt_node **out);
+int ag_rule_unslice(const lt_node *n, lt_node *g, lt_node **out);
 
 /* ---- helpers: every function consumes its node arguments and returns a NEW
  * reference (NULL on failure, with the error recorded; NULL inputs give NULL) ---- */

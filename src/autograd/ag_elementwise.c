@@ -72,11 +72,11 @@ static lt_node *unary_grad(const lt_node *n, lt_node *g) {
   }
 }
 
-static int rule_unary(const lt_node *n, lt_node *g, lt_node **out) {
+int ag_rule_unary(const lt_node *n, lt_node *g, lt_node **out) {
   return done1(out, unary_grad(n, g));
 }
 
-static int rule_cast(const lt_node *n, lt_node *g, lt_node **out) {
+int ag_rule_cast(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = n->operands[0].node;
   if (!ag_is_float(a)) return LT_OK; /* no gradient into integers */
   return done1(out, lt__node_cast(G(g), (lt_dtype)a->dtype));
@@ -93,7 +93,7 @@ static lt_node *pick(lt_node *g, lt_node *mask, lt_node *tie, const lt_node *n) 
   return ag_where(mask, G(g), ag_where(tie, ag_bin(LT_OP_MUL, G(g), K(n, 0.5)), K(n, 0)));
 }
 
-static int rule_binary(const lt_node *n, lt_node *g, lt_node **out) {
+int ag_rule_binary(const lt_node *n, lt_node *g, lt_node **out) {
   switch ((lt_op)n->op) {
   case LT_OP_ADD:
     return finish2(n, out, G(g), G(g));
@@ -127,7 +127,7 @@ static int rule_binary(const lt_node *n, lt_node *g, lt_node **out) {
   }
 }
 
-static int rule_where(const lt_node *n, lt_node *g, lt_node **out) {
+int ag_rule_where(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = n->operands[1].node, *b = n->operands[2].node;
   lt_node *ga = ag_where(ag_arg(n, 0), G(g), K(n, 0));
   lt_node *gb = ag_where(ag_arg(n, 0), K(n, 0), G(g));
@@ -136,20 +136,3 @@ static int rule_where(const lt_node *n, lt_node *g, lt_node **out) {
   return out[1] && out[2] ? LT_OK : LT_ENOMEM;
 }
 
-static int rule_none(const lt_node *n, lt_node *g, lt_node **out) {
-  (void)n;
-  (void)g;
-  (void)out;
-  return LT_OK;
-}
-
-ag_vjp_fn ag_rule_elementwise(lt_op op) {
-  if (op >= LT_OP_NEG && op <= LT_OP_ERF) return rule_unary;
-  if (op == LT_OP_NOT) return rule_none;
-  if (op == LT_OP_CAST) return rule_cast;
-  if (op >= LT_OP_ADD && op <= LT_OP_OR) return rule_binary;
-  if (op == LT_OP_WHERE) return rule_where;
-  if (op == LT_OP_CONST || op == LT_OP_DATA) return rule_none;
-  if (op >= LT_OP_RNG_UNIFORM && op <= LT_OP_RANDPERM) return rule_none;
-  return NULL;
-}

@@ -60,7 +60,7 @@ static lt_node *indicator(const lt_node *n, lt_node *cond) {
   return ag_where(cond, K(n, 1), K(n, 0));
 }
 
-static int rule_reduce(const lt_node *n, lt_node *g, lt_node **out) {
+int ag_rule_reduce(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = operand(n);
   int64_t mask = n->attrs[0];
   /* Nothing reduced (a 0-d operand): every op is the identity there. */
@@ -104,7 +104,7 @@ static int rule_reduce(const lt_node *n, lt_node *g, lt_node **out) {
   }
 }
 
-static int rule_softmax(const lt_node *n, lt_node *g, lt_node **out) {
+int ag_rule_softmax(const lt_node *n, lt_node *g, lt_node **out) {
   int64_t axis = (int64_t)1 << n->attrs[0];
   lt_node *ga;
   if (n->op == LT_OP_SOFTMAX) { /* out * (g - sum(g * out)) */
@@ -117,29 +117,3 @@ static int rule_softmax(const lt_node *n, lt_node *g, lt_node **out) {
   return done1(out, ga);
 }
 
-static int rule_none(const lt_node *n, lt_node *g, lt_node **out) {
-  (void)n;
-  (void)g;
-  (void)out;
-  return LT_OK;
-}
-
-ag_vjp_fn ag_rule_reduce(lt_op op) {
-  switch (op) {
-  case LT_OP_SUM:
-  case LT_OP_MEAN:
-  case LT_OP_MAX:
-  case LT_OP_MIN:
-  case LT_OP_PROD:
-  case LT_OP_LOGSUMEXP:
-    return rule_reduce;
-  case LT_OP_SOFTMAX:
-  case LT_OP_LOG_SOFTMAX:
-    return rule_softmax;
-  case LT_OP_ARGMAX:
-  case LT_OP_ARGMIN:
-    return rule_none;
-  default:
-    return NULL;
-  }
-}

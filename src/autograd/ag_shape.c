@@ -69,7 +69,7 @@ static lt_node *matmul(lt_node *x, lt_node *y) {
 
 /* out = a @ b: ga = g @ b^T and gb = a^T @ g, each summed back over the batch
  * dims its operand broadcast along. */
-static int rule_matmul(const lt_node *n, lt_node *g, lt_node **out) {
+int ag_rule_matmul(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = operand(n, 0), *b = operand(n, 1);
   out[0] = ag_reduce_to(matmul(G(g), transpose_last(ag_arg(n, 1))), a->shape, a->ndim);
   out[1] = ag_reduce_to(matmul(transpose_last(ag_arg(n, 0)), G(g)), b->shape, b->ndim);
@@ -78,24 +78,24 @@ static int rule_matmul(const lt_node *n, lt_node *g, lt_node **out) {
 
 /* ---- shape ops --------------------------------------------------------------- */
 
-static int rule_reshape(const lt_node *n, lt_node *g, lt_node **out) {
+int ag_rule_reshape(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = operand(n, 0);
   return done1(out, lt__node_reshape(G(g), a->shape, a->ndim));
 }
 
-static int rule_permute(const lt_node *n, lt_node *g, lt_node **out) {
+int ag_rule_permute(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = operand(n, 0);
   int64_t inv[LT_MAX_DIMS];
   for (int d = 0; d < n->ndim; d++) inv[n->attrs[d]] = d;
   return done1(out, unary_node(LT_OP_PERMUTE, G(g), a->shape, a->ndim, inv, a->ndim));
 }
 
-static int rule_expand(const lt_node *n, lt_node *g, lt_node **out) {
+int ag_rule_expand(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = operand(n, 0);
   return done1(out, ag_reduce_to(G(g), a->shape, a->ndim));
 }
 
-static int rule_slice(const lt_node *n, lt_node *g, lt_node **out) {
+int ag_rule_slice(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = operand(n, 0);
   return done1(out, unary_node(LT_OP_UNSLICE, G(g), a->shape, a->ndim, n->attrs, n->nattrs));
 }
@@ -113,7 +113,7 @@ static lt_node *block(lt_node *x, const int64_t *starts, const int64_t *shape, i
   return unary_node(LT_OP_SLICE, x, shape, ndim, attrs, 2 * ndim);
 }
 
-static int rule_concat(const lt_node *n, lt_node *g, lt_node **out) {
+int ag_rule_concat(const lt_node *n, lt_node *g, lt_node **out) {
   int axis = (int)n->attrs[0];
   int64_t starts[LT_MAX_DIMS] = {0};
   int rc = LT_OK;
@@ -126,7 +126,7 @@ static int rule_concat(const lt_node *n, lt_node *g, lt_node **out) {
   return rc;
 }
 
-static int rule_pad(const lt_node *n, lt_node *g, lt_node **out) {
+int ag_rule_pad(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = operand(n, 0);
   int64_t starts[LT_MAX_DIMS];
   for (int d = 0; d < a->ndim; d++) starts[d] = n->attrs[2 * d];
@@ -149,7 +149,7 @@ static lt_node *indexed(lt_op op, const lt_node *n, lt_node *src, lt_node *index
 
 /* GATHER -> SCATTER_ADD, INDEX_SELECT -> INDEX_ADD, and back. The index
  * (operand 1) gets no gradient. */
-static int rule_indexed(const lt_node *n, lt_node *g, lt_node **out) {
+int ag_rule_indexed(const lt_node *n, lt_node *g, lt_node **out) {
   lt_op t;
   switch ((lt_op)n->op) {
   case LT_OP_GATHER:
@@ -169,44 +169,8 @@ static int rule_indexed(const lt_node *n, lt_node *g, lt_node **out) {
 }
 
 /* UNSLICE's transpose is the slice it undid. */
-static int rule_unslice(const lt_node *n, lt_node *g, lt_node **out) {
+int ag_rule_unslice(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = operand(n, 0);
   return done1(out, unary_node(LT_OP_SLICE, G(g), a->shape, a->ndim, n->attrs, n->nattrs));
 }
 
-static int rule_none(const lt_node *n, lt_node *g, lt_node **out) {
-  (void)n;
-  (void)g;
-  (void)out;
-  return LT_OK;
-}
-
-ag_vjp_fn ag_rule_shape(lt_op op) {
-  switch (op) {
-  case LT_OP_MATMUL:
-    return rule_matmul;
-  case LT_OP_RESHAPE:
-    return rule_reshape;
-  case LT_OP_PERMUTE:
-    return rule_permute;
-  case LT_OP_EXPAND:
-    return rule_expand;
-  case LT_OP_SLICE:
-    return rule_slice;
-  case LT_OP_CONCAT:
-    return rule_concat;
-  case LT_OP_PAD:
-    return rule_pad;
-  case LT_OP_GATHER:
-  case LT_OP_INDEX_SELECT:
-  case LT_OP_SCATTER_ADD:
-  case LT_OP_INDEX_ADD:
-    return rule_indexed;
-  case LT_OP_UNSLICE:
-    return rule_unslice;
-  case LT_OP_ONE_HOT:
-    return rule_none;
-  default:
-    return NULL;
-  }
-}

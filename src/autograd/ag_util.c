@@ -12,8 +12,6 @@ lt_node *ag_un(lt_op op, lt_node *a) {
   return lt__node_make(op, (lt_dtype)a->dtype, a->shape, a->ndim, &a, 1, NULL, 0, 0.0);
 }
 
-static bool is_comparison(lt_op op) { return op >= LT_OP_EQ && op <= LT_OP_GE; }
-
 lt_node *ag_bin(lt_op op, lt_node *a, lt_node *b) {
   if (!a || !b) {
     lt__node_release(a);
@@ -29,7 +27,7 @@ lt_node *ag_bin(lt_op op, lt_node *a, lt_node *b) {
   }
   b = lt__node_cast(b, (lt_dtype)a->dtype);
   lt_node *ops[2] = {a, b};
-  lt_dtype dt = is_comparison(op) ? LT_BOOL : (lt_dtype)a->dtype;
+  lt_dtype dt = lt__op_result(op) == LT_RES_BOOL ? LT_BOOL : (lt_dtype)a->dtype;
   return lt__node_make(op, dt, shape, ndim, ops, 2, NULL, 0, 0.0);
 }
 
@@ -85,4 +83,11 @@ lt_node *ag_expand(lt_node *a, const int64_t *shape, int ndim) {
     return c;
   }
   return lt__node_make(LT_OP_EXPAND, (lt_dtype)a->dtype, shape, ndim, &a, 1, NULL, 0, 0.0);
+}
+
+int ag_rule_none(const lt_node *n, lt_node *g, lt_node **out) {
+  (void)n;
+  (void)g;
+  (void)out;
+  return LT_OK;
 }

@@ -19,7 +19,12 @@ static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static lt_tensor **g_reg;
 static int g_reg_n, g_reg_cap;
 
+static void ag_forget(lt_tensor *t);
+
 static int reg_add(lt_tensor *t) {
+  /* A requires-grad tensor that dies must leave the registry: core calls back
+   * through this hook (it cannot call autograd itself). */
+  lt__tensor_set_release_hook(ag_forget);
   pthread_mutex_lock(&g_reg_lock);
   int rc = LT_OK;
   if (g_reg_n == g_reg_cap) {
@@ -37,7 +42,7 @@ static int reg_add(lt_tensor *t) {
   return rc;
 }
 
-void lt__ag_forget(lt_tensor *t) {
+static void ag_forget(lt_tensor *t) {
   pthread_mutex_lock(&g_reg_lock);
   for (int i = 0; i < g_reg_n; i++)
     if (g_reg[i] == t) {
@@ -76,7 +81,7 @@ int lt_requires_grad(lt_tensor *t, bool on) {
     lt_node *n = t->ir ? t->ir : t->data_node; /* a value already read by graphs */
     if (n) n->grad_id = t->id;
   } else {
-    lt__ag_forget(t);
+    ag_forget(t);
     t->requires_grad = false;
   }
   return LT_OK;
@@ -93,12 +98,12 @@ int lt_zero_grad(lt_tensor *t) {
   return LT_OK;
 }
 
-static ag_vjp_fn rule_for(lt_op op) {
-  ag_vjp_fn f = ag_rule_elementwise(op);
-  if (!f) f = ag_rule_reduce(op);
-  if (!f) f = ag_rule_shape(op);
-  return f;
-}
+/* Each op's rule, from the op table's GRAD column. */
+#define AG_RULE_ROW(E, name, fam, arity, res, grad, ref, cpu) [LT_OP_##E] = ag_rule_##grad,
+static const ag_vjp_fn kRules[LT_OP_COUNT] = {LT_OP_TABLE(AG_RULE_ROW)};
+#undef AG_RULE_ROW
+
+static ag_vjp_fn rule_for(lt_op op) { return op < LT_OP_COUNT ? kRules[op] : NULL; }
 
 /* Leaves: nodes stamped with the id of a requires-grad tensor (its value
  * where a graph read it). The lookup list holds a reference on each tensor. */
@@ -248,7 +253,7 @@ int lt_backward(lt_tensor *loss) {
     return lt__err(LT_EINVAL,
                    "lt_backward: the loss has no pending graph (it was read or synced); call "
                    "lt_backward before reading it");
-  lt_device_ctx *ctx = lt__device_ctx("lt_backward", loss->dev);
+  lt_exec_dev *ctx = lt__exec_dev("lt_backward", loss->dev);
   if (!ctx) return LT_EDEVICE;
   leaf_set ls = {0};
   ag_state s = {0};

@@ -1,10 +1,8 @@
-/* The backend interface: buffers on a device, compilation of a post-order
- * graph into an executable, and execution. ref (interpreter, the oracle) and
- * cpu (fused LLVM kernels) implement it.
- *
- * Buffers are generic headers (this file) whose storage the backend provides.
- * A buffer may exist before its storage does: the executor installs such
- * placeholders in tensors so that tracing goes on while a step executes. */
+/* The backend interface: storage for buffers (lt_buffer.h), compilation of a
+ * post-order graph into an executable, and execution; and the registry that
+ * the executor picks a backend from. ref (interpreter, the oracle) and cpu
+ * (fused LLVM kernels) implement it; this layer names neither: the executor
+ * registers them (src/exec/backends.c). */
 #ifndef LT_BACKEND_H
 #define LT_BACKEND_H
 
@@ -13,49 +11,15 @@
 #include <stdint.h>
 
 #include "lazytensor.h"
+#include "../core/lt_buffer.h"
 #include "../core/lt_node.h"
+#include "instr.h"
 
-typedef struct lt_backend lt_backend;
 
-typedef enum lt_buffer_state {
-  LT_BUF_READY = 0,   /* data holds the value */
-  LT_BUF_PENDING = 1, /* a placeholder: an execution will fill it */
-  LT_BUF_FAILED = 2,  /* the execution that was to fill it failed: err_* say why */
-  LT_BUF_DONATED = 3  /* its storage was given to an output of a later step */
-} lt_buffer_state;
-
-/* A device buffer. Reference counted; tensors, graph leaves and executions in
- * flight share them. */
-typedef struct lt_buffer {
-  atomic_int refs;
-  atomic_int state; /* lt_buffer_state */
-  uint8_t dtype;
-  uint8_t ndim;
-  bool user_donate; /* the user allows its storage to be reused by an output */
-  lt_device dev;
-  int64_t shape[LT_MAX_DIMS];
-  int64_t numel;
-  size_t nbytes;
-  void *data; /* backend storage (host memory for the CPU backends) or NULL */
-  const lt_backend *backend;
-  int err_status; /* LT_BUF_FAILED: the status and message of the failure */
-  char *err_msg;
-  uint64_t err_seq;    /* which failure of its device (reported once per device) */
-  int64_t owner_id;    /* the tensor whose value it holds (restored on a failed step) */
-  uint32_t param_mark; /* executor walk epoch, for parameter dedup */
-  int32_t param_index;
-  int32_t graph_refs; /* DATA leaves of the graph being walked that hold it */
-} lt_buffer;
-
-/* A header without storage, in state PENDING (a placeholder). NULL on OOM. */
-lt_buffer *lt__buffer_new(const lt_backend *be, lt_device dev, lt_dtype dt, const int64_t *shape,
-                          int ndim);
 /* Gives b storage from its backend (device bytes counted). Its state does not
  * change: a placeholder becomes readable only when the executor publishes it,
  * after the whole execution succeeded. */
 int lt__buffer_materialize(lt_buffer *b);
-/* Marks b READY: its storage holds its value. */
-void lt__buffer_publish(lt_buffer *b);
 /* lt__buffer_new + lt__buffer_materialize, READY. */
 int lt__buffer_alloc(const lt_backend *be, lt_device dev, lt_dtype dt, const int64_t *shape,
                      int ndim, lt_buffer **out);
@@ -63,26 +27,6 @@ int lt__buffer_alloc(const lt_backend *be, lt_device dev, lt_dtype dt, const int
  * size (backends with host_storage only); it takes host only on success. */
 int lt__buffer_adopt(const lt_backend *be, lt_device dev, lt_dtype dt, const int64_t *shape,
                      int ndim, void *host, lt_buffer **out);
-/* Moves src's storage into dst (same dtype and shape); src becomes DONATED.
- * The bytes stay counted once. */
-void lt__buffer_take_data(lt_buffer *dst, lt_buffer *src);
-/* Marks b FAILED with a copy of msg (placeholders of a failed execution). */
-void lt__buffer_fail(lt_buffer *b, int status, const char *msg, uint64_t seq);
-/* Waits until b is no longer PENDING; returns LT_OK when READY, else the
- * failure (recorded as the thread's error). */
-int lt__buffer_wait(lt_buffer *b);
-/* Wakes every waiter after placeholders changed state. */
-void lt__buffer_notify(void);
-
-lt_buffer *lt__buffer_retain(lt_buffer *b);
-void lt__buffer_release(lt_buffer *b);
-
-/* Counts delta bytes of storage on dev (live and peak). */
-void lt__buffer_account(lt_device dev, int64_t delta);
-/* Live and peak bytes of storage per device. */
-void lt__device_bytes_reset_peak(lt_device dev);
-int64_t lt__device_bytes_live(lt_device dev);
-int64_t lt__device_bytes_peak(lt_device dev);
 
 /* A graph as handed to compile: nodes in post-order (every operand comes before
  * its user, node->order is its index), the parameter index of each DATA node
@@ -105,6 +49,12 @@ typedef struct lt_executable lt_executable; /* backend-defined */
 
 struct lt_backend {
   const char *name;
+  /* Whether the backend has its own path for op. Nodes of other ops run
+   * through the executor's fallback (lt__backend_run_fallback). */
+  bool (*supports_op)(lt_op op);
+  /* Optional: runs one instruction into out (already given storage) from
+   * its operand values. The backend chosen as the fallback must have it. */
+  int (*run_instr)(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
   /* Folds everything that changes generated code (backend version, CPU, ...). */
   uint64_t (*env_hash)(void);
   /* Storage for b->nbytes bytes into b->data; data_free gives it back. */
@@ -133,9 +83,38 @@ struct lt_backend {
   int (*deserialize)(const void *bytes, size_t nbytes, lt_executable **out);
 };
 
-/* The backend that serves dev (LT_BACKEND chooses; ref by default today). */
-const lt_backend *lt__backend_for(lt_device dev);
+/* Host-memory storage (host_storage.c), for backends whose device is the host. */
+int lt__host_data_alloc(lt_buffer *b);
+void lt__host_data_free(lt_buffer *b);
+int lt__host_to_device(lt_buffer *dst, const void *src, size_t nbytes);
+int lt__host_from_device(const lt_buffer *src, void *dst, size_t nbytes);
 
-extern const lt_backend lt__ref_backend;
+/* ---- the registry (registry.c) ---- */
+
+/* Adds be (kept by pointer, never copied). LT_EINVAL when a required entry
+ * is missing or the name is taken; LT_ENOMEM when the registry is full. */
+int lt__backend_register(const lt_backend *be);
+/* The registered backend of that name, or NULL. */
+const lt_backend *lt__backend_find(const char *name);
+int lt__backend_count(void);
+const lt_backend *lt__backend_at(int i);
+/* The backend for dev: the forced one (tests), else the one LT_BACKEND names
+ * (read once), else the registered backend named dflt. An unknown LT_BACKEND
+ * is reported once on stderr and dflt used. */
+const lt_backend *lt__backend_select(lt_device dev, const char *dflt);
+/* Test hook: forces lt__backend_select to answer be (NULL: back to normal). */
+void lt__backend_force(const lt_backend *be);
+const lt_backend *lt__backend_forced(void);
+
+/* The fallback: the executor names the backend (one with run_instr) that runs
+ * the nodes other backends do not support. */
+void lt__backend_set_fallback(const lt_backend *be);
+/* Runs ins on the fallback backend; LT_EEXEC when none is set. */
+int lt__backend_run_fallback(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+
+/* The compile environment key of be: its env_hash folded with the op table's
+ * hash. Cached executables (memory and disk) are valid only under the key
+ * they were compiled with. */
+uint64_t lt__backend_env_key(const lt_backend *be);
 
 #endif

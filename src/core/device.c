@@ -4,11 +4,9 @@
 #include <stdlib.h>
 #include <strings.h>
 
-#include "../backend/backend.h"
 #include "lt_device.h"
 #include "lt_alloc.h"
 #include "lt_error.h"
-#include "lt_ops.h"
 #include "lt_tensor.h"
 
 static lt_device_ctx g_ctx[LT_MAX_DEVICES];
@@ -18,11 +16,7 @@ static void init_contexts(void) {
   for (int i = 0; i < LT_MAX_DEVICES; i++) {
     g_ctx[i].dev = lt_cpu(i);
     pthread_mutex_init(&g_ctx[i].live_lock, NULL);
-    pthread_mutex_init(&g_ctx[i].lock, NULL);
-    pthread_cond_init(&g_ctx[i].cond, NULL);
   }
-  const lt_backend *be = lt__backend_for(g_ctx[0].dev);
-  if (be && be->prepare) be->prepare();
 }
 
 lt_device lt_cpu(int index) {
@@ -107,5 +101,3 @@ lt_tensor **lt__device_live_snapshot(lt_device_ctx *ctx, int *n) {
   *n = all ? count : 0;
   return all;
 }
-
-bool lt__device_ctx_ok(lt_device dev) { return lt__device_ctx("lt_scalar", dev) != NULL; }

@@ -10,90 +10,84 @@
 #include <stdint.h>
 
 #include "lazytensor.h"
+#include "lt_op_table.h"
 
 struct lt_buffer;
 
-typedef enum lt_op {
-  /* leaves */
-  LT_OP_DATA,  /* device data: a parameter of the graph */
-  LT_OP_CONST, /* fattr broadcast to the node's shape */
-  /* unary elementwise (operand already has the compute dtype) */
-  LT_OP_NEG,
-  LT_OP_ABS,
-  LT_OP_SIGN,
-  LT_OP_RELU,
-  LT_OP_FLOOR,
-  LT_OP_CEIL,
-  LT_OP_ROUND,
-  LT_OP_EXP,
-  LT_OP_LOG,
-  LT_OP_LOG1P,
-  LT_OP_SQRT,
-  LT_OP_RSQRT,
-  LT_OP_SIN,
-  LT_OP_COS,
-  LT_OP_TANH,
-  LT_OP_SIGMOID,
-  LT_OP_GELU,
-  LT_OP_ERF,
-  LT_OP_NOT,  /* logical not, bool result */
-  LT_OP_CAST, /* to the node's dtype */
-  /* binary elementwise, numpy broadcasting inside the op; both operands carry
-   * the same (promoted) dtype */
-  LT_OP_ADD,
-  LT_OP_SUB,
-  LT_OP_MUL,
-  LT_OP_DIV,
-  LT_OP_POW,
-  LT_OP_MAXIMUM,
-  LT_OP_MINIMUM,
-  LT_OP_EQ,
-  LT_OP_NE,
-  LT_OP_LT,
-  LT_OP_LE,
-  LT_OP_GT,
-  LT_OP_GE,
-  LT_OP_AND,
-  LT_OP_OR,
-  LT_OP_WHERE, /* operands: cond (bool), a, b; broadcast all three */
-  /* reductions: attrs[0] = bit mask of reduced axes (input axes), attrs[1] = keepdim */
-  LT_OP_SUM,
-  LT_OP_MEAN,
-  LT_OP_MAX,
-  LT_OP_MIN,
-  LT_OP_PROD,
-  LT_OP_LOGSUMEXP,
-  LT_OP_ARGMAX, /* attrs[0] = axis, attrs[1] = keepdim */
-  LT_OP_ARGMIN,
-  LT_OP_SOFTMAX, /* attrs[0] = axis */
-  LT_OP_LOG_SOFTMAX,
-  /* contraction: operands [..., n, k] and [..., k, m] (rank >= 2), batch dims broadcast */
-  LT_OP_MATMUL,
-  /* shape */
-  LT_OP_RESHAPE,      /* to the node's shape, row-major order kept */
-  LT_OP_PERMUTE,      /* attrs = perm (ndim entries): out axis i is input axis perm[i] */
-  LT_OP_EXPAND,       /* numpy broadcast of the operand to the node's shape */
-  LT_OP_SLICE,        /* attrs[0..ndim) = starts, attrs[ndim..2ndim) = steps (> 0) */
-  LT_OP_CONCAT,       /* attrs[0] = axis; any number of operands */
-  LT_OP_PAD,          /* attrs = before/after pairs per axis; fattr = value */
-  LT_OP_GATHER,       /* operands: a, index (i32/i64, same rank); attrs[0] = axis */
-  LT_OP_INDEX_SELECT, /* operands: a, index (1-d i32/i64); attrs[0] = axis */
-  LT_OP_ONE_HOT,      /* operand: integer indices; attrs[0] = num_classes */
-  /* random: operand 0 is the op's seed (i64 0-d, from the device's seed chain);
-   * element k of the result is a function of (seed, k) only (counter-based) */
-  LT_OP_RNG_UNIFORM, /* [0, 1) in the node's float dtype */
-  LT_OP_RNG_NORMAL,  /* standard normal in the node's float dtype */
-  LT_OP_RANDPERM,    /* a permutation of 0..n-1 (n = node shape[0]), integer dtype */
-  /* gradients of indexing ops (made by autograd) */
-  LT_OP_SCATTER_ADD, /* operands: src, index (same shape as src); attrs[0] = axis; out =
-                        zeros of the node's shape with src added at index along axis
-                        (the transpose of GATHER) */
-  LT_OP_INDEX_ADD,   /* operands: src, index (1-d); attrs[0] = axis; out = zeros of the node's
-                        shape with src's slices added at index (transpose of INDEX_SELECT) */
-  LT_OP_UNSLICE,     /* operand: src; attrs as SLICE (starts, steps); out = zeros of the
-                        node's shape with src placed at the sliced positions */
-  LT_OP_COUNT
-} lt_op;
+/* The IR ops, one per row of the op table (lt_op_table.h). */
+#define LT_OP_ENUM_ROW(E, name, fam, arity, res, grad, ref, cpu) LT_OP_##E,
+typedef enum lt_op { LT_OP_TABLE(LT_OP_ENUM_ROW) LT_OP_COUNT } lt_op;
+#undef LT_OP_ENUM_ROW
+
+/* Op groups (the table's FAMILY column). */
+typedef enum lt_op_family {
+  LT_FAM_LEAF,    /* data and constants: no operands */
+  LT_FAM_UNARY,   /* elementwise, one operand */
+  LT_FAM_BINARY,  /* elementwise, two operands broadcast */
+  LT_FAM_COMPARE, /* elementwise comparisons: bool result */
+  LT_FAM_TERNARY, /* where */
+  LT_FAM_REDUCE,  /* reductions over axes, arg reductions, softmax */
+  LT_FAM_MATMUL,
+  LT_FAM_SHAPE,   /* data movement without arithmetic */
+  LT_FAM_INDEX,   /* reads at computed positions */
+  LT_FAM_RANDOM,  /* counter-based draws from a seed operand */
+  LT_FAM_SCATTER, /* writes at computed positions (indexing transposes) */
+} lt_op_family;
+
+/* Result dtype rules (the table's RESULT column). */
+typedef enum lt_op_result {
+  LT_RES_SAME,  /* the dtype of the value operand (operand 1 for where, else 0) */
+  LT_RES_BOOL,  /* bool */
+  LT_RES_INDEX, /* i64 */
+  LT_RES_NODE,  /* chosen by the builder */
+} lt_op_result;
+
+/* How the cpu backend runs an op (the table's CPU column). */
+typedef enum lt_op_cpu_path {
+  LT_CPU_LEAF,     /* a parameter or constant */
+  LT_CPU_LOOP,     /* fused into an elementwise loop nest */
+  LT_CPU_REDUCE,   /* fused reduction */
+  LT_CPU_GEMM,     /* a GEMM library call */
+  LT_CPU_VIEW,     /* a strided view of its operand, no copy */
+  LT_CPU_RNG,      /* a draw fused into a loop */
+  LT_CPU_FALLBACK, /* the executor's fallback: the ref kernel, one node at a time */
+} lt_op_cpu_path;
+
+/* One row of the op table, as data. */
+typedef struct lt_op_info {
+  const char *name;
+  uint8_t family;   /* lt_op_family */
+  int8_t arity;     /* operands; -1: one or more */
+  uint8_t result;   /* lt_op_result */
+  uint8_t cpu;      /* lt_op_cpu_path */
+  const char *grad; /* autograd rule token (ag_rule_<grad>) */
+  const char *ref;  /* ref kernel token (ref_<ref>) */
+} lt_op_info;
+
+extern const lt_op_info lt__op_info[LT_OP_COUNT];
+
+/* Reads of the table (op must be < LT_OP_COUNT). */
+#define lt__op_family(op) ((lt_op_family)lt__op_info[(op)].family)
+#define lt__op_result(op) ((lt_op_result)lt__op_info[(op)].result)
+#define lt__op_cpu_path(op) ((lt_op_cpu_path)lt__op_info[(op)].cpu)
+#define lt__op_is_elementwise(op)                                                              \
+  (lt__op_family(op) == LT_FAM_UNARY || lt__op_family(op) == LT_FAM_BINARY ||                 \
+   lt__op_family(op) == LT_FAM_COMPARE || lt__op_family(op) == LT_FAM_TERNARY)
+
+/* False when the table declares op not differentiable (GRAD `none`). */
+bool lt__op_has_grad(int op);
+
+/* Whether op may be given n operands (kernels index them unchecked, so
+ * decoders of serialized executables check this first). */
+bool lt__op_arity_ok(int op, uint32_t n);
+
+/* A hash of the op table's text: part of every compile environment key. */
+uint64_t lt__op_table_hash(void);
+/* The table's text (one line per op), and a test hook that makes
+ * lt__op_table_hash hash other text instead (NULL: the real table again), as
+ * a library built with a changed table would. */
+const char *lt__op_table_text(void);
+void lt__op_table_set_text(const char *text);
 
 typedef struct lt_node lt_node;
 
@@ -136,6 +130,14 @@ static inline lt_node *lt__node_retain(lt_node *n) {
 }
 void lt__node_release(lt_node *n);
 
+/* Node constructor that CONSUMES its operands (released also on failure; a NULL
+ * operand makes it fail). Returns a new reference or NULL. */
+lt_node *lt__node_make(lt_op op, lt_dtype dt, const int64_t *shape, int ndim, lt_node **operands,
+                       int noperands, const int64_t *attrs, int nattrs, double fattr);
+/* n converted to dt (consumes n; returns it unchanged when already dt). */
+lt_node *lt__node_cast(lt_node *n, lt_dtype dt);
+/* n reshaped (consumes n; returns it unchanged when the shape is equal). */
+lt_node *lt__node_reshape(lt_node *n, const int64_t *shape, int ndim);
 int64_t lt__numel(const int64_t *shape, int ndim);
 
 /* A fresh mark for a walk over nodes (node->visit == mark: seen). Walks by

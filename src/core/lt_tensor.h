@@ -39,11 +39,6 @@ lt_tensor *lt__tensor_from_host(lt_device dev, lt_dtype dt, const int64_t *shape
  * graph that reads it equals one reading any other data). */
 lt_tensor *lt__zeros_data(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim);
 
-/* The IR value of t for use as an operand: its pending node, or a data leaf
- * over its buffer (host data is uploaded first). Borrowed: the tensor keeps it.
- * NULL with the error recorded on failure. */
-lt_node *lt__tensor_ir(lt_tensor *t);
-
 /* A tensor over node (consumed) that no scope owns: the caller holds the only
  * reference (used for gradients, which belong to their tensor). */
 lt_tensor *lt__tensor_new_unscoped(lt_device dev, lt_node *node);
@@ -57,9 +52,10 @@ void lt__tensor_set_buffer(lt_tensor *t, struct lt_buffer *buf);
 /* Replaces t's value by a pending node (takes the reference). */
 void lt__tensor_set_ir(lt_tensor *t, lt_node *node);
 
-/* Autograd's registry of requires-grad tensors (src/autograd/autograd.c):
- * removal when such a tensor dies, and retain-if-alive lookup by id. */
-void lt__ag_forget(lt_tensor *t);
+/* Called by lt_release for a dying tensor that requires grad, before its
+ * value is dropped. Autograd installs it (its registry of requires-grad
+ * tensors forgets the tensor); core calls no higher layer directly. */
+void lt__tensor_set_release_hook(void (*fn)(lt_tensor *t));
 
 /* Checks that a tensor op's operands are non-NULL and on one device; records
  * the error naming fn otherwise. */

@@ -3,26 +3,12 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "../backend/backend.h"
+#include "lt_buffer.h"
+#include "lt_dtype.h"
 #include "lt_alloc.h"
 #include "lt_error.h"
 #include "lt_node.h"
 
-static const char *const kOpNames[] = {
-    "data",     "const",       "neg",          "abs",     "sign",        "relu",
-    "floor",    "ceil",        "round",        "exp",     "log",         "log1p",
-    "sqrt",     "rsqrt",       "sin",          "cos",     "tanh",        "sigmoid",
-    "gelu",     "erf",         "not",          "cast",    "add",         "sub",
-    "mul",      "div",         "pow",          "maximum", "minimum",     "eq",
-    "ne",       "lt",          "le",           "gt",      "ge",          "and",
-    "or",       "where",       "sum",          "mean",    "max",         "min",
-    "prod",     "logsumexp",   "argmax",       "argmin",  "softmax",     "log_softmax",
-    "matmul",   "reshape",     "permute",      "expand",  "slice",       "concat",
-    "pad",      "gather",      "index_select", "one_hot", "rng_uniform", "rng_normal",
-    "randperm", "scatter_add", "index_add",    "unslice"};
-_Static_assert(sizeof kOpNames / sizeof kOpNames[0] == LT_OP_COUNT, "one name per op");
-
-const char *lt__op_name(lt_op op) { return op < LT_OP_COUNT ? kOpNames[op] : "?"; }
 
 static _Atomic uint32_t g_epoch;
 
@@ -131,4 +117,35 @@ void lt__node_release(lt_node *n) {
     node_free(cur);
   }
   if (stack != small) lt__free(stack, cap * sizeof *stack);
+}
+
+lt_node *lt__node_make(lt_op op, lt_dtype dt, const int64_t *shape, int ndim, lt_node **operands,
+                       int noperands, const int64_t *attrs, int nattrs, double fattr) {
+  lt_node *n = NULL;
+  int ok = 1;
+  for (int i = 0; i < noperands; i++) ok &= operands[i] != NULL;
+  if (ok) n = lt__node_new(op, dt, shape, ndim, operands, noperands, attrs, nattrs, fattr);
+  for (int i = 0; i < noperands; i++) lt__node_release(operands[i]);
+  return n;
+}
+
+lt_node *lt__node_cast(lt_node *n, lt_dtype dt) {
+  if (!n || n->dtype == dt) return n;
+  if (n->op == LT_OP_CONST) { /* fold: a constant simply changes type */
+    lt_node *c = lt__node_const(dt, n->shape, n->ndim, lt__dtype_round(dt, n->fattr));
+    lt__node_release(n);
+    return c;
+  }
+  return lt__node_make(LT_OP_CAST, dt, n->shape, n->ndim, &n, 1, NULL, 0, 0.0);
+}
+
+lt_node *lt__node_reshape(lt_node *n, const int64_t *shape, int ndim) {
+  if (!n) return NULL;
+  if (n->ndim == ndim && memcmp(n->shape, shape, (size_t)ndim * sizeof(int64_t)) == 0) return n;
+  if (n->op == LT_OP_CONST) {
+    lt_node *c = lt__node_const((lt_dtype)n->dtype, shape, ndim, n->fattr);
+    lt__node_release(n);
+    return c;
+  }
+  return lt__node_make(LT_OP_RESHAPE, (lt_dtype)n->dtype, shape, ndim, &n, 1, NULL, 0, 0.0);
 }

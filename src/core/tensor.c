@@ -3,9 +3,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "../backend/backend.h"
-#include "../exec/exec_internal.h"
-#include "../exec/metrics.h"
+#include "lt_buffer.h"
+#include "lt_metrics.h"
 #include "lt_alloc.h"
 #include "lt_device.h"
 #include "lt_error.h"
@@ -115,12 +114,6 @@ lt_tensor *lt__tensor_from_node(lt_device dev, lt_node *node) {
     return t;
   }
   t->ir = node;
-  /* Eager mode: run each op as it is traced (one cached executable per op
-   * signature); a failure is the op's failure. */
-  if (lt_get_eager() && lt__sync_internal(&t, 1, false, true, "eager") != LT_OK) {
-    lt__tensor_discard(t);
-    return NULL;
-  }
   return t;
 }
 
@@ -159,9 +152,18 @@ static void clear_value(lt_tensor *t) {
   t->host_bytes = 0;
 }
 
+/* Installed by autograd when the first tensor requires grad: core reaches the
+ * higher layer only through this pointer. */
+static void (*_Atomic g_release_hook)(lt_tensor *t);
+
+void lt__tensor_set_release_hook(void (*fn)(lt_tensor *t)) { atomic_store(&g_release_hook, fn); }
+
 void lt_release(lt_tensor *t) {
   if (!t || atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1) return;
-  if (t->requires_grad) lt__ag_forget(t);
+  if (t->requires_grad) {
+    void (*hook)(lt_tensor *) = atomic_load(&g_release_hook);
+    if (hook) hook(t);
+  }
   lt__device_remove_live(lt__device_ctx("lt_release", t->dev), t);
   clear_value(t);
   lt_release(t->grad);
@@ -185,41 +187,6 @@ void lt__tensor_set_ir(lt_tensor *t, lt_node *node) {
   }
   clear_value(t);
   t->ir = node;
-}
-
-/* Moves host data to a device buffer (the first use of a host tensor in a graph). */
-static int upload(lt_tensor *t) {
-  const lt_backend *be = lt__backend_for(t->dev);
-  lt_buffer *b = NULL;
-  int rc;
-  if (be->host_storage) { /* the host copy becomes the device storage */
-    rc = lt__buffer_adopt(be, t->dev, (lt_dtype)t->dtype, t->shape, t->ndim, t->host, &b);
-    if (rc == LT_OK) t->host = NULL; /* the buffer owns it now */
-  } else {
-    rc = lt__buffer_alloc(be, t->dev, (lt_dtype)t->dtype, t->shape, t->ndim, &b);
-    if (rc != LT_OK) return rc;
-    int64_t t0 = lt__now_ns();
-    rc = be->to_device(b, t->host, t->host_bytes);
-    lt__timer_add(LT_TIMER_TRANSFER_TO, lt__now_ns() - t0);
-    if (rc != LT_OK) lt__buffer_release(b);
-  }
-  if (rc != LT_OK) return rc;
-  lt__count(LT_CTR_TRANSFER_TO_DEVICE, 1);
-  lt__tensor_set_buffer(t, b);
-  return LT_OK;
-}
-
-lt_node *lt__tensor_ir(lt_tensor *t) {
-  lt_node *n = t->ir;
-  if (!n) {
-    if (t->host && upload(t) != LT_OK) return NULL;
-    if (!t->data_node) t->data_node = lt__node_data(t->buf);
-    n = t->data_node;
-  }
-  /* Autograd finds its leaves through this stamp: the node is this
-   * requires-grad tensor's value wherever a graph reads it. */
-  if (n && t->requires_grad) n->grad_id = t->id;
-  return n;
 }
 
 int lt__check_operands(const char *fn, lt_tensor *const *ts, int n) {

@@ -4,7 +4,7 @@
 
 #include "../core/lt_alloc.h"
 #include "cache.h"
-#include "metrics.h"
+#include "lt_metrics.h"
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static lt_cache_entry **g_buckets;

@@ -32,7 +32,7 @@
 #include "../core/lt_alloc.h"
 #include "../core/lt_error.h"
 #include "disk_cache.h"
-#include "metrics.h"
+#include "lt_metrics.h"
 
 #ifndef PATH_MAX
 #define PATH_MAX 4096
@@ -298,7 +298,7 @@ static const char *check_entry(const lt_backend *be, lt_graph_key key, const uin
     snprintf(why, n, "written by backend '%s', not '%s'", name, be->name);
     return why;
   }
-  if (get_u64(b + LT_DISK_OFF_ENV) != be->env_hash())
+  if (get_u64(b + LT_DISK_OFF_ENV) != lt__backend_env_key(be))
     return "written for a different compile environment (library version, CPU or compiler)";
   if (get_u64(b + LT_DISK_OFF_KEY) != key.lo || get_u64(b + LT_DISK_OFF_KEY + 8) != key.hi)
     return "holds a different graph key";
@@ -503,7 +503,7 @@ void lt__disk_cache_store(const lt_backend *be, lt_graph_key key, const lt_execu
   memcpy(buf, kMagic, sizeof kMagic);
   put_u32(buf + LT_DISK_OFF_VERSION, LT_DISK_FORMAT_VERSION);
   snprintf((char *)buf + LT_DISK_OFF_BACKEND, LT_DISK_BACKEND_NAME_LEN, "%s", be->name);
-  put_u64(buf + LT_DISK_OFF_ENV, be->env_hash());
+  put_u64(buf + LT_DISK_OFF_ENV, lt__backend_env_key(be));
   put_u64(buf + LT_DISK_OFF_KEY, key.lo);
   put_u64(buf + LT_DISK_OFF_KEY + 8, key.hi);
   put_u64(buf + LT_DISK_OFF_LEN, plen);

@@ -8,9 +8,30 @@
 #include "../core/lt_alloc.h"
 #include "../core/lt_error.h"
 #include "exec_internal.h"
-#include "metrics.h"
+#include "lt_metrics.h"
 
-int lt__device_acquire(lt_device_ctx *ctx, bool report_error) {
+static lt_exec_dev g_exec[LT_MAX_DEVICES];
+static pthread_once_t g_exec_once = PTHREAD_ONCE_INIT;
+
+static void init_exec_devs(void) {
+  for (int i = 0; i < LT_MAX_DEVICES; i++) {
+    g_exec[i].core = lt__device_ctx("lt_exec", lt_cpu(i));
+    pthread_mutex_init(&g_exec[i].lock, NULL);
+    pthread_cond_init(&g_exec[i].cond, NULL);
+  }
+  /* Slow one-time set-up of the backend (JIT, threads) overlaps the program's
+   * first tracing. */
+  const lt_backend *be = lt__backend_for(lt_cpu(0));
+  if (be && be->prepare) be->prepare();
+}
+
+lt_exec_dev *lt__exec_dev(const char *fn, lt_device dev) {
+  if (!lt__device_ctx(fn, dev)) return NULL;
+  pthread_once(&g_exec_once, init_exec_devs);
+  return &g_exec[dev.index];
+}
+
+int lt__device_acquire(lt_exec_dev *ctx, bool report_error) {
   int64_t t0 = lt__now_ns();
   pthread_mutex_lock(&ctx->lock);
   while (ctx->busy) pthread_cond_wait(&ctx->cond, &ctx->lock);
@@ -30,14 +51,14 @@ int lt__device_acquire(lt_device_ctx *ctx, bool report_error) {
   return LT_OK;
 }
 
-void lt__device_release(lt_device_ctx *ctx) {
+void lt__device_release(lt_exec_dev *ctx) {
   pthread_mutex_lock(&ctx->lock);
   ctx->busy = false;
   pthread_cond_broadcast(&ctx->cond);
   pthread_mutex_unlock(&ctx->lock);
 }
 
-void lt__device_error_seen(lt_device_ctx *ctx, uint64_t seq) {
+void lt__device_error_seen(lt_exec_dev *ctx, uint64_t seq) {
   pthread_mutex_lock(&ctx->lock);
   if (ctx->pending_status != LT_OK && ctx->error_seq == seq) ctx->pending_status = LT_OK;
   pthread_mutex_unlock(&ctx->lock);
@@ -93,7 +114,8 @@ static void fail_outputs(lt_exec_job *job, int status, const char *msg, uint64_t
     if (out->data) {
       /* Filled before the failure, perhaps with donated storage half
        * written: not a value anyone may read. */
-      out->backend->data_free(out);
+      out->data_free(out);
+      out->data = NULL;
       lt__buffer_account(out->dev, -(int64_t)out->nbytes);
     }
     if (atomic_load(&out->state) != LT_BUF_PENDING) continue;
@@ -119,7 +141,7 @@ static void fail_outputs(lt_exec_job *job, int status, const char *msg, uint64_t
 }
 
 static void run_async(lt_exec_job *job) {
-  lt_device_ctx *ctx = job->ctx;
+  lt_exec_dev *ctx = job->ctx;
   int rc = execute(job);
   if (rc != LT_OK) {
     char msg[sizeof ctx->pending_msg];
@@ -138,7 +160,7 @@ static void run_async(lt_exec_job *job) {
 }
 
 static void *worker_main(void *arg) {
-  lt_device_ctx *ctx = arg;
+  lt_exec_dev *ctx = arg;
   pthread_mutex_lock(&ctx->lock);
   for (;;) {
     while (!ctx->job && !ctx->worker_stop) pthread_cond_wait(&ctx->cond, &ctx->lock);
@@ -156,13 +178,13 @@ static void *worker_main(void *arg) {
 /* Workers are joined at exit so that queued work finishes and tools such as
  * valgrind see every thread end. */
 static pthread_mutex_t g_workers_lock = PTHREAD_MUTEX_INITIALIZER;
-static lt_device_ctx *g_workers[LT_MAX_DEVICES];
+static lt_exec_dev *g_workers[LT_MAX_DEVICES];
 static int g_nworkers;
 
 static void stop_workers(void) {
   pthread_mutex_lock(&g_workers_lock);
   for (int i = 0; i < g_nworkers; i++) {
-    lt_device_ctx *ctx = g_workers[i];
+    lt_exec_dev *ctx = g_workers[i];
     pthread_mutex_lock(&ctx->lock);
     ctx->worker_stop = true;
     pthread_cond_broadcast(&ctx->cond);
@@ -175,7 +197,7 @@ static void stop_workers(void) {
   pthread_mutex_unlock(&g_workers_lock);
 }
 
-static int start_worker(lt_device_ctx *ctx) {
+static int start_worker(lt_exec_dev *ctx) {
   static bool registered;
   pthread_mutex_lock(&g_workers_lock);
   int rc = LT_OK;
@@ -193,7 +215,7 @@ static int start_worker(lt_device_ctx *ctx) {
 }
 
 int lt__job_run_async(lt_exec_job *job) {
-  lt_device_ctx *ctx = job->ctx;
+  lt_exec_dev *ctx = job->ctx;
   if (start_worker(ctx) != LT_OK) { /* defensive: run it here instead */
     run_async(job);
     return LT_OK;

@@ -8,10 +8,48 @@
 #include "../core/lt_tensor.h"
 #include "cache.h"
 
+/* The executor's state of one device (core's lt_device_ctx holds only the
+ * live tensors). */
+typedef struct lt_exec_dev {
+  lt_device_ctx *core; /* the device's live tensors */
+  /* Execution ordering. `busy` is a lock that one thread takes and another may
+   * give back: the caller of a sync takes it, and the worker that finishes the
+   * sync's execution releases it. Guarded by `lock`, signalled on `cond`. */
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  bool busy;
+  int64_t last_sync_end_ns; /* for the TraceTime timer */
+
+  /* The failure of an asynchronous execution, reported once. */
+  int pending_status;
+  char pending_msg[512];
+  uint64_t error_seq; /* bumped for each failure */
+
+  /* The worker thread and its queue (at most one job: busy orders them). */
+  bool worker_started, worker_stop;
+  pthread_t worker;
+  struct lt_exec_job *job;
+} lt_exec_dev;
+
+/* The executor's state of dev, set up at first use (the device's backend is
+ * then asked to start its slow set-up in the background). NULL with
+ * LT_EDEVICE recorded, naming fn, for an unknown device. */
+lt_exec_dev *lt__exec_dev(const char *fn, lt_device dev);
+
+/* The IR value of t for use as an operand: its pending node, or a data leaf
+ * over its buffer (host data is uploaded first). Borrowed: the tensor keeps it.
+ * NULL with the error recorded on failure. */
+lt_node *lt__tensor_ir(lt_tensor *t);
+
+/* The backends built into the library (backends.c): registered at first use;
+ * the backend that serves dev. */
+void lt__backends_init(void);
+const lt_backend *lt__backend_for(lt_device dev);
+
 /* One execution: the executable, its arguments and the placeholders it fills.
  * Owns a reference on each. */
 typedef struct lt_exec_job {
-  lt_device_ctx *ctx;
+  lt_exec_dev *ctx;
   lt_cache_entry *entry;
   lt_buffer **params;
   int nparams;
@@ -22,8 +60,8 @@ typedef struct lt_exec_job {
 /* Takes the device's execution lock, waiting for the execution in flight.
  * When report_error and an earlier asynchronous execution failed, gives the
  * lock back and returns that failure (once). */
-int lt__device_acquire(lt_device_ctx *ctx, bool report_error);
-void lt__device_release(lt_device_ctx *ctx);
+int lt__device_acquire(lt_exec_dev *ctx, bool report_error);
+void lt__device_release(lt_exec_dev *ctx);
 
 /* Runs job on this thread and returns its status; the caller keeps the lock. */
 int lt__job_run_sync(lt_exec_job *job);
@@ -37,7 +75,7 @@ void lt__job_free(lt_exec_job *job);
 
 /* Reports a failed buffer's error to its device as seen (so that it is not
  * reported again by the next lock taker). */
-void lt__device_error_seen(lt_device_ctx *ctx, uint64_t seq);
+void lt__device_error_seen(lt_exec_dev *ctx, uint64_t seq);
 
 /* The sync at the heart of every public entry point. force: a step barrier
  * (host data uploaded, storage of overwritten values donated). */

@@ -12,7 +12,7 @@
 #include "debug.h"
 #include "disk_cache.h"
 #include "exec_internal.h"
-#include "metrics.h"
+#include "lt_metrics.h"
 #include "rng.h"
 
 /* ---- settings and test hooks ---- */
@@ -215,7 +215,7 @@ static int graph_key(const lt_backend *be, bool force, lt_node *const *roots, in
   uint64_t *w = scratch_get(&S->key, nwords * sizeof *w);
   if (!w) return LT_ENOMEM;
   size_t k = 0;
-  w[k++] = be->env_hash();
+  w[k++] = lt__backend_env_key(be);
   w[k++] = force;
   w[k++] = (uint64_t)nroots;
   for (int r = 0; r < nroots; r++) w[k++] = roots[r]->hash;
@@ -262,7 +262,7 @@ static lt_cache_entry *find_or_compile(const lt_backend *be, lt_graph_key key, c
 }
 
 /* A job for the collected roots: placeholders, retained parameters. */
-static lt_exec_job *make_job(lt_device_ctx *ctx, lt_cache_entry *e, const post_order *po,
+static lt_exec_job *make_job(lt_exec_dev *ctx, lt_cache_entry *e, const post_order *po,
                              lt_tensor *const *sel, int nsel) {
   lt_exec_job *job = lt__calloc(sizeof *job);
   if (!job) return NULL;
@@ -296,7 +296,7 @@ int lt__sync_internal(lt_tensor *const *ts, int n, bool force, bool wait, const 
   for (int i = 1; i < n; i++)
     if (!lt__device_equal(ts[i]->dev, dev))
       return lt__err(LT_EDEVICE, "lt_sync: tensors on different devices");
-  lt_device_ctx *ctx = lt__device_ctx("lt_sync", dev);
+  lt_exec_dev *ctx = lt__exec_dev("lt_sync", dev);
   if (!ctx) return LT_EDEVICE;
   int rc = lt__device_acquire(ctx, true);
   if (rc != LT_OK) return rc;
@@ -378,10 +378,10 @@ int lt_sync(lt_tensor *const *ts, int n, bool wait) {
 }
 
 int lt_mark_step(lt_device dev) {
-  lt_device_ctx *ctx = lt__device_ctx("lt_mark_step", dev);
+  lt_exec_dev *ctx = lt__exec_dev("lt_mark_step", dev);
   if (!ctx) return LT_EDEVICE;
   int n = 0;
-  lt_tensor **live = lt__device_live_snapshot(ctx, &n);
+  lt_tensor **live = lt__device_live_snapshot(ctx->core, &n);
   if (!live) return LT_ENOMEM;
   int rc = LT_OK;
   if (n > 0) {
@@ -400,7 +400,7 @@ int lt_mark_step(lt_device dev) {
 }
 
 int lt_wait_device_ops(lt_device dev) {
-  lt_device_ctx *ctx = lt__device_ctx("lt_wait_device_ops", dev);
+  lt_exec_dev *ctx = lt__exec_dev("lt_wait_device_ops", dev);
   if (!ctx) return LT_EDEVICE;
   int rc = lt__device_acquire(ctx, true);
   if (rc == LT_OK) lt__device_release(ctx);
@@ -438,7 +438,7 @@ int lt_warmup(lt_tensor *const *ts, int n) {
     if (ts[i]->ir) roots[nroots++] = ts[i]->ir;
   int rc = LT_OK;
   if (nroots > 0) {
-    lt_device_ctx *ctx = lt__device_ctx("lt_warmup", ts[0]->dev);
+    lt_exec_dev *ctx = lt__exec_dev("lt_warmup", ts[0]->dev);
     rc = ctx ? lt__device_acquire(ctx, false) : LT_EDEVICE;
     if (rc == LT_OK) {
       lt_graph_key key;
@@ -455,10 +455,10 @@ int lt_warmup(lt_tensor *const *ts, int n) {
 }
 
 int lt_clear_pending(lt_device dev) {
-  lt_device_ctx *ctx = lt__device_ctx("lt_clear_pending", dev);
+  lt_exec_dev *ctx = lt__exec_dev("lt_clear_pending", dev);
   if (!ctx) return LT_EDEVICE;
   int n = 0, cleared = 0;
-  lt_tensor **live = lt__device_live_snapshot(ctx, &n);
+  lt_tensor **live = lt__device_live_snapshot(ctx->core, &n);
   if (!live) return LT_ENOMEM;
   for (int i = 0; i < n; i++) {
     lt_tensor *t = live[i];
@@ -490,7 +490,7 @@ int lt_mark_donatable(lt_tensor *t, bool on) {
 }
 
 int lt_device_memory(lt_device dev, int64_t *live_bytes, int64_t *peak_bytes) {
-  if (!lt__device_ctx("lt_device_memory", dev)) return LT_EDEVICE;
+  if (!lt__exec_dev("lt_device_memory", dev)) return LT_EDEVICE;
   if (live_bytes) *live_bytes = lt__device_bytes_live(dev);
   if (peak_bytes) *peak_bytes = lt__device_bytes_peak(dev);
   return LT_OK;
@@ -503,7 +503,7 @@ void lt_device_memory_reset_peak(lt_device dev) { lt__device_bytes_reset_peak(de
 static int wait_value(lt_tensor *t) {
   int rc = lt__buffer_wait(t->buf);
   if (rc != LT_OK && atomic_load(&t->buf->state) == LT_BUF_FAILED) {
-    lt_device_ctx *ctx = lt__device_ctx("lt_to_data", t->dev);
+    lt_exec_dev *ctx = lt__exec_dev("lt_to_data", t->dev);
     if (ctx) lt__device_error_seen(ctx, t->buf->err_seq);
   }
   return rc;

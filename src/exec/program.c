@@ -6,7 +6,7 @@
 
 #include "../core/lt_alloc.h"
 #include "../core/lt_error.h"
-#include "../core/lt_ops.h"
+#include "../core/lt_node.h"
 #include "exec_internal.h"
 
 typedef struct shape_sig {
@@ -80,7 +80,7 @@ lt_program *lt_program_create(lt_tensor *const *outputs, int nout, lt_tensor *co
   }
   if (check_inputs(fn, inputs, nin) != LT_OK) return NULL;
   lt_device dev = outputs[0]->dev;
-  lt_device_ctx *ctx = lt__device_ctx(fn, dev);
+  lt_exec_dev *ctx = lt__exec_dev(fn, dev);
   lt_program *p = lt__calloc(sizeof *p);
   lt_node **roots = lt__malloc((size_t)nout * sizeof *roots);
   if (!ctx || !p || !roots) goto fail;
@@ -150,7 +150,7 @@ int lt_program_run(lt_program *p, lt_tensor *const *inputs, int nin, lt_tensor *
   }
   int rc = check_inputs(fn, inputs, nin);
   if (rc != LT_OK) return rc;
-  lt_device_ctx *ctx = lt__device_ctx(fn, p->dev);
+  lt_exec_dev *ctx = lt__exec_dev(fn, p->dev);
   if (!ctx) return LT_EDEVICE;
   if ((rc = lt__device_acquire(ctx, true)) != LT_OK) return rc;
   lt_cache_entry *e = lt__cache_get(p->key);

@@ -3,11 +3,11 @@
  * critical sections are short (a few node allocations at most). */
 #include <pthread.h>
 
-#include "../backend/backend.h"
+#include "exec_internal.h"
 #include "../core/lt_device.h"
 #include "../core/lt_error.h"
-#include "../core/lt_ops.h"
-#include "metrics.h"
+#include "../core/lt_node.h"
+#include "lt_metrics.h"
 #include "rng.h"
 
 typedef struct rng_state {

@@ -19,7 +19,6 @@
 
 #include <stdio.h>
 
-#include "../ref/ref.h"
 #include "cpu_api.h"
 
 #define CPU_BACKEND_VERSION "cpu-1"
@@ -67,7 +66,7 @@ typedef struct cpu_kernel {
   /* CK_BLAS */
   cpu_matmul mm;
   /* CK_REF */
-  ref_instr ins;
+  lt_instr ins;
   cpu_view *in; /* ins.noperands contiguous views */
   cpu_view out;
   /* CK_MEMCPY */

@@ -76,12 +76,6 @@ void cpu_fn_name(char *buf, size_t n, uint64_t uid, int i) {
   snprintf(buf, n, "lt_k%llu_%d", (unsigned long long)uid, i);
 }
 
-/* ---- the test hook of cpu_api.h ---- */
-
-static const lt_backend *_Atomic g_forced;
-void lt__backend_force(const lt_backend *be) { atomic_store(&g_forced, be); }
-const lt_backend *lt__backend_forced(void) { return atomic_load(&g_forced); }
-
 /* ---- the backend ---- */
 
 static uint64_t cpu_env_hash(void) {
@@ -102,13 +96,10 @@ static uint64_t cpu_env_hash(void) {
   return h;
 }
 
-static int cpu_data_alloc(lt_buffer *b) { return lt__ref_backend.data_alloc(b); }
-static void cpu_data_free(lt_buffer *b) { lt__ref_backend.data_free(b); }
-static int cpu_to_device(lt_buffer *dst, const void *src, size_t nbytes) {
-  return lt__ref_backend.to_device(dst, src, nbytes);
-}
-static int cpu_from_device(const lt_buffer *src, void *dst, size_t nbytes) {
-  return lt__ref_backend.from_device(src, dst, nbytes);
+/* Ops with a path of their own (the op table's CPU column); every other op
+ * runs on the executor's fallback, one node at a time. */
+static bool cpu_supports_op(lt_op op) {
+  return op < LT_OP_COUNT && lt__op_cpu_path(op) != LT_CPU_FALLBACK;
 }
 
 void cpu_executable_free(lt_executable *e) {
@@ -217,11 +208,12 @@ const lt_backend lt__cpu_backend = {
     .prepare = cpu_prepare,
     .name = "cpu",
     .env_hash = cpu_env_hash,
-    .data_alloc = cpu_data_alloc,
-    .data_free = cpu_data_free,
-    .to_device = cpu_to_device,
+    .supports_op = cpu_supports_op,
+    .data_alloc = lt__host_data_alloc,
+    .data_free = lt__host_data_free,
+    .to_device = lt__host_to_device,
     .host_storage = true,
-    .from_device = cpu_from_device,
+    .from_device = lt__host_from_device,
     .compile = cpu_compile,
     .execute = cpu_execute,
     .executable_free = cpu_executable_free,

@@ -70,8 +70,7 @@ typedef struct kgen {
 bool cg_elementwise_ok(const lt_node *n) { return ops_supported(n); }
 
 bool cg_reduce_ok(const lt_node *n) {
-  if (n->op < LT_OP_SUM || n->op > LT_OP_LOG_SOFTMAX) return false;
-  if (n->op == LT_OP_ARGMAX || n->op == LT_OP_ARGMIN) return false;
+  if (lt__op_cpu_path(n->op) != LT_CPU_REDUCE) return false;
   if (n->noperands != 1 || n->nattrs < 1) return false;
   int dx = n->operands[0].node->dtype, dn = n->dtype;
   if (ops_is_float(dn)) return dx == dn;

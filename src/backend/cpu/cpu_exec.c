@@ -20,7 +20,7 @@ static lt_buffer view_buffer(const cpu_view *v, void **table) {
   return b;
 }
 
-static int run_ref(const cpu_kernel *k, void **table) {
+static int run_fallback(const cpu_kernel *k, void **table) {
   lt_buffer out = view_buffer(&k->out, table);
   lt_buffer bufs[8], *in_small[8];
   lt_buffer *bs = bufs, **in = in_small;
@@ -38,27 +38,9 @@ static int run_ref(const cpu_kernel *k, void **table) {
     bs[j] = view_buffer(&k->in[j], table);
     in[j] = &bs[j];
   }
-  int op = k->ins.op, rc;
-  if (op == LT_OP_CONST) {
-    for (int64_t i = 0; i < out.numel; i++) ref_setf(&out, i, k->ins.fattr);
-    rc = LT_OK;
-  } else if (op >= LT_OP_NEG && op <= LT_OP_WHERE) {
-    rc = ref_elementwise(&k->ins, &out, in);
-  } else if (op >= LT_OP_SUM && op <= LT_OP_LOG_SOFTMAX) {
-    rc = ref_reduce(&k->ins, &out, in);
-  } else if (op == LT_OP_MATMUL) {
-    rc = ref_matmul(&k->ins, &out, in);
-  } else if (op >= LT_OP_RESHAPE && op <= LT_OP_PAD) {
-    rc = ref_shape(&k->ins, &out, in);
-  } else if (op >= LT_OP_GATHER && op <= LT_OP_ONE_HOT) {
-    rc = ref_index(&k->ins, &out, in);
-  } else if (op >= LT_OP_RNG_UNIFORM && op <= LT_OP_RANDPERM) {
-    rc = ref_random(&k->ins, &out, in);
-  } else if (op >= LT_OP_SCATTER_ADD && op <= LT_OP_UNSLICE) {
-    rc = ref_grad_ops(&k->ins, &out, in);
-  } else {
-    rc = lt__err(LT_EEXEC, "cpu: no kernel for op %s", lt__op_name((lt_op)op));
-  }
+  /* Ops without a cpu path (and nodes whose dtypes the fused loops do not
+   * cover) run on the executor's fallback backend. */
+  int rc = lt__backend_run_fallback(&k->ins, &out, in);
   if (bs != bufs) lt__free(bs, (size_t)n * sizeof *bs);
   if (in != in_small) lt__free(in, (size_t)n * sizeof *in);
   return rc;
@@ -136,7 +118,7 @@ int cpu_run(const lt_executable *e, lt_buffer *const *args, lt_buffer *const *ou
       run_blas(&k->mm, table[k->mm.a.slot], table[k->mm.b.slot], table[k->out_slot]);
       break;
     case CK_REF:
-      rc = run_ref(k, table);
+      rc = run_fallback(k, table);
       break;
     case CK_MEMCPY:
       if (k->nbytes) memcpy(table[k->out_slot], table[k->src.slot], k->nbytes);

@@ -49,7 +49,7 @@ typedef struct lw {
 static bool fusible(const lt_node *n) { return cg_elementwise_ok(n); }
 
 static bool is_view_op(int op) {
-  return op == LT_OP_RESHAPE || op == LT_OP_PERMUTE || op == LT_OP_EXPAND || op == LT_OP_SLICE;
+  return lt__op_cpu_path(op) == LT_CPU_VIEW;
 }
 
 static bool blas_ok(const lt_node *n) {
@@ -286,7 +286,7 @@ static int lower_ref(lw *w, int i) {
   if (slot < 0) return LT_ENOMEM;
   cpu_kernel *k = add_kernel(w, CK_REF, slot);
   if (!k) return LT_ENOMEM;
-  ref_instr *in = &k->ins;
+  lt_instr *in = &k->ins;
   in->op = n->op;
   in->dtype = n->dtype;
   in->ndim = n->ndim;

@@ -179,8 +179,8 @@ static irv unary_int(cpu_ir *ir, int op, irv x) {
   }
 }
 
-static bool is_unary(int op) { return op >= LT_OP_NEG && op <= LT_OP_CAST; }
-static bool is_compare(int op) { return op >= LT_OP_EQ && op <= LT_OP_GE; }
+static bool is_unary(int op) { return lt__op_family(op) == LT_FAM_UNARY; }
+static bool is_compare(int op) { return lt__op_family(op) == LT_FAM_COMPARE; }
 
 static irv binary_float(cpu_ir *ir, int op, irv a, irv b, int dt) {
   const char *t = ops_type(dt);
@@ -232,12 +232,36 @@ static irv binary_int(cpu_ir *ir, int op, irv a, irv b) {
 }
 
 static const char *fcmp_pred(int op) {
-  static const char *const p[] = {"oeq", "une", "olt", "ole", "ogt", "oge"};
-  return p[op - LT_OP_EQ];
+  switch (op) {
+  case LT_OP_EQ:
+    return "oeq";
+  case LT_OP_NE:
+    return "une";
+  case LT_OP_LT:
+    return "olt";
+  case LT_OP_LE:
+    return "ole";
+  case LT_OP_GT:
+    return "ogt";
+  default:
+    return "oge";
+  }
 }
 static const char *icmp_pred(int op) {
-  static const char *const p[] = {"eq", "ne", "slt", "sle", "sgt", "sge"};
-  return p[op - LT_OP_EQ];
+  switch (op) {
+  case LT_OP_EQ:
+    return "eq";
+  case LT_OP_NE:
+    return "ne";
+  case LT_OP_LT:
+    return "slt";
+  case LT_OP_LE:
+    return "sle";
+  case LT_OP_GT:
+    return "sgt";
+  default:
+    return "sge";
+  }
 }
 
 bool ops_supported(const lt_node *n) {
@@ -247,7 +271,7 @@ bool ops_supported(const lt_node *n) {
     const lt_node *s = n->operands[0].node;
     return s->dtype == LT_I64 && lt__numel(s->shape, s->ndim) == 1;
   }
-  if (n->op < LT_OP_NEG || n->op > LT_OP_WHERE) return false;
+  if (lt__op_cpu_path(n->op) != LT_CPU_LOOP) return false;
   if (n->op == LT_OP_POW) {
     int da = n->operands[0].node->dtype, db = n->operands[1].node->dtype;
     return ops_is_float(da) || ops_is_float(db) || ops_is_float(n->dtype);

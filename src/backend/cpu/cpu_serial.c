@@ -105,8 +105,8 @@ int cpu_serialize(const lt_executable *e, void **bytes, size_t *nbytes) {
       break;
     }
     case CK_REF: {
-      const ref_instr *in = &k->ins;
-      ref_instr_write_head(&w, in);
+      const lt_instr *in = &k->ins;
+      lt__instr_write_head(&w, in);
       lt__wb_int(&w, (uint32_t)in->noperands, 4);
       lt__wb_int(&w, (uint32_t)in->nattrs, 4);
       for (int a = 0; a < in->nattrs; a++) lt__wb_int(&w, (uint64_t)in->attrs[a], 8);
@@ -272,8 +272,8 @@ static bool contiguous_view(const cpu_view *v) { return cpu_view_contiguous(v); 
 
 static void r_ref(reader *rd, cpu_kernel *k) {
   lt_rbuf *r = &rd->r;
-  ref_instr *in = &k->ins;
-  const char *problem = ref_instr_read_head(r, in);
+  lt_instr *in = &k->ins;
+  const char *problem = lt__instr_read_head(r, in);
   if (fail_if(rd, problem != NULL, problem)) return;
   int op = in->op;
   in->param = -1;
@@ -281,7 +281,7 @@ static void r_ref(reader *rd, cpu_kernel *k) {
   if (fail_if(rd, r->bad, "truncated ref kernel")) return;
   if (fail_if(rd, checked_numel(in->shape, in->ndim) < 0, "bad ref kernel shape")) return;
   /* a view takes at least 14 bytes, an attribute 8 */
-  if (fail_if(rd, op == LT_OP_DATA || !ref_op_arity_ok(op, nops) || nops > lt__rb_left(r) / 14,
+  if (fail_if(rd, op == LT_OP_DATA || !lt__op_arity_ok(op, nops) || nops > lt__rb_left(r) / 14,
               "bad operand count"))
     return;
   if (fail_if(rd, nattrs > UINT16_MAX || nattrs > lt__rb_left(r) / 8, "bad attribute count"))

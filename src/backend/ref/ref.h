@@ -5,42 +5,22 @@
 #ifndef LT_REF_H
 #define LT_REF_H
 
-#include "../backend.h"
+#include "ref_api.h"
 
-/* One instruction of a ref executable: a copy of a node without pointers. */
-typedef struct ref_instr {
-  uint16_t op;
-  uint8_t dtype;
-  uint8_t ndim;
-  int64_t shape[LT_MAX_DIMS];
-  double fattr;
-  int param;     /* DATA: parameter index */
-  int noperands; /* indices of earlier instructions */
-  int *operands;
-  int nattrs;
-  int64_t *attrs;
-} ref_instr;
+
 
 /* Kernels: fill out (allocated with the instruction's dtype and shape) from the
  * operand buffers in. Return LT_OK, or a negative status with lt__err set
- * (e.g. an index out of range). One function per op family, each in its own file. */
-int ref_elementwise(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int ref_reduce(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int ref_matmul(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int ref_shape(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int ref_index(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int ref_random(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int ref_grad_ops(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in);
-
-/* ---- serialized instructions (shared with the cpu backend's ref kernels) ---- */
-struct lt_wbuf;
-struct lt_rbuf;
-/* An instruction's head: u16 op, u8 dtype, u8 ndim, i64 shape[ndim], u64 fattr bits. */
-void ref_instr_write_head(struct lt_wbuf *w, const ref_instr *in);
-/* Reads a head into in; NULL, or what is wrong with the bytes. */
-const char *ref_instr_read_head(struct lt_rbuf *r, ref_instr *in);
-/* Whether op's kernel may be given n operands (kernels index them unchecked). */
-bool ref_op_arity_ok(int op, uint32_t n);
+ * (e.g. an index out of range). One function per op family (the op table's REF
+ * column names it), each in its own file. */
+int ref_leaf(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int ref_elementwise(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int ref_reduce(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int ref_matmul(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int ref_shape(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int ref_index(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int ref_random(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int ref_grad_ops(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
 
 /* ---- element access ---- */
 static inline bool ref_is_float(int dt) { return dt == LT_F32 || dt == LT_F64; }

@@ -10,7 +10,7 @@
 
 struct lt_executable {
   int ninstr;
-  ref_instr *instr;
+  lt_instr *instr;
   int *last_use; /* per instruction: the last instruction reading it */
   int nparams;
   int nroots;
@@ -23,44 +23,20 @@ static uint64_t ref_env_hash(void) {
   return XXH3_64bits(kEnv, sizeof kEnv - 1);
 }
 
-static int ref_data_alloc(lt_buffer *b) {
-  b->data = lt__malloc(b->nbytes);
-  return b->data ? LT_OK : LT_ENOMEM;
-}
-
-static void ref_data_free(lt_buffer *b) {
-  lt__free(b->data, b->nbytes);
-  b->data = NULL;
-}
-
-static int ref_to_device(lt_buffer *dst, const void *src, size_t nbytes) {
-  if (nbytes != dst->nbytes)
-    return lt__err(LT_EINVAL, "ref: copy of %zu bytes into a buffer of %zu", nbytes, dst->nbytes);
-  if (nbytes) memcpy(dst->data, src, nbytes);
-  return LT_OK;
-}
-
-static int ref_from_device(const lt_buffer *src, void *dst, size_t nbytes) {
-  if (nbytes < src->nbytes)
-    return lt__err(LT_EINVAL, "ref: reading %zu bytes into room for %zu", src->nbytes, nbytes);
-  if (src->nbytes) memcpy(dst, src->data, src->nbytes);
-  return LT_OK;
-}
-
 static void ref_executable_free(lt_executable *e) {
   if (!e) return;
   for (int i = 0; i < e->ninstr; i++) {
     lt__free(e->instr[i].operands, (size_t)e->instr[i].noperands * sizeof(int));
     lt__free(e->instr[i].attrs, (size_t)e->instr[i].nattrs * sizeof(int64_t));
   }
-  lt__free(e->instr, (size_t)e->ninstr * sizeof(ref_instr));
+  lt__free(e->instr, (size_t)e->ninstr * sizeof(lt_instr));
   lt__free(e->last_use, (size_t)e->ninstr * sizeof(int));
   lt__free(e->roots, (size_t)e->nroots * sizeof(int));
   lt__free(e->alias, (size_t)e->nroots * sizeof(int));
   lt__free(e, sizeof *e);
 }
 
-static bool same_type(const ref_instr *a, const ref_instr *b) {
+static bool same_type(const lt_instr *a, const lt_instr *b) {
   return a->dtype == b->dtype && a->ndim == b->ndim &&
          memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof(int64_t)) == 0;
 }
@@ -69,12 +45,12 @@ static bool same_type(const ref_instr *a, const ref_instr *b) {
  * after the root's instruction, and the instruction itself, if it reads p,
  * is elementwise (it reads element k before writing element k). */
 static bool in_place_safe(const lt_executable *e, int root_instr, int p) {
-  const ref_instr *ri = &e->instr[root_instr];
-  bool elementwise = ri->op >= LT_OP_NEG && ri->op <= LT_OP_WHERE;
+  const lt_instr *ri = &e->instr[root_instr];
+  bool elementwise = lt__op_is_elementwise(ri->op);
   for (int d = 0; d < e->ninstr; d++) {
     if (e->instr[d].op != LT_OP_DATA || e->instr[d].param != p) continue;
     for (int j = d + 1; j < e->ninstr; j++) {
-      const ref_instr *u = &e->instr[j];
+      const lt_instr *u = &e->instr[j];
       for (int k = 0; k < u->noperands; k++) {
         if (u->operands[k] != d) continue;
         if (j > root_instr) return false;
@@ -106,7 +82,7 @@ static void pair_donors(lt_executable *e, const lt_graph *g) {
 static int ref_compile(const lt_graph *g, lt_executable **out) {
   lt_executable *e = lt__calloc(sizeof *e);
   if (!e) return LT_ENOMEM;
-  e->instr = lt__calloc((size_t)g->nnodes * sizeof(ref_instr));
+  e->instr = lt__calloc((size_t)g->nnodes * sizeof(lt_instr));
   e->last_use = lt__malloc((size_t)g->nnodes * sizeof(int));
   e->roots = lt__malloc((size_t)g->nroots * sizeof(int));
   e->alias = lt__malloc((size_t)g->nroots * sizeof(int));
@@ -117,7 +93,7 @@ static int ref_compile(const lt_graph *g, lt_executable **out) {
   memcpy(e->roots, g->roots, (size_t)g->nroots * sizeof(int));
   for (int i = 0; i < g->nnodes; i++) {
     const lt_node *n = g->nodes[i];
-    ref_instr *in = &e->instr[i];
+    lt_instr *in = &e->instr[i];
     in->op = n->op;
     in->dtype = n->dtype;
     in->ndim = n->ndim;
@@ -151,15 +127,32 @@ oom:
   return LT_ENOMEM;
 }
 
-static int run_kernel(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in) {
-  if (ins->op >= LT_OP_NEG && ins->op <= LT_OP_WHERE) return ref_elementwise(ins, out, in);
-  if (ins->op >= LT_OP_SUM && ins->op <= LT_OP_LOG_SOFTMAX) return ref_reduce(ins, out, in);
-  if (ins->op == LT_OP_MATMUL) return ref_matmul(ins, out, in);
-  if (ins->op >= LT_OP_RESHAPE && ins->op <= LT_OP_PAD) return ref_shape(ins, out, in);
-  if (ins->op >= LT_OP_GATHER && ins->op <= LT_OP_ONE_HOT) return ref_index(ins, out, in);
-  if (ins->op >= LT_OP_RNG_UNIFORM && ins->op <= LT_OP_RANDPERM) return ref_random(ins, out, in);
-  if (ins->op >= LT_OP_SCATTER_ADD && ins->op <= LT_OP_UNSLICE) return ref_grad_ops(ins, out, in);
-  return lt__err(LT_EEXEC, "ref: no kernel for op %s", lt__op_name((lt_op)ins->op));
+/* Leaves: a constant fills its value; a data leaf is a parameter, never run. */
+int ref_leaf(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+  (void)in;
+  if (ins->op != LT_OP_CONST)
+    return lt__err(LT_EEXEC, "ref: %s is a parameter, not a kernel", lt__op_name((lt_op)ins->op));
+  for (int64_t k = 0; k < out->numel; k++) ref_setf(out, k, ins->fattr);
+  return LT_OK;
+}
+
+/* The kernel of each op, from the op table's REF column. */
+typedef int (*ref_kernel_fn)(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+#define REF_KERNEL_ROW(E, name, fam, arity, res, grad, ref, cpu) [LT_OP_##E] = ref_##ref,
+static const ref_kernel_fn kKernels[LT_OP_COUNT] = {LT_OP_TABLE(REF_KERNEL_ROW)};
+#undef REF_KERNEL_ROW
+
+static int run_kernel(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+  if (ins->op >= LT_OP_COUNT || !kKernels[ins->op])
+    return lt__err(LT_EEXEC, "ref: no kernel for op %s", lt__op_name((lt_op)ins->op));
+  return kKernels[ins->op](ins, out, in);
+}
+
+/* The ref backend runs every op; as the executor's fallback it runs single
+ * instructions for other backends. */
+static bool ref_supports_op(lt_op op) { return op < LT_OP_COUNT; }
+static int ref_run_instr(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+  return run_kernel(ins, out, in);
 }
 
 /* The parameter whose storage instruction i writes in place, or -1. */
@@ -173,7 +166,7 @@ static int in_place_param(const lt_executable *e, int i) {
  * or in place in a donated parameter's storage. */
 static int run_instr(const lt_executable *e, int i, lt_buffer **vals, lt_buffer **pre,
                      lt_buffer *const *args, lt_buffer **in) {
-  const ref_instr *ins = &e->instr[i];
+  const lt_instr *ins = &e->instr[i];
   if (ins->op == LT_OP_DATA) {
     lt_buffer *a = args[ins->param];
     if (a->dtype != ins->dtype || a->ndim != ins->ndim ||
@@ -195,16 +188,11 @@ static int run_instr(const lt_executable *e, int i, lt_buffer **vals, lt_buffer 
                               ins->ndim, &out);
     if (rc != LT_OK) return rc;
   }
-  int rc = LT_OK;
-  if (ins->op == LT_OP_CONST) {
-    for (int64_t k = 0; k < out->numel; k++) ref_setf(out, k, ins->fattr);
-  } else {
-    for (int k = 0; k < ins->noperands; k++) {
-      in[k] = vals[ins->operands[k]];
-      if (donor >= 0 && in[k] == args[donor]) in[k] = out; /* same storage, read in place */
-    }
-    rc = run_kernel(ins, out, in);
+  for (int k = 0; k < ins->noperands; k++) {
+    in[k] = vals[ins->operands[k]];
+    if (donor >= 0 && in[k] == args[donor]) in[k] = out; /* same storage, read in place */
   }
+  int rc = run_kernel(ins, out, in);
   if (rc != LT_OK) {
     lt__buffer_release(out);
     return rc;
@@ -256,7 +244,7 @@ static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs, lt_b
   bool in_place = false;
   for (int r = 0; r < e->nroots; r++) in_place |= e->alias[r] >= 0;
   for (int i = 0; i < n && rc == LT_OK; i++) {
-    const ref_instr *ins = &e->instr[i];
+    const lt_instr *ins = &e->instr[i];
     if (ins->noperands > maxops) maxops = ins->noperands;
     if (ins->op == LT_OP_DATA || !in_place) continue;
     int donor = in_place_param(e, i);
@@ -317,8 +305,8 @@ static int ref_serialize(const lt_executable *e, void **bytes, size_t *nbytes) {
   lt__wb_int(&w, (uint32_t)e->nparams, 4);
   lt__wb_int(&w, (uint32_t)e->nroots, 4);
   for (int i = 0; i < e->ninstr; i++) {
-    const ref_instr *in = &e->instr[i];
-    ref_instr_write_head(&w, in);
+    const lt_instr *in = &e->instr[i];
+    lt__instr_write_head(&w, in);
     lt__wb_int(&w, (uint32_t)in->param, 4);
     lt__wb_int(&w, (uint32_t)in->noperands, 4);
     for (int k = 0; k < in->noperands; k++) lt__wb_int(&w, (uint32_t)in->operands[k], 4);
@@ -328,48 +316,6 @@ static int ref_serialize(const lt_executable *e, void **bytes, size_t *nbytes) {
   for (int r = 0; r < e->nroots; r++) lt__wb_int(&w, (uint32_t)e->roots[r], 4);
   for (int r = 0; r < e->nroots; r++) lt__wb_int(&w, (uint32_t)e->alias[r], 4);
   return lt__wb_finish(&w, bytes, nbytes, "ref");
-}
-
-void ref_instr_write_head(lt_wbuf *w, const ref_instr *in) {
-  uint64_t fbits;
-  memcpy(&fbits, &in->fattr, sizeof fbits);
-  lt__wb_int(w, in->op, 2);
-  lt__wb_int(w, in->dtype, 1);
-  lt__wb_int(w, in->ndim, 1);
-  for (int d = 0; d < in->ndim; d++) lt__wb_int(w, (uint64_t)in->shape[d], 8);
-  lt__wb_int(w, fbits, 8);
-}
-
-const char *ref_instr_read_head(lt_rbuf *r, ref_instr *in) {
-  uint64_t op = lt__rb_int(r, 2), dt = lt__rb_int(r, 1), nd = lt__rb_int(r, 1);
-  if (r->bad) return "truncated instruction";
-  if (op >= LT_OP_COUNT) return "unknown op";
-  if (dt >= LT_NUM_DTYPES) return "unknown dtype";
-  if (nd > LT_MAX_DIMS) return "too many dims";
-  in->op = (uint16_t)op;
-  in->dtype = (uint8_t)dt;
-  in->ndim = (uint8_t)nd;
-  int64_t numel = 1;
-  for (uint64_t d = 0; d < nd; d++) {
-    int64_t s = (int64_t)lt__rb_int(r, 8);
-    if (s < 0 || (s > 0 && numel > INT64_MAX / 8 / s)) return "bad shape";
-    in->shape[d] = s;
-    numel *= s;
-  }
-  uint64_t fbits = lt__rb_int(r, 8);
-  memcpy(&in->fattr, &fbits, sizeof fbits);
-  return r->bad ? "truncated instruction" : NULL;
-}
-
-/* Operands each op reads (its kernel indexes them without checking). */
-bool ref_op_arity_ok(int op, uint32_t n) {
-  if (op == LT_OP_DATA || op == LT_OP_CONST) return n == 0;
-  if (op == LT_OP_WHERE) return n == 3;
-  if (op == LT_OP_CONCAT) return n >= 1 && n <= UINT16_MAX;
-  if ((op >= LT_OP_ADD && op <= LT_OP_OR) || op == LT_OP_MATMUL || op == LT_OP_GATHER ||
-      op == LT_OP_INDEX_SELECT || op == LT_OP_SCATTER_ADD || op == LT_OP_INDEX_ADD)
-    return n == 2;
-  return n == 1; /* unary elementwise, reductions, shape ops, one_hot, random, unslice */
 }
 
 static int bad_bytes(lt_executable *e, const char *what) {
@@ -392,12 +338,12 @@ static int ref_deserialize(const void *bytes, size_t nbytes, lt_executable **out
     return bad_bytes(NULL, "counts larger than the bytes");
   lt_executable *e = lt__calloc(sizeof *e);
   if (!e) return LT_ENOMEM;
-  e->instr = lt__calloc((size_t)ninstr * sizeof(ref_instr));
+  e->instr = lt__calloc((size_t)ninstr * sizeof(lt_instr));
   e->last_use = lt__malloc((size_t)ninstr * sizeof(int));
   e->roots = lt__malloc((size_t)nroots * sizeof(int));
   e->alias = lt__malloc((size_t)nroots * sizeof(int));
   if (!e->instr || !e->last_use || !e->roots || !e->alias) {
-    lt__free(e->instr, (size_t)ninstr * sizeof(ref_instr));
+    lt__free(e->instr, (size_t)ninstr * sizeof(lt_instr));
     lt__free(e->last_use, (size_t)ninstr * sizeof(int));
     lt__free(e->roots, (size_t)nroots * sizeof(int));
     lt__free(e->alias, (size_t)nroots * sizeof(int));
@@ -408,8 +354,8 @@ static int ref_deserialize(const void *bytes, size_t nbytes, lt_executable **out
   e->nparams = (int)nparams;
   e->nroots = (int)nroots;
   for (uint32_t i = 0; i < ninstr; i++) {
-    ref_instr *in = &e->instr[i];
-    const char *problem = ref_instr_read_head(&r, in);
+    lt_instr *in = &e->instr[i];
+    const char *problem = lt__instr_read_head(&r, in);
     if (problem) return bad_bytes(e, problem);
     int op = in->op;
     in->param = (int32_t)(uint32_t)lt__rb_int(&r, 4);
@@ -417,7 +363,7 @@ static int ref_deserialize(const void *bytes, size_t nbytes, lt_executable **out
     if (r.bad) return bad_bytes(e, "truncated instruction");
     if (op == LT_OP_DATA ? (in->param < 0 || (uint32_t)in->param >= nparams) : in->param != -1)
       return bad_bytes(e, "bad parameter index");
-    if (nops > lt__rb_left(&r) / 4 || !ref_op_arity_ok(op, nops))
+    if (nops > lt__rb_left(&r) / 4 || !lt__op_arity_ok(op, nops))
       return bad_bytes(e, "bad operand count");
     if (nops) {
       in->operands = lt__malloc((size_t)nops * sizeof(int));
@@ -495,11 +441,13 @@ static int ref_deserialize(const void *bytes, size_t nbytes, lt_executable **out
 const lt_backend lt__ref_backend = {
     .name = "ref",
     .env_hash = ref_env_hash,
-    .data_alloc = ref_data_alloc,
-    .data_free = ref_data_free,
-    .to_device = ref_to_device,
+    .supports_op = ref_supports_op,
+    .run_instr = ref_run_instr,
+    .data_alloc = lt__host_data_alloc,
+    .data_free = lt__host_data_free,
+    .to_device = lt__host_to_device,
     .host_storage = true,
-    .from_device = ref_from_device,
+    .from_device = lt__host_from_device,
     .compile = ref_compile,
     .execute = ref_execute,
     .executable_free = ref_executable_free,

@@ -125,7 +125,7 @@ static int64_t unary_i(int op, int64_t x) {
   }
 }
 
-static int ref_unary(const ref_instr *ins, lt_buffer *out, const lt_buffer *a) {
+static int ref_unary(const lt_instr *ins, lt_buffer *out, const lt_buffer *a) {
   int64_t n = out->numel;
   if (ins->op == LT_OP_NOT) {
     for (int64_t i = 0; i < n; i++) ref_seti(out, i, !get_truth(a, i));
@@ -251,7 +251,7 @@ static int64_t binary_i(int op, int64_t a, int64_t b) {
   }
 }
 
-static int ref_binary(const ref_instr *ins, lt_buffer *out, const lt_buffer *a,
+static int ref_binary(const lt_instr *ins, lt_buffer *out, const lt_buffer *a,
                       const lt_buffer *b) {
   int64_t coords[LT_MAX_DIMS];
   /* Comparisons compute in the operands' domain; arithmetic in the result's
@@ -292,7 +292,7 @@ static int ref_where(lt_buffer *out, const lt_buffer *c, const lt_buffer *a, con
   return LT_OK;
 }
 
-int ref_elementwise(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int ref_elementwise(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   switch (ins->op) {
   case LT_OP_NEG:
   case LT_OP_ABS:

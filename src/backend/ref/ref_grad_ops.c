@@ -26,11 +26,11 @@ static int bad_index(const char *what, int64_t v, int64_t size, int axis) {
 }
 
 /* Maps src element i to its output position (written to *pos), or fails. */
-typedef int (*place_fn)(const ref_instr *ins, const lt_buffer *out, lt_buffer *const *in, int64_t i,
+typedef int (*place_fn)(const lt_instr *ins, const lt_buffer *out, lt_buffer *const *in, int64_t i,
                         int64_t *pos);
 
 /* SCATTER_ADD: src element at c goes to c with c[axis] = index[c]. */
-static int place_scatter(const ref_instr *ins, const lt_buffer *out, lt_buffer *const *in,
+static int place_scatter(const lt_instr *ins, const lt_buffer *out, lt_buffer *const *in,
                          int64_t i, int64_t *pos) {
   const lt_buffer *src = in[0], *index = in[1];
   int axis = (int)ins->attrs[0];
@@ -46,7 +46,7 @@ static int place_scatter(const ref_instr *ins, const lt_buffer *out, lt_buffer *
 }
 
 /* INDEX_ADD: src element at c goes to c with c[axis] = index[c[axis]]. */
-static int place_index_add(const ref_instr *ins, const lt_buffer *out, lt_buffer *const *in,
+static int place_index_add(const lt_instr *ins, const lt_buffer *out, lt_buffer *const *in,
                            int64_t i, int64_t *pos) {
   const lt_buffer *src = in[0], *index = in[1];
   int axis = (int)ins->attrs[0];
@@ -63,7 +63,7 @@ static int place_index_add(const ref_instr *ins, const lt_buffer *out, lt_buffer
 }
 
 /* UNSLICE: src element at c goes to starts + c * steps. */
-static int place_unslice(const ref_instr *ins, const lt_buffer *out, lt_buffer *const *in,
+static int place_unslice(const lt_instr *ins, const lt_buffer *out, lt_buffer *const *in,
                          int64_t i, int64_t *pos) {
   const lt_buffer *src = in[0];
   int nd = out->ndim;
@@ -77,7 +77,7 @@ static int place_unslice(const ref_instr *ins, const lt_buffer *out, lt_buffer *
   return LT_OK;
 }
 
-static int check_layout(const ref_instr *ins, const lt_buffer *out, lt_buffer *const *in) {
+static int check_layout(const lt_instr *ins, const lt_buffer *out, lt_buffer *const *in) {
   const lt_buffer *src = in[0];
   bool ok = src->ndim == out->ndim;
   if (ins->op == LT_OP_UNSLICE) {
@@ -92,7 +92,7 @@ static int check_layout(const ref_instr *ins, const lt_buffer *out, lt_buffer *c
   return LT_OK;
 }
 
-int ref_grad_ops(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int ref_grad_ops(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   place_fn place;
   switch (ins->op) {
   case LT_OP_SCATTER_ADD:

@@ -29,7 +29,7 @@ static int out_of_range(const char *what, int64_t v, int64_t size, int axis) {
 }
 
 /* out[c] = a[c with c[axis] = index[c]]; out and index share a shape. */
-static int gather(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+static int gather(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   const lt_buffer *a = in[0], *index = in[1];
   int axis = (int)ins->attrs[0];
   int64_t size = a->shape[axis];
@@ -45,7 +45,7 @@ static int gather(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in) {
 }
 
 /* out[c] = a[c with c[axis] = index[c[axis]]]; index is 1-d. */
-static int index_select(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+static int index_select(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   const lt_buffer *a = in[0], *index = in[1];
   int axis = (int)ins->attrs[0];
   int64_t size = a->shape[axis];
@@ -65,7 +65,7 @@ static int index_select(const ref_instr *ins, lt_buffer *out, lt_buffer *const *
 }
 
 /* out[c..., j] = (indices[c...] == j), for j in [0, num_classes). */
-static int one_hot(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+static int one_hot(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   const lt_buffer *indices = in[0];
   int64_t nc = ins->attrs[0];
   for (int64_t i = 0; i < indices->numel; i++) {
@@ -78,7 +78,7 @@ static int one_hot(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   return LT_OK;
 }
 
-int ref_index(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int ref_index(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   switch (ins->op) {
   case LT_OP_GATHER:
     return gather(ins, out, in);

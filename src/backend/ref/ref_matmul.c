@@ -17,7 +17,7 @@ static int64_t batch_offset(const lt_buffer *b, const int64_t *coords, int nb) {
   return idx;
 }
 
-int ref_matmul(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int ref_matmul(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   const lt_buffer *a = in[0], *b = in[1];
   int nb = ins->ndim - 2;
   int64_t n = ins->shape[nb], m = ins->shape[nb + 1];

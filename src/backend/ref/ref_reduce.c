@@ -191,8 +191,8 @@ static void row_softmax(bool log_form, const lt_buffer *in, lt_buffer *out, cons
   }
 }
 
-int ref_reduce(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in) {
-  if (ins->op < LT_OP_SUM || ins->op > LT_OP_LOG_SOFTMAX)
+int ref_reduce(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+  if (ins->op >= LT_OP_COUNT || lt__op_family(ins->op) != LT_FAM_REDUCE)
     return lt__err(LT_EEXEC, "reduce: op %d is not a reduction", ins->op);
   if (ins->noperands != 1 || ins->nattrs < 1)
     return lt__err(LT_EEXEC, "reduce: malformed instruction (%d operands, %d attrs)",

@@ -36,7 +36,7 @@ static int do_reshape(lt_buffer *out, const lt_buffer *in) {
 }
 
 /* Output axis d is input axis perm[d]. */
-static int do_permute(const ref_instr *ins, lt_buffer *out, const lt_buffer *in) {
+static int do_permute(const lt_instr *ins, lt_buffer *out, const lt_buffer *in) {
   int64_t oc[LT_MAX_DIMS], ic[LT_MAX_DIMS];
   for (int64_t i = 0; i < out->numel; i++) {
     ref_unravel(i, out->shape, out->ndim, oc);
@@ -57,7 +57,7 @@ static int do_expand(lt_buffer *out, const lt_buffer *in) {
 }
 
 /* Input coord = start + output coord * step, per axis. */
-static int do_slice(const ref_instr *ins, lt_buffer *out, const lt_buffer *in) {
+static int do_slice(const lt_instr *ins, lt_buffer *out, const lt_buffer *in) {
   int nd = out->ndim;
   int64_t oc[LT_MAX_DIMS], ic[LT_MAX_DIMS];
   for (int64_t i = 0; i < out->numel; i++) {
@@ -70,7 +70,7 @@ static int do_slice(const ref_instr *ins, lt_buffer *out, const lt_buffer *in) {
 
 /* Each operand lands at an offset along the axis: the sum of the earlier
  * operands' sizes there. */
-static int do_concat(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+static int do_concat(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   int axis = (int)ins->attrs[0];
   int64_t offset = 0, c[LT_MAX_DIMS];
   for (int k = 0; k < ins->noperands; k++) {
@@ -86,7 +86,7 @@ static int do_concat(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in)
 }
 
 /* Fill with the pad value, then copy the input shifted by the "before" pads. */
-static int do_pad(const ref_instr *ins, lt_buffer *out, const lt_buffer *in) {
+static int do_pad(const lt_instr *ins, lt_buffer *out, const lt_buffer *in) {
   int64_t c[LT_MAX_DIMS];
   for (int64_t i = 0; i < out->numel; i++) ref_setf(out, i, ins->fattr);
   for (int64_t i = 0; i < in->numel; i++) {
@@ -97,7 +97,7 @@ static int do_pad(const ref_instr *ins, lt_buffer *out, const lt_buffer *in) {
   return LT_OK;
 }
 
-int ref_shape(const ref_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int ref_shape(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   switch (ins->op) {
   case LT_OP_RESHAPE:
     return do_reshape(out, in[0]);

@@ -15,7 +15,7 @@
 
 #include "../core/lt_error.h"
 #include "lazytensor.h"
-#include "metrics.h"
+#include "lt_metrics.h"
 
 _Atomic int64_t lt__counters[LT_CTR_COUNT];
 

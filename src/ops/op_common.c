@@ -3,45 +3,13 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "../backend/backend.h"
-#include "../exec/metrics.h"
+#include "lt_metrics.h"
 #include "lt_ops.h"
 
 lt_node *lt__ir_as(lt_tensor *t, lt_dtype dt) {
   lt_node *n = lt__tensor_ir(t);
   if (!n) return NULL;
   return lt__node_cast(lt__node_retain(n), dt);
-}
-
-lt_node *lt__node_make(lt_op op, lt_dtype dt, const int64_t *shape, int ndim, lt_node **operands,
-                       int noperands, const int64_t *attrs, int nattrs, double fattr) {
-  lt_node *n = NULL;
-  int ok = 1;
-  for (int i = 0; i < noperands; i++) ok &= operands[i] != NULL;
-  if (ok) n = lt__node_new(op, dt, shape, ndim, operands, noperands, attrs, nattrs, fattr);
-  for (int i = 0; i < noperands; i++) lt__node_release(operands[i]);
-  return n;
-}
-
-lt_node *lt__node_cast(lt_node *n, lt_dtype dt) {
-  if (!n || n->dtype == dt) return n;
-  if (n->op == LT_OP_CONST) { /* fold: a constant simply changes type */
-    lt_node *c = lt__node_const(dt, n->shape, n->ndim, lt__dtype_round(dt, n->fattr));
-    lt__node_release(n);
-    return c;
-  }
-  return lt__node_make(LT_OP_CAST, dt, n->shape, n->ndim, &n, 1, NULL, 0, 0.0);
-}
-
-lt_node *lt__node_reshape(lt_node *n, const int64_t *shape, int ndim) {
-  if (!n) return NULL;
-  if (n->ndim == ndim && memcmp(n->shape, shape, (size_t)ndim * sizeof(int64_t)) == 0) return n;
-  if (n->op == LT_OP_CONST) {
-    lt_node *c = lt__node_const((lt_dtype)n->dtype, shape, ndim, n->fattr);
-    lt__node_release(n);
-    return c;
-  }
-  return lt__node_make(LT_OP_RESHAPE, (lt_dtype)n->dtype, shape, ndim, &n, 1, NULL, 0, 0.0);
 }
 
 /* A small per-device cache of scalar buffers keyed by dtype and value, as in
@@ -127,7 +95,16 @@ lt_node *lt__scalar_node(lt_device dev, lt_dtype dt, double value) {
   return n;
 }
 
-lt_tensor *lt__wrap(lt_device dev, lt_node *node) { return lt__tensor_from_node(dev, node); }
+lt_tensor *lt__wrap(lt_device dev, lt_node *node) {
+  lt_tensor *t = lt__tensor_from_node(dev, node);
+  /* Eager mode: run each op as it is traced (one cached executable per op
+   * signature); a failure is the op's failure. */
+  if (t && t->ir && lt_get_eager() && lt__sync_internal(&t, 1, false, true, "eager") != LT_OK) {
+    lt__tensor_discard(t);
+    return NULL;
+  }
+  return t;
+}
 
 lt_tensor *lt__make(lt_device dev, lt_op op, lt_dtype dt, const int64_t *shape, int ndim,
                     lt_node **operands, int noperands, const int64_t *attrs, int nattrs,
@@ -135,3 +112,5 @@ lt_tensor *lt__make(lt_device dev, lt_op op, lt_dtype dt, const int64_t *shape, 
   return lt__wrap(dev,
                   lt__node_make(op, dt, shape, ndim, operands, noperands, attrs, nattrs, fattr));
 }
+
+bool lt__device_ctx_ok(lt_device dev) { return lt__device_ctx("lt_scalar", dev) != NULL; }

@@ -8,7 +8,7 @@
 
 static int check_create(const char *fn, lt_device dev, lt_dtype dt, const int64_t *shape,
                         int ndim) {
-  if (!lt__device_ctx(fn, dev)) return LT_EDEVICE;
+  if (!lt__exec_dev(fn, dev)) return LT_EDEVICE; /* also starts the backend's set-up */
   if (!lt__dtype_valid(dt)) return lt__err(LT_EDTYPE, "%s: invalid dtype %d", fn, (int)dt);
   return lt__check_shape(fn, shape, ndim);
 }

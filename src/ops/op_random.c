@@ -42,7 +42,7 @@ static lt_node *random_node(const char *fn, lt_device dev, lt_op op, lt_dtype dt
 static lt_node *with_scalar(lt_device dev, lt_op op, lt_node *x, double v) {
   if (!x) return NULL;
   lt_dtype dt = (lt_dtype)x->dtype;
-  lt_dtype result = op >= LT_OP_EQ && op <= LT_OP_GE ? LT_BOOL : dt;
+  lt_dtype result = lt__op_result(op) == LT_RES_BOOL ? LT_BOOL : dt;
   lt_node *ops[2] = {x, lt__scalar_node(dev, dt, v)};
   return lt__node_make(op, result, x->shape, x->ndim, ops, 2, NULL, 0, 0.0);
 }

@@ -8,22 +8,16 @@
 #ifndef LT_OPS_H
 #define LT_OPS_H
 
-#include "lt_dtype.h"
-#include "lt_error.h"
-#include "lt_node.h"
-#include "lt_shape.h"
-#include "lt_tensor.h"
+#include "../exec/exec_internal.h"
+#include "../core/lt_dtype.h"
+#include "../core/lt_error.h"
+#include "../core/lt_node.h"
+#include "../core/lt_shape.h"
+#include "../core/lt_tensor.h"
 
 /* The IR value of t converted to dtype dt (a CAST node when needed). NEW reference. */
 lt_node *lt__ir_as(lt_tensor *t, lt_dtype dt);
 
-/* Node constructor that consumes its operands. */
-lt_node *lt__node_make(lt_op op, lt_dtype dt, const int64_t *shape, int ndim, lt_node **operands,
-                       int noperands, const int64_t *attrs, int nattrs, double fattr);
-/* n converted to dt (consumes n; returns it unchanged when already dt). */
-lt_node *lt__node_cast(lt_node *n, lt_dtype dt);
-/* n reshaped (consumes n; returns it unchanged when the shape is equal). */
-lt_node *lt__node_reshape(lt_node *n, const int64_t *shape, int ndim);
 /* A 0-d scalar on dev: CONST for 0 and +-1, else device data (uploaded now),
  * so that changing values never change the graph. */
 lt_node *lt__scalar_node(lt_device dev, lt_dtype dt, double value);
@@ -31,7 +25,8 @@ lt_node *lt__scalar_node(lt_device dev, lt_dtype dt, double value);
 /* True when dev names a known device; records LT_EDEVICE otherwise. */
 bool lt__device_ctx_ok(lt_device dev);
 
-/* Wraps node (consumed) into a new tensor on dev; NULL node gives NULL. */
+/* Wraps node (consumed) into a new tensor on dev; NULL node gives NULL. In
+ * eager mode the new value is computed at once (its failure is the op's). */
 lt_tensor *lt__wrap(lt_device dev, lt_node *node);
 
 /* lt__node_make + lt__wrap. */

@@ -1,0 +1,90 @@
+/* The backend registry: backends register a table of entry points; the
+ * executor picks one per device and names the fallback for unsupported ops. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "../core/lt_error.h"
+#include "backend.h"
+
+enum { kMaxBackends = 8 };
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static const lt_backend *_Atomic g_backends[kMaxBackends];
+static _Atomic int g_count;
+static const lt_backend *_Atomic g_forced;
+static const lt_backend *_Atomic g_fallback;
+
+int lt__backend_register(const lt_backend *be) {
+  if (!be || !be->name || !be->supports_op || !be->env_hash || !be->data_alloc ||
+      !be->data_free || !be->to_device || !be->from_device || !be->compile || !be->execute ||
+      !be->executable_free)
+    return lt__err(LT_EINVAL, "backend registration: %s lacks a required entry point",
+                   be && be->name ? be->name : "a backend");
+  pthread_mutex_lock(&g_lock);
+  int n = atomic_load(&g_count), rc = LT_OK;
+  for (int i = 0; i < n && rc == LT_OK; i++)
+    if (strcmp(atomic_load(&g_backends[i])->name, be->name) == 0)
+      rc = lt__err(LT_EINVAL, "backend registration: '%s' is already registered", be->name);
+  if (rc == LT_OK && n == kMaxBackends)
+    rc = lt__err(LT_ENOMEM, "backend registration: no room for '%s' (%d registered)", be->name,
+                 kMaxBackends);
+  if (rc == LT_OK) {
+    atomic_store(&g_backends[n], be);
+    atomic_store(&g_count, n + 1); /* published after its slot */
+  }
+  pthread_mutex_unlock(&g_lock);
+  return rc;
+}
+
+int lt__backend_count(void) { return atomic_load(&g_count); }
+
+const lt_backend *lt__backend_at(int i) {
+  return i >= 0 && i < atomic_load(&g_count) ? atomic_load(&g_backends[i]) : NULL;
+}
+
+const lt_backend *lt__backend_find(const char *name) {
+  int n = atomic_load(&g_count);
+  for (int i = 0; name && i < n; i++) {
+    const lt_backend *be = atomic_load(&g_backends[i]);
+    if (strcmp(be->name, name) == 0) return be;
+  }
+  return NULL;
+}
+
+void lt__backend_force(const lt_backend *be) { atomic_store(&g_forced, be); }
+const lt_backend *lt__backend_forced(void) { return atomic_load(&g_forced); }
+
+const lt_backend *lt__backend_select(lt_device dev, const char *dflt) {
+  (void)dev; /* every device of a process is served alike today */
+  const lt_backend *forced = atomic_load(&g_forced);
+  if (forced) return forced;
+  static const lt_backend *_Atomic chosen;
+  const lt_backend *be = atomic_load(&chosen);
+  if (be) return be;
+  const char *want = getenv("LT_BACKEND");
+  be = want && *want ? lt__backend_find(want) : NULL;
+  if (!be && want && *want) {
+    static _Atomic int warned;
+    if (!atomic_exchange(&warned, 1))
+      fprintf(stderr, "lazytensor: LT_BACKEND=%s names no backend; using %s\n", want, dflt);
+  }
+  if (!be) be = lt__backend_find(dflt);
+  if (be) atomic_store(&chosen, be);
+  return be;
+}
+
+void lt__backend_set_fallback(const lt_backend *be) { atomic_store(&g_fallback, be); }
+
+int lt__backend_run_fallback(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+  const lt_backend *fb = atomic_load(&g_fallback);
+  if (!fb || !fb->run_instr)
+    return lt__err(LT_EEXEC, "no fallback backend runs op %s", lt__op_name((lt_op)ins->op));
+  return fb->run_instr(ins, out, in);
+}
+
+uint64_t lt__backend_env_key(const lt_backend *be) {
+  uint64_t w[2] = {be->env_hash(), lt__op_table_hash()};
+  return XXH3_64bits(w, sizeof w);
+}

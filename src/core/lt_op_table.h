@@ -1,0 +1,111 @@
+/* The op table: the one place that says what each IR op is. Everything else
+ * reads it: the op enum (lt_node.h), names, families, arity checks, result
+ * dtype rules, autograd's rule dispatch, the ref backend's kernel dispatch
+ * and the cpu backend's choice of path. A hash of the table's text is part of
+ * every compile environment key, so a cache entry written for another op set
+ * is never loaded (serialized executables hold raw op ids).
+ *
+ * X(ENUM, "name", FAMILY, ARITY, RESULT, GRAD, REF, CPU)
+ *   FAMILY  the op group (LT_FAM_*): which ops behave alike
+ *   ARITY   operands the op takes; -1: one or more
+ *   RESULT  result dtype rule (LT_RES_*): SAME as the value operand, BOOL,
+ *           INDEX (i64), or NODE (chosen by the builder: casts, leaves, draws)
+ *   GRAD    autograd's rule, ag_rule_<GRAD> (src/autograd); `none` declares
+ *           the op not differentiable (its operands get no gradient)
+ *   REF     the ref kernel, ref_<REF> (src/backend/ref): the oracle, and the
+ *           fallback of every other backend
+ *   CPU     how the cpu backend runs it (LT_CPU_*): a fused LOOP, a fused
+ *           REDUCE, GEMM, a strided VIEW, a fused RNG draw, a LEAF, or the
+ *           executor's FALLBACK (the ref kernel, one node at a time)
+ *
+ * Append or insert rows freely: ids, names and dispatch follow, and caches
+ * written before the change are not read after it. docs/ADDING_AN_OP.md walks
+ * through adding one. */
+#ifndef LT_OP_TABLE_H
+#define LT_OP_TABLE_H
+
+/* clang-format off */
+#define LT_OP_TABLE(X) \
+  /* leaves */ \
+  X(DATA,          "data",          LEAF,    0, NODE,  none,    leaf,        LEAF)     \
+  X(CONST,         "const",         LEAF,    0, NODE,  none,    leaf,        LOOP)     \
+  /* unary elementwise (the operand already has the compute dtype) */ \
+  X(NEG,           "neg",           UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
+  X(ABS,           "abs",           UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
+  X(SIGN,          "sign",          UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
+  X(RELU,          "relu",          UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
+  X(FLOOR,         "floor",         UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
+  X(CEIL,          "ceil",          UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
+  X(ROUND,         "round",         UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
+  X(EXP,           "exp",           UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
+  X(LOG,           "log",           UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
+  X(LOG1P,         "log1p",         UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
+  X(SQRT,          "sqrt",          UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
+  X(RSQRT,         "rsqrt",         UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
+  X(SIN,           "sin",           UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
+  X(COS,           "cos",           UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
+  X(TANH,          "tanh",          UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
+  X(SIGMOID,       "sigmoid",       UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
+  X(GELU,          "gelu",          UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
+  X(ERF,           "erf",           UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
+  X(NOT,           "not",           UNARY,   1, BOOL,  none,    elementwise, LOOP)     \
+  X(CAST,          "cast",          UNARY,   1, NODE,  cast,    elementwise, LOOP)     \
+  /* binary elementwise: numpy broadcasting inside the op; both operands carry \
+   * the same (promoted) dtype */ \
+  X(ADD,           "add",           BINARY,  2, SAME,  binary,  elementwise, LOOP)     \
+  X(SUB,           "sub",           BINARY,  2, SAME,  binary,  elementwise, LOOP)     \
+  X(MUL,           "mul",           BINARY,  2, SAME,  binary,  elementwise, LOOP)     \
+  X(DIV,           "div",           BINARY,  2, SAME,  binary,  elementwise, LOOP)     \
+  X(POW,           "pow",           BINARY,  2, SAME,  binary,  elementwise, LOOP)     \
+  X(MAXIMUM,       "maximum",       BINARY,  2, SAME,  binary,  elementwise, LOOP)     \
+  X(MINIMUM,       "minimum",       BINARY,  2, SAME,  binary,  elementwise, LOOP)     \
+  X(EQ,            "eq",            COMPARE, 2, BOOL,  binary,  elementwise, LOOP)     \
+  X(NE,            "ne",            COMPARE, 2, BOOL,  binary,  elementwise, LOOP)     \
+  X(LT,            "lt",            COMPARE, 2, BOOL,  binary,  elementwise, LOOP)     \
+  X(LE,            "le",            COMPARE, 2, BOOL,  binary,  elementwise, LOOP)     \
+  X(GT,            "gt",            COMPARE, 2, BOOL,  binary,  elementwise, LOOP)     \
+  X(GE,            "ge",            COMPARE, 2, BOOL,  binary,  elementwise, LOOP)     \
+  X(AND,           "and",           BINARY,  2, SAME,  binary,  elementwise, LOOP)     \
+  X(OR,            "or",            BINARY,  2, SAME,  binary,  elementwise, LOOP)     \
+  X(WHERE,         "where",         TERNARY, 3, SAME,  where,   elementwise, LOOP)     \
+  /* reductions: attrs[0] = bit mask of reduced axes, attrs[1] = keepdim; \
+   * arg reductions: attrs[0] = axis, attrs[1] = keepdim; softmax: attrs[0] = axis */ \
+  X(SUM,           "sum",           REDUCE,  1, SAME,  reduce,  reduce,      REDUCE)   \
+  X(MEAN,          "mean",          REDUCE,  1, SAME,  reduce,  reduce,      REDUCE)   \
+  X(MAX,           "max",           REDUCE,  1, SAME,  reduce,  reduce,      REDUCE)   \
+  X(MIN,           "min",           REDUCE,  1, SAME,  reduce,  reduce,      REDUCE)   \
+  X(PROD,          "prod",          REDUCE,  1, SAME,  reduce,  reduce,      REDUCE)   \
+  X(LOGSUMEXP,     "logsumexp",     REDUCE,  1, SAME,  reduce,  reduce,      REDUCE)   \
+  X(ARGMAX,        "argmax",        REDUCE,  1, INDEX, none,    reduce,      FALLBACK) \
+  X(ARGMIN,        "argmin",        REDUCE,  1, INDEX, none,    reduce,      FALLBACK) \
+  X(SOFTMAX,       "softmax",       REDUCE,  1, SAME,  softmax, reduce,      REDUCE)   \
+  X(LOG_SOFTMAX,   "log_softmax",   REDUCE,  1, SAME,  softmax, reduce,      REDUCE)   \
+  /* contraction: [..., n, k] x [..., k, m] (rank >= 2), batch dims broadcast */ \
+  X(MATMUL,        "matmul",        MATMUL,  2, SAME,  matmul,  matmul,      GEMM)     \
+  /* shape: reshape keeps row-major order; permute attrs = perm; expand is a \
+   * numpy broadcast; slice attrs = starts then steps; concat attrs[0] = axis; \
+   * pad attrs = before/after pairs, fattr = value */ \
+  X(RESHAPE,       "reshape",       SHAPE,   1, SAME,  reshape, shape,       VIEW)     \
+  X(PERMUTE,       "permute",       SHAPE,   1, SAME,  permute, shape,       VIEW)     \
+  X(EXPAND,        "expand",        SHAPE,   1, SAME,  expand,  shape,       VIEW)     \
+  X(SLICE,         "slice",         SHAPE,   1, SAME,  slice,   shape,       VIEW)     \
+  X(CONCAT,        "concat",        SHAPE,  -1, SAME,  concat,  shape,       FALLBACK) \
+  X(PAD,           "pad",           SHAPE,   1, SAME,  pad,     shape,       FALLBACK) \
+  /* indexing: gather (a, index of a's rank), index_select (a, 1-d index), \
+   * attrs[0] = axis; one_hot attrs[0] = num_classes */ \
+  X(GATHER,        "gather",        INDEX,   2, SAME,  indexed, index,       FALLBACK) \
+  X(INDEX_SELECT,  "index_select",  INDEX,   2, SAME,  indexed, index,       FALLBACK) \
+  X(ONE_HOT,       "one_hot",       INDEX,   1, NODE,  none,    index,       FALLBACK) \
+  /* random: operand 0 is the op's seed (i64 0-d); element k of the result is \
+   * a function of (seed, k) only */ \
+  X(RNG_UNIFORM,   "rng_uniform",   RANDOM,  1, NODE,  none,    random,      RNG)      \
+  X(RNG_NORMAL,    "rng_normal",    RANDOM,  1, NODE,  none,    random,      FALLBACK) \
+  X(RANDPERM,      "randperm",      RANDOM,  1, NODE,  none,    random,      FALLBACK) \
+  /* transposes of indexing ops (made by autograd): zeros of the node's shape \
+   * with src added (scatter_add, index_add) or placed (unslice) */ \
+  X(SCATTER_ADD,   "scatter_add",   SCATTER, 2, SAME,  indexed, grad_ops,    FALLBACK) \
+  X(INDEX_ADD,     "index_add",     SCATTER, 2, SAME,  indexed, grad_ops,    FALLBACK) \
+  X(UNSLICE,       "unslice",       SCATTER, 1, SAME,  unslice, grad_ops,    FALLBACK)
+/* clang-format on */
+
+#endif
