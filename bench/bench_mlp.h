@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "lazytensor.h"
+#include "lazytensor_nn.h"
 
 enum { MLP_FEATURES = 784, MLP_CLASSES = 10 };
 

@@ -22,6 +22,7 @@
 
 #include "bench_mlp.h"
 #include "lazytensor.h"
+#include "lazytensor_nn.h"
 
 enum { BATCH = 128, HIDDEN = 512 };
 
@@ -30,9 +31,16 @@ static int die(const char *what) {
   return 1;
 }
 
+/* A counter's value (-1 for an unknown name). */
+static long long counter(const char *name) {
+  int64_t v = -1;
+  lt_get_counter(name, &v);
+  return (long long)v;
+}
+
 static double metric_ms(const char *name) {
   lt_metric_stats st;
-  return lt_metric(name, &st) == LT_OK ? st.total / 1e6 : 0;
+  return lt_get_metric(name, &st) == LT_OK ? st.total / 1e6 : 0;
 }
 
 /* One child: init, one train step, the loss read; then a second step (the
@@ -40,7 +48,7 @@ static double metric_ms(const char *name) {
  * before fork. */
 static int child(const char *mode, double started) {
   lt_device dev = lt_cpu(0);
-  lt_manual_seed(dev, 1);
+  lt_set_seed(dev, 1);
   lt_nn_dataset ds;
   bench_synthetic(&ds, 2 * BATCH);
   bench_mlp m;
@@ -68,8 +76,8 @@ static int child(const char *mode, double started) {
     }
   }
   if (lt_wait_device_ops(dev) != LT_OK) return die("wait");
-  long long uc = lt_counter("UncachedCompile"), hit = lt_counter("PersistentCacheHit"),
-            fail = lt_counter("PersistentCacheDeserializeFailure");
+  long long uc = counter("UncachedCompile"), hit = counter("PersistentCacheHit"),
+            fail = counter("PersistentCacheDeserializeFailure");
   printf(
       "child %s uncached %lld hit %lld deserialize_failures %lld compile_ms %.3f load_ms %.3f "
       "first_result_ms %.3f first_loss %.6f\n",

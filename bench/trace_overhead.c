@@ -1,6 +1,6 @@
 /* Tracing cost per op and cost of a cache-hit sync of a 1000-node graph.
  *
- * Prints, in the bench line format of DESIGN.md:
+ * Prints, in the bench line format (docs/DESIGN.md, section "Benchmarks"):
  *   bench trace_op <ns> ns/op ratio <r> vs budget_300ns
  *   bench sync_hit_1000 <us> us ratio <r> vs budget_100us
  *   bench trace_op ... ratio <r> vs torch_eager_add   (only when python3 can import torch)
@@ -26,6 +26,13 @@ static double now_ns(void) {
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
+}
+
+/* A counter's value (-1 for an unknown name). */
+static long long counter(const char *name) {
+  int64_t v = -1;
+  lt_get_counter(name, &v);
+  return (long long)v;
 }
 
 static double median(double *v, int n) {
@@ -106,10 +113,9 @@ int main(void) {
     sync_us[r] = (t2 - t1) / 1e3;
   }
   /* The first sync compiled; every later one must have hit the cache. */
-  if (lt_counter("UncachedCompile") != 1 || lt_counter("CachedCompile") != kReps - 1) {
+  if (counter("UncachedCompile") != 1 || counter("CachedCompile") != kReps - 1) {
     fprintf(stderr, "trace_overhead: expected 1 compile and %d cache hits, got %lld and %lld\n",
-            kReps - 1, (long long)lt_counter("UncachedCompile"),
-            (long long)lt_counter("CachedCompile"));
+            kReps - 1, counter("UncachedCompile"), counter("CachedCompile"));
     return 1;
   }
   double op_ns = median(trace_ns, kReps);

@@ -21,6 +21,7 @@
 
 #include "bench_mlp.h"
 #include "lazytensor.h"
+#include "lazytensor_nn.h"
 
 #ifndef LT_SOURCE_DIR
 #define LT_SOURCE_DIR "."
@@ -31,6 +32,13 @@ enum { WARMUP = 5, STEPS = 30, BATCH = 128 };
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
+}
+
+/* A counter's value (-1 for an unknown name). */
+static long long counter(const char *name) {
+  int64_t v = -1;
+  lt_get_counter(name, &v);
+  return (long long)v;
 }
 
 static int die(const char *what) {
@@ -87,7 +95,7 @@ int main(int argc, char **argv) {
     pclose(p);
   }
   lt_device dev = lt_cpu(0);
-  lt_manual_seed(dev, 1);
+  lt_set_seed(dev, 1);
   lt_nn_dataset ds;
   bool real = lt_nn_fashion_mnist(data, false, &ds) == LT_OK;
   if (!real) bench_synthetic(&ds, (WARMUP + STEPS) * BATCH);
@@ -134,7 +142,7 @@ int main(int argc, char **argv) {
       "# train_step: %s data, backend %s, threads %s, hidden %lld, uncached compiles %lld, "
       "final loss %.4f\n",
       real ? "Fashion-MNIST" : "synthetic", be && *be ? be : "default", threads, (long long)hidden,
-      (long long)lt_counter("UncachedCompile"), final_loss);
+      counter("UncachedCompile"), final_loss);
   for (int64_t b = 0; b < limit; b++) {
     lt_release(bx[b]);
     lt_release(by[b]);

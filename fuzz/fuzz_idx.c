@@ -17,6 +17,7 @@
 #include <zlib.h>
 
 #include "lazytensor.h"
+#include "lazytensor_nn.h"
 
 static const int64_t kMaxDeclared = (int64_t)1 << 26;
 static char g_path[64];

@@ -32,6 +32,10 @@ echo "== gcc build (-Wall -Wextra -Werror)"
 cmake -S . -B build -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$jobs"
 
+echo "== layers (one-way src/ folders)"
+bash scripts/check_layers.sh --self-test # two commands: set -e ignores a failure left of &&
+bash scripts/check_layers.sh build
+
 echo "== valgrind memcheck (ref backend; the LLVM JIT is covered by ASan above)"
 for t in build/test_*; do
   [ -x "$t" ] || continue

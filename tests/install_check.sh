@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the build into a temporary prefix and builds the example against it
-# twice: once through pkg-config, once through CMake's find_package.
+# twice: once through pkg-config, once through CMake's find_package; then a
+# program with both public headers, one with the deprecated names, and checks
+# what the shared library exports.
 set -euo pipefail
 build=$1 cc=$2 src=$(cd "$(dirname "$0")/.." && pwd)
 prefix=$(mktemp -d)
@@ -25,3 +27,71 @@ cmake -S "$prefix/consumer" -B "$prefix/consumer/build" -DCMAKE_PREFIX_PATH="$pr
 cmake --build "$prefix/consumer/build" >/dev/null
 "$prefix/consumer/build/ex" | grep -q "sum = 8"
 echo "CMake find_package consumer: ok"
+
+# Both public headers, in either order, with the shared library.
+cat >"$prefix/both.c" <<'C'
+#include <lazytensor_nn.h>
+#include <lazytensor.h>
+#include <stdio.h>
+int main(void) {
+  lt_nn_optim_config cfg = lt_nn_optim_defaults(LT_NN_ADAM);
+  int64_t v = -1;
+  if (lt_get_counter("CreateTensor", &v) != LT_OK || v != 0) return 1;
+  if (lt_get_counter("NoSuchCounter", &v) != LT_ENOTFOUND) return 2;
+  printf("both headers: lr %g\n", cfg.lr);
+  return 0;
+}
+C
+"$cc" -std=c11 -Wall -Wextra -Werror "$prefix/both.c" -o "$prefix/both" \
+  $(pkg-config --cflags --libs lazytensor) -Wl,-rpath,"$prefix/lib" -Wl,-rpath,"$(dirname "$libdir")"
+"$prefix/both" | grep -q "both headers: lr 0.001"
+echo "both public headers: ok"
+
+# The old names still compile (and run), each with a deprecation warning.
+old_names="lt_requires_grad lt_mark_donatable lt_manual_seed lt_counter lt_metric"
+cat >"$prefix/old.c" <<'C'
+#include <lazytensor.h>
+int main(void) {
+  lt_metric_stats s;
+  lt_tensor *x = lt_scalar(lt_cpu(0), LT_F32, 2.5);
+  if (lt_requires_grad(x, true) != LT_OK || lt_mark_donatable(x, false) != LT_OK) return 1;
+  if (lt_manual_seed(lt_cpu(0), 1) != LT_OK || lt_counter("NoSuchCounter") != -1) return 2;
+  if (lt_last_status() != LT_ENOTFOUND || lt_metric("CompileTime", &s) != LT_OK) return 3;
+  lt_release(x);
+  return 0;
+}
+C
+"$cc" -std=c11 -Wall -Wextra -Werror -Wno-error=deprecated-declarations "$prefix/old.c" \
+  -o "$prefix/old" $(pkg-config --cflags --libs lazytensor) -Wl,-rpath,"$prefix/lib" \
+  -Wl,-rpath,"$(dirname "$libdir")" 2>"$prefix/old.log"
+for n in $old_names; do
+  grep -q "$n.*deprecated" "$prefix/old.log" || { echo "no deprecation warning for $n" >&2; exit 1; }
+done
+"$prefix/old"
+echo "deprecated names: ok"
+
+# The shared library exports the public API (LT_API in the installed headers)
+# and nothing internal.
+so=$(find "$prefix" -name 'liblazytensor.so*' -type f | head -n 1)
+exported=$(nm -D --defined-only "$so" | awk '$2 ~ /^[TtWiDdBbRrVv]$/ {print $3}' | sort -u)
+public=$(cat "$prefix/include/lazytensor.h" "$prefix/include/lazytensor_nn.h" |
+  sed -n 's/^LT_API[^(]*[ *]\(lt_[A-Za-z0-9_]*\)(.*/\1/p' | sort -u)
+if [ "$(wc -l <<<"$public")" -lt 100 ]; then
+  echo "only $(wc -l <<<"$public") public functions found in the headers" >&2
+  exit 1
+fi
+if grep '^lt__' <<<"$exported" >&2; then
+  echo "internal (lt__) symbols exported from $so (above)" >&2
+  exit 1
+fi
+missing=$(comm -23 <(echo "$public") <(echo "$exported"))
+if [ -n "$missing" ]; then
+  echo "public functions not exported from $so:" $missing >&2
+  exit 1
+fi
+extra=$(comm -13 <(echo "$public") <(echo "$exported") | grep -v '^_' || true)
+if [ -n "$extra" ]; then
+  echo "symbols exported from $so that no public header declares:" $extra >&2
+  exit 1
+fi
+echo "exports: $(wc -l <<<"$public") public functions, nothing else: ok"

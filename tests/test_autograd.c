@@ -70,7 +70,7 @@ static void test_where_clamp_cast(void **state) {
   /* a cast passes the gradient through, converted (finite differences through
    * f32 are too coarse, so by hand: d/dx sum(f32(x) * f32(x)) = 2x) */
   lt_tensor *x = lt_from_data(CPU0, LT_F64, SHAPE(2), 1, (double[]){1.5, -2});
-  lt_requires_grad(x, true);
+  lt_set_requires_grad(x, true);
   lt_tensor *x32 = lt_cast(x, LT_F32);
   assert_int_equal(lt_backward(lt_sum(lt_mul(x32, x32), NULL, 0, false)), LT_OK);
   tu_expect(lt_grad(x), LT_F64, SHAPE(2), 1, (double[]){3, -4}, 0);
@@ -84,13 +84,13 @@ static void test_ties_split_like_pytorch(void **state) {
   (void)state;
   lt_tensor *a = lt_from_data(CPU0, LT_F64, SHAPE(2), 1, (double[]){1, 2});
   lt_tensor *b = lt_from_data(CPU0, LT_F64, SHAPE(2), 1, (double[]){1, 3});
-  lt_requires_grad(a, true);
-  lt_requires_grad(b, true);
+  lt_set_requires_grad(a, true);
+  lt_set_requires_grad(b, true);
   assert_int_equal(lt_backward(lt_sum(lt_maximum(a, b), NULL, 0, false)), LT_OK);
   tu_expect(lt_grad(a), LT_F64, SHAPE(2), 1, (double[]){0.5, 0}, 0);
   tu_expect(lt_grad(b), LT_F64, SHAPE(2), 1, (double[]){0.5, 1}, 0);
   lt_tensor *z = lt_from_data(CPU0, LT_F64, SHAPE(3), 1, (double[]){-1, 0, 2});
-  lt_requires_grad(z, true);
+  lt_set_requires_grad(z, true);
   assert_int_equal(lt_backward(lt_sum(lt_relu(z), NULL, 0, false)), LT_OK);
   tu_expect(lt_grad(z), LT_F64, SHAPE(3), 1, (double[]){0, 0, 1}, 0); /* relu'(0) = 0 */
 }
@@ -98,7 +98,7 @@ static void test_ties_split_like_pytorch(void **state) {
 static void test_accumulation_and_zero_grad(void **state) {
   (void)state;
   lt_tensor *x = lt_from_data(CPU0, LT_F32, SHAPE(2), 1, (float[]){1, 2});
-  assert_int_equal(lt_requires_grad(x, true), LT_OK);
+  assert_int_equal(lt_set_requires_grad(x, true), LT_OK);
   assert_true(lt_get_requires_grad(x));
   assert_null(lt_grad(x));
   for (int i = 0; i < 2; i++)
@@ -117,11 +117,11 @@ static void test_errors(void **state) {
   (void)state;
   lt_tensor *x = lt_from_data(CPU0, LT_F32, SHAPE(2), 1, (float[]){1, 2});
   lt_tensor *i = lt_from_data(CPU0, LT_I32, SHAPE(2), 1, (int32_t[]){1, 2});
-  assert_int_equal(lt_requires_grad(i, true), LT_EDTYPE);
+  assert_int_equal(lt_set_requires_grad(i, true), LT_EDTYPE);
   assert_non_null(strstr(lt_last_error(), "floating"));
-  assert_int_equal(lt_requires_grad(NULL, true), LT_EINVAL);
+  assert_int_equal(lt_set_requires_grad(NULL, true), LT_EINVAL);
   assert_int_equal(lt_backward(NULL), LT_EINVAL);
-  lt_requires_grad(x, true);
+  lt_set_requires_grad(x, true);
   assert_int_equal(lt_backward(lt_mul(x, x)), LT_EINVAL); /* two elements */
   assert_non_null(strstr(lt_last_error(), "one floating element"));
   lt_tensor *y = lt_from_data(CPU0, LT_F32, SHAPE(2), 1, (float[]){1, 2});

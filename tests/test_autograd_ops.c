@@ -93,7 +93,7 @@ static void test_max_min_ties_split_evenly(void **state) {
   (void)state;
   const double a[6] = {1, 3, 3, 2, 2, 2};
   lt_tensor *x = tu_f64(SHAPE(2, 3), 2, a);
-  lt_requires_grad(x, true);
+  lt_set_requires_grad(x, true);
   assert_int_equal(lt_backward(lt_sum(lt_max(x, (int[]){1}, 1, false), NULL, 0, false)), LT_OK);
   tu_expect(lt_grad(x), LT_F64, SHAPE(2, 3), 2, (double[]){0, 0.5, 0.5, 1. / 3, 1. / 3, 1. / 3},
             1e-12);
@@ -106,7 +106,7 @@ static void test_max_min_ties_split_evenly(void **state) {
    * across the rows, column 2 does not */
   const double b[6] = {1, 2, 5, 1, 2, 4};
   lt_tensor *y = tu_f64(SHAPE(2, 3), 2, b);
-  lt_requires_grad(y, true);
+  lt_set_requires_grad(y, true);
   lt_tensor *w = tu_f64(SHAPE(1, 3), 2, (double[]){10, 20, 30});
   assert_int_equal(lt_backward(lt_sum(lt_mul(lt_min(y, (int[]){0}, 1, true), w), NULL, 0, false)),
                    LT_OK);
@@ -118,7 +118,7 @@ static void test_prod_with_zeros(void **state) {
   /* rows: one zero, two zeros, none */
   const double a[9] = {2, 0, 3, 0, 0, 4, 1, 2, 3};
   lt_tensor *x = tu_f64(SHAPE(3, 3), 2, a);
-  lt_requires_grad(x, true);
+  lt_set_requires_grad(x, true);
   assert_int_equal(lt_backward(lt_sum(lt_prod(x, (int[]){1}, 1, false), NULL, 0, false)), LT_OK);
   tu_expect(lt_grad(x), LT_F64, SHAPE(3, 3), 2, (double[]){0, 6, 0, 0, 0, 0, 6, 3, 2}, 1e-12);
   /* the same through finite differences (prod is linear in each element) */
@@ -220,8 +220,8 @@ static void test_matmul(void **state) {
   /* a plain sum: the gradient reaching the matmul is a constant */
   lt_tensor *a = tu_f64(SHAPE(2, 2), 2, (double[]){1, 2, 3, 4});
   lt_tensor *b = tu_f64(SHAPE(2, 2), 2, (double[]){5, 6, 7, 8});
-  lt_requires_grad(a, true);
-  lt_requires_grad(b, true);
+  lt_set_requires_grad(a, true);
+  lt_set_requires_grad(b, true);
   assert_int_equal(lt_backward(lt_sum(lt_matmul(a, b), NULL, 0, false)), LT_OK);
   tu_expect(lt_grad(a), LT_F64, SHAPE(2, 2), 2, (double[]){11, 15, 11, 15}, 0);
   tu_expect(lt_grad(b), LT_F64, SHAPE(2, 2), 2, (double[]){4, 4, 6, 6}, 0);
@@ -355,7 +355,7 @@ static void test_gather_index_select(void **state) {
 static void test_gradient_op_values(void **state) {
   (void)state;
   lt_tensor *x = tu_f64(SHAPE(2, 3), 2, (double[]){1, 2, 3, 4, 5, 6});
-  lt_requires_grad(x, true);
+  lt_set_requires_grad(x, true);
   lt_tensor *idx = tu_i64(SHAPE(2, 3), 2, (int64_t[]){2, 2, 0, 1, 1, 1});
   lt_tensor *w = tu_f64(SHAPE(2, 3), 2, (double[]){1, 10, 100, 1000, 10000, 100000});
   assert_int_equal(lt_backward(lt_sum(lt_mul(lt_gather(x, 1, idx), w), NULL, 0, false)), LT_OK);
@@ -378,7 +378,7 @@ static void test_gradient_op_values(void **state) {
 
   /* f32 too */
   lt_tensor *y = tu_f32(SHAPE(3), 1, (float[]){1, 2, 3});
-  lt_requires_grad(y, true);
+  lt_set_requires_grad(y, true);
   lt_tensor *i2 = tu_i64(SHAPE(4), 1, (int64_t[]){0, 0, 2, 0});
   assert_int_equal(lt_backward(lt_sum(lt_index_select(y, 0, i2), NULL, 0, false)), LT_OK);
   tu_expect(lt_grad(y), LT_F32, SHAPE(3), 1, (double[]){3, 0, 1}, 0);
@@ -433,7 +433,7 @@ static void test_gradient_op_kernels(void **state) {
 static void test_second_order(void **state) {
   (void)state;
   lt_tensor *x = tu_f64(SHAPE(3), 1, (double[]){1, 2, 3});
-  lt_requires_grad(x, true);
+  lt_set_requires_grad(x, true);
   lt_tensor *idx = tu_i64(SHAPE(2), 1, (int64_t[]){2, 2});
   /* d/dx sum(gather(x^3)) = 3 x^2 per pick: [0, 0, 54] */
   lt_tensor *cube = lt_mul(lt_mul(x, x), x);
@@ -453,7 +453,7 @@ typedef struct inner_case {
 
 static lt_tensor *grad_of(lt_tensor *const *in, void *ud) {
   lt_tensor *x = in[0];
-  lt_requires_grad(x, true);
+  lt_set_requires_grad(x, true);
   lt_tensor *y = ((const inner_case *)ud)->f(x, in);
   lt_tensor *w = lt_sin(lt_mul(y, y)); /* something that is not linear */
   if (lt_backward(lt_sum(w, NULL, 0, false)) != LT_OK) return NULL;
@@ -583,7 +583,7 @@ static void test_mlp_matches_hand_derivation(void **state) {
   lt_tensor *t[6];
   for (int i = 0; i < 6; i++) {
     t[i] = tg_make(&ins[i]);
-    if (ins[i].differentiable) assert_int_equal(lt_requires_grad(t[i], true), LT_OK);
+    if (ins[i].differentiable) assert_int_equal(lt_set_requires_grad(t[i], true), LT_OK);
   }
   lt_tensor *l = mlp_fn(t, NULL);
   assert_non_null(l);

@@ -8,6 +8,7 @@
  * contiguous in the operand (column sums: rows outside, a block of outputs
  * inside) against ref. */
 #include "test_util.h"
+#include "lazytensor_nn.h"
 
 #include "../src/backend/cpu/cpu_api.h"
 #include "../src/backend/ref/ref_api.h"
@@ -21,10 +22,10 @@ static lt_tensor *input(int seed, const int64_t *shape, int ndim) {
  * many buffers that step donated (InputOutputAlias). */
 static int64_t mark_step_aliases(void) {
   assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
-  int64_t before = lt_counter("InputOutputAlias");
+  int64_t before = tu_counter("InputOutputAlias");
   assert_int_equal(lt_mark_step(CPU0), LT_OK);
   assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
-  return lt_counter("InputOutputAlias") - before;
+  return tu_counter("InputOutputAlias") - before;
 }
 
 static int setup(void **state) {

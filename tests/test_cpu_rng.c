@@ -50,7 +50,7 @@ static void run_on(const lt_backend *be, build_fn f, const void *ud, out *o) {
   lt__backend_force(be);
   lt_wait_device_ops(CPU0);
   lt_cache_clear();
-  assert_int_equal(lt_manual_seed(CPU0, g_seed), LT_OK);
+  assert_int_equal(lt_set_seed(CPU0, g_seed), LT_OK);
   lt_scope_begin();
   lt_tensor *res[kMaxOut];
   o->n = f(res, ud);
@@ -122,7 +122,7 @@ static int build_plain(lt_tensor **res, const void *ud) {
   return 1;
 }
 
-/* The draws of the first random op after lt_manual_seed(g_seed). */
+/* The draws of the first random op after lt_set_seed(g_seed). */
 static void check_philox(const plain *p) {
   out c;
   run_on(&lt__cpu_backend, build_plain, p, &c);

@@ -86,7 +86,7 @@ static int64_t g_donate(double *v) { /* three steps writing w in place */
   }
   assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
   lt_metric_stats st;
-  assert_int_equal(lt_metric("InputOutputAliasCount", &st), LT_OK);
+  assert_int_equal(lt_get_metric("InputOutputAliasCount", &st), LT_OK);
   assert_true(st.count > 0 && st.max > 0); /* the update was written in place */
   return read_all(&w, 1, v, kCap);
 }
@@ -159,23 +159,23 @@ static void same_bytes_again(const uint8_t *p, size_t n) {
 static void round_trip(graph_fn g, const char *name) {
   static double a[kCap], b[kCap];
   int64_t na = g(a);
-  long long uncached = lt_counter("UncachedCompile");
+  long long uncached = tu_counter("UncachedCompile");
   assert_true(uncached >= 1);
-  assert_int_equal(lt_counter("PersistentCacheHit"), 0);
+  assert_int_equal(tu_counter("PersistentCacheHit"), 0);
   assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
   int entries = each_entry(same_bytes_again);
   assert_true(entries >= 1);
   lt_cache_clear();
   int64_t nb = g(b);
   assert_int_equal(na, nb);
-  assert_int_equal(lt_counter("UncachedCompile"), uncached);
-  assert_true(lt_counter("PersistentCacheHit") >= 1);
-  assert_int_equal(lt_counter("PersistentCacheDeserializeFailure"), 0);
+  assert_int_equal(tu_counter("UncachedCompile"), uncached);
+  assert_true(tu_counter("PersistentCacheHit") >= 1);
+  assert_int_equal(tu_counter("PersistentCacheDeserializeFailure"), 0);
   for (int64_t i = 0; i < na; i++)
     if (memcmp(&a[i], &b[i], sizeof a[i]) != 0)
       fail_msg("%s: value %lld: %.17g from disk, %.17g compiled", name, (long long)i, b[i], a[i]);
   print_message("%s: %lld values, %d entries, %lld compiles, %lld loaded from disk\n", name,
-                (long long)na, entries, uncached, (long long)lt_counter("PersistentCacheHit"));
+                (long long)na, entries, uncached, (long long)tu_counter("PersistentCacheHit"));
 }
 
 static void test_elementwise(void **s) {
@@ -312,7 +312,7 @@ static int child_main(const char *mode, const char *dir) {
   int64_t n = g_elem(v);
   for (int64_t i = 0; i < n; i++)
     if (!(fabs(v[i] - elem_want(i)) < 1e-5 * (1 + fabs(v[i])))) return 3;
-  long long uc = lt_counter("UncachedCompile"), hit = lt_counter("PersistentCacheHit");
+  long long uc = tu_counter("UncachedCompile"), hit = tu_counter("PersistentCacheHit");
   printf("child %s: UncachedCompile %lld, PersistentCacheHit %lld, values right\n", mode, uc, hit);
   if (strcmp(mode, "write") == 0) return uc == 1 && hit == 0 ? 0 : 4;
   return uc == 1 && hit == 1 ? 0 : 5; /* read: only g_reduce compiled */

@@ -172,8 +172,8 @@ static int child_main(int argc, char **argv) {
     }
   }
   int rc = run_graph(4, seed);
-  long long uncached = lt_counter("UncachedCompile"), hit = lt_counter("PersistentCacheHit"),
-            wfail = lt_counter("PersistentCacheWriteFailure");
+  long long uncached = tu_counter("UncachedCompile"), hit = tu_counter("PersistentCacheHit"),
+            wfail = tu_counter("PersistentCacheWriteFailure");
   printf(
       "child %d: values %s, UncachedCompile %lld, PersistentCacheHit %lld, "
       "PersistentCacheWriteFailure %lld\n",
@@ -252,7 +252,7 @@ static int teardown(void **state) {
 }
 #define DTEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
-static int64_t ctr(const char *name) { return lt_counter(name); }
+static int64_t ctr(const char *name) { return tu_counter(name); }
 
 /* A first run in a fresh directory: one compile, one entry. */
 static void populate(void) {
@@ -270,7 +270,7 @@ static void test_cold_then_warm_in_process(void **state) {
   assert_int_equal(ctr("PersistentCacheHit"), 0);
   assert_int_equal(ctr("PersistentCacheWriteFailure"), 0);
   lt_metric_stats compile, load;
-  assert_int_equal(lt_metric("CompileTime", &compile), LT_OK);
+  assert_int_equal(lt_get_metric("CompileTime", &compile), LT_OK);
 
   /* A fresh memory cache, other values, the same graph: the entry comes from disk. */
   lt_cache_clear();
@@ -278,7 +278,7 @@ static void test_cold_then_warm_in_process(void **state) {
   assert_int_equal(ctr("UncachedCompile"), 1);
   assert_int_equal(ctr("PersistentCacheHit"), 1);
   assert_int_equal(ctr("PersistentCacheMiss"), 1);
-  assert_int_equal(lt_metric("PersistentCacheLoadTime", &load), LT_OK);
+  assert_int_equal(lt_get_metric("PersistentCacheLoadTime", &load), LT_OK);
   assert_int_equal(load.count, 1);
   print_message("cold compile %.1f us, load from disk %.1f us\n", compile.total / 1e3,
                 load.total / 1e3);

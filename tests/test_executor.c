@@ -3,7 +3,7 @@
  * failure leaving tensors intact. */
 #include "test_util.h"
 
-static int64_t ctr(const char *name) { return lt_counter(name); }
+static int64_t ctr(const char *name) { return tu_counter(name); }
 
 static int setup(void **state) {
   lt_cache_clear();

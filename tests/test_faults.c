@@ -24,6 +24,8 @@
 #include <stdatomic.h>
 
 #include "test_util.h"
+#include "lazytensor_nn.h"
+#include "../src/lt_test_hooks.h"
 
 enum { IN = 8, HID = 16, OUT = 4, BATCH = 16, NPARAM = 4 };
 enum { NVALUES = IN * HID + HID + HID * OUT + OUT };
@@ -102,7 +104,7 @@ static void model_read(model *m, float *v) {
 static void model_init(model *m, lt_device dev, const float *values) {
   memset(m, 0, sizeof *m);
   m->dev = dev;
-  assert_int_equal(lt_manual_seed(dev, 7), LT_OK);
+  assert_int_equal(lt_set_seed(dev, 7), LT_OK);
   assert_int_equal(lt_nn_linear_init(&m->l1, dev, LT_F32, IN, HID, true), LT_OK);
   assert_int_equal(lt_nn_linear_init(&m->l2, dev, LT_F32, HID, OUT, true), LT_OK);
   m->params[0] = m->l1.weight;

@@ -61,7 +61,7 @@ static inline void tg_check(const char *name, tg_fn f, void *ud, const tg_input 
   lt_tensor *in[16];
   for (int i = 0; i < nin; i++) {
     in[i] = tg_make(&ins[i]);
-    if (ins[i].differentiable) assert_int_equal(lt_requires_grad(in[i], true), LT_OK);
+    if (ins[i].differentiable) assert_int_equal(lt_set_requires_grad(in[i], true), LT_OK);
   }
   lt_tensor *loss = tg_loss(f, ud, in, &w);
   if (!loss) fail_msg("%s: %s", name, lt_last_error());

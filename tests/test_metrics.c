@@ -18,7 +18,7 @@ enum { kNumTimers = 6, kNumValues = 2 };
 static lt_metric_stats metric(const char *name) {
   lt_metric_stats s;
   memset(&s, 0xff, sizeof s);
-  if (lt_metric(name, &s) != LT_OK) fail_msg("lt_metric(%s): %s", name, lt_last_error());
+  if (lt_get_metric(name, &s) != LT_OK) fail_msg("lt_get_metric(%s): %s", name, lt_last_error());
   return s;
 }
 
@@ -140,17 +140,74 @@ static void test_step_warnings(void **state) {
 static void test_metric_errors(void **state) {
   (void)state;
   lt_metric_stats s;
-  assert_int_equal(lt_metric(NULL, &s), LT_EINVAL);
-  assert_int_equal(lt_metric("CompileTime", NULL), LT_EINVAL);
+  assert_int_equal(lt_get_metric(NULL, &s), LT_EINVAL);
+  assert_int_equal(lt_get_metric("CompileTime", NULL), LT_EINVAL);
   assert_int_equal(lt_last_status(), LT_EINVAL);
-  assert_int_equal(lt_metric("NoSuchMetric", &s), LT_ENOTFOUND);
+  assert_int_equal(lt_get_metric("NoSuchMetric", &s), LT_ENOTFOUND);
   assert_non_null(strstr(lt_last_error(), "NoSuchMetric"));
-  assert_int_equal(lt_metric("CachedCompile", &s), LT_ENOTFOUND); /* a counter, not a metric */
-  assert_int_equal(lt_metric("compiletime", &s), LT_ENOTFOUND);   /* names are exact */
-  for (int i = 0; i < kNumTimers; i++) assert_int_equal(lt_metric(kTimers[i], &s), LT_OK);
-  for (int i = 0; i < kNumValues; i++) assert_int_equal(lt_metric(kValues[i], &s), LT_OK);
+  assert_int_equal(lt_get_metric("CachedCompile", &s), LT_ENOTFOUND); /* a counter, not a metric */
+  assert_int_equal(lt_get_metric("compiletime", &s), LT_ENOTFOUND);   /* names are exact */
+  for (int i = 0; i < kNumTimers; i++) assert_int_equal(lt_get_metric(kTimers[i], &s), LT_OK);
+  for (int i = 0; i < kNumValues; i++) assert_int_equal(lt_get_metric(kValues[i], &s), LT_OK);
+  assert_int_equal(tu_counter("MarkStep"), 0);
+  assert_int_equal(tu_counter("InputOutputAlias"), 0);
+}
+
+/* One answer for an unknown name, for every lookup by name: LT_ENOTFOUND, a
+ * message naming it and where the known names are listed, *out untouched. The
+ * deprecated lt_counter keeps its -1 and records the same status. */
+static void test_unknown_names(void **state) {
+  (void)state;
+  int64_t v = 42;
+  assert_int_equal(lt_get_counter("NoSuchCounter", &v), LT_ENOTFOUND);
+  assert_int_equal(lt_last_status(), LT_ENOTFOUND);
+  assert_int_equal(v, 42);
+  assert_non_null(strstr(lt_last_error(), "'NoSuchCounter'"));
+  assert_non_null(strstr(lt_last_error(), "lt_counter_names"));
+  assert_int_equal(lt_get_counter("CompileTime", &v), LT_ENOTFOUND); /* a metric, not a counter */
+  assert_int_equal(lt_get_counter("markstep", &v), LT_ENOTFOUND);    /* names are exact */
+  assert_int_equal(lt_get_counter(NULL, &v), LT_EINVAL);
+  assert_int_equal(lt_get_counter("MarkStep", NULL), LT_EINVAL);
+  assert_int_equal(lt_get_counter("MarkStep", &v), LT_OK);
+  assert_int_equal(v, 0);
+
+  lt_metric_stats s, before;
+  memset(&s, 0x5a, sizeof s);
+  before = s;
+  assert_int_equal(lt_get_metric("NoSuchMetric", &s), LT_ENOTFOUND);
+  assert_int_equal(lt_last_status(), LT_ENOTFOUND);
+  assert_memory_equal(&s, &before, sizeof s);
+  assert_non_null(strstr(lt_last_error(), "'NoSuchMetric'"));
+  assert_non_null(strstr(lt_last_error(), "lt_metric_names"));
+
+  /* The lists name exactly what the lookups know. */
+  int ncounters = 0, nmetrics = 0;
+  for (const char *const *n = lt_counter_names(); *n; n++, ncounters++)
+    assert_int_equal(lt_get_counter(*n, &v), LT_OK);
+  for (const char *const *n = lt_metric_names(); *n; n++, nmetrics++) {
+    assert_int_equal(lt_get_metric(*n, &s), LT_OK);
+    assert_int_equal(lt_get_counter(*n, &v), LT_ENOTFOUND);
+  }
+  assert_int_equal(ncounters, LT_CTR_COUNT);
+  assert_int_equal(nmetrics, LT_TIMER_COUNT + LT_VALUE_COUNT);
+  for (int i = 0; i < kNumTimers + kNumValues; i++) {
+    const char *name = i < kNumTimers ? kTimers[i] : kValues[i - kNumTimers];
+    bool listed = false;
+    for (const char *const *n = lt_metric_names(); *n; n++) listed |= strcmp(*n, name) == 0;
+    assert_true(listed);
+  }
+
+  /* The old names still answer as before (and record the status). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  lt_clear_error();
+  assert_int_equal(lt_counter("NoSuchCounter"), -1);
+  assert_int_equal(lt_last_status(), LT_ENOTFOUND);
+  assert_non_null(strstr(lt_last_error(), "'NoSuchCounter'"));
   assert_int_equal(lt_counter("MarkStep"), 0);
-  assert_int_equal(lt_counter("InputOutputAlias"), 0);
+  assert_int_equal(lt_metric("NoSuchMetric", &s), LT_ENOTFOUND);
+  assert_int_equal(lt_metric("CompileTime", &s), LT_OK);
+#pragma GCC diagnostic pop
 }
 
 static void test_reservoir_percentiles(void **state) {
@@ -221,8 +278,8 @@ static void test_timers_and_values_after_syncs(void **state) {
   double out[4];
   tu_read(lt_neg(tu_f32(SHAPE(2), 1, ((float[]){3, 4}))), out, 4); /* 2 nodes, compiles */
   assert_true(out[0] == -3 && out[1] == -4);
-  assert_int_equal(lt_counter("UncachedCompile"), 3);
-  assert_int_equal(lt_counter("CachedCompile"), 1);
+  assert_int_equal(tu_counter("UncachedCompile"), 3);
+  assert_int_equal(tu_counter("CachedCompile"), 1);
 
   lt_metric_stats s = metric("TensorsGraphSize"); /* one sample per synced graph */
   assert_int_equal(s.count, 4);
@@ -234,7 +291,7 @@ static void test_timers_and_values_after_syncs(void **state) {
   assert_true(s.min > 0);
   assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
   s = metric("ExecuteTime"); /* one sample per execution */
-  assert_true(s.count >= 4 && lt_counter("ExecuteComputation") >= 4);
+  assert_true(s.count >= 4 && tu_counter("ExecuteComputation") >= 4);
   s = metric("TransferFromDeviceTime");
   assert_true(s.count >= 4);
   s = metric("DeviceLockWait");
@@ -293,11 +350,11 @@ static void test_reset(void **state) {
   (void)state;
   run_graph(4, 1.0f);
   lt__timer_add(LT_TIMER_TRANSFER_TO, 10);
-  assert_true(lt_counter("SyncTensors") > 0);
+  assert_true(tu_counter("SyncTensors") > 0);
   assert_true(metric("TensorsGraphSize").count > 0);
   lt_wait_device_ops(CPU0);
   lt_counters_reset();
-  for (const char *const *n = lt_counter_names(); *n; n++) assert_int_equal(lt_counter(*n), 0);
+  for (const char *const *n = lt_counter_names(); *n; n++) assert_int_equal(tu_counter(*n), 0);
   for (int i = 0; i < kNumTimers + kNumValues; i++) {
     const char *name = i < kNumTimers ? kTimers[i] : kValues[i - kNumTimers];
     lt_metric_stats s = metric(name);
@@ -318,6 +375,7 @@ int main(void) {
       MTEST(test_step_warnings_disabled),
       MTEST(test_step_warnings),
       MTEST(test_metric_errors),
+      MTEST(test_unknown_names),
       MTEST(test_reservoir_percentiles),
       MTEST(test_metrics_are_thread_safe),
       MTEST(test_timers_and_values_after_syncs),

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "test_util.h"
+#include "lazytensor_nn.h"
 
 static int setup(void **state) {
   lt_wait_device_ops(CPU0);
@@ -19,7 +20,7 @@ static void test_linear_init_bounds_and_seed(void **state) {
   enum { IN = 16, OUT = 24 };
   double w1[IN * OUT], b1[OUT], w2[IN * OUT], b2[OUT], w3[IN * OUT];
   lt_nn_linear a, b, c;
-  assert_int_equal(lt_manual_seed(CPU0, 7), LT_OK);
+  assert_int_equal(lt_set_seed(CPU0, 7), LT_OK);
   assert_int_equal(lt_nn_linear_init(&a, CPU0, LT_F32, IN, OUT, true), LT_OK);
   assert_int_equal(lt_ndim(a.weight), 2);
   assert_int_equal(lt_dim(a.weight, 0), IN);
@@ -42,13 +43,13 @@ static void test_linear_init_bounds_and_seed(void **state) {
   assert_true(lo < -0.8 * bound && hi > 0.8 * bound); /* spread over the interval */
   assert_true(fabs(mean) < 0.1 * bound);
   /* same seed: same parameters; another seed: others */
-  assert_int_equal(lt_manual_seed(CPU0, 7), LT_OK);
+  assert_int_equal(lt_set_seed(CPU0, 7), LT_OK);
   assert_int_equal(lt_nn_linear_init(&b, CPU0, LT_F32, IN, OUT, true), LT_OK);
   read_all(b.weight, w2);
   read_all(b.bias, b2);
   assert_memory_equal(w1, w2, sizeof w1);
   assert_memory_equal(b1, b2, sizeof b1);
-  assert_int_equal(lt_manual_seed(CPU0, 8), LT_OK);
+  assert_int_equal(lt_set_seed(CPU0, 8), LT_OK);
   assert_int_equal(lt_nn_linear_init(&c, CPU0, LT_F32, IN, OUT, false), LT_OK);
   assert_null(c.bias);
   read_all(c.weight, w3);
@@ -89,7 +90,7 @@ static void test_cross_entropy_hand_values(void **state) {
   /* row 0: log(e + e^2 + e^3) - 3 = 0.40760596; row 1: log 3 = 1.09861229 */
   lt_tensor *logits = tu_f64(SHAPE(2, 3), 2, ((double[]){1, 2, 3, 1, 1, 1}));
   lt_tensor *labels = tu_i64(SHAPE(2), 1, ((int64_t[]){2, 0}));
-  assert_int_equal(lt_requires_grad(logits, true), LT_OK);
+  assert_int_equal(lt_set_requires_grad(logits, true), LT_OK);
   lt_tensor *ce = lt_nn_cross_entropy(logits, labels);
   if (lt_backward(ce) != LT_OK) fail_msg("backward: %s", lt_last_error());
   tu_expect(ce, LT_F64, NULL, 0, (double[]){0.7531091265562451}, 1e-14);
@@ -182,7 +183,7 @@ static void test_tiny_training_loss_decreases(void **state) {
   }
   lt_tensor *xt = lt_retain(tu_f32(SHAPE(N, F), 2, x));
   lt_tensor *yt = lt_retain(tu_i64(SHAPE(N), 1, y));
-  lt_manual_seed(CPU0, 3);
+  lt_set_seed(CPU0, 3);
   lt_nn_linear l1, l2;
   assert_int_equal(lt_nn_linear_init(&l1, CPU0, LT_F32, F, H, true), LT_OK);
   assert_int_equal(lt_nn_linear_init(&l2, CPU0, LT_F32, H, 2, true), LT_OK);
@@ -202,14 +203,14 @@ static void test_tiny_training_loss_decreases(void **state) {
     if (rc != LT_OK) fail_msg("backward: %s", lt_last_error());
     assert_int_equal(lt_nn_optim_step(opt), LT_OK);
     lt_scope_end();
-    if (step == 1) compiles = lt_counter("UncachedCompile");
+    if (step == 1) compiles = tu_counter("UncachedCompile");
     assert_int_equal(lt_mark_step(CPU0), LT_OK);
     if (step == 0) assert_int_equal(lt_item(loss, 0, &first), LT_OK);
     if (step == 29) assert_int_equal(lt_item(loss, 0, &last), LT_OK);
     lt_release(loss);
   }
   /* steps 2..30 hit the cache (reads of the loss cut nothing: it was synced) */
-  assert_int_equal(lt_counter("UncachedCompile"), compiles);
+  assert_int_equal(tu_counter("UncachedCompile"), compiles);
   assert_true(last < 0.5 * first);
   lt_scope_begin();
   double accv;

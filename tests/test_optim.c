@@ -2,6 +2,7 @@
  * parameter with given grads; the expected values were produced by
  * torch.optim in f64 (SGD's first row checks by hand: 1 - 0.1 * 0.1 = 0.99). */
 #include "test_util.h"
+#include "lazytensor_nn.h"
 
 static const double kG[3][3] = {{0.1, -0.2, 0.3}, {0.5, 0.5, -0.5}, {-1.0, 0.0, 2.0}};
 static const double kP0[3] = {1.0, -2.0, 3.0};
@@ -16,11 +17,11 @@ static void run3(lt_nn_optim_config cfg, lt_dtype dt, const double want[3][3], c
   lt_tensor *p =
       dt == LT_F64 ? tu_f64(SHAPE(3), 1, kP0) : tu_f32(SHAPE(3), 1, ((float[]){1.0f, -2.0f, 3.0f}));
   assert_non_null(p);
-  assert_int_equal(lt_requires_grad(p, true), LT_OK);
+  assert_int_equal(lt_set_requires_grad(p, true), LT_OK);
   lt_nn_optim *o = lt_nn_optim_create(&cfg, &p, 1);
   if (!o) fail_msg("create: %s", lt_last_error());
   assert_int_equal(lt_mark_step(CPU0), LT_OK); /* parameter and state become device data */
-  int64_t compiles = lt_counter("UncachedCompile");
+  int64_t compiles = tu_counter("UncachedCompile");
   for (int s = 0; s < 3; s++) {
     lt_scope_begin();
     if (lrs) assert_int_equal(lt_nn_optim_set_lr(o, lrs[s]), LT_OK);
@@ -31,7 +32,7 @@ static void run3(lt_nn_optim_config cfg, lt_dtype dt, const double want[3][3], c
     tu_expect(p, dt, SHAPE(3), 1, want[s], tol);
   }
   assert_int_equal(lt_nn_optim_steps(o), 3);
-  assert_int_equal(lt_counter("UncachedCompile") - compiles, 1);
+  assert_int_equal(tu_counter("UncachedCompile") - compiles, 1);
   lt_nn_optim_free(o);
 }
 
@@ -130,7 +131,7 @@ static void test_changing_lr_compiles_once(void **state) {
 static void test_step_from_backward(void **state) {
   (void)state;
   lt_tensor *p = tu_f64(SHAPE(3), 1, kP0);
-  lt_requires_grad(p, true);
+  lt_set_requires_grad(p, true);
   lt_nn_optim_config c = lt_nn_optim_defaults(LT_NN_SGD);
   c.lr = 0.1;
   lt_nn_optim *o = lt_nn_optim_create(&c, &p, 1);

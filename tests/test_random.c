@@ -6,13 +6,13 @@
 
 #include "../src/core/lt_philox.h"
 
-static int64_t ctr(const char *name) { return lt_counter(name); }
+static int64_t ctr(const char *name) { return tu_counter(name); }
 
 static int setup(void **state) {
   lt_cache_clear();
   lt_counters_reset();
   lt_set_eager(false);
-  lt_manual_seed(CPU0, 0);
+  lt_set_seed(CPU0, 0);
   return tu_setup(state);
 }
 static int teardown(void **state) {
@@ -226,10 +226,10 @@ static void test_randperm(void **state) {
 
 /* ---- the seed chain ---- */
 
-/* Draws one of each random op after lt_manual_seed(seed); their bytes. */
+/* Draws one of each random op after lt_set_seed(seed); their bytes. */
 static void draw_all(uint64_t seed, void **bytes, size_t *nbytes) {
   lt_scope_begin();
-  assert_int_equal(lt_manual_seed(CPU0, seed), LT_OK);
+  assert_int_equal(lt_set_seed(CPU0, seed), LT_OK);
   lt_tensor *t[4] = {
       lt_rand_uniform(CPU0, LT_F32, SHAPE(64), 1, -1.0, 4.0),
       lt_rand_normal(CPU0, LT_F64, SHAPE(8, 8), 2, 0.0, 1.0),
@@ -279,9 +279,9 @@ static void test_draws_in_one_step_differ(void **state) {
 
 static void test_bounds_do_not_recompile(void **state) {
   (void)state;
-  lt_manual_seed(CPU0, 5);
+  lt_set_seed(CPU0, 5);
   double *a = tu_values(lt_rand_uniform(CPU0, LT_F32, SHAPE(8), 1, 2.0, 5.0));
-  lt_manual_seed(CPU0, 5);
+  lt_set_seed(CPU0, 5);
   double *b = tu_values(lt_rand_uniform(CPU0, LT_F32, SHAPE(8), 1, 3.0, 7.5));
   assert_int_equal(ctr("UncachedCompile"), 1);
   assert_int_equal(ctr("CachedCompile"), 1);
@@ -289,16 +289,16 @@ static void test_bounds_do_not_recompile(void **state) {
   free(a);
   free(b);
   /* The same for normal moments and dropout's p. (Each draw follows a
-   * lt_manual_seed: within a step, the k-th draw's graph holds k chain links.) */
+   * lt_set_seed: within a step, the k-th draw's graph holds k chain links.) */
   lt_counters_reset();
   lt_tensor *x = lt_full(CPU0, LT_F32, SHAPE(8), 1, 3.0);
-  lt_manual_seed(CPU0, 1);
+  lt_set_seed(CPU0, 1);
   free(tu_values(lt_rand_normal(CPU0, LT_F32, SHAPE(8), 1, 2.0, 3.0)));
-  lt_manual_seed(CPU0, 2);
+  lt_set_seed(CPU0, 2);
   free(tu_values(lt_rand_normal(CPU0, LT_F32, SHAPE(8), 1, -4.0, 0.5)));
-  lt_manual_seed(CPU0, 3);
+  lt_set_seed(CPU0, 3);
   free(tu_values(lt_dropout(x, 0.3, true)));
-  lt_manual_seed(CPU0, 4);
+  lt_set_seed(CPU0, 4);
   free(tu_values(lt_dropout(x, 0.6, true)));
   assert_int_equal(ctr("UncachedCompile"), 2);
   assert_int_equal(ctr("CachedCompile"), 2);
@@ -307,9 +307,9 @@ static void test_bounds_do_not_recompile(void **state) {
 static void test_rejected_call_keeps_state(void **state) {
   (void)state;
   size_t n;
-  lt_manual_seed(CPU0, 11);
+  lt_set_seed(CPU0, 11);
   void *a = raw(lt_rand_uniform(CPU0, LT_F32, SHAPE(32), 1, 0.0, 1.0), &n);
-  lt_manual_seed(CPU0, 11);
+  lt_set_seed(CPU0, 11);
   assert_null(lt_rand_uniform(CPU0, LT_F32, SHAPE(32), 1, 1.0, 0.0));
   assert_null(lt_dropout(lt_full(CPU0, LT_F32, SHAPE(4), 1, 1.0), 1.0, true));
   assert_null(lt_randperm(CPU0, LT_F32, 3));
@@ -324,13 +324,13 @@ static void test_devices_have_own_seeds(void **state) {
   (void)state;
   lt_device cpu1 = lt_cpu(1);
   size_t n;
-  lt_manual_seed(CPU0, 9);
-  lt_manual_seed(cpu1, 9);
+  lt_set_seed(CPU0, 9);
+  lt_set_seed(cpu1, 9);
   void *a = raw(lt_rand_uniform(CPU0, LT_F32, SHAPE(16), 1, 0.0, 1.0), &n);
   void *b = raw(lt_rand_uniform(cpu1, LT_F32, SHAPE(16), 1, 0.0, 1.0), &n);
   assert_memory_equal(a, b, n);
   /* Draws on CPU:1 do not move CPU:0's chain. */
-  lt_manual_seed(CPU0, 9);
+  lt_set_seed(CPU0, 9);
   free(tu_values(lt_rand_normal(cpu1, LT_F32, SHAPE(4), 1, 0.0, 1.0)));
   void *c = raw(lt_rand_uniform(CPU0, LT_F32, SHAPE(16), 1, 0.0, 1.0), &n);
   assert_memory_equal(a, c, n);
@@ -355,7 +355,7 @@ static void test_eager_mode(void **state) {
     free(eager[i]);
   }
   /* Each eager op runs at once; two draws differ and steps advance. */
-  lt_manual_seed(CPU0, 1);
+  lt_set_seed(CPU0, 1);
   lt_tensor *x = lt_rand_uniform(CPU0, LT_F32, SHAPE(32), 1, 0.0, 1.0);
   assert_int_not_equal(lt_get_state(x), LT_STATE_PENDING);
   lt_tensor *y = lt_rand_uniform(CPU0, LT_F32, SHAPE(32), 1, 0.0, 1.0);
@@ -376,7 +376,7 @@ static void test_eager_mode(void **state) {
 
 static void test_steps_compile_once(void **state) {
   (void)state;
-  lt_manual_seed(CPU0, 123);
+  lt_set_seed(CPU0, 123);
   int64_t before = ctr("UncachedCompile");
   double ys[10];
   void *xs[2] = {NULL, NULL};
@@ -400,9 +400,9 @@ static void test_steps_compile_once(void **state) {
   free(xs[1]);
 }
 
-/* Three steps of two normal draws each after lt_manual_seed(seed). */
+/* Three steps of two normal draws each after lt_set_seed(seed). */
 static void run_steps(uint64_t seed, void *out[3][2], size_t *n) {
-  lt_manual_seed(CPU0, seed);
+  lt_set_seed(CPU0, seed);
   for (int step = 0; step < 3; step++) {
     lt_scope_begin();
     lt_tensor *a = lt_rand_normal(CPU0, LT_F32, SHAPE(64), 1, 0.0, 1.0);
@@ -443,7 +443,7 @@ static void test_allocation_failures_are_errors(void **state) {
   for (long k = 0; k < 2000 && successes < 3; k++) {
     lt_clear_error();
     lt_scope_begin();
-    lt_manual_seed(CPU0, 3); /* the same graph every time (the chain restarts) */
+    lt_set_seed(CPU0, 3); /* the same graph every time (the chain restarts) */
     atomic_store(&tu_budget, k);
     lt_tensor *d = lt_dropout(lt_rand_uniform(CPU0, LT_F32, SHAPE(4), 1, 2.0, 3.0), 0.5, true);
     lt_tensor *p = lt_randperm(CPU0, LT_I32, 4);
@@ -513,8 +513,8 @@ static void test_errors(void **state) {
   TU_EXPECT_ERROR(lt_randperm(lt_cpu(64), LT_I64, 3), LT_EDEVICE, "lt_randperm");
 
   lt_clear_error();
-  assert_int_equal(lt_manual_seed(lt_cpu(64), 1), LT_EDEVICE);
-  assert_non_null(strstr(lt_last_error(), "lt_manual_seed"));
+  assert_int_equal(lt_set_seed(lt_cpu(64), 1), LT_EDEVICE);
+  assert_non_null(strstr(lt_last_error(), "lt_set_seed"));
 
   /* A chain keeps the first error. */
   lt_clear_error();

@@ -1,12 +1,13 @@
-/* The executor's step semantics (DESIGN rules 2-5, 7), each observed through
+/* The executor's step semantics (docs/DESIGN.md, rules 2-5 and 7), each observed through
  * counters, values, device memory or the device lock. */
 #include <pthread.h>
 
 #include "test_util.h"
+#include "../src/lt_test_hooks.h"
 
 enum { N = 1 << 14 };
 
-static int64_t ctr(const char *name) { return lt_counter(name); }
+static int64_t ctr(const char *name) { return tu_counter(name); }
 
 static int setup(void **state) {
   lt_wait_device_ops(lt_cpu(1));
@@ -66,7 +67,7 @@ static void test_step_donation_and_peak_memory(void **state) {
   int64_t extra_alias = sgd_steps(true);
   assert_true(ctr("InputOutputAlias") > 0);
   lt_metric_stats st;
-  if (lt_metric("InputOutputAliasCount", &st) == LT_OK) assert_true(st.max >= 1);
+  if (lt_get_metric("InputOutputAliasCount", &st) == LT_OK) assert_true(st.max >= 1);
   lt_cache_clear();
   int64_t extra_plain = sgd_steps(false);
   assert_int_equal(ctr("InputOutputAlias"), 0);
@@ -99,7 +100,7 @@ static void test_read_right_after_mark_step(void **state) {
   /* A read straight after lt_mark_step waits for the step: it must never see
    * an output the kernels are still writing (outputs are published only when
    * the whole execution succeeded). */
-  lt_manual_seed(CPU0, 7);
+  lt_set_seed(CPU0, 7);
   lt_tensor *w = lt_retain(lt_rand_uniform(CPU0, LT_F32, SHAPE(256, 256), 2, -1, 1));
   assert_int_equal(lt_mark_step(CPU0), LT_OK);
   for (int step = 0; step < 20; step++) {
@@ -336,14 +337,14 @@ static void test_user_donation(void **state) {
   (void)state;
   lt_scope_begin();
   lt_tensor *x = tu_f32(SHAPE(4), 1, ((float[]){1, 2, 3, 4}));
-  assert_int_equal(lt_mark_donatable(x, true), LT_OK);
+  assert_int_equal(lt_set_donatable(x, true), LT_OK);
   lt_tensor *y = lt_retain(lt_neg(x));
   lt_scope_end(); /* nothing but the graph holds x's buffer now */
   assert_int_equal(lt_sync(&y, 1, true), LT_OK);
   assert_int_equal(ctr("InputOutputAlias"), 1);
   tu_expect(y, LT_F32, SHAPE(4), 1, (double[]){-1, -2, -3, -4}, 0);
   lt_release(y);
-  assert_int_equal(lt_mark_donatable(NULL, true), LT_EINVAL);
+  assert_int_equal(lt_set_donatable(NULL, true), LT_EINVAL);
 }
 
 typedef struct worker_arg {

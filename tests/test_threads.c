@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include "test_util.h"
+#include "lazytensor_nn.h"
 
 enum { IN = 6, HID = 8, OUT = 3, BATCH = 8, STEPS = 25, NPARAM = 4 };
 enum { NVALUES = IN * HID + HID + HID * OUT + OUT };
@@ -41,8 +42,8 @@ static int layer(lt_nn_linear *l, lt_device dev, int64_t in, int64_t out, uint32
   l->weight = lt_from_data(dev, LT_F32, (int64_t[]){in, out}, 2, w);
   l->bias = lt_from_data(dev, LT_F32, &out, 1, b);
   if (!l->weight || !l->bias) return lt_last_status();
-  int rc = lt_requires_grad(l->weight, true);
-  return rc ? rc : lt_requires_grad(l->bias, true);
+  int rc = lt_set_requires_grad(l->weight, true);
+  return rc ? rc : lt_set_requires_grad(l->bias, true);
 }
 
 /* The MLP's gradients by hand (mean cross-entropy): no autograd involved. */

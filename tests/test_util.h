@@ -43,6 +43,13 @@ static inline lt_tensor *tu_bool(const int64_t *shape, int ndim, const uint8_t *
   return lt_from_data(CPU0, LT_BOOL, shape, ndim, v);
 }
 
+/* A counter's value; fails the test for an unknown name. */
+static inline int64_t tu_counter(const char *name) {
+  int64_t v = -1;
+  if (lt_get_counter(name, &v) != LT_OK) fail_msg("lt_get_counter: %s", lt_last_error());
+  return v;
+}
+
 /* Reads t (any dtype) as doubles into out (capacity n); fails the test on error. */
 static inline void tu_read(lt_tensor *t, double *out, int64_t n) {
   assert_non_null(t);
@@ -248,9 +255,8 @@ static inline int tu_wait_child(pid_t pid) {
 
 /* ---- deterministic inputs ---------------------------------------------------------- */
 
-/* Element i of input `seed`: a smooth wave in [-1.5, 1.5] with no two equal
- * neighbours, the same on every backend, so expected values can be computed
- * from it on the host. */
+/* Element i of input `seed`: a smooth wave in [-1.5, 1.5], distinct for each
+ * seed, that a test can also compute on the host to derive expected values. */
 static inline float tu_wave_at(int seed, int64_t i) {
   return (float)sin(0.37 * (double)i + seed) * 1.5f;
 }

@@ -11,6 +11,9 @@
 
 typedef int (*ag_vjp_fn)(const lt_node *n, lt_node *g, lt_node **out);
 
+/* The rule of op (from the op table), or NULL for an op outside the table. */
+ag_vjp_fn lt__ag_rule(lt_op op);
+
 /* The rules, one per GRAD token of the op table (lt_op_table.h): autograd's
  * dispatch is built from the table, so a row naming a rule that does not
  * exist fails to compile. Each lives with its family: ag_elementwise.c,

@@ -68,15 +68,15 @@ static lt_tensor *reg_get(int64_t id) {
   return found;
 }
 
-int lt_requires_grad(lt_tensor *t, bool on) {
-  if (!t) return lt__err_null("lt_requires_grad");
+int lt_set_requires_grad(lt_tensor *t, bool on) {
+  if (!t) return lt__err_null("lt_set_requires_grad");
   if (on && !lt__is_float((lt_dtype)t->dtype))
-    return lt__err(LT_EDTYPE, "lt_requires_grad: only floating tensors have gradients (got %s)",
+    return lt__err(LT_EDTYPE, "lt_set_requires_grad: only floating tensors have gradients (got %s)",
                    lt_dtype_name((lt_dtype)t->dtype));
   if (on == t->requires_grad) return LT_OK;
   if (on) {
     int rc = reg_add(t);
-    if (rc != LT_OK) return lt__err(rc, "lt_requires_grad: out of memory");
+    if (rc != LT_OK) return lt__err(rc, "lt_set_requires_grad: out of memory");
     t->requires_grad = true;
     lt_node *n = t->ir ? t->ir : t->data_node; /* a value already read by graphs */
     if (n) n->grad_id = t->id;
@@ -103,7 +103,7 @@ int lt_zero_grad(lt_tensor *t) {
 static const ag_vjp_fn kRules[LT_OP_COUNT] = {LT_OP_TABLE(AG_RULE_ROW)};
 #undef AG_RULE_ROW
 
-static ag_vjp_fn rule_for(lt_op op) { return op < LT_OP_COUNT ? kRules[op] : NULL; }
+ag_vjp_fn lt__ag_rule(lt_op op) { return op < LT_OP_COUNT ? kRules[op] : NULL; }
 
 /* Leaves: nodes stamped with the id of a requires-grad tensor (its value
  * where a graph read it). The lookup list holds a reference on each tensor. */
@@ -293,7 +293,7 @@ int lt_backward(lt_tensor *loss) {
       rc = add_to_grad(s.leaf[i], lt__node_retain(g));
       continue;
     }
-    ag_vjp_fn f = rule_for((lt_op)n->op);
+    ag_vjp_fn f = lt__ag_rule((lt_op)n->op);
     if (!f) {
       rc = lt__err(LT_EINVAL, "lt_backward: no gradient for op %s", lt__op_name((lt_op)n->op));
       break;

@@ -68,7 +68,11 @@ struct lt_backend {
   /* The graph's nodes stay owned by the caller; the executable must not keep
    * pointers to them (nor to any device data). */
   int (*compile)(const lt_graph *g, lt_executable **out);
-  /* args: one READY buffer per parameter. outs: one PENDING header per root,
+  /* The numbers of parameters and results exe was compiled for (the executor
+   * checks a call against them before execute). */
+  void (*signature)(const lt_executable *exe, int *nparams, int *nroots);
+  /* args: one READY buffer per parameter (the executor checks the counts and
+   * states: a backend need not). outs: one PENDING header per root,
    * which execute fills (materialize, or take a donated argument's storage).
    * On failure outs may be left PENDING: the executor fails them. */
   int (*execute)(lt_executable *exe, lt_buffer *const *args, int nargs, lt_buffer *const *outs,
@@ -109,6 +113,7 @@ const lt_backend *lt__backend_forced(void);
 /* The fallback: the executor names the backend (one with run_instr) that runs
  * the nodes other backends do not support. */
 void lt__backend_set_fallback(const lt_backend *be);
+const lt_backend *lt__backend_fallback(void);
 /* Runs ins on the fallback backend; LT_EEXEC when none is set. */
 int lt__backend_run_fallback(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
 

@@ -17,8 +17,8 @@ static const lt_backend *_Atomic g_forced;
 static const lt_backend *_Atomic g_fallback;
 
 int lt__backend_register(const lt_backend *be) {
-  if (!be || !be->name || !be->supports_op || !be->env_hash || !be->data_alloc ||
-      !be->data_free || !be->to_device || !be->from_device || !be->compile || !be->execute ||
+  if (!be || !be->name || !be->supports_op || !be->env_hash || !be->data_alloc || !be->data_free ||
+      !be->to_device || !be->from_device || !be->compile || !be->execute || !be->signature ||
       !be->executable_free)
     return lt__err(LT_EINVAL, "backend registration: %s lacks a required entry point",
                    be && be->name ? be->name : "a backend");
@@ -76,6 +76,7 @@ const lt_backend *lt__backend_select(lt_device dev, const char *dflt) {
 }
 
 void lt__backend_set_fallback(const lt_backend *be) { atomic_store(&g_fallback, be); }
+const lt_backend *lt__backend_fallback(void) { return atomic_load(&g_fallback); }
 
 int lt__backend_run_fallback(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   const lt_backend *fb = atomic_load(&g_fallback);

@@ -106,4 +106,3 @@ void lt__buffer_release(lt_buffer *b) {
   lt__free(b->err_msg, b->err_msg ? strlen(b->err_msg) + 1 : 0);
   lt__free(b, sizeof *b);
 }
-

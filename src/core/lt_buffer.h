@@ -38,10 +38,10 @@ typedef struct lt_buffer {
   int64_t shape[LT_MAX_DIMS];
   int64_t numel;
   size_t nbytes;
-  void *data;                              /* backend storage or NULL */
+  void *data;                             /* backend storage or NULL */
   void (*data_free)(struct lt_buffer *b); /* gives data back to its backend */
-  const lt_backend *backend;               /* the backend it belongs to */
-  int err_status; /* LT_BUF_FAILED: the status and message of the failure */
+  const lt_backend *backend;              /* the backend it belongs to */
+  int err_status;                         /* LT_BUF_FAILED: the status and message of the failure */
   char *err_msg;
   uint64_t err_seq;    /* which failure of its device (reported once per device) */
   int64_t owner_id;    /* the tensor whose value it holds (restored on a failed step) */

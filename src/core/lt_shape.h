@@ -1,4 +1,4 @@
-/* Shape helpers shared by op builders. */
+/* Shape helpers shared by op builders and the backends. */
 #ifndef LT_SHAPE_H
 #define LT_SHAPE_H
 
@@ -15,5 +15,59 @@ bool lt__broadcastable(const int64_t *from, int fn, const int64_t *to, int tn);
 int lt__norm_axis(const char *fn, int axis, int ndim, int *out);
 /* Validates a shape given by a user: ndim in [0, LT_MAX_DIMS], dims >= 0. */
 int lt__check_shape(const char *fn, const int64_t *shape, int ndim);
+
+/* ---- flat index <-> coordinates, row-major (the last dim varies fastest) ---- */
+
+/* Strides of a contiguous row-major layout of shape; returns the element
+ * count (the product of the dims). */
+static inline int64_t lt__row_major_strides(const int64_t *shape, int ndim, int64_t *strides) {
+  int64_t s = 1;
+  for (int d = ndim - 1; d >= 0; d--) {
+    strides[d] = s;
+    s *= shape[d];
+  }
+  return s;
+}
+
+/* Unravels flat index i of shape into coords. A size-0 dim (no element to
+ * address) gets coordinate 0, and so do the dims before it. */
+static inline void lt__unravel(int64_t i, const int64_t *shape, int ndim, int64_t *coords) {
+  for (int d = ndim - 1; d >= 0; d--) {
+    int64_t s = shape[d];
+    coords[d] = s ? i % s : 0;
+    i = s ? i / s : 0;
+  }
+}
+
+/* Offset of flat index i of shape in a layout with the given strides: the
+ * unravelled coordinates dotted with the strides (a size-0 dim as in
+ * lt__unravel). */
+static inline int64_t lt__unravel_offset(int64_t i, const int64_t *shape, const int64_t *strides,
+                                         int ndim) {
+  int64_t off = 0;
+  for (int d = ndim - 1; d >= 0; d--) {
+    int64_t s = shape[d];
+    off += (s ? i % s : 0) * strides[d];
+    i = s ? i / s : 0;
+  }
+  return off;
+}
+
+/* Flat index of coords in shape. */
+static inline int64_t lt__ravel(const int64_t *coords, const int64_t *shape, int ndim) {
+  int64_t i = 0;
+  for (int d = 0; d < ndim; d++) i = i * shape[d] + coords[d];
+  return i;
+}
+
+/* Flat index in shape (ndim dims) of the element that broadcasts to coords
+ * of rank out_ndim >= ndim: the dims align to the right, size-1 dims repeat. */
+static inline int64_t lt__bcast_ravel(const int64_t *shape, int ndim, const int64_t *coords,
+                                      int out_ndim) {
+  int64_t i = 0;
+  int off = out_ndim - ndim;
+  for (int d = 0; d < ndim; d++) i = i * shape[d] + (shape[d] == 1 ? 0 : coords[d + off]);
+  return i;
+}
 
 #endif

@@ -56,15 +56,16 @@ typedef struct metric {
 } metric;
 
 /* Timers first (index = lt_timer_id), then values (LT_TIMER_COUNT + lt_value_id). */
-static const char *const kMetricNames[kNumMetrics] = {"TraceTime",
-                                                      "CompileTime",
-                                                      "ExecuteTime",
-                                                      "TransferToDeviceTime",
-                                                      "TransferFromDeviceTime",
-                                                      "DeviceLockWait",
-                                                      "PersistentCacheLoadTime",
-                                                      "TensorsGraphSize",
-                                                      "InputOutputAliasCount"};
+static const char *const kMetricNames[kNumMetrics + 1] = {"TraceTime",
+                                                          "CompileTime",
+                                                          "ExecuteTime",
+                                                          "TransferToDeviceTime",
+                                                          "TransferFromDeviceTime",
+                                                          "DeviceLockWait",
+                                                          "PersistentCacheLoadTime",
+                                                          "TensorsGraphSize",
+                                                          "InputOutputAliasCount",
+                                                          NULL};
 _Static_assert(LT_TIMER_COUNT == 7 && LT_VALUE_COUNT == 2, "kMetricNames and g_metrics");
 
 #define METRIC_INIT \
@@ -134,27 +135,36 @@ static void metric_reset(metric *m) {
   pthread_mutex_unlock(&m->mu);
 }
 
-int lt_metric(const char *name, lt_metric_stats *out) {
-  if (!name || !out) return lt__err(LT_EINVAL, "lt_metric: %s is NULL", name ? "out" : "name");
+/* Lookups by name (lt_get_metric, lt_get_counter): a status, LT_ENOTFOUND
+ * for an unknown name, with a message naming it and where the names are. */
+int lt_get_metric(const char *name, lt_metric_stats *out) {
+  if (!name || !out) return lt__err(LT_EINVAL, "lt_get_metric: %s is NULL", name ? "out" : "name");
   for (int i = 0; i < kNumMetrics; i++) {
     if (strcmp(kMetricNames[i], name) == 0) {
       metric_stats(&g_metrics[i], out);
       return LT_OK;
     }
   }
-  return lt__err(LT_ENOTFOUND, "lt_metric: no metric named '%s'", name);
+  return lt__err(LT_ENOTFOUND, "lt_get_metric: no metric named '%s' (lt_metric_names lists them)",
+                 name);
 }
+
+const char *const *lt_metric_names(void) { return kMetricNames; }
 
 /* ---- counters ------------------------------------------------------------------------ */
 
 const char *const *lt_counter_names(void) { return kNames; }
 
-int64_t lt_counter(const char *name) {
-  if (!name) return -1;
-  for (int i = 0; i < LT_CTR_COUNT; i++)
-    if (strcmp(kNames[i], name) == 0)
-      return atomic_load_explicit(&lt__counters[i], memory_order_relaxed);
-  return -1;
+int lt_get_counter(const char *name, int64_t *out) {
+  if (!name || !out) return lt__err(LT_EINVAL, "lt_get_counter: %s is NULL", name ? "out" : "name");
+  for (int i = 0; i < LT_CTR_COUNT; i++) {
+    if (strcmp(kNames[i], name) == 0) {
+      *out = atomic_load_explicit(&lt__counters[i], memory_order_relaxed);
+      return LT_OK;
+    }
+  }
+  return lt__err(LT_ENOTFOUND,
+                 "lt_get_counter: no counter named '%s' (lt_counter_names lists them)", name);
 }
 
 /* ---- step warnings ------------------------------------------------------------------- */

@@ -20,7 +20,7 @@ int64_t lt__numel(const int64_t *shape, int ndim) {
   return n;
 }
 
-/* Rule 1 of DESIGN.md: the hash covers op, attributes, dtype, shape and the
+/* docs/DESIGN.md, rule 1: the hash covers op, attributes, dtype, shape and the
  * operands' hashes, never device data. */
 static uint64_t node_hash(const lt_node *n) {
   uint64_t words[2 + LT_MAX_DIMS + 64];

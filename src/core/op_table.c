@@ -6,13 +6,13 @@
 
 #include "lt_node.h"
 
-#define LT_OP_INFO_ROW(E, name_, fam, arity_, res, grad_, ref_, cpu_)                            \
-  [LT_OP_##E] = {.name = name_,                                                                  \
-                 .family = LT_FAM_##fam,                                                         \
-                 .arity = arity_,                                                                \
-                 .result = LT_RES_##res,                                                         \
-                 .cpu = LT_CPU_##cpu_,                                                           \
-                 .grad = #grad_,                                                                 \
+#define LT_OP_INFO_ROW(E, name_, fam, arity_, res, grad_, ref_, cpu_) \
+  [LT_OP_##E] = {.name = name_,                                       \
+                 .family = LT_FAM_##fam,                              \
+                 .arity = arity_,                                     \
+                 .result = LT_RES_##res,                              \
+                 .cpu = LT_CPU_##cpu_,                                \
+                 .grad = #grad_,                                      \
                  .ref = #ref_},
 const lt_op_info lt__op_info[LT_OP_COUNT] = {LT_OP_TABLE(LT_OP_INFO_ROW)};
 #undef LT_OP_INFO_ROW
@@ -23,7 +23,9 @@ const lt_op_info lt__op_info[LT_OP_COUNT] = {LT_OP_TABLE(LT_OP_INFO_ROW)};
 _Static_assert(0 LT_OP_TABLE(LT_OP_COUNT_ROW) == LT_OP_COUNT, "one table row per op");
 #undef LT_OP_COUNT_ROW
 
-const char *lt__op_name(lt_op op) { return (unsigned)op < LT_OP_COUNT ? lt__op_info[op].name : "?"; }
+const char *lt__op_name(lt_op op) {
+  return (unsigned)op < LT_OP_COUNT ? lt__op_info[op].name : "?";
+}
 
 bool lt__op_has_grad(int op) {
   return (unsigned)op < LT_OP_COUNT && strcmp(lt__op_info[op].grad, "none") != 0;
@@ -38,8 +40,8 @@ bool lt__op_arity_ok(int op, uint32_t n) {
 /* The table's own text, every column of every row in order: any change to
  * the op set (a row added, moved, or given another kernel or rule) changes
  * the hash. */
-#define LT_OP_TEXT_ROW(E, name, fam, arity, res, grad, ref, cpu)                                 \
-  #E " " name " " #fam " " #arity " " #res " " #grad " " #ref " " #cpu "\n"
+#define LT_OP_TEXT_ROW(E, name, fam, arity, res, grad, ref, cpu) \
+#E " " name " " #fam " " #arity " " #res " " #grad " " #ref " " #cpu "\n"
 static const char kTableText[] = LT_OP_TABLE(LT_OP_TEXT_ROW);
 #undef LT_OP_TEXT_ROW
 

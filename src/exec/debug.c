@@ -9,18 +9,21 @@
  * nodes, aligned by post-order index), and the first differences are named.
  * Syncs that hit the cache get a one-line summary.
  *
- * The variables are read once per process. The state here (the history of
- * compiled graphs, scratch text) lives as long as the process, outliving any
- * allocator a program installs with lt_set_allocator, so it uses the C library
- * directly. Nothing here can fail an execution: a failed write or allocation
- * only loses debug output. */
+ * The variables are read once per process. The history of compiled graphs
+ * lives as long as the process, outliving any allocator a program installs
+ * with lt_set_allocator, so it uses the C library directly; the text of one
+ * dump or explanation (an lt_strbuf, through the library's allocator) is
+ * freed before the call returns. Nothing here can fail an execution: a failed
+ * write or allocation only loses debug output, and the error an allocation
+ * failure records is put back as it was. */
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/lt_error.h"
+#include "../core/lt_strbuf.h"
 #include "debug.h"
 
 /* ---- configuration ------------------------------------------------------------------- */
@@ -60,52 +63,6 @@ static void read_env(void) {
   g_cfg.active = g_cfg.save || g_cfg.debug > 0;
 }
 
-/* ---- a growable string; on allocation failure it stops growing and is dropped ------ */
-
-typedef struct strbuf {
-  char *p;
-  size_t len, cap;
-  bool failed;
-} strbuf;
-
-static void sb_vprintf(strbuf *s, const char *fmt, va_list ap) {
-  if (s->failed) return;
-  va_list ap2;
-  va_copy(ap2, ap);
-  int need = vsnprintf(s->p ? s->p + s->len : NULL, s->p ? s->cap - s->len : 0, fmt, ap);
-  if (need < 0) {
-    s->failed = true;
-  } else if (s->len + (size_t)need + 1 > s->cap) {
-    size_t cap = s->cap ? s->cap : 1024;
-    while (cap < s->len + (size_t)need + 1) cap *= 2;
-    char *p = realloc(s->p, cap);
-    if (!p) {
-      s->failed = true;
-    } else {
-      s->p = p;
-      s->cap = cap;
-      vsnprintf(s->p + s->len, s->cap - s->len, fmt, ap2);
-      s->len += (size_t)need;
-    }
-  } else {
-    s->len += (size_t)need;
-  }
-  va_end(ap2);
-}
-
-static void sb_printf(strbuf *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(strbuf *s, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  sb_vprintf(s, fmt, ap);
-  va_end(ap);
-}
-
-static void sb_free(strbuf *s) {
-  free(s->p);
-  *s = (strbuf){0};
-}
-
 /* ---- formatting helpers ---------------------------------------------------------------- */
 
 static void key_hex(lt_graph_key key, char out[33]) {
@@ -113,18 +70,18 @@ static void key_hex(lt_graph_key key, char out[33]) {
 }
 
 /* "[2, 3]" */
-static void sb_ints(strbuf *s, const int64_t *v, int n) {
-  sb_printf(s, "[");
-  for (int i = 0; i < n; i++) sb_printf(s, i ? ", %lld" : "%lld", (long long)v[i]);
-  sb_printf(s, "]");
+static void sb_ints(lt_strbuf *s, const int64_t *v, int n) {
+  lt__sb_printf(s, "[");
+  for (int i = 0; i < n; i++) lt__sb_printf(s, i ? ", %lld" : "%lld", (long long)v[i]);
+  lt__sb_printf(s, "]");
 }
 
 /* Shortest text that reads back as the same double. */
-static void sb_double(strbuf *s, double v) {
+static void sb_double(lt_strbuf *s, double v) {
   char buf[40];
   snprintf(buf, sizeof buf, "%.15g", v);
   if (strtod(buf, NULL) != v) snprintf(buf, sizeof buf, "%.17g", v);
-  sb_printf(s, "%s", buf);
+  lt__sb_append(s, buf, strlen(buf));
 }
 
 static const char *dtype_name(int dt) { return lt_dtype_name((lt_dtype)dt); }
@@ -168,76 +125,77 @@ static void root_map_free(root_map *m) {
 }
 
 /* "<prefix>root 0,3" when node i gives roots 0 and 3; nothing when none. */
-static void sb_roots_of(strbuf *s, const root_map *m, int i, const char *prefix) {
+static void sb_roots_of(lt_strbuf *s, const root_map *m, int i, const char *prefix) {
   if (m->head[i] < 0) return;
-  sb_printf(s, "%sroot", prefix);
+  lt__sb_printf(s, "%sroot", prefix);
   for (int r = m->head[i], first = 1; r >= 0; r = m->next[r], first = 0)
-    sb_printf(s, first ? " %d" : ",%d", r);
+    lt__sb_printf(s, first ? " %d" : ",%d", r);
 }
 
 /* ---- graph dumps ------------------------------------------------------------------------- */
 
-static void dump_text(strbuf *s, const lt_graph *g, const char *khex, const char *reason,
+static void dump_text(lt_strbuf *s, const lt_graph *g, const char *khex, const char *reason,
                       const root_map *roots) {
-  sb_printf(s, "graph %s reason=\"%s\" nodes=%d params=%d roots=%d", khex, reason, g->nnodes,
-            g->nparams, g->nroots);
+  lt__sb_printf(s, "graph %s reason=\"%s\" nodes=%d params=%d roots=%d", khex, reason, g->nnodes,
+                g->nparams, g->nroots);
   if (g->ndonors > 0) {
-    sb_printf(s, " donors=");
-    for (int d = 0; d < g->ndonors; d++) sb_printf(s, d ? ",%d" : "%d", g->donors[d]);
+    lt__sb_printf(s, " donors=");
+    for (int d = 0; d < g->ndonors; d++) lt__sb_printf(s, d ? ",%d" : "%d", g->donors[d]);
   }
-  sb_printf(s, "\n");
+  lt__sb_printf(s, "\n");
   for (int i = 0; i < g->nnodes; i++) {
     const lt_node *n = g->nodes[i];
-    sb_printf(s, "  %d %s %s", i, lt__op_name((lt_op)n->op), dtype_name(n->dtype));
+    lt__sb_printf(s, "  %d %s %s", i, lt__op_name((lt_op)n->op), dtype_name(n->dtype));
     sb_ints(s, n->shape, n->ndim);
     if (n->noperands) {
-      sb_printf(s, " (");
+      lt__sb_printf(s, " (");
       for (int k = 0; k < n->noperands; k++) {
-        sb_printf(s, k ? ", %d" : "%d", operand_index(g, n, k));
-        if (n->operands[k].index) sb_printf(s, ".%u", (unsigned)n->operands[k].index);
+        lt__sb_printf(s, k ? ", %d" : "%d", operand_index(g, n, k));
+        if (n->operands[k].index) lt__sb_printf(s, ".%u", (unsigned)n->operands[k].index);
       }
-      sb_printf(s, ")");
+      lt__sb_printf(s, ")");
     }
     if (n->nattrs) {
-      sb_printf(s, " attrs=");
+      lt__sb_printf(s, " attrs=");
       sb_ints(s, n->attrs, n->nattrs);
     }
     if (n->op == LT_OP_CONST || n->op == LT_OP_PAD) {
-      sb_printf(s, " value=");
+      lt__sb_printf(s, " value=");
       sb_double(s, n->fattr);
     }
-    if (g->param_of && g->param_of[i] >= 0) sb_printf(s, " param %d", g->param_of[i]);
+    if (g->param_of && g->param_of[i] >= 0) lt__sb_printf(s, " param %d", g->param_of[i]);
     sb_roots_of(s, roots, i, " ");
-    sb_printf(s, "\n");
+    lt__sb_printf(s, "\n");
   }
-  sb_printf(s, "\n");
+  lt__sb_printf(s, "\n");
 }
 
-static void dump_dot(strbuf *s, const lt_graph *g, const char *khex, const char *reason,
+static void dump_dot(lt_strbuf *s, const lt_graph *g, const char *khex, const char *reason,
                      const root_map *roots) {
-  sb_printf(s, "digraph \"graph_%s\" {\n", khex);
-  sb_printf(s, "  label=\"%s (%s): %d node%s, %d param%s, %d root%s\";\n", khex, reason, g->nnodes,
-            plural(g->nnodes), g->nparams, plural(g->nparams), g->nroots, plural(g->nroots));
-  sb_printf(s, "  node [shape=box, fontname=monospace];\n");
+  lt__sb_printf(s, "digraph \"graph_%s\" {\n", khex);
+  lt__sb_printf(s, "  label=\"%s (%s): %d node%s, %d param%s, %d root%s\";\n", khex, reason,
+                g->nnodes, plural(g->nnodes), g->nparams, plural(g->nparams), g->nroots,
+                plural(g->nroots));
+  lt__sb_printf(s, "  node [shape=box, fontname=monospace];\n");
   for (int i = 0; i < g->nnodes; i++) {
     const lt_node *n = g->nodes[i];
-    sb_printf(s, "  n%d [label=\"%d: %s\\n%s", i, i, lt__op_name((lt_op)n->op),
-              dtype_name(n->dtype));
+    lt__sb_printf(s, "  n%d [label=\"%d: %s\\n%s", i, i, lt__op_name((lt_op)n->op),
+                  dtype_name(n->dtype));
     sb_ints(s, n->shape, n->ndim);
     if (n->nattrs) {
-      sb_printf(s, "\\nattrs ");
+      lt__sb_printf(s, "\\nattrs ");
       sb_ints(s, n->attrs, n->nattrs);
     }
     if (n->op == LT_OP_CONST || n->op == LT_OP_PAD) {
-      sb_printf(s, "\\nvalue ");
+      lt__sb_printf(s, "\\nvalue ");
       sb_double(s, n->fattr);
     }
-    if (g->param_of && g->param_of[i] >= 0) sb_printf(s, "\\nparam %d", g->param_of[i]);
+    if (g->param_of && g->param_of[i] >= 0) lt__sb_printf(s, "\\nparam %d", g->param_of[i]);
     if (roots->head[i] >= 0) {
       sb_roots_of(s, roots, i, "\\n");
-      sb_printf(s, "\", style=bold, peripheries=2];\n");
+      lt__sb_printf(s, "\", style=bold, peripheries=2];\n");
     } else {
-      sb_printf(s, "\"];\n");
+      lt__sb_printf(s, "\"];\n");
     }
   }
   for (int i = 0; i < g->nnodes; i++) {
@@ -246,33 +204,33 @@ static void dump_dot(strbuf *s, const lt_graph *g, const char *khex, const char 
       int o = operand_index(g, n, k);
       if (o < 0) continue;
       if (n->noperands > 1)
-        sb_printf(s, "  n%d -> n%d [label=\"%d\"];\n", o, i, k);
+        lt__sb_printf(s, "  n%d -> n%d [label=\"%d\"];\n", o, i, k);
       else
-        sb_printf(s, "  n%d -> n%d;\n", o, i);
+        lt__sb_printf(s, "  n%d -> n%d;\n", o, i);
     }
   }
-  sb_printf(s, "}\n\n");
+  lt__sb_printf(s, "}\n\n");
 }
 
 /* Under g_mu. */
 static void save_graph(const lt_graph *g, const char *khex, const char *reason,
                        const root_map *roots) {
-  strbuf s = {0};
+  lt_strbuf s = {0};
   if (g_cfg.dot)
     dump_dot(&s, g, khex, reason, roots);
   else
     dump_text(&s, g, khex, reason, roots);
-  if (s.failed) { /* out of memory: lose this graph only */
-    sb_free(&s);
+  if (s.oom) { /* out of memory: lose this graph only */
+    lt__sb_free(&s);
     return;
   }
   FILE *f = fopen(g_cfg.path, "a");
   int err = f ? 0 : errno;
   if (f) {
-    if (fwrite(s.p, 1, s.len, f) != s.len) err = errno ? errno : EIO;
+    if (fwrite(s.s, 1, s.len, f) != s.len) err = errno ? errno : EIO;
     if (fclose(f) != 0 && !err) err = errno ? errno : EIO;
   }
-  sb_free(&s);
+  lt__sb_free(&s);
   if (err) {
     g_cfg.save = false;
     fprintf(stderr, "lazytensor: cannot write LT_SAVE_GRAPHS=%s: %s; graphs are no longer saved\n",
@@ -426,65 +384,65 @@ static long sig_distance(const sig *a, const sig *b) {
   return d;
 }
 
-static void sb_operands(strbuf *s, const sig *g, int i) {
+static void sb_operands(lt_strbuf *s, const sig *g, int i) {
   const int64_t *o = sig_operands(g, i);
-  sb_printf(s, "(");
+  lt__sb_printf(s, "(");
   for (int k = 0; k < g->nodes[i].noperands; k++) {
-    sb_printf(s, k ? ", %d" : "%d", (int)(int32_t)(uint32_t)o[k]);
-    if (o[k] >> 32) sb_printf(s, ".%lld", (long long)(o[k] >> 32));
+    lt__sb_printf(s, k ? ", %d" : "%d", (int)(int32_t)(uint32_t)o[k]);
+    if (o[k] >> 32) lt__sb_printf(s, ".%lld", (long long)(o[k] >> 32));
   }
-  sb_printf(s, ")");
+  lt__sb_printf(s, ")");
 }
 
 /* One line naming what differs at node i, b (earlier) before a (now). */
-static void explain_node(strbuf *s, const sig *a, const sig *b, int i, int mask) {
+static void explain_node(lt_strbuf *s, const sig *a, const sig *b, int i, int mask) {
   const sig_node *x = &a->nodes[i], *y = &b->nodes[i];
-  sb_printf(s, "    node %d (%s): ", i, lt__op_name((lt_op)x->op));
+  lt__sb_printf(s, "    node %d (%s): ", i, lt__op_name((lt_op)x->op));
   const char *sep = "";
   if (mask & kDiffOp) {
-    sb_printf(s, "op %s vs %s", lt__op_name((lt_op)y->op), lt__op_name((lt_op)x->op));
+    lt__sb_printf(s, "op %s vs %s", lt__op_name((lt_op)y->op), lt__op_name((lt_op)x->op));
     sep = "; ";
   }
   if (mask & kDiffDtype) {
-    sb_printf(s, "%sdtype %s vs %s", sep, dtype_name(y->dtype), dtype_name(x->dtype));
+    lt__sb_printf(s, "%sdtype %s vs %s", sep, dtype_name(y->dtype), dtype_name(x->dtype));
     sep = "; ";
   }
   if (mask & kDiffShape) {
-    sb_printf(s, "%sshape ", sep);
+    lt__sb_printf(s, "%sshape ", sep);
     sb_ints(s, sig_shape(b, i), y->ndim);
-    sb_printf(s, " vs ");
+    lt__sb_printf(s, " vs ");
     sb_ints(s, sig_shape(a, i), x->ndim);
     sep = "; ";
   }
   if (mask & kDiffConst) {
-    sb_printf(s, "%s%s ", sep, x->op == LT_OP_CONST ? "constant" : "value");
+    lt__sb_printf(s, "%s%s ", sep, x->op == LT_OP_CONST ? "constant" : "value");
     sb_double(s, y->fattr);
-    sb_printf(s, " vs ");
+    lt__sb_printf(s, " vs ");
     sb_double(s, x->fattr);
     sep = "; ";
   }
   if (mask & kDiffAttrs) {
-    sb_printf(s, "%sattrs ", sep);
+    lt__sb_printf(s, "%sattrs ", sep);
     sb_ints(s, sig_attrs(b, i), y->nattrs);
-    sb_printf(s, " vs ");
+    lt__sb_printf(s, " vs ");
     sb_ints(s, sig_attrs(a, i), x->nattrs);
     sep = "; ";
   }
   if (mask & kDiffOperands) {
-    sb_printf(s, "%soperands ", sep);
+    lt__sb_printf(s, "%soperands ", sep);
     sb_operands(s, b, i);
-    sb_printf(s, " vs ");
+    lt__sb_printf(s, " vs ");
     sb_operands(s, a, i);
     sep = "; ";
   }
-  if (mask & kDiffParam) sb_printf(s, "%sparameter %d vs %d", sep, y->param, x->param);
-  sb_printf(s, "\n");
+  if (mask & kDiffParam) lt__sb_printf(s, "%sparameter %d vs %d", sep, y->param, x->param);
+  lt__sb_printf(s, "\n");
 }
 
-static void explain_diff(strbuf *s, const sig *a, const sig *b) {
+static void explain_diff(lt_strbuf *s, const sig *a, const sig *b) {
   int shown = 0, more = 0;
   if (a->nnodes != b->nnodes) {
-    sb_printf(s, "    node count %d vs %d\n", b->nnodes, a->nnodes);
+    lt__sb_printf(s, "    node count %d vs %d\n", b->nnodes, a->nnodes);
     shown++;
   }
   int common = a->nnodes < b->nnodes ? a->nnodes : b->nnodes;
@@ -502,7 +460,7 @@ static void explain_diff(strbuf *s, const sig *a, const sig *b) {
     int64_t x = sig_roots(a)[r], y = sig_roots(b)[r];
     if (x == y) continue;
     if (shown < kMaxShown) {
-      sb_printf(s, "    root %d: node %lld vs %lld\n", r, (long long)y, (long long)x);
+      lt__sb_printf(s, "    root %d: node %lld vs %lld\n", r, (long long)y, (long long)x);
       shown++;
     } else {
       more++;
@@ -510,28 +468,28 @@ static void explain_diff(strbuf *s, const sig *a, const sig *b) {
   }
   if (!same_ints(sig_donors(a), a->ndonors, sig_donors(b), b->ndonors)) {
     if (shown < kMaxShown) {
-      sb_printf(s, "    donated parameters ");
+      lt__sb_printf(s, "    donated parameters ");
       sb_ints(s, sig_donors(b), b->ndonors);
-      sb_printf(s, " vs ");
+      lt__sb_printf(s, " vs ");
       sb_ints(s, sig_donors(a), a->ndonors);
-      sb_printf(s, "\n");
+      lt__sb_printf(s, "\n");
       shown++;
     } else {
       more++;
     }
   }
-  if (more) sb_printf(s, "    ... and %d more\n", more);
+  if (more) lt__sb_printf(s, "    ... and %d more\n", more);
 }
 
 /* Under g_mu. */
-static void explain_compile(strbuf *s, const lt_graph *g, lt_graph_key key, const char *khex,
+static void explain_compile(lt_strbuf *s, const lt_graph *g, lt_graph_key key, const char *khex,
                             const char *reason) {
-  sb_printf(s, "lazytensor: compile %s (%s): %d node%s, %d param%s, %d root%s\n", khex, reason,
-            g->nnodes, plural(g->nnodes), g->nparams, plural(g->nparams), g->nroots,
-            plural(g->nroots));
+  lt__sb_printf(s, "lazytensor: compile %s (%s): %d node%s, %d param%s, %d root%s\n", khex, reason,
+                g->nnodes, plural(g->nnodes), g->nparams, plural(g->nparams), g->nroots,
+                plural(g->nroots));
   sig *now = sig_make(g, key, reason);
   if (!now) {
-    sb_printf(s, "  (out of memory: no comparison with earlier graphs)\n");
+    lt__sb_printf(s, "  (out of memory: no comparison with earlier graphs)\n");
     return;
   }
   const sig *best = NULL;
@@ -551,26 +509,28 @@ static void explain_compile(strbuf *s, const lt_graph *g, lt_graph_key key, cons
     }
   }
   if (!best) {
-    sb_printf(s, "  the first graph with %d root%s: nothing earlier to compare with\n", now->nroots,
-              plural(now->nroots));
+    lt__sb_printf(s, "  the first graph with %d root%s: nothing earlier to compare with\n",
+                  now->nroots, plural(now->nroots));
   } else {
     char bhex[33];
     key_hex(best->key, bhex);
     if (best_d < 0) {
-      sb_printf(s,
-                "  compiled before with the same key: it was evicted from the compilation cache "
-                "(LT_COMPILATION_CACHE_SIZE) or the cache was cleared\n");
+      lt__sb_printf(
+          s,
+          "  compiled before with the same key: it was evicted from the compilation cache "
+          "(LT_COMPILATION_CACHE_SIZE) or the cache was cleared\n");
     } else if (best_d == 0) {
-      sb_printf(s,
-                "  same nodes as graph %s (%s), but another key: the sync kind (%s vs %s) or the "
-                "backend environment differs\n",
-                bhex, best->reason, best->reason, reason);
+      lt__sb_printf(
+          s,
+          "  same nodes as graph %s (%s), but another key: the sync kind (%s vs %s) or the "
+          "backend environment differs\n",
+          bhex, best->reason, best->reason, reason);
     } else {
       int common = now->nnodes < best->nnodes ? now->nnodes : best->nnodes, ndiff = 0;
       for (int i = 0; i < common; i++) ndiff += node_diff(now, best, i) != 0;
-      sb_printf(s, "  closest earlier graph %s (%s): %d of %d nodes differ (earlier vs now):\n",
-                bhex, best->reason, ndiff + abs(now->nnodes - best->nnodes),
-                now->nnodes > best->nnodes ? now->nnodes : best->nnodes);
+      lt__sb_printf(s, "  closest earlier graph %s (%s): %d of %d nodes differ (earlier vs now):\n",
+                    bhex, best->reason, ndiff + abs(now->nnodes - best->nnodes),
+                    now->nnodes > best->nnodes ? now->nnodes : best->nnodes);
       explain_diff(s, now, best);
     }
   }
@@ -586,6 +546,11 @@ void lt__debug_graph(const lt_graph *g, lt_graph_key key, const char *reason, bo
   if (!reason) reason = "sync";
   char khex[33];
   key_hex(key, khex);
+  /* The text's allocations record LT_ENOMEM when they fail: the caller's error
+   * state is kept aside and put back. */
+  int status = lt_last_status();
+  char message[512];
+  snprintf(message, sizeof message, "%s", lt_last_error());
   pthread_mutex_lock(&g_mu);
   if (g_cfg.save) {
     root_map roots;
@@ -595,14 +560,16 @@ void lt__debug_graph(const lt_graph *g, lt_graph_key key, const char *reason, bo
     }
   }
   if (g_cfg.debug > 0) {
-    strbuf s = {0};
+    lt_strbuf s = {0};
     if (compiled)
       explain_compile(&s, g, key, khex, reason);
     else
-      sb_printf(&s, "lazytensor: sync: cache hit, %d node%s, %s, key %s\n", g->nnodes,
-                plural(g->nnodes), reason, khex);
-    if (!s.failed && s.len) fwrite(s.p, 1, s.len, stderr);
-    sb_free(&s);
+      lt__sb_printf(&s, "lazytensor: sync: cache hit, %d node%s, %s, key %s\n", g->nnodes,
+                    plural(g->nnodes), reason, khex);
+    if (!s.oom && s.len) fwrite(s.s, 1, s.len, stderr);
+    lt__sb_free(&s);
   }
   pthread_mutex_unlock(&g_mu);
+  if (lt_last_status() != status || strcmp(lt_last_error(), message) != 0)
+    lt__err(status, "%s", message);
 }

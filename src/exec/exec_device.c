@@ -74,6 +74,20 @@ void lt__job_free(lt_exec_job *job) {
   lt__free(job, sizeof *job);
 }
 
+/* What every backend's execute may assume: as many arguments and results as
+ * the executable was compiled for, and every argument holding a value. */
+static int check_call(const lt_backend *be, const lt_exec_job *job) {
+  int nparams = -1, nroots = -1;
+  be->signature(job->entry->exe, &nparams, &nroots);
+  if (nparams != job->nparams || nroots != job->nouts)
+    return lt__err(LT_EEXEC, "%s: executable takes %d arguments and gives %d results, got %d/%d",
+                   be->name, nparams, nroots, job->nparams, job->nouts);
+  for (int a = 0; a < job->nparams; a++)
+    if (atomic_load(&job->params[a]->state) != LT_BUF_READY)
+      return lt__err(LT_EEXEC, "%s: argument %d holds no value", be->name, a);
+  return LT_OK;
+}
+
 static int execute(lt_exec_job *job) {
   int64_t delay = lt__execute_delay_us();
   if (delay > 0) {
@@ -84,7 +98,9 @@ static int execute(lt_exec_job *job) {
   const lt_backend *be = job->entry->backend;
   int rc = lt__fault_fire(LT_FAULT_EXECUTE)
                ? lt__err(LT_EEXEC, "execution failed: injected fault (lt_inject_fault)")
-               : be->execute(job->entry->exe, job->params, job->nparams, job->outs, job->nouts);
+               : check_call(be, job);
+  if (rc == LT_OK)
+    rc = be->execute(job->entry->exe, job->params, job->nparams, job->outs, job->nouts);
   lt__timer_add(LT_TIMER_EXECUTE, lt__now_ns() - t0);
   for (int r = 0; rc == LT_OK && r < job->nouts; r++)
     if (!job->outs[r]->data) /* defensive: a backend must fill every output */

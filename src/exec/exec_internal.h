@@ -7,6 +7,7 @@
 #include "../core/lt_device.h"
 #include "../core/lt_tensor.h"
 #include "cache.h"
+#include "../lt_test_hooks.h"
 
 /* The executor's state of one device (core's lt_device_ctx holds only the
  * live tensors). */

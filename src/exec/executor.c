@@ -205,7 +205,7 @@ static int choose_donors(const post_order *po, bool force, int **donors) {
   return n;
 }
 
-/* DESIGN rule 2: the key folds the compile environment, the force-data flag,
+/* docs/DESIGN.md, rule 2: the key folds the compile environment, the force-data flag,
  * the roots' structural hashes, the parameter sequence and the donors. */
 static int graph_key(const lt_backend *be, bool force, lt_node *const *roots, int nroots,
                      const post_order *po, const int *donors, int ndonors, lt_graph_key *out) {
@@ -479,11 +479,11 @@ int lt_clear_pending(lt_device dev) {
   return cleared;
 }
 
-int lt_mark_donatable(lt_tensor *t, bool on) {
-  if (!t) return lt__err_null("lt_mark_donatable");
+int lt_set_donatable(lt_tensor *t, bool on) {
+  if (!t) return lt__err_null("lt_set_donatable");
   if (t->host && !lt__tensor_ir(t)) return lt_last_status();
   if (!t->buf)
-    return lt__err(LT_EINVAL, "lt_mark_donatable: tensor %lld holds a pending graph, not a buffer",
+    return lt__err(LT_EINVAL, "lt_set_donatable: tensor %lld holds a pending graph, not a buffer",
                    (long long)t->id);
   t->buf->user_donate = on;
   return LT_OK;

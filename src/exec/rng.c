@@ -85,8 +85,8 @@ void lt__rng_on_mark_step(lt_device dev) {
   lt__node_release(old);
 }
 
-int lt_manual_seed(lt_device dev, uint64_t seed) {
-  if (!lt__device_ctx("lt_manual_seed", dev)) return LT_EDEVICE;
+int lt_set_seed(lt_device dev, uint64_t seed) {
+  if (!lt__device_ctx("lt_set_seed", dev)) return LT_EDEVICE;
   pthread_mutex_lock(&g_lock);
   rng_state *s = &g_rng[dev.index];
   s->base = s->running = seed;

@@ -1,6 +1,6 @@
-/* The per-device random state (DESIGN rule 6).
+/* The per-device random state (docs/DESIGN.md, rule 6).
  *
- * Each device has a base seed (0 until lt_manual_seed) and, within a step, a
+ * Each device has a base seed (0 until lt_set_seed) and, within a step, a
  * running seed: random op k of the step uses seed_k = 2531011 + 214013 *
  * seed_(k-1) (uint64 wrapping), with seed_0 the base seed.
  *  - Lazy mode: the chain lives in the IR. seed_0 is a 0-d i64 DATA leaf (a

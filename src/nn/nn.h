@@ -2,7 +2,7 @@
 #ifndef LT_NN_H
 #define LT_NN_H
 
-#include "lazytensor.h"
+#include "lazytensor_nn.h"
 #include "lt_alloc.h"
 #include "lt_error.h"
 #include "lt_tensor.h"

@@ -24,8 +24,8 @@ int lt_nn_linear_init(lt_nn_linear *l, lt_device dev, lt_dtype dt, int64_t in, i
   nn_own_end();
   int rc = LT_OK;
   if (!w || (bias && !b)) rc = lt_last_status() ? lt_last_status() : LT_ENOMEM;
-  if (rc == LT_OK) rc = lt_requires_grad(w, true);
-  if (rc == LT_OK && b) rc = lt_requires_grad(b, true);
+  if (rc == LT_OK) rc = lt_set_requires_grad(w, true);
+  if (rc == LT_OK && b) rc = lt_set_requires_grad(b, true);
   if (rc != LT_OK) {
     lt_release(w);
     lt_release(b);

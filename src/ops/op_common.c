@@ -50,7 +50,7 @@ static void scalar_remember(lt_device dev, lt_dtype dt, double v, lt_buffer *b) 
 
 lt_node *lt__scalar_node(lt_device dev, lt_dtype dt, double value) {
   double v = lt__dtype_round(dt, value);
-  /* DESIGN rule 1: only 0 and +-1 are baked into the graph. */
+  /* docs/DESIGN.md, rule 1: only 0 and +-1 are baked into the graph. */
   if (v == 0.0 || v == 1.0 || v == -1.0) return lt__node_const(dt, NULL, 0, v);
   if (!lt__device_ctx_ok(dev)) return NULL;
   lt_buffer *b = scalar_cached(dev, dt, v);

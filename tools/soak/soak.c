@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "lazytensor.h"
+#include "lazytensor_nn.h"
 
 enum { IN = 32, HID = 64, OUT = 10, BATCH = 32, NBATCH = 8, NPARAM = 4 };
 
@@ -31,6 +32,13 @@ static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* A counter's value (-1 for an unknown name). */
+static long long counter(const char *name) {
+  int64_t v = -1;
+  lt_get_counter(name, &v);
+  return (long long)v;
 }
 
 static int die(const char *what) {
@@ -62,7 +70,7 @@ int main(int argc, char **argv) {
     }
   }
 
-  lt_manual_seed(dev, 1);
+  lt_set_seed(dev, 1);
   lt_nn_linear l1, l2;
   if (lt_nn_linear_init(&l1, dev, LT_F32, IN, HID, true) != LT_OK ||
       lt_nn_linear_init(&l2, dev, LT_F32, HID, OUT, true) != LT_OK)
@@ -111,8 +119,8 @@ int main(int argc, char **argv) {
          rss0, rss1, rss1 - rss0, max_growth);
   printf("soak: live tensors at step %ld: %lld, at the end: %lld\n", mark, (long long)live0,
          (long long)live1);
-  printf("soak: compiles %lld (cached %lld)\n", (long long)lt_counter("UncachedCompile"),
-         (long long)lt_counter("CachedCompile"));
+  printf("soak: compiles %lld (cached %lld)\n", counter("UncachedCompile"),
+         counter("CachedCompile"));
   lt_nn_optim_free(opt);
   lt_nn_linear_free(&l1);
   lt_nn_linear_free(&l2);

@@ -21,6 +21,7 @@
 #endif
 
 #include "lazytensor.h"
+#include "lazytensor_nn.h"
 
 #define MAX_LAYERS 16
 
@@ -263,9 +264,16 @@ static int evaluate(const model *m, lt_tensor *test_x, const lt_nn_dataset *test
   return rc;
 }
 
+/* A counter's value (-1 for an unknown name). */
+static long long counter(const char *name) {
+  int64_t v = -1;
+  lt_get_counter(name, &v);
+  return (long long)v;
+}
+
 static double metric_ms(const char *name) {
   lt_metric_stats st;
-  return lt_metric(name, &st) == LT_OK ? st.total / 1e6 : 0.0;
+  return lt_get_metric(name, &st) == LT_OK ? st.total / 1e6 : 0.0;
 }
 
 static int fail(const char *what) {
@@ -317,7 +325,7 @@ int main(int argc, char **argv) {
   if (o.cache_dir && lt_set_persistent_cache(o.cache_dir, false) != LT_OK)
     return fail("--cache-dir");
   lt_device dev = lt_cpu(0);
-  lt_manual_seed(dev, o.seed);
+  lt_set_seed(dev, o.seed);
 
   lt_nn_dataset train, test;
   if (lt_nn_fashion_mnist(o.data, true, &train) != LT_OK) return fail("training set");
@@ -499,8 +507,8 @@ int main(int argc, char **argv) {
   }
   printf("summary: %lld steps, %.1f steps/s, final test accuracy %.4f\n", (long long)total,
          train_s > 0 ? (double)total / train_s : 0.0, final_acc);
-  printf("summary: compiles %lld uncached, %lld cached (cache hits)\n",
-         (long long)lt_counter("UncachedCompile"), (long long)lt_counter("CachedCompile"));
+  printf("summary: compiles %lld uncached, %lld cached (cache hits)\n", counter("UncachedCompile"),
+         counter("CachedCompile"));
   printf("summary: trace %.1f ms, compile %.1f ms, execute %.1f ms\n", metric_ms("TraceTime"),
          metric_ms("CompileTime"), metric_ms("ExecuteTime"));
   status = 0;

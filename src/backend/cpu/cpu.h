@@ -19,6 +19,7 @@
 
 #include <stdio.h>
 
+#include "../../core/lt_strbuf.h"
 #include "cpu_api.h"
 
 #define CPU_BACKEND_VERSION "cpu-1"
@@ -96,17 +97,8 @@ struct lt_executable {
   struct cpu_jit_module *jit;
 };
 
-/* ---- string builder (IR text) ---- */
-typedef struct cpu_sb {
-  char *s;
-  size_t len, cap;
-  bool oom;
-} cpu_sb;
-void cpu_sb_printf(cpu_sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void cpu_sb_free(cpu_sb *b);
-
 /* ---- lowering and codegen ---- */
-int cpu_lower(const lt_graph *g, lt_executable *e, cpu_sb *ir, int *nfns);
+int cpu_lower(const lt_graph *g, lt_executable *e, lt_strbuf *ir, int *nfns);
 void cpu_kernels_free(cpu_kernel *k, int n);
 /* Symbol of JIT function i of executable uid. */
 void cpu_fn_name(char *buf, size_t n, uint64_t uid, int i);

@@ -3,50 +3,17 @@
  * generated code, compile = lower + JIT, execute = run the kernels. */
 #include <llvm-c/Core.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
 #include "../../core/lt_alloc.h"
 #include "../../core/lt_error.h"
+#include "../../core/lt_shape.h"
 #include "cpu.h"
 #include "cpu_irmath.h"
 
 /* ---- small shared helpers ---- */
-
-void cpu_sb_printf(cpu_sb *b, const char *fmt, ...) {
-  if (b->oom) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    size_t room = b->cap - b->len;
-    int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? room : 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-      b->oom = true;
-      return;
-    }
-    if (b->s && (size_t)n < room) {
-      b->len += (size_t)n;
-      return;
-    }
-    size_t nc = b->cap ? b->cap * 2 : 4096;
-    while (nc < b->len + (size_t)n + 1) nc *= 2;
-    char *s = lt__realloc(b->s, b->cap, nc);
-    if (!s) {
-      b->oom = true;
-      return;
-    }
-    b->s = s;
-    b->cap = nc;
-  }
-}
-
-void cpu_sb_free(cpu_sb *b) {
-  lt__free(b->s, b->cap);
-  memset(b, 0, sizeof *b);
-}
 
 void cpu_view_init(cpu_view *v, int slot, int dtype, const int64_t *shape_in, int ndim) {
   int64_t shape[LT_MAX_DIMS];
@@ -55,12 +22,8 @@ void cpu_view_init(cpu_view *v, int slot, int dtype, const int64_t *shape_in, in
   v->slot = slot;
   v->dtype = (uint8_t)dtype;
   v->ndim = (uint8_t)ndim;
-  int64_t s = 1;
-  for (int d = ndim - 1; d >= 0; d--) {
-    v->shape[d] = shape[d];
-    v->strides[d] = s;
-    s *= shape[d];
-  }
+  if (ndim) memcpy(v->shape, shape, (size_t)ndim * sizeof *shape);
+  lt__row_major_strides(v->shape, ndim, v->strides);
 }
 
 bool cpu_view_contiguous(const cpu_view *v) {
@@ -86,11 +49,11 @@ static uint64_t cpu_env_hash(void) {
   cpu_jit_host(&cpu, &features);
   unsigned maj = 0, min = 0, pat = 0;
   LLVMGetVersion(&maj, &min, &pat);
-  cpu_sb sb = {0};
-  cpu_sb_printf(&sb, "lazytensor-cpu %s %s llvm %u.%u.%u cpu %s features %s", LT_VERSION_STRING,
+  lt_strbuf sb = {0};
+  lt__sb_printf(&sb, "lazytensor-cpu %s %s llvm %u.%u.%u cpu %s features %s", LT_VERSION_STRING,
                 CPU_BACKEND_VERSION, maj, min, pat, cpu, features);
   h = sb.s ? XXH3_64bits(sb.s, sb.len) : 1;
-  cpu_sb_free(&sb);
+  lt__sb_free(&sb);
   if (!h) h = 1;
   atomic_store(&cached, h);
   return h;
@@ -135,12 +98,12 @@ static int cpu_compile(const lt_graph *g, lt_executable **out) {
   e->nroots = g->nroots;
   e->root_slot = lt__malloc((size_t)g->nroots * sizeof(int) + 1);
   e->alias = lt__malloc((size_t)g->nroots * sizeof(int) + 1);
-  cpu_sb ir = {0};
+  lt_strbuf ir = {0};
   int nfns = 0, rc = LT_ENOMEM;
   if (!e->root_slot || !e->alias) goto fail;
-  cpu_sb_printf(&ir, "; lazytensor cpu kernels, executable %llu\n", (unsigned long long)e->uid);
+  lt__sb_printf(&ir, "; lazytensor cpu kernels, executable %llu\n", (unsigned long long)e->uid);
   ir_declarations(&ir);
-  cpu_sb_printf(&ir, "attributes #0 = { nounwind \"prefer-vector-width\"=\"512\" }\n");
+  lt__sb_printf(&ir, "attributes #0 = { nounwind \"prefer-vector-width\"=\"512\" }\n");
   if ((rc = cpu_lower(g, e, &ir, &nfns)) != LT_OK) goto fail;
   if (ir.oom) {
     rc = LT_ENOMEM;
@@ -151,26 +114,26 @@ static int cpu_compile(const lt_graph *g, lt_executable **out) {
     if ((rc = cpu_jit_compile(ir.s, ir.len, e->uid, &e->obj, &e->obj_len)) != LT_OK) goto fail;
     if ((rc = cpu_executable_link(e)) != LT_OK) goto fail;
   }
-  cpu_sb_free(&ir);
+  lt__sb_free(&ir);
   cpu_pool_threads(); /* starts the pool (and sets BLAS's threads) before any run */
   *out = e;
   return LT_OK;
 fail:
-  cpu_sb_free(&ir);
+  lt__sb_free(&ir);
   cpu_executable_free(e);
   if (rc == LT_ENOMEM) return lt__err(LT_ENOMEM, "cpu: out of memory compiling a graph");
   return rc;
 }
 
+static void cpu_signature(const lt_executable *e, int *nparams, int *nroots) {
+  *nparams = e->nparams;
+  *nroots = e->nroots;
+}
+
 static int cpu_execute(lt_executable *e, lt_buffer *const *args, int nargs, lt_buffer *const *outs,
                        int nouts) {
-  if (nargs != e->nparams || nouts != e->nroots)
-    return lt__err(LT_EEXEC, "cpu: executable takes %d arguments and gives %d results, got %d/%d",
-                   e->nparams, e->nroots, nargs, nouts);
-  for (int a = 0; a < nargs; a++)
-    if (atomic_load(&args[a]->state) != LT_BUF_READY)
-      return lt__err(LT_EEXEC, "cpu: argument %d holds no value", a);
-  /* The plan's bounds hold for buffers of the sizes it was made for. */
+  /* The executor checked the counts and that every argument is READY. The
+   * plan's bounds hold for buffers of the sizes it was made for. */
   for (int a = 0; a < nargs; a++)
     if (args[a]->nbytes != e->slots[a].nbytes)
       return lt__err(LT_EEXEC, "cpu: argument %d has %zu bytes, the executable takes %zu", a,
@@ -215,6 +178,7 @@ const lt_backend lt__cpu_backend = {
     .host_storage = true,
     .from_device = lt__host_from_device,
     .compile = cpu_compile,
+    .signature = cpu_signature,
     .execute = cpu_execute,
     .executable_free = cpu_executable_free,
     .serialize = cpu_serialize,

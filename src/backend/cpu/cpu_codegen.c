@@ -14,6 +14,7 @@
 
 #include "../../core/lt_alloc.h"
 #include "../../core/lt_error.h"
+#include "../../core/lt_shape.h"
 #include "cpu_codegen.h"
 #include "cpu_ops.h"
 
@@ -56,7 +57,7 @@ typedef struct kgen {
   memo *memo;
   bool emit;
   cpu_ir ir;
-  cpu_sb body, allocas;
+  lt_strbuf body, allocas;
   int nloops;
   /* collapsed dims */
   int nd, nk;
@@ -276,18 +277,18 @@ static void collapse(kgen *k, int nkept) {
 
 static irv loop_begin(kgen *k, irv lo, irv hi, int *id) {
   *id = k->nloops++;
-  cpu_sb_printf(&k->allocas, "  %%i%d = alloca i64\n", *id);
-  cpu_sb_printf(&k->body, "  store i64 %s, ptr %%i%d\n  br label %%L%d.c\nL%d.c:\n", lo.s, *id, *id,
+  lt__sb_printf(&k->allocas, "  %%i%d = alloca i64\n", *id);
+  lt__sb_printf(&k->body, "  store i64 %s, ptr %%i%d\n  br label %%L%d.c\nL%d.c:\n", lo.s, *id, *id,
                 *id);
   irv v = OP("load i64, ptr %%i%d", *id);
   irv c = OP("icmp slt i64 %s, %s", v.s, hi.s);
-  cpu_sb_printf(&k->body, "  br i1 %s, label %%L%d.b, label %%L%d.e\nL%d.b:\n", c.s, *id, *id, *id);
+  lt__sb_printf(&k->body, "  br i1 %s, label %%L%d.b, label %%L%d.e\nL%d.b:\n", c.s, *id, *id, *id);
   return v;
 }
 
 static void loop_end_by(kgen *k, irv var, irv step, int id) {
   irv n = OP("add i64 %s, %s", var.s, step.s);
-  cpu_sb_printf(&k->body, "  store i64 %s, ptr %%i%d\n  br label %%L%d.c\nL%d.e:\n", n.s, id, id,
+  lt__sb_printf(&k->body, "  store i64 %s, ptr %%i%d\n  br label %%L%d.c\nL%d.e:\n", n.s, id, id,
                 id);
 }
 
@@ -319,7 +320,7 @@ static irv out_index(kgen *k) {
 static void store_out(kgen *k, const cpu_view *out, irv idx, irv v) {
   const char *t = ops_type(out->dtype);
   irv p = OP("getelementptr inbounds %s, ptr %%p%d, i64 %s", t, out->slot, idx.s);
-  cpu_sb_printf(&k->body, "  store %s %s, ptr %s\n", t, v.s, p.s);
+  lt__sb_printf(&k->body, "  store %s %s, ptr %s\n", t, v.s, p.s);
 }
 
 typedef struct acc {
@@ -329,13 +330,13 @@ typedef struct acc {
 
 static acc acc_new(kgen *k, const char *t, irv init) {
   acc a = {k->nloops++, t};
-  cpu_sb_printf(&k->allocas, "  %%a%d = alloca %s\n", a.id, t);
-  cpu_sb_printf(&k->body, "  store %s %s, ptr %%a%d\n", t, init.s, a.id);
+  lt__sb_printf(&k->allocas, "  %%a%d = alloca %s\n", a.id, t);
+  lt__sb_printf(&k->body, "  store %s %s, ptr %%a%d\n", t, init.s, a.id);
   return a;
 }
 static irv acc_get(kgen *k, acc a) { return OP("load %s, ptr %%a%d", a.t, a.id); }
 static void acc_set(kgen *k, acc a, irv v) {
-  cpu_sb_printf(&k->body, "  store %s %s, ptr %%a%d\n", a.t, v.s, a.id);
+  lt__sb_printf(&k->body, "  store %s %s, ptr %%a%d\n", a.t, v.s, a.id);
 }
 
 /* Runs body over the reduced collapsed dims [nk, nd) (nested loops). */
@@ -356,9 +357,9 @@ static void reduced_loops(kgen *k, int c, inner_fn fn, void *ud) {
 static void finish_function(kgen *k, int fn_index, const cpu_view *outs, int nouts) {
   char name[64];
   cpu_fn_name(name, sizeof name, k->c->uid, fn_index);
-  cpu_sb *ir = k->c->ir;
-  cpu_sb_printf(ir, "\ndefine void @%s(ptr %%S, i64 %%lo, i64 %%hi) #0 {\nentry:\n", name);
-  if (k->allocas.len) cpu_sb_printf(ir, "%s", k->allocas.s);
+  lt_strbuf *ir = k->c->ir;
+  lt__sb_printf(ir, "\ndefine void @%s(ptr %%S, i64 %%lo, i64 %%hi) #0 {\nentry:\n", name);
+  if (k->allocas.len) lt__sb_append(ir, k->allocas.s, k->allocas.len);
   /* One pointer per slot, loaded once, so that a load and a store of the same
    * slot (an update in place) visibly share their base. */
   int done[MAX_LEAVES + CG_MAX_OUTS], ndone = 0;
@@ -369,18 +370,18 @@ static void finish_function(kgen *k, int fn_index, const cpu_view *outs, int nou
     for (int i = 0; i < ndone; i++) seen |= done[i] == s;
     if (seen) continue;
     done[ndone++] = s;
-    cpu_sb_printf(ir, "  %%q%d = getelementptr inbounds ptr, ptr %%S, i64 %d\n", s, s);
-    cpu_sb_printf(ir, "  %%p%d = load ptr, ptr %%q%d\n", s, s);
+    lt__sb_printf(ir, "  %%q%d = getelementptr inbounds ptr, ptr %%S, i64 %d\n", s, s);
+    lt__sb_printf(ir, "  %%p%d = load ptr, ptr %%q%d\n", s, s);
   }
   for (int l = 0; l < k->nleaves; l++) {
     const leaf *lf = &k->leaves[l];
     if (!lf->hoisted) continue;
     const char *t = ops_type(lf->dtype);
-    cpu_sb_printf(ir, "  %%hp%d = getelementptr inbounds %s, ptr %%p%d, i64 %lld\n", l, t, lf->slot,
+    lt__sb_printf(ir, "  %%hp%d = getelementptr inbounds %s, ptr %%p%d, i64 %lld\n", l, t, lf->slot,
                   (long long)lf->offset);
-    cpu_sb_printf(ir, "  %s = load %s, ptr %%hp%d\n", lf->val.s, t, l);
+    lt__sb_printf(ir, "  %s = load %s, ptr %%hp%d\n", lf->val.s, t, l);
   }
-  cpu_sb_printf(ir, "  br label %%body\nbody:\n%s  ret void\n}\n", k->body.s ? k->body.s : "");
+  lt__sb_printf(ir, "  br label %%body\nbody:\n%s  ret void\n}\n", k->body.s ? k->body.s : "");
 }
 
 static int kgen_init(kgen *k, const cg_ctx *c, const int *mem, int nmem) {
@@ -397,8 +398,8 @@ static int kgen_init(kgen *k, const cg_ctx *c, const int *mem, int nmem) {
 static void kgen_free(kgen *k) {
   lt__free(k->leaves, MAX_LEAVES * sizeof *k->leaves);
   lt__free(k->memo, (size_t)k->capmemo * sizeof *k->memo);
-  cpu_sb_free(&k->body);
-  cpu_sb_free(&k->allocas);
+  lt__sb_free(&k->body);
+  lt__sb_free(&k->allocas);
 }
 
 static void fill_info(kgen *k, const cpu_view *outs, int nouts, cg_info *info) {
@@ -448,12 +449,10 @@ int cg_elem(const cg_ctx *c, const int *roots, int nroots, bool copy, const cpu_
   /* size-1 dims read index 0, as when an operand is visited: the memo then
    * finds an output that a later output reads */
   int8_t dm[LT_MAX_DIMS];
-  int64_t s = 1;
-  for (int d = n->ndim - 1; d >= 0; d--) {
+  lt__row_major_strides(n->shape, n->ndim, k->out_gs);
+  for (int d = 0; d < n->ndim; d++) {
     k->S[d] = n->shape[d];
     dm[d] = n->shape[d] == 1 ? -1 : (int8_t)d;
-    k->out_gs[d] = s;
-    s *= n->shape[d];
   }
   for (int i = 0; i < nroots && !k->err; i++) { /* pass 1: the leaves */
     k->cur = (int8_t)i;
@@ -554,7 +553,7 @@ static void body_sum_block(kgen *k, void *ud) {
   irv p = OP("getelementptr inbounds double, ptr %%b%d, i64 %s", r->blk, t.s);
   irv s = OP("load double, ptr %s", p.s);
   irv n = OP("%s double %s, %s", r->op == LT_OP_PROD ? "fmul" : "fadd", s.s, v.s);
-  cpu_sb_printf(&k->body, "  store double %s, ptr %s\n", n.s, p.s);
+  lt__sb_printf(&k->body, "  store double %s, ptr %s\n", n.s, p.s);
   loop_end(k, t, id);
 }
 
@@ -582,7 +581,7 @@ static void sum_blocked(kgen *k, rstate *r, int64_t inner) {
   enum { kBlock = 64 };
   int c = k->nk - 1;
   r->blk = k->nloops++;
-  cpu_sb_printf(&k->allocas, "  %%b%d = alloca [%d x double], align 64\n", r->blk, kBlock);
+  lt__sb_printf(&k->allocas, "  %%b%d = alloca [%d x double], align 64\n", r->blk, kBlock);
   int id, it;
   irv o = loop_begin(k, (irv){"%lo"}, (irv){"%hi"}, &id);
   unravel_outer(k, o);
@@ -595,7 +594,7 @@ static void sum_blocked(kgen *k, rstate *r, int64_t inner) {
   irv init = ir_f64(r->op == LT_OP_PROD ? 1.0 : 0.0);
   irv t = loop_begin(k, ir_int(0), r->len, &it);
   irv p = OP("getelementptr inbounds double, ptr %%b%d, i64 %s", r->blk, t.s);
-  cpu_sb_printf(&k->body, "  store double %s, ptr %s\n", init.s, p.s);
+  lt__sb_printf(&k->body, "  store double %s, ptr %s\n", init.s, p.s);
   loop_end(k, t, it);
   reduced_loops(k, k->nk, body_sum_block, r);
   t = loop_begin(k, ir_int(0), r->len, &it);
@@ -628,7 +627,7 @@ static void body_scale_out(kgen *k, void *ud) {
   irv p = OP("getelementptr inbounds %s, ptr %%p%d, i64 %s", t, r->out->slot, idx.s);
   irv e = OP("load %s, ptr %s", t, p.s);
   irv o = OP("fmul %s %s, %s", t, e.s, r->inv.s);
-  cpu_sb_printf(&k->body, "  store %s %s, ptr %s\n", t, o.s, p.s);
+  lt__sb_printf(&k->body, "  store %s %s, ptr %s\n", t, o.s, p.s);
 }
 
 static void body_int(kgen *k, void *ud) {
@@ -682,11 +681,8 @@ int cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, cg_i
         if (!pass) nkept++;
       }
   k->G = G;
-  int64_t xs[LT_MAX_DIMS], s = 1, so = 1;
-  for (int d = x->ndim - 1; d >= 0; d--) {
-    xs[d] = s;
-    s *= x->shape[d];
-  }
+  int64_t xs[LT_MAX_DIMS], so = 1;
+  lt__row_major_strides(x->shape, x->ndim, xs);
   for (int j = 0; j < G; j++) k->S[j] = x->shape[perm[j]];
   /* output strides per loop dim: softmax writes the operand's layout, the
    * others write kept dims row-major (same with or without keepdim) */

@@ -42,7 +42,7 @@ typedef struct cg_ctx {
   const lt_graph *g;
   const uint8_t *kind;  /* per node: CG_EXPR / CG_VIEW */
   const cpu_view *view; /* per node, for CG_VIEW */
-  cpu_sb *ir;
+  lt_strbuf *ir;
   uint64_t uid;
 } cg_ctx;
 

@@ -5,6 +5,7 @@
 
 #include "../../core/lt_alloc.h"
 #include "../../core/lt_error.h"
+#include "../../core/lt_shape.h"
 #include "cpu.h"
 
 static lt_buffer view_buffer(const cpu_view *v, void **table) {
@@ -47,8 +48,9 @@ static int run_fallback(const cpu_kernel *k, void **table) {
 }
 
 static void run_blas(const cpu_matmul *mm, const void *abase, const void *bbase, void *out) {
+  int nd = mm->nbatch_dims;
   int64_t nbatch = 1;
-  for (int d = 0; d < mm->nbatch_dims; d++) nbatch *= mm->batch_shape[d];
+  for (int d = 0; d < nd; d++) nbatch *= mm->batch_shape[d];
   size_t es = mm->f64 ? 8 : 4;
   if (mm->k == 0) {
     memset(out, 0, (size_t)(nbatch * mm->n * mm->m) * es);
@@ -56,13 +58,8 @@ static void run_blas(const cpu_matmul *mm, const void *abase, const void *bbase,
   }
   if (nbatch == 0 || mm->n == 0 || mm->m == 0) return;
   for (int64_t bi = 0; bi < nbatch; bi++) {
-    int64_t rest = bi, ao = mm->a.offset, bo = mm->b.offset;
-    for (int d = mm->nbatch_dims - 1; d >= 0; d--) {
-      int64_t c = rest % mm->batch_shape[d];
-      rest /= mm->batch_shape[d];
-      ao += c * mm->a_bstride[d];
-      bo += c * mm->b_bstride[d];
-    }
+    int64_t ao = mm->a.offset + lt__unravel_offset(bi, mm->batch_shape, mm->a_bstride, nd);
+    int64_t bo = mm->b.offset + lt__unravel_offset(bi, mm->batch_shape, mm->b_bstride, nd);
     const char *a = (const char *)abase + (size_t)ao * es;
     const char *b = (const char *)bbase + (size_t)bo * es;
     char *c = (char *)out + (size_t)(bi * mm->n * mm->m) * es;

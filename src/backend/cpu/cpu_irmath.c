@@ -22,7 +22,7 @@ irv ir_op(cpu_ir *ir, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
-  cpu_sb_printf(ir->sb, "  %s = %s\n", v.s, line);
+  lt__sb_printf(ir->sb, "  %s = %s\n", v.s, line);
   return v;
 }
 
@@ -172,25 +172,25 @@ irv ir_erff(cpu_ir *ir, irv x) {
   return OP("select i1 %s, float %s, float %s", isnan.s, x.s, r.s);
 }
 
-void ir_declarations(cpu_sb *sb) {
+void ir_declarations(lt_strbuf *sb) {
   static const char *const kTypes[] = {"f32", "f64"};
   static const char *const kC[] = {"float", "double"};
   static const char *const kUnary[] = {"fabs", "floor", "ceil", "roundeven", "sqrt", "exp", "log"};
   static const char *const kBinary[] = {"maxnum", "minnum", "maximum", "minimum", "copysign"};
   for (int t = 0; t < 2; t++) {
     for (size_t i = 0; i < sizeof kUnary / sizeof *kUnary; i++)
-      cpu_sb_printf(sb, "declare %s @llvm.%s.%s(%s)\n", kC[t], kUnary[i], kTypes[t], kC[t]);
+      lt__sb_printf(sb, "declare %s @llvm.%s.%s(%s)\n", kC[t], kUnary[i], kTypes[t], kC[t]);
     for (size_t i = 0; i < sizeof kBinary / sizeof *kBinary; i++)
-      cpu_sb_printf(sb, "declare %s @llvm.%s.%s(%s, %s)\n", kC[t], kBinary[i], kTypes[t], kC[t],
+      lt__sb_printf(sb, "declare %s @llvm.%s.%s(%s, %s)\n", kC[t], kBinary[i], kTypes[t], kC[t],
                     kC[t]);
-    cpu_sb_printf(sb, "declare %s @llvm.fma.%s(%s, %s, %s)\n", kC[t], kTypes[t], kC[t], kC[t],
+    lt__sb_printf(sb, "declare %s @llvm.fma.%s(%s, %s, %s)\n", kC[t], kTypes[t], kC[t], kC[t],
                   kC[t]);
-    cpu_sb_printf(sb, "declare i32 @llvm.fptosi.sat.i32.%s(%s)\n", kTypes[t], kC[t]);
-    cpu_sb_printf(sb, "declare i64 @llvm.fptosi.sat.i64.%s(%s)\n", kTypes[t], kC[t]);
+    lt__sb_printf(sb, "declare i32 @llvm.fptosi.sat.i32.%s(%s)\n", kTypes[t], kC[t]);
+    lt__sb_printf(sb, "declare i64 @llvm.fptosi.sat.i64.%s(%s)\n", kTypes[t], kC[t]);
   }
   static const char *const kLibm[] = {"exp", "log", "log1p", "sin", "cos", "tanh", "erf"};
   for (size_t i = 0; i < sizeof kLibm / sizeof *kLibm; i++)
-    cpu_sb_printf(sb, "declare double @%s(double)\n", kLibm[i]);
-  cpu_sb_printf(sb, "declare double @pow(double, double)\n");
-  cpu_sb_printf(sb, "declare i64 @llvm.smax.i64(i64, i64)\ndeclare i64 @llvm.smin.i64(i64, i64)\n");
+    lt__sb_printf(sb, "declare double @%s(double)\n", kLibm[i]);
+  lt__sb_printf(sb, "declare double @pow(double, double)\n");
+  lt__sb_printf(sb, "declare i64 @llvm.smax.i64(i64, i64)\ndeclare i64 @llvm.smin.i64(i64, i64)\n");
 }

@@ -8,7 +8,7 @@
 #include "cpu.h"
 
 typedef struct cpu_ir {
-  cpu_sb *sb;
+  lt_strbuf *sb;
   int next; /* SSA counter */
 } cpu_ir;
 
@@ -31,6 +31,6 @@ irv ir_sigmoidf(cpu_ir *ir, irv x);
 irv ir_erff(cpu_ir *ir, irv x);
 
 /* Declarations of the intrinsics and libm functions the kernels may call. */
-void ir_declarations(cpu_sb *sb);
+void ir_declarations(lt_strbuf *sb);
 
 #endif

@@ -23,6 +23,7 @@
 
 #include "../../core/lt_alloc.h"
 #include "../../core/lt_error.h"
+#include "../../core/lt_shape.h"
 #include "cpu_codegen.h"
 #include "cpu_ops.h"
 
@@ -48,9 +49,7 @@ typedef struct lw {
 
 static bool fusible(const lt_node *n) { return cg_elementwise_ok(n); }
 
-static bool is_view_op(int op) {
-  return lt__op_cpu_path(op) == LT_CPU_VIEW;
-}
+static bool is_view_op(int op) { return lt__op_cpu_path(op) == LT_CPU_VIEW; }
 
 static bool blas_ok(const lt_node *n) {
   if (n->op != LT_OP_MATMUL || n->noperands != 2 || n->ndim < 2) return false;
@@ -183,14 +182,9 @@ static int lower_view_op(lw *w, int i) {
   nv->ndim = n->ndim;
   memcpy(nv->shape, n->shape, sizeof nv->shape);
   switch (n->op) {
-  case LT_OP_RESHAPE: {
-    int64_t s = 1;
-    for (int d = n->ndim - 1; d >= 0; d--) {
-      nv->strides[d] = s;
-      s *= n->shape[d];
-    }
+  case LT_OP_RESHAPE:
+    lt__row_major_strides(n->shape, n->ndim, nv->strides);
     break;
-  }
   case LT_OP_PERMUTE:
     for (int d = 0; d < n->ndim; d++) nv->strides[d] = v->strides[n->attrs[d]];
     break;
@@ -614,7 +608,7 @@ static void plan_buffers(lw *w) {
 
 /* Uniform draws are fused (cpu_codegen.c): their kernels call the module's
  * uniform functions, defined here once per dtype. */
-static void add_uniform_defs(const lt_graph *g, cpu_sb *ir) {
+static void add_uniform_defs(const lt_graph *g, lt_strbuf *ir) {
   bool f32 = false, f64 = false;
   for (int i = 0; i < g->nnodes; i++) {
     const lt_node *n = g->nodes[i];
@@ -625,7 +619,7 @@ static void add_uniform_defs(const lt_graph *g, cpu_sb *ir) {
   ops_uniform_defs(ir, f32, f64);
 }
 
-int cpu_lower(const lt_graph *g, lt_executable *e, cpu_sb *ir, int *nfns) {
+int cpu_lower(const lt_graph *g, lt_executable *e, lt_strbuf *ir, int *nfns) {
   lw w;
   memset(&w, 0, sizeof w);
   w.g = g;
@@ -655,8 +649,7 @@ int cpu_lower(const lt_graph *g, lt_executable *e, cpu_sb *ir, int *nfns) {
     for (int r = 0; r < g->nroots; r++) any |= alias[r] >= 0;
     if (any) { /* again, with those roots in their parameters' slots */
       lw_free(&w);
-      ir->len = mark;
-      if (ir->s) ir->s[mark] = 0;
+      lt__sb_truncate(ir, mark);
       w.nfns = 0;
       if ((rc = lower_once(&w)) != LT_OK) goto out;
     }

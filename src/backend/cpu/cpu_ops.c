@@ -466,7 +466,7 @@ static int uniform_vfs(int dt, const int **vfs) {
   return 2;
 }
 
-static void uniform_defs(cpu_sb *sb, int dt) {
+static void uniform_defs(lt_strbuf *sb, int dt) {
   const char *sfx = dt == LT_F32 ? "f32" : "f64";
   const int *vfs;
   int nv = uniform_vfs(dt, &vfs);
@@ -478,7 +478,7 @@ static void uniform_defs(cpu_sb *sb, int dt) {
       snprintf(name, sizeof name, "lt_uniform_%s", sfx);
     else
       snprintf(name, sizeof name, "lt_uniform_%s_v%d", sfx, L.n);
-    cpu_sb_printf(sb, "\ndefine internal %s @%s(i64 %%seed, %s %%k) #1 {\n", rt, name, L.i64);
+    lt__sb_printf(sb, "\ndefine internal %s @%s(i64 %%seed, %s %%k) #1 {\n", rt, name, L.i64);
     cpu_ir ir = {sb, 0};
     irv seed = {"%seed"};
     if (L.n) {
@@ -487,18 +487,18 @@ static void uniform_defs(cpu_sb *sb, int dt) {
                    L.i64, L.n);
     }
     irv r = uniform_lanes(&ir, &L, seed, (irv){"%k"}, dt);
-    cpu_sb_printf(sb, "  ret %s %s\n}\n", rt, r.s);
+    lt__sb_printf(sb, "  ret %s %s\n}\n", rt, r.s);
   }
   /* the call sites' attribute: the variants (N<lanes>: unmasked; u: the
    * seed uniform, v: k per lane) */
-  cpu_sb_printf(sb, "attributes #%d = { \"vector-function-abi-variant\"=\"", dt == LT_F32 ? 2 : 3);
+  lt__sb_printf(sb, "attributes #%d = { \"vector-function-abi-variant\"=\"", dt == LT_F32 ? 2 : 3);
   for (int v = 0; v < nv; v++)
-    cpu_sb_printf(sb, "%s_ZGV_LLVM_N%duv_lt_uniform_%s(lt_uniform_%s_v%d)", v ? "," : "", vfs[v],
+    lt__sb_printf(sb, "%s_ZGV_LLVM_N%duv_lt_uniform_%s(lt_uniform_%s_v%d)", v ? "," : "", vfs[v],
                   sfx, sfx, vfs[v]);
-  cpu_sb_printf(sb, "\" }\n");
+  lt__sb_printf(sb, "\" }\n");
 }
 
-void ops_uniform_defs(cpu_sb *sb, bool f32, bool f64) {
+void ops_uniform_defs(lt_strbuf *sb, bool f32, bool f64) {
   if (!f32 && !f64) return;
   if (f32) uniform_defs(sb, LT_F32);
   if (f64) uniform_defs(sb, LT_F64);
@@ -506,13 +506,13 @@ void ops_uniform_defs(cpu_sb *sb, bool f32, bool f64) {
   int nv[2] = {f32 ? uniform_vfs(LT_F32, &vfs[0]) : 0, f64 ? uniform_vfs(LT_F64, &vfs[1]) : 0};
   /* noinline: one copy of the rounds per module; the vector variants are
    * kept alive (only the call sites' attribute names them) */
-  cpu_sb_printf(sb, "attributes #1 = { noinline nounwind willreturn memory(none) }\n");
-  cpu_sb_printf(sb, "@llvm.compiler.used = appending global [%d x ptr] [", nv[0] + nv[1]);
+  lt__sb_printf(sb, "attributes #1 = { noinline nounwind willreturn memory(none) }\n");
+  lt__sb_printf(sb, "@llvm.compiler.used = appending global [%d x ptr] [", nv[0] + nv[1]);
   int i = 0;
   for (int d = 0; d < 2; d++)
     for (int v = 0; v < nv[d]; v++)
-      cpu_sb_printf(sb, "%sptr @lt_uniform_%s_v%d", i++ ? ", " : "", d ? "f64" : "f32", vfs[d][v]);
-  cpu_sb_printf(sb, "], section \"llvm.metadata\"\n");
+      lt__sb_printf(sb, "%sptr @lt_uniform_%s_v%d", i++ ? ", " : "", d ? "f64" : "f32", vfs[d][v]);
+  lt__sb_printf(sb, "], section \"llvm.metadata\"\n");
 }
 
 irv ops_uniform(cpu_ir *ir, irv seed, irv k, int dt) {

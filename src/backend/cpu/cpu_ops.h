@@ -19,7 +19,7 @@ irv ops_emit(cpu_ir *ir, const lt_node *n, const irv *args, const int *dts);
 irv ops_uniform(cpu_ir *ir, irv seed, irv k, int dt);
 /* The module's uniform functions for the dtypes its kernels draw (with their
  * vector variants and the call sites' attributes); nothing when neither. */
-void ops_uniform_defs(cpu_sb *sb, bool f32, bool f64);
+void ops_uniform_defs(lt_strbuf *sb, bool f32, bool f64);
 /* Whether ops_emit (or, for RNG_UNIFORM, ops_uniform) handles n. */
 bool ops_supported(const lt_node *n);
 

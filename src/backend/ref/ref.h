@@ -5,9 +5,8 @@
 #ifndef LT_REF_H
 #define LT_REF_H
 
+#include "../../core/lt_shape.h"
 #include "ref_api.h"
-
-
 
 /* Kernels: fill out (allocated with the instruction's dtype and shape) from the
  * operand buffers in. Return LT_OK, or a negative status with lt__err set
@@ -94,27 +93,6 @@ static inline void ref_seti(lt_buffer *b, int64_t i, int64_t v) {
     ((double *)b->data)[i] = (double)v;
     break;
   }
-}
-
-/* Unravels flat index i of shape into coords (row-major). */
-static inline void ref_unravel(int64_t i, const int64_t *shape, int ndim, int64_t *coords) {
-  for (int d = ndim - 1; d >= 0; d--) {
-    int64_t s = shape[d];
-    coords[d] = s ? i % s : 0;
-    i = s ? i / s : 0;
-  }
-}
-
-/* Flat index into buffer b of the element that broadcasts to coords of an
- * output of rank out_ndim (b's dims align to the right; size-1 dims repeat). */
-static inline int64_t ref_bcast_index(const lt_buffer *b, const int64_t *coords, int out_ndim) {
-  int64_t idx = 0;
-  int off = out_ndim - b->ndim;
-  for (int d = 0; d < b->ndim; d++) {
-    int64_t c = b->shape[d] == 1 ? 0 : coords[d + off];
-    idx = idx * b->shape[d] + c;
-  }
-  return idx;
 }
 
 #endif

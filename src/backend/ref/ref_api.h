@@ -6,4 +6,8 @@
 
 extern const lt_backend lt__ref_backend;
 
+/* Whether the ref backend has a kernel for op (its dispatch is built from
+ * the op table; the op-table test walks every op through this). */
+bool lt__ref_has_kernel(lt_op op);
+
 #endif

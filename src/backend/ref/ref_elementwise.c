@@ -251,16 +251,15 @@ static int64_t binary_i(int op, int64_t a, int64_t b) {
   }
 }
 
-static int ref_binary(const lt_instr *ins, lt_buffer *out, const lt_buffer *a,
-                      const lt_buffer *b) {
+static int ref_binary(const lt_instr *ins, lt_buffer *out, const lt_buffer *a, const lt_buffer *b) {
   int64_t coords[LT_MAX_DIMS];
   /* Comparisons compute in the operands' domain; arithmetic in the result's
    * (both agree when the builder cast the operands to the result dtype). */
   bool in_float = ref_is_float(a->dtype) || ref_is_float(b->dtype) || ref_is_float(out->dtype);
   for (int64_t i = 0; i < out->numel; i++) {
-    ref_unravel(i, out->shape, out->ndim, coords);
-    int64_t ia = ref_bcast_index(a, coords, out->ndim);
-    int64_t ib = ref_bcast_index(b, coords, out->ndim);
+    lt__unravel(i, out->shape, out->ndim, coords);
+    int64_t ia = lt__bcast_ravel(a->shape, a->ndim, coords, out->ndim);
+    int64_t ib = lt__bcast_ravel(b->shape, b->ndim, coords, out->ndim);
     if (in_float) {
       double r = binary_f(ins->op, ref_getf(a, ia), ref_getf(b, ib));
       if (ref_is_float(out->dtype))
@@ -279,9 +278,10 @@ static int ref_binary(const lt_instr *ins, lt_buffer *out, const lt_buffer *a,
 static int ref_where(lt_buffer *out, const lt_buffer *c, const lt_buffer *a, const lt_buffer *b) {
   int64_t coords[LT_MAX_DIMS];
   for (int64_t i = 0; i < out->numel; i++) {
-    ref_unravel(i, out->shape, out->ndim, coords);
-    const lt_buffer *src = get_truth(c, ref_bcast_index(c, coords, out->ndim)) ? a : b;
-    int64_t j = ref_bcast_index(src, coords, out->ndim);
+    lt__unravel(i, out->shape, out->ndim, coords);
+    const lt_buffer *src =
+        get_truth(c, lt__bcast_ravel(c->shape, c->ndim, coords, out->ndim)) ? a : b;
+    int64_t j = lt__bcast_ravel(src->shape, src->ndim, coords, out->ndim);
     if (!ref_is_float(src->dtype))
       ref_seti(out, i, ref_geti(src, j));
     else if (ref_is_float(out->dtype))
@@ -293,52 +293,13 @@ static int ref_where(lt_buffer *out, const lt_buffer *c, const lt_buffer *a, con
 }
 
 int ref_elementwise(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
-  switch (ins->op) {
-  case LT_OP_NEG:
-  case LT_OP_ABS:
-  case LT_OP_SIGN:
-  case LT_OP_RELU:
-  case LT_OP_FLOOR:
-  case LT_OP_CEIL:
-  case LT_OP_ROUND:
-  case LT_OP_EXP:
-  case LT_OP_LOG:
-  case LT_OP_LOG1P:
-  case LT_OP_SQRT:
-  case LT_OP_RSQRT:
-  case LT_OP_SIN:
-  case LT_OP_COS:
-  case LT_OP_TANH:
-  case LT_OP_SIGMOID:
-  case LT_OP_GELU:
-  case LT_OP_ERF:
-  case LT_OP_NOT:
-  case LT_OP_CAST:
-    if (ins->noperands != 1) break;
-    return ref_unary(ins, out, in[0]);
-  case LT_OP_ADD:
-  case LT_OP_SUB:
-  case LT_OP_MUL:
-  case LT_OP_DIV:
-  case LT_OP_POW:
-  case LT_OP_MAXIMUM:
-  case LT_OP_MINIMUM:
-  case LT_OP_EQ:
-  case LT_OP_NE:
-  case LT_OP_LT:
-  case LT_OP_LE:
-  case LT_OP_GT:
-  case LT_OP_GE:
-  case LT_OP_AND:
-  case LT_OP_OR:
-    if (ins->noperands != 2) break;
+  /* The op table's family says which loop runs it; the per-op scalar function
+   * (unary_f, binary_f, ...) says what it computes. */
+  lt_op_family fam = ins->op < LT_OP_COUNT ? lt__op_family(ins->op) : LT_FAM_LEAF;
+  if (fam == LT_FAM_UNARY && ins->noperands == 1) return ref_unary(ins, out, in[0]);
+  if ((fam == LT_FAM_BINARY || fam == LT_FAM_COMPARE) && ins->noperands == 2)
     return ref_binary(ins, out, in[0], in[1]);
-  case LT_OP_WHERE:
-    if (ins->noperands != 3) break;
-    return ref_where(out, in[0], in[1], in[2]);
-  default:
-    break;
-  }
+  if (fam == LT_FAM_TERNARY && ins->noperands == 3) return ref_where(out, in[0], in[1], in[2]);
   return lt__err(LT_EEXEC, "ref: elementwise kernel cannot run op %s with %d operands",
                  lt__op_name((lt_op)ins->op), ins->noperands);
 }

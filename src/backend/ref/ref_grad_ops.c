@@ -13,13 +13,6 @@
 #include "../../core/lt_error.h"
 #include "ref.h"
 
-/* Row-major flat index of coords in shape. */
-static int64_t ravel(const int64_t *coords, const int64_t *shape, int ndim) {
-  int64_t i = 0;
-  for (int d = 0; d < ndim; d++) i = i * shape[d] + coords[d];
-  return i;
-}
-
 static int bad_index(const char *what, int64_t v, int64_t size, int axis) {
   return lt__err(LT_EEXEC, "%s: index %lld out of range [0, %lld) along axis %d", what,
                  (long long)v, (long long)size, axis);
@@ -30,18 +23,18 @@ typedef int (*place_fn)(const lt_instr *ins, const lt_buffer *out, lt_buffer *co
                         int64_t *pos);
 
 /* SCATTER_ADD: src element at c goes to c with c[axis] = index[c]. */
-static int place_scatter(const lt_instr *ins, const lt_buffer *out, lt_buffer *const *in,
-                         int64_t i, int64_t *pos) {
+static int place_scatter(const lt_instr *ins, const lt_buffer *out, lt_buffer *const *in, int64_t i,
+                         int64_t *pos) {
   const lt_buffer *src = in[0], *index = in[1];
   int axis = (int)ins->attrs[0];
   int64_t c[LT_MAX_DIMS];
-  ref_unravel(i, src->shape, src->ndim, c);
+  lt__unravel(i, src->shape, src->ndim, c);
   int64_t v = ref_geti(index, i);
   if (v < 0 || v >= out->shape[axis]) return bad_index("scatter_add", v, out->shape[axis], axis);
   c[axis] = v;
   for (int d = 0; d < out->ndim; d++)
     if (c[d] >= out->shape[d]) return bad_index("scatter_add", c[d], out->shape[d], d);
-  *pos = ravel(c, out->shape, out->ndim);
+  *pos = lt__ravel(c, out->shape, out->ndim);
   return LT_OK;
 }
 
@@ -51,29 +44,29 @@ static int place_index_add(const lt_instr *ins, const lt_buffer *out, lt_buffer 
   const lt_buffer *src = in[0], *index = in[1];
   int axis = (int)ins->attrs[0];
   int64_t c[LT_MAX_DIMS];
-  ref_unravel(i, src->shape, src->ndim, c);
+  lt__unravel(i, src->shape, src->ndim, c);
   if (c[axis] >= index->numel) return bad_index("index_add", c[axis], index->numel, axis);
   int64_t v = ref_geti(index, c[axis]);
   if (v < 0 || v >= out->shape[axis]) return bad_index("index_add", v, out->shape[axis], axis);
   c[axis] = v;
   for (int d = 0; d < out->ndim; d++)
     if (c[d] >= out->shape[d]) return bad_index("index_add", c[d], out->shape[d], d);
-  *pos = ravel(c, out->shape, out->ndim);
+  *pos = lt__ravel(c, out->shape, out->ndim);
   return LT_OK;
 }
 
 /* UNSLICE: src element at c goes to starts + c * steps. */
-static int place_unslice(const lt_instr *ins, const lt_buffer *out, lt_buffer *const *in,
-                         int64_t i, int64_t *pos) {
+static int place_unslice(const lt_instr *ins, const lt_buffer *out, lt_buffer *const *in, int64_t i,
+                         int64_t *pos) {
   const lt_buffer *src = in[0];
   int nd = out->ndim;
   int64_t c[LT_MAX_DIMS];
-  ref_unravel(i, src->shape, nd, c);
+  lt__unravel(i, src->shape, nd, c);
   for (int d = 0; d < nd; d++) {
     c[d] = ins->attrs[d] + c[d] * ins->attrs[nd + d];
     if (c[d] < 0 || c[d] >= out->shape[d]) return bad_index("unslice", c[d], out->shape[d], d);
   }
-  *pos = ravel(c, out->shape, nd);
+  *pos = lt__ravel(c, out->shape, nd);
   return LT_OK;
 }
 

@@ -16,13 +16,6 @@ static void copy_elem(lt_buffer *dst, int64_t di, const lt_buffer *src, int64_t 
     ref_seti(dst, di, ref_geti(src, si));
 }
 
-/* Row-major flat index of coords in shape. */
-static int64_t ravel(const int64_t *coords, const int64_t *shape, int ndim) {
-  int64_t idx = 0;
-  for (int d = 0; d < ndim; d++) idx = idx * shape[d] + coords[d];
-  return idx;
-}
-
 static int out_of_range(const char *what, int64_t v, int64_t size, int axis) {
   return lt__err(LT_EEXEC, "%s: index %lld out of range [0, %lld) along axis %d", what,
                  (long long)v, (long long)size, axis);
@@ -37,9 +30,9 @@ static int gather(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   for (int64_t i = 0; i < out->numel; i++) {
     int64_t v = ref_geti(index, i);
     if (v < 0 || v >= size) return out_of_range("gather", v, size, axis);
-    ref_unravel(i, ins->shape, ins->ndim, coords);
+    lt__unravel(i, ins->shape, ins->ndim, coords);
     coords[axis] = v;
-    copy_elem(out, i, a, ravel(coords, a->shape, a->ndim));
+    copy_elem(out, i, a, lt__ravel(coords, a->shape, a->ndim));
   }
   return LT_OK;
 }
@@ -57,9 +50,9 @@ static int index_select(const lt_instr *ins, lt_buffer *out, lt_buffer *const *i
   }
   int64_t coords[LT_MAX_DIMS];
   for (int64_t i = 0; i < out->numel; i++) {
-    ref_unravel(i, ins->shape, ins->ndim, coords);
+    lt__unravel(i, ins->shape, ins->ndim, coords);
     coords[axis] = ref_geti(index, coords[axis]);
-    copy_elem(out, i, a, ravel(coords, a->shape, a->ndim));
+    copy_elem(out, i, a, lt__ravel(coords, a->shape, a->ndim));
   }
   return LT_OK;
 }

@@ -4,19 +4,6 @@
  * arithmetic, so overflow wraps as in torch instead of being undefined). */
 #include "ref.h"
 
-/* Flat batch index into operand b (rank >= 2) of the output batch entry at
- * coords (nb dims); b's batch dims align to the right and size-1 dims repeat. */
-static int64_t batch_offset(const lt_buffer *b, const int64_t *coords, int nb) {
-  int bnd = b->ndim - 2;
-  int off = nb - bnd;
-  int64_t idx = 0;
-  for (int d = 0; d < bnd; d++) {
-    int64_t c = b->shape[d] == 1 ? 0 : coords[d + off];
-    idx = idx * b->shape[d] + c;
-  }
-  return idx;
-}
-
 int ref_matmul(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   const lt_buffer *a = in[0], *b = in[1];
   int nb = ins->ndim - 2;
@@ -28,9 +15,10 @@ int ref_matmul(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
 
   int64_t coords[LT_MAX_DIMS];
   for (int64_t bi = 0; bi < nbatch; bi++) {
-    ref_unravel(bi, ins->shape, nb, coords);
-    int64_t abase = batch_offset(a, coords, nb) * n * k;
-    int64_t bbase = batch_offset(b, coords, nb) * k * m;
+    lt__unravel(bi, ins->shape, nb, coords);
+    /* the operands' batch dims (all but their last two) broadcast to the output's */
+    int64_t abase = lt__bcast_ravel(a->shape, a->ndim - 2, coords, nb) * n * k;
+    int64_t bbase = lt__bcast_ravel(b->shape, b->ndim - 2, coords, nb) * k * m;
     int64_t obase = bi * n * m;
     for (int64_t i = 0; i < n; i++) {
       for (int64_t j = 0; j < m; j++) {

@@ -29,11 +29,7 @@ static int make_plan(const lt_buffer *in, int64_t mask, plan *p) {
     return lt__err(LT_EEXEC, "reduce: axis mask %lld does not fit rank %d", (long long)mask,
                    in->ndim);
   int64_t strides[LT_MAX_DIMS];
-  int64_t s = 1;
-  for (int d = in->ndim - 1; d >= 0; d--) {
-    strides[d] = s;
-    s *= in->shape[d];
-  }
+  lt__row_major_strides(in->shape, in->ndim, strides);
   p->nk = p->nr = 0;
   p->outer = p->inner = 1;
   for (int d = 0; d < in->ndim; d++) {
@@ -50,20 +46,10 @@ static int make_plan(const lt_buffer *in, int64_t mask, plan *p) {
   return LT_OK;
 }
 
-/* Offset of i over axes of the given sizes and strides (row-major unravel).
- * Only called with i < product of sizes, so no size is 0. */
-static int64_t offset(int64_t i, const int64_t *shape, const int64_t *stride, int n) {
-  int64_t off = 0;
-  for (int d = n - 1; d >= 0; d--) {
-    off += (i % shape[d]) * stride[d];
-    i /= shape[d];
-  }
-  return off;
-}
-
 /* Flat input index of element (o, r). */
 static int64_t in_index(const plan *p, int64_t o, int64_t r) {
-  return offset(o, p->kshape, p->kstride, p->nk) + offset(r, p->rshape, p->rstride, p->nr);
+  return lt__unravel_offset(o, p->kshape, p->kstride, p->nk) +
+         lt__unravel_offset(r, p->rshape, p->rstride, p->nr);
 }
 
 /* Largest value of row o, NaN if the row holds one, -inf for an empty row. */

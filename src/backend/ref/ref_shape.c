@@ -9,13 +9,6 @@
 #include "../../core/lt_error.h"
 #include "ref.h"
 
-/* Row-major flat index of coords in shape. */
-static int64_t ravel(const int64_t *coords, const int64_t *shape, int ndim) {
-  int64_t i = 0;
-  for (int d = 0; d < ndim; d++) i = i * shape[d] + coords[d];
-  return i;
-}
-
 /* out[oi] = in[ii]. The builders give operands the node's dtype; a differing
  * dtype would still convert correctly through the int64/double accessors. */
 static void copy_elem(lt_buffer *out, int64_t oi, const lt_buffer *in, int64_t ii) {
@@ -39,9 +32,9 @@ static int do_reshape(lt_buffer *out, const lt_buffer *in) {
 static int do_permute(const lt_instr *ins, lt_buffer *out, const lt_buffer *in) {
   int64_t oc[LT_MAX_DIMS], ic[LT_MAX_DIMS];
   for (int64_t i = 0; i < out->numel; i++) {
-    ref_unravel(i, out->shape, out->ndim, oc);
+    lt__unravel(i, out->shape, out->ndim, oc);
     for (int d = 0; d < out->ndim; d++) ic[ins->attrs[d]] = oc[d];
-    copy_elem(out, i, in, ravel(ic, in->shape, in->ndim));
+    copy_elem(out, i, in, lt__ravel(ic, in->shape, in->ndim));
   }
   return LT_OK;
 }
@@ -50,8 +43,8 @@ static int do_permute(const lt_instr *ins, lt_buffer *out, const lt_buffer *in) 
 static int do_expand(lt_buffer *out, const lt_buffer *in) {
   int64_t oc[LT_MAX_DIMS];
   for (int64_t i = 0; i < out->numel; i++) {
-    ref_unravel(i, out->shape, out->ndim, oc);
-    copy_elem(out, i, in, ref_bcast_index(in, oc, out->ndim));
+    lt__unravel(i, out->shape, out->ndim, oc);
+    copy_elem(out, i, in, lt__bcast_ravel(in->shape, in->ndim, oc, out->ndim));
   }
   return LT_OK;
 }
@@ -61,9 +54,9 @@ static int do_slice(const lt_instr *ins, lt_buffer *out, const lt_buffer *in) {
   int nd = out->ndim;
   int64_t oc[LT_MAX_DIMS], ic[LT_MAX_DIMS];
   for (int64_t i = 0; i < out->numel; i++) {
-    ref_unravel(i, out->shape, nd, oc);
+    lt__unravel(i, out->shape, nd, oc);
     for (int d = 0; d < nd; d++) ic[d] = ins->attrs[d] + oc[d] * ins->attrs[nd + d];
-    copy_elem(out, i, in, ravel(ic, in->shape, nd));
+    copy_elem(out, i, in, lt__ravel(ic, in->shape, nd));
   }
   return LT_OK;
 }
@@ -76,9 +69,9 @@ static int do_concat(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) 
   for (int k = 0; k < ins->noperands; k++) {
     const lt_buffer *b = in[k];
     for (int64_t i = 0; i < b->numel; i++) {
-      ref_unravel(i, b->shape, b->ndim, c);
+      lt__unravel(i, b->shape, b->ndim, c);
       c[axis] += offset;
-      copy_elem(out, ravel(c, out->shape, out->ndim), b, i);
+      copy_elem(out, lt__ravel(c, out->shape, out->ndim), b, i);
     }
     offset += b->shape[axis];
   }
@@ -90,9 +83,9 @@ static int do_pad(const lt_instr *ins, lt_buffer *out, const lt_buffer *in) {
   int64_t c[LT_MAX_DIMS];
   for (int64_t i = 0; i < out->numel; i++) ref_setf(out, i, ins->fattr);
   for (int64_t i = 0; i < in->numel; i++) {
-    ref_unravel(i, in->shape, in->ndim, c);
+    lt__unravel(i, in->shape, in->ndim, c);
     for (int d = 0; d < in->ndim; d++) c[d] += ins->attrs[2 * d];
-    copy_elem(out, ravel(c, out->shape, out->ndim), in, i);
+    copy_elem(out, lt__ravel(c, out->shape, out->ndim), in, i);
   }
   return LT_OK;
 }
