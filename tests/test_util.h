@@ -188,8 +188,8 @@ static inline int tu_rm_tree(const char *path) {
   while ((de = readdir(d)) != NULL) {
     if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
     char sub[1024];
-    snprintf(sub, sizeof sub, "%s/%s", path, de->d_name);
-    if (tu_rm_tree(sub) != 0) rc = -1;
+    int len = snprintf(sub, sizeof sub, "%s/%s", path, de->d_name);
+    if (len < 0 || (size_t)len >= sizeof sub || tu_rm_tree(sub) != 0) rc = -1;
   }
   closedir(d);
   return rmdir(path) == 0 ? rc : -1;

@@ -135,4 +135,3 @@ int ag_rule_where(const lt_node *n, lt_node *g, lt_node **out) {
   out[2] = ag_reduce_to(gb, b->shape, b->ndim);
   return out[1] && out[2] ? LT_OK : LT_ENOMEM;
 }
-

@@ -116,4 +116,3 @@ int ag_rule_softmax(const lt_node *n, lt_node *g, lt_node **out) {
   }
   return done1(out, ga);
 }
-

@@ -173,4 +173,3 @@ int ag_rule_unslice(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = operand(n, 0);
   return done1(out, unary_node(LT_OP_SLICE, G(g), a->shape, a->ndim, n->attrs, n->nattrs));
 }
-

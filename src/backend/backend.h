@@ -15,7 +15,6 @@
 #include "../core/lt_node.h"
 #include "instr.h"
 
-
 /* Gives b storage from its backend (device bytes counted). Its state does not
  * change: a placeholder becomes readable only when the executor publishes it,
  * after the whole execution succeeded. */

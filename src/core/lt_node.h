@@ -70,8 +70,8 @@ extern const lt_op_info lt__op_info[LT_OP_COUNT];
 #define lt__op_family(op) ((lt_op_family)lt__op_info[(op)].family)
 #define lt__op_result(op) ((lt_op_result)lt__op_info[(op)].result)
 #define lt__op_cpu_path(op) ((lt_op_cpu_path)lt__op_info[(op)].cpu)
-#define lt__op_is_elementwise(op)                                                              \
-  (lt__op_family(op) == LT_FAM_UNARY || lt__op_family(op) == LT_FAM_BINARY ||                 \
+#define lt__op_is_elementwise(op)                                             \
+  (lt__op_family(op) == LT_FAM_UNARY || lt__op_family(op) == LT_FAM_BINARY || \
    lt__op_family(op) == LT_FAM_COMPARE || lt__op_family(op) == LT_FAM_TERNARY)
 
 /* False when the table declares op not differentiable (GRAD `none`). */

@@ -9,7 +9,6 @@
 #include "lt_error.h"
 #include "lt_node.h"
 
-
 static _Atomic uint32_t g_epoch;
 
 uint32_t lt__node_epoch(void) { return atomic_fetch_add(&g_epoch, 1) + 1; }

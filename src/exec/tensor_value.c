@@ -40,4 +40,3 @@ lt_node *lt__tensor_ir(lt_tensor *t) {
   if (n && t->requires_grad) n->grad_id = t->id;
   return n;
 }
-

@@ -107,17 +107,21 @@ static int leaf_find(kgen *k, const cpu_view *v, int rng_node, const int64_t *gs
   return k->nleaves++;
 }
 
-/* Flat index of leaf l at the current loop variables. */
-static irv leaf_index(kgen *k, const leaf *l) {
-  irv idx = ir_int(l->offset);
+/* Flat index base + sum of the current loop variables times their strides gs
+ * (per loop dim; a collapsed dim steps by the stride of its innermost one). */
+static irv loop_index(kgen *k, int64_t base, const int64_t *gs) {
+  irv idx = ir_int(base);
   for (int c = 0; c < k->nd; c++) {
-    int64_t s = l->gs[k->glast[c]];
+    int64_t s = gs[k->glast[c]];
     if (!s) continue;
     irv t = OP("mul i64 %s, %lld", k->var[c].s, (long long)s);
     idx = OP("add i64 %s, %s", idx.s, t.s);
   }
   return idx;
 }
+
+/* Flat index of leaf l at the current loop variables. */
+static irv leaf_index(kgen *k, const leaf *l) { return loop_index(k, l->offset, l->gs); }
 
 /* A fused uniform draw (RNG_UNIFORM node n, index `node`) at dm: element k
  * of its own row-major shape, k from the loop variables like a contiguous
@@ -306,16 +310,8 @@ static void unravel_outer(kgen *k, irv o) {
   }
 }
 
-static irv out_index(kgen *k) {
-  irv idx = ir_int(0);
-  for (int c = 0; c < k->nd; c++) {
-    int64_t s = k->out_gs[k->glast[c]];
-    if (!s) continue;
-    irv t = OP("mul i64 %s, %lld", k->var[c].s, (long long)s);
-    idx = OP("add i64 %s, %s", idx.s, t.s);
-  }
-  return idx;
-}
+/* Flat index of the output element at the current loop variables. */
+static irv out_index(kgen *k) { return loop_index(k, 0, k->out_gs); }
 
 static void store_out(kgen *k, const cpu_view *out, irv idx, irv v) {
   const char *t = ops_type(out->dtype);
