@@ -144,6 +144,31 @@ static void test_the_check_sees_each_gap(void **state) {
   expect_problem(LT_OP_WHERE, &row, &kReal, "arity");
 }
 
+/* Every node made is checked against its row: arity and result dtype rule. */
+static void test_nodes_follow_their_row(void **state) {
+  (void)state;
+  lt_node *a = lt__node_const(LT_F32, SHAPE(2), 1, 1.0),
+          *b = lt__node_const(LT_F32, SHAPE(2), 1, 2.0);
+  lt_node *ab[2] = {a, b};
+  lt_node *ok = lt__node_new(LT_OP_EQ, LT_BOOL, SHAPE(2), 1, ab, 2, NULL, 0, 0.0);
+  assert_non_null(ok);
+  lt__node_release(ok);
+  assert_null(lt__node_new(LT_OP_EQ, LT_F32, SHAPE(2), 1, ab, 2, NULL, 0, 0.0));
+  assert_int_equal(lt_last_status(), LT_EINVAL);
+  tu_expect_substr(lt_last_error(), "op table says bool");
+  assert_null(lt__node_new(LT_OP_ADD, LT_F64, SHAPE(2), 1, ab, 2, NULL, 0, 0.0));
+  tu_expect_substr(lt_last_error(), "op table says f32");
+  assert_null(lt__node_new(LT_OP_ADD, LT_F32, SHAPE(2), 1, ab, 1, NULL, 0, 0.0));
+  tu_expect_substr(lt_last_error(), "given 1 operands");
+  assert_null(lt__node_new(LT_OP_ARGMAX, LT_I32, SHAPE(1), 1, ab, 1, NULL, 0, 0.0));
+  tu_expect_substr(lt_last_error(), "op table says i64");
+  assert_null(lt__node_new(LT_OP_COUNT, LT_F32, SHAPE(2), 1, ab, 2, NULL, 0, 0.0));
+  tu_expect_substr(lt_last_error(), "unknown op");
+  lt_clear_error();
+  lt__node_release(a);
+  lt__node_release(b);
+}
+
 /* ---- the op table in the compile environment key ---------------------------------------- */
 
 /* LT_BACKEND=ref is how scripts/test.sh runs the suite under valgrind, which
@@ -248,6 +273,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       TU_TEST(test_every_op_is_complete),
       TU_TEST(test_the_check_sees_each_gap),
+      TU_TEST(test_nodes_follow_their_row),
       TU_TEST(test_table_change_changes_env_key),
       TU_TEST(test_disk_entry_not_loaded_after_table_change_ref),
       TU_TEST(test_disk_entry_not_loaded_after_table_change_cpu),

@@ -40,9 +40,38 @@ static uint64_t node_hash(const lt_node *n) {
   return h;
 }
 
+/* The op table's arity and result dtype rule, checked for every node made:
+ * a builder that breaks them is a bug in the library, reported as an error
+ * rather than handed to kernels that index operands unchecked. */
+static int check_row(lt_op op, lt_dtype dt, lt_node *const *operands, int noperands) {
+  if ((unsigned)op >= LT_OP_COUNT)
+    return lt__err(LT_EINVAL, "internal: node of unknown op %d", (int)op);
+  if (!lt__op_arity_ok(op, (uint32_t)noperands))
+    return lt__err(LT_EINVAL, "internal: op %s given %d operands", lt__op_name(op), noperands);
+  lt_dtype want = dt;
+  switch (lt__op_result(op)) {
+  case LT_RES_SAME:
+    want = (lt_dtype)operands[lt__op_family(op) == LT_FAM_TERNARY ? 1 : 0]->dtype;
+    break;
+  case LT_RES_BOOL:
+    want = LT_BOOL;
+    break;
+  case LT_RES_INDEX:
+    want = LT_I64;
+    break;
+  case LT_RES_NODE:
+    break;
+  }
+  if (want != dt)
+    return lt__err(LT_EINVAL, "internal: op %s made a %s result where the op table says %s",
+                   lt__op_name(op), lt_dtype_name(dt), lt_dtype_name(want));
+  return LT_OK;
+}
+
 lt_node *lt__node_new(lt_op op, lt_dtype dt, const int64_t *shape, int ndim,
                       lt_node *const *operands, int noperands, const int64_t *attrs, int nattrs,
                       double fattr) {
+  if (check_row(op, dt, operands, noperands) != LT_OK) return NULL;
   size_t size =
       sizeof(lt_node) + (size_t)noperands * sizeof(lt_operand) + (size_t)nattrs * sizeof(int64_t);
   lt_node *n = lt__malloc(size);
