@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "lazytensor.h"
 #include "lazytensor_nn.h"
 

@@ -31,13 +31,6 @@ static int die(const char *what) {
   return 1;
 }
 
-/* A counter's value (-1 for an unknown name). */
-static long long counter(const char *name) {
-  int64_t v = -1;
-  lt_get_counter(name, &v);
-  return (long long)v;
-}
-
 static double metric_ms(const char *name) {
   lt_metric_stats st;
   return lt_get_metric(name, &st) == LT_OK ? st.total / 1e6 : 0;

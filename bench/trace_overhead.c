@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "lazytensor.h"
 
 /* One-element tensors: the sync figure measures the executor (collect, walk,
@@ -26,13 +27,6 @@ static double now_ns(void) {
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
-}
-
-/* A counter's value (-1 for an unknown name). */
-static long long counter(const char *name) {
-  int64_t v = -1;
-  lt_get_counter(name, &v);
-  return (long long)v;
 }
 
 static double median(double *v, int n) {

@@ -34,13 +34,6 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* A counter's value (-1 for an unknown name). */
-static long long counter(const char *name) {
-  int64_t v = -1;
-  lt_get_counter(name, &v);
-  return (long long)v;
-}
-
 static int die(const char *what) {
   fprintf(stderr, "train_step: %s: %s\n", what, lt_last_error());
   return 1;
