@@ -115,6 +115,10 @@ static lt_tensor *from_data(reader *r) {
     case LT_BOOL:
       buf->b[i] = v != 0;
       break;
+    case LT_U8:
+    case LT_I8: /* any byte: both wrap around */
+      buf->b[i] = isfinite(v) && fabs(v) < 1e18 ? (uint8_t)(int64_t)v : 0x81;
+      break;
     case LT_I32:
       buf->i32[i] = isfinite(v) ? (int32_t)v : 3;
       break;
@@ -234,8 +238,8 @@ static lt_tensor *shape_op(state *s, reader *r) {
 }
 
 static lt_tensor *index_op(state *s, reader *r) {
-  lt_tensor *a = any(s, r), *b = any(s, r);
-  switch (pick(r, 9)) {
+  lt_tensor *a = any(s, r), *b = any(s, r), *v = NULL, *i = NULL;
+  switch (pick(r, 12)) {
   case 0:
     return lt_gather(a, axis(r), b);
   case 1:
@@ -252,6 +256,14 @@ static lt_tensor *index_op(state *s, reader *r) {
     return lt_clamp(a, flag(r) ? NAN : value(r), flag(r) ? NAN : value(r));
   case 7:
     return lt_dropout(a, pick(r, 4) / 4.0, flag(r));
+  case 8:
+    return flag(r) ? lt_cumsum(a, axis(r)) : lt_argsort(a, axis(r), flag(r));
+  case 9: /* one output kept, the other (if asked for) left to the scope */
+    if (lt_sort(a, axis(r), flag(r), flag(r) ? &v : NULL, &i) < 0) return NULL;
+    return i;
+  case 10:
+    if (lt_topk(a, pick(r, 8) - 1, axis(r), flag(r), &v, flag(r) ? &i : NULL) < 0) return NULL;
+    return v;
   default:
     return lt_bernoulli(a);
   }

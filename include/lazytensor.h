@@ -99,10 +99,29 @@ typedef enum lt_dtype {
   LT_I64 = 2,
   LT_F32 = 3,
   LT_F64 = 4,
+  /* Added after the first five so that their ids, which parameter files and the
+   * persistent cache store, keep their meaning. */
+  LT_U8 = 5, /* torch.uint8 */
+  LT_I8 = 6, /* torch.int8 */
   LT_NUM_DTYPES
 } lt_dtype;
+/* Small integers follow torch.uint8 / torch.int8:
+ *  - promotion is torch.promote_types: bool < any integer < any float; among
+ *    integers the wider wins (u8, i8 < i32 < i64), except that u8 with i8
+ *    gives i32, the smallest dtype here that holds both (torch gives int16,
+ *    which this library does not have);
+ *  - arithmetic wraps around (u8: 250 + 10 = 4, 0 - 1 = 255; neg of u8 wraps,
+ *    abs of u8 is the identity), integer division is true division in f32;
+ *  - a cast from a float truncates toward zero to an int64 (saturating at the
+ *    int64 range, NaN giving 0), then keeps the low 8 bits (two's
+ *    complement): u8 of 300.7 is 44, of -1.5 is 255, of +inf 255 and of -inf
+ *    0; i8 of 200 is -56. Creation values (lt_full, lt_scalar) convert the
+ *    same way. (torch leaves out-of-range float casts undefined.)
+ *  - sum and prod give i64, max/min keep the dtype, argmax gives i64;
+ *  - they are not index dtypes: gather, index_select and one_hot take i32 or
+ *    i64 indices (torch takes int64 for gather), and randperm gives i32 or i64. */
 
-LT_API const char *lt_dtype_name(lt_dtype dt); /* "bool", "i32", ... ; "?" if invalid */
+LT_API const char *lt_dtype_name(lt_dtype dt); /* "bool", "i32", ..., "u8", "i8"; "?" if invalid */
 LT_API size_t lt_dtype_size(lt_dtype dt);      /* bytes per element, 0 if invalid */
 
 /* ---- devices ---------------------------------------------------------------- */
@@ -159,7 +178,10 @@ LT_API lt_tensor *lt_ones(lt_device dev, lt_dtype dt, const int64_t *shape, int 
 /* A 0-d tensor. 0 and +-1 become IR constants; other values become device data,
  * so a value that changes from step to step never changes the graph. */
 LT_API lt_tensor *lt_scalar(lt_device dev, lt_dtype dt, double value);
-/* [start, stop) by step, as numpy.arange; step must not be 0. */
+/* [start, stop) by step, as torch.arange: ceil((stop - start) / step) elements
+ * start + i * step; an integer dt truncates start and step toward 0 first
+ * (lt_arange(dev, LT_I32, 0, 5, 1.5) is 0 1 2 3). LT_EINVAL for a zero step or
+ * one whose sign leads away from stop. */
 LT_API lt_tensor *lt_arange(lt_device dev, lt_dtype dt, double start, double stop, double step);
 /* n x m identity (m <= 0 means m = n). */
 LT_API lt_tensor *lt_eye(lt_device dev, lt_dtype dt, int64_t n, int64_t m);
@@ -173,8 +195,9 @@ LT_API int lt_item(lt_tensor *t, int64_t flat_index, double *out);
 
 /* ---- elementwise ---------------------------------------------------------------- */
 /* Binary ops broadcast as numpy and promote dtypes as PyTorch: bool < i32 < i64 <
- * f32 < f64, with 0-d tensors only raising the category (bool, int, float) of
- * tensors that have dimensions. */
+ * f32 < f64 (u8 and i8 below i32; u8 with i8 gives i32, see lt_dtype), with 0-d
+ * tensors only raising the category (bool, int, float) of tensors that have
+ * dimensions. */
 LT_API lt_tensor *lt_add(lt_tensor *a, lt_tensor *b);
 LT_API lt_tensor *lt_sub(lt_tensor *a, lt_tensor *b);
 LT_API lt_tensor *lt_mul(lt_tensor *a, lt_tensor *b);
@@ -202,7 +225,8 @@ LT_API lt_tensor *lt_tanh(lt_tensor *a);
 LT_API lt_tensor *lt_sigmoid(lt_tensor *a);
 LT_API lt_tensor *lt_gelu(lt_tensor *a); /* exact: x * (1 + erf(x / sqrt 2)) / 2 */
 LT_API lt_tensor *lt_erf(lt_tensor *a);
-/* clamp to [lo, hi]; NAN for a bound means none. */
+/* clamp to [lo, hi]; NAN for a bound means none. As torch.clamp: NaN stays NaN, lo > hi
+ * gives hi; the gradient is 1 on [lo, hi] (bounds included), 0 outside and at NaN. */
 LT_API lt_tensor *lt_clamp(lt_tensor *a, double lo, double hi);
 
 /* Comparisons give bool. */
@@ -219,6 +243,24 @@ LT_API lt_tensor *lt_logical_not(lt_tensor *a);
 /* cond ? a : b, broadcasting all three; cond is read as bool. */
 LT_API lt_tensor *lt_where(lt_tensor *cond, lt_tensor *a, lt_tensor *b);
 LT_API lt_tensor *lt_cast(lt_tensor *a, lt_dtype dt);
+/* torch.remainder and torch.floor_divide (Python's % and //): the operands
+ * broadcast and promote as lt_add (bool with bool is LT_EDTYPE); the result
+ * has the promoted dtype. remainder has the sign of b (or is 0) and
+ * floor_divide rounds toward -inf: remainder(-7, 2) = 1, floor_divide(-7, 2)
+ * = -4, remainder(7, -2) = -1. Floats follow torch's formulas over an exact
+ * fmod (exact while |a / b| < 2^52, |b| < 2^996): remainder of an infinite a
+ * or of b == 0 is NaN, floor_divide by 0 is a / b (+-inf or NaN). Integers
+ * divided by 0 give 0 for both (numpy's answer; torch raises an error, a
+ * lazy graph cannot since b is data); INT_MIN // -1 wraps to INT_MIN.
+ * Gradients: remainder's are 1 for a and -floor_divide(a, b) for b (torch's);
+ * floor_divide has none (a constant to autograd, as lt_detach). */
+LT_API lt_tensor *lt_remainder(lt_tensor *a, lt_tensor *b);
+LT_API lt_tensor *lt_floor_divide(lt_tensor *a, lt_tensor *b);
+/* Bool tensors of a's shape: NaN; +-inf; neither (torch.isnan, isinf,
+ * isfinite). Integer and bool inputs are always finite. */
+LT_API lt_tensor *lt_isnan(lt_tensor *a);
+LT_API lt_tensor *lt_isinf(lt_tensor *a);
+LT_API lt_tensor *lt_isfinite(lt_tensor *a);
 
 /* ---- reductions ------------------------------------------------------------------- */
 /* axes: naxes entries (negative count from the end); naxes == 0 reduces all axes.
@@ -229,6 +271,27 @@ LT_API lt_tensor *lt_max(lt_tensor *a, const int *axes, int naxes, bool keepdim)
 LT_API lt_tensor *lt_min(lt_tensor *a, const int *axes, int naxes, bool keepdim);
 LT_API lt_tensor *lt_prod(lt_tensor *a, const int *axes, int naxes, bool keepdim);
 LT_API lt_tensor *lt_logsumexp(lt_tensor *a, const int *axes, int naxes, bool keepdim);
+/* torch.var / torch.std over axes (same axes rules): sum((a - mean)^2) /
+ * max(N - correction, 0) for groups of N elements; correction 1 is the
+ * unbiased estimate (torch's default), 0 the population one. A divisor of 0
+ * gives NaN (or inf), as torch; so does an empty group. Floating dtypes only
+ * (LT_EDTYPE otherwise, as torch). */
+LT_API lt_tensor *lt_var(lt_tensor *a, const int *axes, int naxes, double correction,
+                         bool keepdim);
+LT_API lt_tensor *lt_std(lt_tensor *a, const int *axes, int naxes, double correction,
+                         bool keepdim);
+/* torch.linalg.vector_norm over axes (naxes == 0: the whole tensor as one
+ * vector): ord 2 (Euclidean), 1, INFINITY (max |a|), -INFINITY (min |a|), 0
+ * (count of non-zero elements), any other (sum |a|^ord)^(1/ord). Floating
+ * dtypes only; the +-inf norms of an empty group are LT_ESHAPE. The gradient
+ * is torch's: 0 where the norm is 0, and for ord < 1 at elements that are 0;
+ * the inf norms split it evenly among the elements that reach the max. */
+LT_API lt_tensor *lt_norm(lt_tensor *a, double ord, const int *axes, int naxes, bool keepdim);
+/* torch.any / torch.all over axes: whether some / every element is non-zero
+ * (NaN is non-zero). bool result (u8 for a u8 input, as torch); over no
+ * elements any is false and all is true. */
+LT_API lt_tensor *lt_any(lt_tensor *a, const int *axes, int naxes, bool keepdim);
+LT_API lt_tensor *lt_all(lt_tensor *a, const int *axes, int naxes, bool keepdim);
 /* Index (i64) of the first largest / smallest value along one axis. */
 LT_API lt_tensor *lt_argmax(lt_tensor *a, int axis, bool keepdim);
 LT_API lt_tensor *lt_argmin(lt_tensor *a, int axis, bool keepdim);
@@ -258,6 +321,33 @@ LT_API lt_tensor *lt_concat(lt_tensor *const *ts, int n, int axis);
 LT_API lt_tensor *lt_stack(lt_tensor *const *ts, int n, int axis);
 /* pads[2*i], pads[2*i+1]: elements added before and after axis i (>= 0). */
 LT_API lt_tensor *lt_pad(lt_tensor *a, const int64_t *pads, double value);
+/* torch.flip: a reversed along each axis of dims (ndims entries, no axis
+ * twice). */
+LT_API lt_tensor *lt_flip(lt_tensor *a, const int *dims, int ndims);
+/* torch.roll: element i of axis dims[k] moves to (i + shifts[k]) mod its size
+ * (negative shifts roll back; an axis may appear more than once). With
+ * ndims == 0, one shift rolls the flattened tensor and the shape is kept. */
+LT_API lt_tensor *lt_roll(lt_tensor *a, const int64_t *shifts, int nshifts, const int *dims,
+                          int ndims);
+/* torch.Tensor.repeat: a tiled repeats[d] times along each axis; nrep must be
+ * at least a's rank (a gets leading axes of size 1 to nrep dims); 0 repeats
+ * give an empty axis. */
+LT_API lt_tensor *lt_repeat(lt_tensor *a, const int64_t *repeats, int nrep);
+/* Splitting along axis into pieces written to out[0..count) (new tensors as
+ * any op result: they share a's value, nothing is copied). Each returns the
+ * count of pieces, or a negative status with nothing created; out == NULL
+ * only returns the count, and a count above cap is LT_EINVAL. 0-d tensors
+ * cannot be split (LT_ESHAPE).
+ * lt_split: torch.split with a list: pieces of sizes[0..nsizes), which must
+ * add up to the axis' size. lt_split_size: torch.split with one size: pieces
+ * of size, the last one smaller if the axis does not divide evenly (one empty
+ * piece for an empty axis; size 0 only then). lt_chunk: torch.chunk: pieces
+ * of ceil(dim / chunks), so possibly fewer than chunks (6 in 4 chunks gives
+ * 2, 2, 2); an empty axis gives chunks empty pieces. */
+LT_API int lt_split(lt_tensor *a, const int64_t *sizes, int nsizes, int axis, lt_tensor **out,
+                    int cap);
+LT_API int lt_split_size(lt_tensor *a, int64_t size, int axis, lt_tensor **out, int cap);
+LT_API int lt_chunk(lt_tensor *a, int chunks, int axis, lt_tensor **out, int cap);
 /* torch.gather: out[i][j] = a[index[i][j]][j] for axis 0, etc. index is an
  * integer tensor of a's rank. Out-of-range indices fail at execution. */
 LT_API lt_tensor *lt_gather(lt_tensor *a, int axis, lt_tensor *index);
@@ -265,6 +355,56 @@ LT_API lt_tensor *lt_gather(lt_tensor *a, int axis, lt_tensor *index);
 LT_API lt_tensor *lt_index_select(lt_tensor *a, int axis, lt_tensor *index);
 /* One-hot of an integer tensor: a new last axis of num_classes entries. */
 LT_API lt_tensor *lt_one_hot(lt_tensor *indices, int64_t num_classes, lt_dtype dt);
+/* Writes at computed positions, as torch (a is not changed: the result is a
+ * new tensor). index is i32 or i64; src has a's dtype (LT_EDTYPE otherwise).
+ * Out-of-range (or negative) indices fail at execution (LT_EEXEC), before
+ * anything is written.
+ * lt_scatter_add (torch.scatter_add): a, with src[i][j] added at
+ * [index[i][j]][j] for axis 0, etc. index, src and a have one rank; index is
+ * no larger than src in any dim nor than a off axis; only the part of src
+ * that index covers is read. Duplicate indices add up.
+ * lt_scatter (torch.scatter): the same positions are replaced by src's
+ * values; a 0-d src is torch's `value` form (one value, any dtype, converted
+ * to a's). Where index repeats a position torch leaves the result undefined
+ * (one of the values); here it is their mean, so it is exact when they are
+ * equal. Gradients: src gets g gathered at index (divided by the repeat
+ * count), a gets g where nothing was written.
+ * lt_index_add (torch.index_add): a, with alpha * src[..., i, ...] added at
+ * [..., index[i], ...] along axis; index is 1-d (or 0-d), src has a's shape
+ * but len(index) along axis; alpha must be an integer for integer a. */
+LT_API lt_tensor *lt_scatter_add(lt_tensor *a, int axis, lt_tensor *index, lt_tensor *src);
+LT_API lt_tensor *lt_scatter(lt_tensor *a, int axis, lt_tensor *index, lt_tensor *src);
+LT_API lt_tensor *lt_index_add(lt_tensor *a, int axis, lt_tensor *index, lt_tensor *src,
+                               double alpha);
+
+/* ---- scans and sorting ------------------------------------------------------------------ */
+/* dim: one axis, negative counting from the end; a 0-d tensor takes 0 or -1.
+ *
+ * torch.cumsum: out[..., j, ...] = sum of a[..., i, ...] for i <= j along dim.
+ * bool and integer inputs give i64 (as torch); a float input keeps its dtype.
+ * For torch's dtype= argument, cast first: lt_cumsum(lt_cast(a, dt), dim). */
+LT_API lt_tensor *lt_cumsum(lt_tensor *a, int dim);
+/* torch.sort / torch.argsort: a sorted along dim, ascending or descending.
+ * The sort is always stable (equal elements keep their order, in either
+ * direction: torch's stable=True, which is also a valid stable=False
+ * result); NaN sorts as larger than every number (last ascending, first
+ * descending); -0.0 equals 0.0. *values gets the sorted values (a's dtype),
+ * *indices their positions along dim (i64), both of a's shape and new
+ * references as any op result; either pointer may be NULL when that output
+ * is not wanted (not both). Returns LT_OK, or a negative status with both
+ * outputs set to NULL and nothing created. The gradient of the values flows
+ * back through the indices (torch's). */
+LT_API int lt_sort(lt_tensor *a, int dim, bool descending, lt_tensor **values, lt_tensor **indices);
+LT_API lt_tensor *lt_argsort(lt_tensor *a, int dim, bool descending); /* lt_sort's indices */
+/* torch.topk: the k largest (largest) or smallest elements along dim, in
+ * sorted order (largest first, or smallest first), with their i64 positions:
+ * the first k of lt_sort(a, dim, largest) (so ties keep their order, and NaN
+ * counts as the largest). Results have a's shape with k along dim; k must lie
+ * in [0, size of dim] (LT_EINVAL otherwise); a 0-d input takes k = 1 only.
+ * Outputs and status as lt_sort. torch's sorted=False allows any order, so
+ * the sorted result serves it too. */
+LT_API int lt_topk(lt_tensor *a, int64_t k, int dim, bool largest, lt_tensor **values,
+                   lt_tensor **indices);
 
 /* ---- in place ------------------------------------------------------------------------- */
 /* dst takes the value of src (broadcast to dst's shape and cast to its dtype),
@@ -287,7 +427,15 @@ LT_API int lt_wait_device_ops(lt_device dev);
 /* Drops the pending graphs of every live tensor of dev: reading one then fails
  * with a clear message. Returns how many tensors were cleared. */
 LT_API int lt_clear_pending(lt_device dev);
-/* Compiles what syncing ts would run, without running it (warm-up). */
+/* Warm-up: compiles, without running or uploading anything, the executable
+ * that lt_mark_step will run when ts are the tensors with a pending graph on
+ * their device: the same graph (ts in any order; tensors without a pending
+ * graph are skipped), the step barrier's flags and the same donated inputs,
+ * so that the step finds it in the compilation cache. Pass every tensor the
+ * step will sync: with fewer, the step runs another graph and compiles it
+ * (an lt_nn optimizer's state tensors cannot be named, so a step with SGD
+ * momentum or Adam is not warmed this way). ts stay pending. LT_EDEVICE for
+ * tensors on different devices. */
 LT_API int lt_warmup(lt_tensor *const *ts, int n);
 /* The persistent compilation cache: compiled executables kept in dir (created
  * if missing), so that a later process skips the compiles an earlier one did.
@@ -342,12 +490,36 @@ LT_API int lt_backward(lt_tensor *loss);
 LT_API lt_tensor *lt_grad(lt_tensor *t);
 /* Drops t's gradient (the next backward starts from zero). */
 LT_API int lt_zero_grad(lt_tensor *t);
+/* torch.Tensor.detach: a new tensor with a's value (the same lazy graph, nothing
+ * is computed or copied) that lt_backward treats as a constant: no gradient
+ * flows through it into the tensors a was computed from. It does not require
+ * grad; lt_set_requires_grad on it makes it a leaf of its own. */
+LT_API lt_tensor *lt_detach(lt_tensor *a);
+/* torch.no_grad: between lt_no_grad_begin() and lt_no_grad_end() every op
+ * result of this thread is made as by lt_detach, so that updates and
+ * evaluation record nothing for autograd. Scopes nest (per thread); an end
+ * without a begin does nothing. lt_set_requires_grad still works inside, and
+ * lt_get_no_grad() tells whether a scope is open on this thread. */
+LT_API void lt_no_grad_begin(void);
+LT_API void lt_no_grad_end(void);
+LT_API bool lt_get_no_grad(void);
 
 /* ---- random numbers ------------------------------------------------------------------- */
 /* One seed per device. Random ops draw from a seed chain kept inside the graph,
  * so a training step compiles once; lt_mark_step advances the base seed.
  * lt_set_seed sets the device's base seed (torch.manual_seed). */
 LT_API int lt_set_seed(lt_device dev, uint64_t seed);
+/* The device's random state as an opaque blob (torch.get_rng_state /
+ * set_rng_state): setting a state got earlier replays the same draws (dropout
+ * masks, randperm), within a step and across lt_mark_step. The blob is plain
+ * bytes, the same on every host: it may be written to a file and set in
+ * another process. LT_EINVAL for bytes that are not such a state. */
+#define LT_RNG_STATE_BYTES 32
+typedef struct lt_rng_state {
+  uint8_t bytes[LT_RNG_STATE_BYTES];
+} lt_rng_state;
+LT_API int lt_get_rng_state(lt_device dev, lt_rng_state *out);
+LT_API int lt_set_rng_state(lt_device dev, const lt_rng_state *state);
 /* Uniform in [lo, hi) and normal(mean, std), float dtypes only. */
 LT_API lt_tensor *lt_rand_uniform(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim,
                                   double lo, double hi);
@@ -374,7 +546,11 @@ LT_API const char *const *lt_counter_names(void);
 LT_API void lt_counters_reset(void);
 /* Timers (TraceTime, CompileTime, ExecuteTime, TransferToDeviceTime,
  * TransferFromDeviceTime, DeviceLockWait; in ns) and value metrics
- * (TensorsGraphSize, InputOutputAliasCount): samples seen and their stats. */
+ * (TensorsGraphSize, InputOutputAliasCount): samples seen and their stats.
+ * DeviceLockWait: each wait for a device's execution lock (a sync, read or
+ * lt_wait_device_ops waiting for the execution in flight). TraceTime: per
+ * sync, the time from the end of the device's previous sync to the start of
+ * this one, less the lock waits in between: the program's own tracing. */
 typedef struct lt_metric_stats {
   int64_t count;
   double total, min, max, p50, p90, p99;

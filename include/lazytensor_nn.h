@@ -44,6 +44,45 @@ LT_API lt_tensor *lt_nn_cross_entropy(lt_tensor *logits, lt_tensor *labels);
 /* Fraction of rows whose argmax (first on ties) equals the label: 0-d f32. */
 LT_API lt_tensor *lt_nn_accuracy(lt_tensor *logits, lt_tensor *labels);
 
+/* The losses below follow torch.nn.functional (1.13), with its reductions:
+ * mean (0-d), sum (0-d) or none (one loss per element). Float operands only
+ * (f32, f64); the result has their promoted dtype. */
+typedef enum lt_nn_reduction {
+  LT_NN_REDUCTION_MEAN = 0,
+  LT_NN_REDUCTION_SUM = 1,
+  LT_NN_REDUCTION_NONE = 2
+} lt_nn_reduction;
+/* PyTorch's default ignore_index: no class index is negative, so it ignores
+ * no valid target. */
+#define LT_NN_IGNORE_INDEX_DEFAULT (-100)
+/* (input - target)^2, the operands broadcast (F.mse_loss). */
+LT_API lt_tensor *lt_nn_mse_loss(lt_tensor *input, lt_tensor *target, lt_nn_reduction reduction);
+/* Negative log-likelihood of log-probabilities (F.nll_loss): logp [N, C],
+ * [N, C, d1, ...] or [C]; target i32/i64 class indices shaped as logp without
+ * its class axis (axis 1, or 0 for [C] whose target is 0-d). Each element's
+ * loss is -logp[n, target[n]]; elements whose target equals ignore_index lose
+ * 0 and the mean divides by the number of the others (NaN when every one is
+ * ignored, as PyTorch). A target outside [0, C) that is not ignore_index
+ * fails at execution (LT_EEXEC). */
+LT_API lt_tensor *lt_nn_nll_loss(lt_tensor *logp, lt_tensor *target, lt_nn_reduction reduction,
+                                 int64_t ignore_index);
+/* Cross-entropy of logits with class indices (F.cross_entropy): the nll
+ * loss of log_softmax over the class axis, with ignore_index as above and
+ * label smoothing eps in [0, 1]: (1 - eps) * nll + eps / C * sum over the
+ * classes of -log_softmax, both terms 0 for ignored elements and reduced
+ * alike. lt_nn_cross_entropy(l, y) is the mean with no ignore_index and no
+ * smoothing. */
+LT_API lt_tensor *lt_nn_cross_entropy_ex(lt_tensor *logits, lt_tensor *target,
+                                         lt_nn_reduction reduction, int64_t ignore_index,
+                                         double label_smoothing);
+/* Binary cross-entropy of logits x against targets y of x's shape
+ * (F.binary_cross_entropy_with_logits), in the stable form
+ * max(x, 0) - x y + log1p(exp(-|x|)); with pos_weight (NULL for none; it
+ * broadcasts to x, e.g. [C] for the last axis) the positive term is weighted:
+ * (1 - y) x + (1 + (pos_weight - 1) y) (max(-x, 0) + log1p(exp(-|x|))). */
+LT_API lt_tensor *lt_nn_bce_with_logits(lt_tensor *x, lt_tensor *target, lt_tensor *pos_weight,
+                                        lt_nn_reduction reduction);
+
 /* ---- optimizers ------------------------------------------------------------------------- */
 /* Optimizers: lazy in-place updates (lt_assign) of the parameters and of their
  * state (created once as device data at the next step barrier), with PyTorch's
@@ -67,24 +106,55 @@ typedef struct lt_nn_optim lt_nn_optim;
 LT_API lt_nn_optim *lt_nn_optim_create(const lt_nn_optim_config *cfg, lt_tensor *const *params,
                                        int n);
 /* One update from each parameter's lt_grad (parameters without a grad are
- * skipped, as PyTorch), then drops the grads (lt_zero_grad). */
+ * skipped, as PyTorch), then drops the grads (lt_zero_grad). Each parameter
+ * counts its own steps, advanced only by steps that gave it a grad, and
+ * Adam's bias corrections use that count (PyTorch's state["step"]). */
 LT_API int lt_nn_optim_step(lt_nn_optim *o);
 /* The same with explicit grads (n entries as at create; NULL skips); the
  * parameters' own grads are left alone. */
 LT_API int lt_nn_optim_step_grads(lt_nn_optim *o, lt_tensor *const *grads);
 LT_API int lt_nn_optim_set_lr(lt_nn_optim *o, double lr);
 LT_API int64_t lt_nn_optim_steps(const lt_nn_optim *o); /* updates done so far */
+/* Updates parameter i has had (its step count); -1 for a bad index. */
+LT_API int64_t lt_nn_optim_param_steps(const lt_nn_optim *o, int i);
 LT_API void lt_nn_optim_free(lt_nn_optim *o);
+/* Gradient clipping by the global norm (torch.nn.utils.clip_grad_norm_):
+ * the norm of order norm_type (> 0, or INFINITY) of all the grads of params
+ * together (params without a grad are skipped), and every grad scaled in
+ * place by min(max_norm / (norm + 1e-6), 1). Lazy: the norm and the scaled
+ * grads are pending values of the step's graph, nothing runs. *total_norm
+ * (unless NULL) gets the norm as a new 0-d tensor (f32, f64 when a grad is
+ * f64; 0 when no parameter has a grad), owned like any op's result. */
+LT_API int lt_nn_clip_grad_norm(lt_tensor *const *params, int n, double max_norm, double norm_type,
+                                lt_tensor **total_norm);
 
 /* ---- parameter files -------------------------------------------------------------------- */
 /* Parameter files (lt_nn_save / lt_nn_load), little-endian:
- *   "LTPARAMS" (8 bytes), u32 version (1), u32 count,
+ *   "LTPARAMS" (8 bytes), u32 version (1 or 2), u32 count,
  *   count times: u32 dtype (lt_dtype), u32 ndim, ndim x i64 shape, the data,
+ *   version 2 only: u32 section count, each section a 4-byte tag, u32
+ *     section version, u64 payload bytes and the payload,
  *   u64 FNV-1a 64 checksum of every byte before it.
+ * A file without sections is written as version 1. Section "OPTM" (version
+ * 1) is an optimizer's state: u32 kind, u32 parameters, u32 state tensors
+ * per parameter (0-2), u32 nesterov, f64 lr, momentum, weight_decay, beta1,
+ * beta2, eps, i64 steps, then per parameter: u32 dtype, u32 ndim, ndim x i64
+ * shape, i64 step count and the data of its state tensors (SGD's momentum
+ * buffer; Adam's exp_avg, exp_avg_sq). Sections of other tags are skipped.
  * lt_nn_load checks everything (count, dtypes, shapes, size, checksum) before
- * it assigns the values (lazily, lt_assign) to the n given tensors. */
+ * it assigns the values (lazily, lt_assign) to the n given tensors; an
+ * unknown file or section version fails with LT_EINVAL, naming it. */
 LT_API int lt_nn_save(const char *path, lt_tensor *const *ts, int n);
 LT_API int lt_nn_load(const char *path, lt_tensor *const *ts, int n);
+/* The same with the optimizer's state (PyTorch's optimizer state_dict: step
+ * counts, moments, hyper-parameters), so that training resumes bit-exactly.
+ * o may be NULL (lt_nn_save / lt_nn_load). lt_nn_load_state needs a file with
+ * optimizer state of the same kind and parameter shapes (and momentum
+ * buffers when o has them); it restores the hyper-parameters (lr included,
+ * as torch's load_state_dict) and the step counts, and assigns parameters
+ * and state only when everything checked out. */
+LT_API int lt_nn_save_state(const char *path, lt_tensor *const *ts, int n, const lt_nn_optim *o);
+LT_API int lt_nn_load_state(const char *path, lt_tensor *const *ts, int n, lt_nn_optim *o);
 
 /* ---- data --------------------------------------------------------------------------------- */
 /* IDX files (gzip-compressed or plain, read with zlib): unsigned-byte data

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs dependencies, checks the format, builds with gcc and clang
-# (warnings as errors), runs the whole suite under ASan+UBSan, the executor
-# tests under TSan, the ref-backend tests under valgrind memcheck, then the suite plainly
-# so that CTest's summary comes last.
+# (warnings as errors: -DLT_WERROR=ON, whose default is off) and a gcc Release build,
+# runs the whole suite under ASan+UBSan, the executor tests under TSan, the ref-backend
+# tests under valgrind memcheck, then the suite plainly so that CTest's summary comes last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -12,25 +12,34 @@ echo "== format (clang-format, .clang-format)"
 git ls-files '*.c' '*.h' | xargs clang-format --dry-run -Werror
 
 echo "== clang build (-Wall -Wextra -Werror)"
-cmake -S . -B build-clang -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DLT_LLVM_STATIC=OFF >/dev/null
+cmake -S . -B build-clang -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DLT_LLVM_STATIC=OFF \
+  -DLT_WERROR=ON >/dev/null
 cmake --build build-clang -j "$jobs"
 
 echo "== ASan + UBSan"
 cmake -S . -B build-asan -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Debug \
-  -DLT_SANITIZE=address,undefined -DLT_BUILD_BENCH=OFF -DLT_LLVM_STATIC=OFF >/dev/null
+  -DLT_SANITIZE=address,undefined -DLT_BUILD_BENCH=OFF -DLT_LLVM_STATIC=OFF -DLT_WERROR=ON >/dev/null
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 ctest --test-dir build-asan -j "$jobs" --output-on-failure
 
 echo "== TSan: the executor, async and threading tests"
 cmake -S . -B build-tsan -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
-  -DLT_SANITIZE=thread -DLT_BUILD_BENCH=OFF -DLT_LLVM_STATIC=OFF >/dev/null
+  -DLT_SANITIZE=thread -DLT_BUILD_BENCH=OFF -DLT_LLVM_STATIC=OFF -DLT_WERROR=ON >/dev/null
 cmake --build build-tsan -j "$jobs"
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan -j "$jobs" --output-on-failure \
   -R 'test_(step|executor|random|threads|faults)'
 
 echo "== gcc build (-Wall -Wextra -Werror)"
-cmake -S . -B build -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLT_WERROR=ON >/dev/null
 cmake --build build -j "$jobs"
+
+# What a user gets from a plain `cmake -DCMAKE_BUILD_TYPE=Release`: gcc -O3 sees
+# more (inlining-dependent warnings such as -Wstringop-overflow), so it must be
+# clean too.
+echo "== gcc Release build (-O3, -Werror)"
+cmake -S . -B build-release -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Release \
+  -DLT_BUILD_BENCH=OFF -DLT_WERROR=ON >/dev/null
+cmake --build build-release -j "$jobs"
 
 echo "== layers (one-way src/ folders)"
 bash scripts/check_layers.sh --self-test # two commands: set -e ignores a failure left of &&

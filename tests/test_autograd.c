@@ -2,6 +2,11 @@
  * elementwise ops' gradients, including broadcasting. */
 #include "test_grad_util.h"
 
+#include "../src/backend/cpu/cpu_api.h"
+#include "../src/backend/ref/ref_api.h"
+
+static const lt_backend *const kBackends[2] = {&lt__ref_backend, &lt__cpu_backend};
+
 typedef lt_tensor *(*un_op)(lt_tensor *);
 typedef lt_tensor *(*bin_op)(lt_tensor *, lt_tensor *);
 
@@ -135,6 +140,147 @@ static void test_errors(void **state) {
   assert_null(lt_grad(NULL));
 }
 
+/* issue 12, item 0: a = [0.5], b = [2] gave d/db exp(a*b) = 5.43656 (= d/da):
+ * the gradient nodes g*b and g*a have one hash (same-shaped leaves hash
+ * alike), and the graph key did not say which leaf each node reads, so the
+ * second gradient read reused the executable compiled for the first. */
+typedef struct prod_case {
+  const char *name;
+  un_op f;
+  double (*df)(double); /* f'(y) */
+} prod_case;
+static double d_exp(double y) { return exp(y); }
+static double d_sigmoid(double y) { return exp(-y) / ((1 + exp(-y)) * (1 + exp(-y))); }
+static double d_sqrt(double y) { return 0.5 / sqrt(y); }
+static double d_log(double y) { return 1 / y; }
+
+static void test_same_shaped_leaves_in_a_product(void **state) {
+  (void)state;
+  const prod_case ops[] = {{"exp", lt_exp, d_exp},
+                           {"sigmoid", lt_sigmoid, d_sigmoid},
+                           {"sqrt", lt_sqrt, d_sqrt},
+                           {"log", lt_log, d_log}};
+  const double av[2] = {0.5, 1.5}, bv[2] = {2.0, 0.7};
+  const int64_t shape[1] = {2};
+  const int ndims[3] = {0, 1, 1}, sizes[3] = {1, 1, 2}; /* 0-d, [1], [2] */
+  for (int be = 0; be < 2; be++)
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
+      for (int s = 0; s < 3; s++) {
+        lt__backend_force(kBackends[be]);
+        lt_scope_begin();
+        int64_t sh[1] = {sizes[s]};
+        lt_tensor *a = lt_from_data(CPU0, LT_F64, ndims[s] ? sh : shape, ndims[s], av);
+        lt_tensor *b = lt_from_data(CPU0, LT_F64, ndims[s] ? sh : shape, ndims[s], bv);
+        lt_set_requires_grad(a, true);
+        lt_set_requires_grad(b, true);
+        assert_int_equal(lt_backward(lt_sum(ops[o].f(lt_mul(a, b)), NULL, 0, false)), LT_OK);
+        double ga[2], gb[2], want_a[2], want_b[2];
+        for (int i = 0; i < sizes[s]; i++) {
+          want_a[i] = ops[o].df(av[i] * bv[i]) * bv[i];
+          want_b[i] = ops[o].df(av[i] * bv[i]) * av[i];
+        }
+        tu_read(lt_grad(a), ga, 2); /* one sync per gradient, as a user reads them */
+        tu_read(lt_grad(b), gb, 2);
+        for (int i = 0; i < sizes[s]; i++)
+          if (!tu_near(ga[i], want_a[i], 1e-12) || !tu_near(gb[i], want_b[i], 1e-12))
+            fail_msg("%s on %s, %d-d [%d]: grad a %.9g (want %.9g), grad b %.9g (want %.9g)",
+                     ops[o].name, kBackends[be]->name, ndims[s], i, ga[i], want_a[i], gb[i],
+                     want_b[i]);
+        lt_scope_end();
+        lt__backend_force(NULL);
+      }
+}
+
+/* The root cause of item 0 without autograd: (a-b)*(a-b) and (a-b)*(b-a) have
+ * equal root hashes and read a and b in the same order, yet differ. */
+static void test_graph_key_tells_which_leaf_a_node_reads(void **state) {
+  (void)state;
+  for (int be = 0; be < 2; be++) {
+    lt__backend_force(kBackends[be]);
+    lt_scope_begin();
+    lt_tensor *a = lt_from_data(CPU0, LT_F64, SHAPE(2), 1, (double[]){3, 1});
+    lt_tensor *b = lt_from_data(CPU0, LT_F64, SHAPE(2), 1, (double[]){1, 4});
+    tu_expect(lt_mul(lt_sub(a, b), lt_sub(a, b)), LT_F64, SHAPE(2), 1, (double[]){4, 9}, 0);
+    tu_expect(lt_mul(lt_sub(a, b), lt_sub(b, a)), LT_F64, SHAPE(2), 1, (double[]){-4, -9}, 0);
+    /* one node read twice, and two equal nodes: other graphs, same values */
+    lt_tensor *d = lt_sub(a, b);
+    tu_expect(lt_mul(d, d), LT_F64, SHAPE(2), 1, (double[]){4, 9}, 0);
+    /* two roots: which root is which node */
+    lt_tensor *r[2] = {lt_sub(a, b), lt_sub(b, a)};
+    assert_int_equal(lt_sync(r, 2, true), LT_OK);
+    tu_expect(r[0], LT_F64, SHAPE(2), 1, (double[]){2, -3}, 0);
+    tu_expect(r[1], LT_F64, SHAPE(2), 1, (double[]){-2, 3}, 0);
+    lt_tensor *q[2] = {lt_sub(b, a), lt_sub(a, b)};
+    assert_int_equal(lt_sync(q, 2, true), LT_OK);
+    tu_expect(q[0], LT_F64, SHAPE(2), 1, (double[]){-2, 3}, 0);
+    tu_expect(q[1], LT_F64, SHAPE(2), 1, (double[]){2, -3}, 0);
+    lt_scope_end();
+    lt__backend_force(NULL);
+  }
+}
+
+/* issue 12, item 3: torch.clamp's gradient is 1 on [lo, hi], bounds included
+ * (it was 0.5 there: maximum/minimum split ties), 0 outside and at NaN; the
+ * value of a NaN stays NaN; with lo > hi every element is hi, gradient 0. */
+static void test_clamp_gradient_at_bounds(void **state) {
+  (void)state;
+  const double x[7] = {-2, -0.5, 0, 1, 1.5, NAN, 0.25};
+  float xf[7];
+  for (int i = 0; i < 7; i++) xf[i] = (float)x[i];
+  struct {
+    double lo, hi;
+    double value[7], grad[7];
+  } cases[] = {
+      {-0.5, 1, {-0.5, -0.5, 0, 1, 1, NAN, 0.25}, {0, 1, 1, 1, 0, 0, 1}},
+      {-0.5, NAN, {-0.5, -0.5, 0, 1, 1.5, NAN, 0.25}, {0, 1, 1, 1, 1, 0, 1}},
+      {NAN, 1, {-2, -0.5, 0, 1, 1, NAN, 0.25}, {1, 1, 1, 1, 0, 0, 1}},
+      {0.25, 0.25, {0.25, 0.25, 0.25, 0.25, 0.25, NAN, 0.25}, {0, 0, 0, 0, 0, 0, 1}},
+      {1, -0.5, {-0.5, -0.5, -0.5, -0.5, -0.5, NAN, -0.5}, {0, 0, 0, 0, 0, 0, 0}},
+  };
+  for (int be = 0; be < 2; be++)
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+      for (int dt = 0; dt < 2; dt++) {
+        lt_dtype dtype = dt ? LT_F32 : LT_F64;
+        lt__backend_force(kBackends[be]);
+        lt_scope_begin();
+        lt_tensor *t = dt ? lt_from_data(CPU0, LT_F32, SHAPE(7), 1, xf)
+                          : lt_from_data(CPU0, LT_F64, SHAPE(7), 1, x);
+        lt_set_requires_grad(t, true);
+        lt_tensor *y = lt_clamp(t, cases[c].lo, cases[c].hi);
+        tu_expect(y, dtype, SHAPE(7), 1, cases[c].value, 0);
+        assert_int_equal(lt_backward(lt_sum(lt_clamp(t, cases[c].lo, cases[c].hi), NULL, 0, false)),
+                         LT_OK);
+        tu_expect(lt_grad(t), dtype, SHAPE(7), 1, cases[c].grad, 0);
+        lt_scope_end();
+        lt__backend_force(NULL);
+      }
+}
+
+/* torch.maximum / torch.minimum: a tie splits g evenly; a NaN in either
+ * operand compares false both ways, so both get all of g
+ * (where(a == b, g / 2, g) masked to 0 where the other operand wins). */
+static void test_maximum_minimum_ties_and_nan(void **state) {
+  (void)state;
+  for (int be = 0; be < 2; be++) {
+    lt__backend_force(kBackends[be]);
+    lt_scope_begin();
+    lt_tensor *a = lt_from_data(CPU0, LT_F64, SHAPE(4), 1, (double[]){1, 2, NAN, 5});
+    lt_tensor *b = lt_from_data(CPU0, LT_F64, SHAPE(4), 1, (double[]){1, 3, 0, NAN});
+    lt_set_requires_grad(a, true);
+    lt_set_requires_grad(b, true);
+    assert_int_equal(lt_backward(lt_sum(lt_maximum(a, b), NULL, 0, false)), LT_OK);
+    tu_expect(lt_grad(a), LT_F64, SHAPE(4), 1, (double[]){0.5, 0, 1, 1}, 0);
+    tu_expect(lt_grad(b), LT_F64, SHAPE(4), 1, (double[]){0.5, 1, 1, 1}, 0);
+    lt_zero_grad(a);
+    lt_zero_grad(b);
+    assert_int_equal(lt_backward(lt_sum(lt_minimum(a, b), NULL, 0, false)), LT_OK);
+    tu_expect(lt_grad(a), LT_F64, SHAPE(4), 1, (double[]){0.5, 1, 1, 1}, 0);
+    tu_expect(lt_grad(b), LT_F64, SHAPE(4), 1, (double[]){0.5, 0, 1, 1}, 0);
+    lt_scope_end();
+    lt__backend_force(NULL);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TU_TEST(test_unary_gradients),
@@ -143,6 +289,10 @@ int main(void) {
       TU_TEST(test_ties_split_like_pytorch),
       TU_TEST(test_accumulation_and_zero_grad),
       TU_TEST(test_errors),
+      TU_TEST(test_same_shaped_leaves_in_a_product),
+      TU_TEST(test_graph_key_tells_which_leaf_a_node_reads),
+      TU_TEST(test_clamp_gradient_at_bounds),
+      TU_TEST(test_maximum_minimum_ties_and_nan),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

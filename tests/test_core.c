@@ -130,7 +130,7 @@ static void test_arange_and_eye(void **state) {
             (double[]){1, 1.25, 1.5, 1.75}, 0);
   tu_expect(lt_arange(CPU0, LT_I32, 5, 0, -2), LT_I32, SHAPE(3), 1, (double[]){5, 3, 1}, 0);
   tu_expect(lt_arange(CPU0, LT_F64, 3, 3, 1), LT_F64, SHAPE(0), 1, NULL, 0);
-  tu_expect(lt_arange(CPU0, LT_F64, 3, 0, 1), LT_F64, SHAPE(0), 1, NULL, 0);
+  TU_EXPECT_ERROR(lt_arange(CPU0, LT_F64, 3, 0, 1), LT_EINVAL, "inconsistent"); /* as torch */
   TU_EXPECT_ERROR(lt_arange(CPU0, LT_F32, 0, 1, 0), LT_EINVAL, "non-zero step");
   TU_EXPECT_ERROR(lt_arange(CPU0, LT_F32, 0, INFINITY, 1), LT_EINVAL, "finite");
   TU_EXPECT_ERROR(lt_arange(CPU0, LT_BOOL, 0, 2, 1), LT_EDTYPE, "bool");
@@ -232,6 +232,37 @@ static void test_counters_and_report(void **state) {
   assert_int_equal(tu_counter("CreateTensor"), 0);
 }
 
+/* torch.arange: ceil((stop - start) / step) elements of the values as given;
+ * an integer dtype truncates start and step toward 0 (to int64) and computes
+ * start + i * step in int64 (torch's cpu kernel: acc_type of an integer is
+ * int64), so lt_arange(I32, 0, 5, 1.5) is 0 1 2 3 (it was 0 1 3 4). */
+static void test_arange_follows_torch(void **state) {
+  (void)state;
+  tu_expect(lt_arange(CPU0, LT_I32, 0, 5, 1.5), LT_I32, SHAPE(4), 1, (double[]){0, 1, 2, 3}, 0);
+  tu_expect(lt_arange(CPU0, LT_I64, 0, 5, 1.5), LT_I64, SHAPE(4), 1, (double[]){0, 1, 2, 3}, 0);
+  /* negative step: ceil(-5 / -1.5) = 4 values, step -1 */
+  tu_expect(lt_arange(CPU0, LT_I32, 5, 0, -1.5), LT_I32, SHAPE(4), 1, (double[]){5, 4, 3, 2}, 0);
+  /* a fractional start truncates toward 0: ceil(4.5 / 1.5) = 3 values from 0 */
+  tu_expect(lt_arange(CPU0, LT_I64, 0.5, 5, 1.5), LT_I64, SHAPE(3), 1, (double[]){0, 1, 2}, 0);
+  tu_expect(lt_arange(CPU0, LT_I32, -2.5, 1, 1), LT_I32, SHAPE(4), 1, (double[]){-2, -1, 0, 1}, 0);
+  /* a step under 1 truncates to 0: ceil(2 / 0.5) = 4 copies of start */
+  tu_expect(lt_arange(CPU0, LT_I32, 1, 3, 0.5), LT_I32, SHAPE(4), 1, (double[]){1, 1, 1, 1}, 0);
+  /* i32 values are computed in int64 and wrap (no undefined float-to-int cast) */
+  tu_expect(lt_arange(CPU0, LT_I32, 2147483647.0, 2147483649.0, 1), LT_I32, SHAPE(2), 1,
+            (double[]){2147483647.0, -2147483648.0}, 0);
+  /* float dtypes: start + i * step, ceil((stop - start) / step) of them */
+  tu_expect(lt_arange(CPU0, LT_F32, 0, 5, 1.5), LT_F32, SHAPE(4), 1, (double[]){0, 1.5, 3, 4.5}, 0);
+  tu_expect(lt_arange(CPU0, LT_F64, 1, 0, -0.3), LT_F64, SHAPE(4), 1,
+            (double[]){1, 1 - 0.3, 1 - 0.6, 1 - 0.9}, 1e-15);
+  tu_expect(lt_arange(CPU0, LT_I32, 2, 2, -1), LT_I32, SHAPE(0), 1, NULL, 0);
+  /* torch's errors: zero step, a step leading away from stop */
+  TU_EXPECT_ERROR(lt_arange(CPU0, LT_I32, 0, 5, 0), LT_EINVAL, "non-zero step");
+  TU_EXPECT_ERROR(lt_arange(CPU0, LT_I32, 0, 3, -1), LT_EINVAL,
+                  "lt_arange: start 0 and stop 3 are inconsistent with the sign of step -1");
+  TU_EXPECT_ERROR(lt_arange(CPU0, LT_F32, 1, 0, 0.5), LT_EINVAL, "inconsistent");
+  TU_EXPECT_ERROR(lt_arange(CPU0, LT_I64, 1e19, 2e19, 1e18), LT_EINVAL, "integer");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TU_TEST(test_device_parse_and_print), TU_TEST(test_devices_are_separate),
@@ -239,7 +270,7 @@ int main(void) {
       TU_TEST(test_from_data_every_dtype),  TU_TEST(test_full_zeros_ones_scalar),
       TU_TEST(test_arange_and_eye),         TU_TEST(test_null_operand_keeps_first_error),
       TU_TEST(test_assign_errors),          TU_TEST(test_allocation_failures_are_errors),
-      TU_TEST(test_counters_and_report),
+      TU_TEST(test_counters_and_report),    TU_TEST(test_arange_follows_torch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

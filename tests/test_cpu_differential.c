@@ -75,6 +75,10 @@ static void input_fill(input *in, lt_dtype dt, const int64_t *shape, int nd, boo
     case LT_I32:
       ((int32_t *)in->data)[i] = irand(5) ? irand(21) - 10 : (int32_t)rnd();
       break;
+    case LT_U8:
+    case LT_I8: /* small values, or any byte (u8 above 127, i8 below 0) */
+      ((uint8_t *)in->data)[i] = (uint8_t)(irand(5) ? irand(21) - 10 : (int)rnd());
+      break;
     case LT_I64:
       ((int64_t *)in->data)[i] = irand(5) ? irand(21) - 10 : (int64_t)rnd();
       break;
@@ -124,7 +128,10 @@ static void result_free(result *r) {
 static double get(const void *p, lt_dtype dt, int64_t i) {
   switch (dt) {
   case LT_BOOL:
+  case LT_U8:
     return ((const uint8_t *)p)[i];
+  case LT_I8:
+    return ((const int8_t *)p)[i];
   case LT_I32:
     return ((const int32_t *)p)[i];
   case LT_I64:
@@ -720,6 +727,59 @@ static void test_random_dags(void **state) {
   assert_int_equal(g_failures - g_failures_before, 0);
 }
 
+/* ---- scans and sorts (the executor's fallback on cpu), fed by views and fused ops ---- */
+
+static int b_scan_sort(lt_tensor **in, const void *ud, lt_tensor **outs) {
+  int which = *(const int *)ud;
+  lt_tensor *x = in[0]; /* [4, 6, 5] */
+  int rc = LT_OK;
+  switch (which) {
+  case 0:
+    outs[0] = lt_cumsum(lt_tanh(x), 1);
+    break;
+  case 1:
+    outs[0] = lt_add(lt_cumsum(lt_transpose(x, 0, 2), 0), lt_scalar(CPU0, LT_F32, 1.5));
+    break;
+  case 2:
+    outs[0] = lt_cumsum(lt_cast(lt_mul(x, lt_scalar(CPU0, LT_F32, 4)), LT_I32), -1);
+    break;
+  case 3:
+    rc = lt_sort(lt_mul(x, x), -1, true, &outs[0], &outs[1]);
+    break;
+  case 4:
+    rc = lt_sort(lt_transpose(x, 0, 1), 0, false, &outs[0], &outs[1]);
+    break;
+  case 5:
+    rc = lt_topk(x, 3, 1, true, &outs[0], &outs[1]);
+    if (rc == LT_OK) outs[0] = lt_exp(outs[0]);
+    break;
+  case 6:
+    rc = lt_topk(lt_slice(x, SHAPE(1, 0, 1), SHAPE(4, 6, 5), SHAPE(1, 2, 2)), 2, 2, false, &outs[0],
+                 &outs[1]);
+    break;
+  default:
+    outs[0] = lt_argsort(lt_gt(x, lt_scalar(CPU0, LT_F32, 0)), 1, false);
+    break;
+  }
+  /* a case that cannot be built would compare equal on both backends */
+  if (rc != LT_OK || !outs[0]) fail_msg("scan/sort case %d: %s", which, lt_last_error());
+  return which >= 3 && which < 7 ? 2 : 1;
+}
+
+static void test_scan_sort(void **state) {
+  (void)state;
+  for (int which = 0; which < 8; which++) {
+    input in;
+    g_rng = 777 + (uint64_t)which;
+    input_fill(&in, LT_F32, SHAPE(4, 6, 5), 3, true);
+    char what[32];
+    snprintf(what, sizeof what, "scan/sort case %d", which);
+    diff(what, 0, &in, 1, b_scan_sort, &which, false);
+    input_free(&in, 1);
+  }
+  assert_int_equal(g_failures - g_failures_before, 0);
+}
+
 static int setup(void **state) {
   (void)state;
   g_failures_before = g_failures;
@@ -735,6 +795,7 @@ int main(void) {
       cmocka_unit_test_setup(test_matmul, setup),
       cmocka_unit_test_setup(test_shape_index, setup),
       cmocka_unit_test_setup(test_random_dags, setup),
+      cmocka_unit_test_setup(test_scan_sort, setup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -206,6 +206,35 @@ static void test_multiple_roots_and_assign(void **state) {
   lt_release(w);
 }
 
+/* A program runs on the device it was created on: an input on another
+ * device is LT_EDEVICE naming both (it was LT_ESHAPE, with a message that
+ * gave the same dtype and shape twice). */
+static void test_program_input_on_another_device(void **state) {
+  (void)state;
+  lt_tensor *a = tu_f32(SHAPE(3), 1, ((float[]){1, 2, 3}));
+  lt_tensor *y = lt_mul(a, a);
+  lt_program *p = lt_program_create(&y, 1, &a, 1);
+  assert_non_null(p);
+  lt_tensor *other = lt_from_data(lt_cpu(1), LT_F32, SHAPE(3), 1, ((float[]){4, 5, 6}));
+  assert_non_null(other);
+  lt_tensor *out = NULL;
+  assert_int_equal(lt_program_run(p, &other, 1, &out), LT_EDEVICE);
+  assert_int_equal(lt_last_status(), LT_EDEVICE);
+  assert_null(out);
+  tu_expect_substr(lt_last_error(), "lt_program_run: input 0 is on CPU:1");
+  tu_expect_substr(lt_last_error(), "created on CPU:0");
+  /* the refused input is intact, and the program still runs a right one */
+  tu_expect(other, LT_F32, SHAPE(3), 1, (double[]){4, 5, 6}, 0);
+  lt_tensor *c = tu_f32(SHAPE(3), 1, ((float[]){4, 5, 6}));
+  assert_int_equal(lt_program_run(p, &c, 1, &out), LT_OK);
+  tu_expect(out, LT_F32, SHAPE(3), 1, (double[]){16, 25, 36}, 0);
+  /* a wrong shape on the right device is still LT_ESHAPE, naming both */
+  lt_tensor *d = tu_f32(SHAPE(2), 1, ((float[]){1, 2}));
+  assert_int_equal(lt_program_run(p, &d, 1, &out), LT_ESHAPE);
+  tu_expect_substr(lt_last_error(), "input 0 is f32 [2], the program takes f32 [3]");
+  lt_program_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       XTEST(test_same_graph_new_data_compiles_once),
@@ -220,6 +249,7 @@ int main(void) {
       XTEST(test_to_data_errors),
       XTEST(test_lru_eviction),
       XTEST(test_multiple_roots_and_assign),
+      XTEST(test_program_input_on_another_device),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

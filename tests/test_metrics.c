@@ -6,6 +6,7 @@
 
 #include "test_util.h"
 #include "../src/core/lt_metrics.h"
+#include "../src/lt_test_hooks.h"
 
 static const char *const kTimers[] = {
     "TraceTime",     "CompileTime", "ExecuteTime", "TransferToDeviceTime", "TransferFromDeviceTime",
@@ -370,6 +371,55 @@ static void test_reset(void **state) {
   assert_true(s.count == 1 && s.min == 3 && s.max == 3 && s.p50 == 3);
 }
 
+/* ---- tracing apart from waiting ------------------------------------------------------- */
+
+/* w = -w, then a step barrier. */
+static void negate_step(lt_tensor *w) {
+  lt_scope_begin();
+  assert_int_equal(lt_assign(w, lt_neg(w)), LT_OK);
+  lt_scope_end();
+  assert_int_equal(lt_mark_step(CPU0), LT_OK);
+}
+
+/* Two steps on a slow device; the second waits for the first's execution, in
+ * its own sync or, with wait_first, in lt_wait_device_ops before it. From the
+ * end of the first step's sync to the second's getting the lock, the time is
+ * tracing then waiting: TraceTime's sample and the DeviceLockWait samples are
+ * disjoint, so they sum to at most the time around both steps; and to at
+ * least the delay, which began after the first sync ended. Counting the wait
+ * in TraceTime too would make the sum about twice the delay. */
+static void slow_device_steps(bool wait_first) {
+  const int64_t delay_ns = 200 * 1000000;
+  lt_tensor *w = lt_retain(tu_f32(SHAPE(4), 1, ((float[]){0, 1, 2, 3})));
+  negate_step(w); /* compiled here, not in the window below */
+  assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
+  lt_set_execute_delay_us(delay_ns / 1000);
+  int64_t t0 = lt__now_ns();
+  negate_step(w); /* queued: the worker sleeps, then runs it */
+  assert_false(lt_ready(w));
+  lt_metric_stats trace0 = metric("TraceTime"), wait0 = metric("DeviceLockWait");
+  if (wait_first) assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
+  negate_step(w);
+  int64_t t1 = lt__now_ns();
+  lt_metric_stats trace1 = metric("TraceTime"), wait1 = metric("DeviceLockWait");
+  lt_set_execute_delay_us(0);
+  assert_int_equal(trace1.count, trace0.count + 1);
+  assert_int_equal(wait1.count, wait0.count + (wait_first ? 2 : 1));
+  double trace = trace1.total - trace0.total, wait = wait1.total - wait0.total;
+  if (!(trace + wait <= (double)(t1 - t0) && trace + wait >= (double)delay_ns))
+    fail_msg("%s: TraceTime %.3f ms + DeviceLockWait %.3f ms, window %.3f ms, delay %.3f ms",
+             wait_first ? "wait, then sync" : "sync", trace / 1e6, wait / 1e6,
+             (double)(t1 - t0) / 1e6, (double)delay_ns / 1e6);
+  tu_expect(w, LT_F32, SHAPE(4), 1, (double[]){0, -1, -2, -3}, 0);
+  lt_release(w);
+}
+
+static void test_lock_wait_is_not_trace_time(void **state) {
+  (void)state;
+  slow_device_steps(false);
+  slow_device_steps(true);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       MTEST(test_step_warnings_disabled),
@@ -381,6 +431,7 @@ int main(void) {
       MTEST(test_timers_and_values_after_syncs),
       MTEST(test_report),
       MTEST(test_reset),
+      MTEST(test_lock_wait_is_not_trace_time),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

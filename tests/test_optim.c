@@ -178,6 +178,207 @@ static void test_errors(void **state) {
   lt_nn_optim_free(o);
 }
 
+/* Two f64 parameters a = b = 1, lr 0.1, grad 0.5: step 1 gives a a grad and
+ * b none, step 2 gives both. Checks a and b after step 2, the step counts,
+ * and that a third step, with other counts, reuses step 2's executable. */
+static void skip_then_both(lt_nn_optim_config cfg, double want_a, double want_b) {
+  lt_tensor *a = tu_f64(SHAPE(1), 1, ((double[]){1})), *b = tu_f64(SHAPE(1), 1, ((double[]){1}));
+  lt_tensor *g = tu_f64(SHAPE(1), 1, ((double[]){0.5}));
+  lt_tensor *ps[2] = {a, b};
+  lt_nn_optim *o = lt_nn_optim_create(&cfg, ps, 2);
+  if (!o) fail_msg("create: %s", lt_last_error());
+  assert_int_equal(lt_mark_step(CPU0), LT_OK);
+  assert_int_equal(lt_nn_optim_step_grads(o, (lt_tensor *[]){g, NULL}), LT_OK);
+  assert_int_equal(lt_mark_step(CPU0), LT_OK);
+  assert_int_equal(lt_nn_optim_step_grads(o, (lt_tensor *[]){g, g}), LT_OK);
+  assert_int_equal(lt_mark_step(CPU0), LT_OK);
+  tu_expect(a, LT_F64, SHAPE(1), 1, &want_a, 1e-12);
+  tu_expect(b, LT_F64, SHAPE(1), 1, &want_b, 1e-12);
+  assert_int_equal(lt_nn_optim_steps(o), 2);
+  assert_int_equal(lt_nn_optim_param_steps(o, 0), 2);
+  assert_int_equal(lt_nn_optim_param_steps(o, 1), 1);
+  int64_t compiles = tu_counter("UncachedCompile");
+  assert_int_equal(lt_nn_optim_step_grads(o, (lt_tensor *[]){g, g}), LT_OK);
+  assert_int_equal(lt_mark_step(CPU0), LT_OK);
+  assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
+  assert_int_equal(tu_counter("UncachedCompile"), compiles); /* counts are data */
+  assert_int_equal(lt_nn_optim_param_steps(o, 0), 3);
+  assert_int_equal(lt_nn_optim_param_steps(o, 1), 2);
+  assert_int_equal(lt_nn_optim_param_steps(o, 2), -1);
+  assert_int_equal(lt_last_status(), LT_EINVAL);
+  lt_nn_optim_free(o);
+}
+
+/* Issue 12, item 2: each parameter has its own step count (torch.optim keeps
+ * state["step"] per parameter and advances it only when the parameter had a
+ * grad). Expected values from torch's update rules by hand:
+ *   b's only update is its step t = 1: m = (1 - 0.9) * 0.5 = 0.05,
+ *     v = (1 - 0.999) * 0.25 = 0.00025, step_size = lr / (1 - 0.9^1) = 1,
+ *     denom = sqrt(v) / sqrt(1 - 0.999^1) + eps = 0.5 + 1e-8,
+ *     b = 1 - 1 * 0.05 / (0.5 + 1e-8) = 1 - 0.1 / (1 + 2e-8) = 1 - 0.099999998 = 0.900000002;
+ *   a's step 1 is the same (0.900000002); its step 2 (t = 2):
+ *     m = 0.9 * 0.05 + 0.1 * 0.5 = 0.095, v = 0.999 * 0.00025 + 0.001 * 0.25 = 0.00049975,
+ *     step_size = 0.1 / (1 - 0.81) = 0.1 / 0.19,
+ *     denom = sqrt(0.00049975) / sqrt(1 - 0.998001) + 1e-8 = sqrt(0.25) + 1e-8 = 0.5 + 1e-8,
+ *     a = 0.900000002 - (0.1 / 0.19) * 0.095 / (0.5 + 1e-8) = 0.900000002 - 0.099999998
+ *       = 0.800000004.
+ * One counter for both (t = 2 for b's first update) gave b = 0.925586. */
+static void test_adam_per_parameter_steps(void **state) {
+  (void)state;
+  lt_nn_optim_config c = lt_nn_optim_defaults(LT_NN_ADAM);
+  c.lr = 0.1;
+  skip_then_both(c, 0.800000004, 0.900000002);
+}
+
+/* AdamW, weight decay 0.1: a parameter's decay p *= 1 - lr * wd = 0.99 comes
+ * only with its updates, before the Adam step (whose terms are as above):
+ *   b = 1 * 0.99 - 0.099999998 = 0.890000002;
+ *   a = 0.890000002 * 0.99 - 0.099999998 = 0.88110000198 - 0.099999998 = 0.78110000398.
+ * One counter gave b = 0.99 - 0.0744142 = 0.915586. */
+static void test_adamw_per_parameter_steps(void **state) {
+  (void)state;
+  lt_nn_optim_config c = lt_nn_optim_defaults(LT_NN_ADAMW);
+  c.lr = 0.1;
+  c.weight_decay = 0.1;
+  skip_then_both(c, 0.78110000398, 0.890000002);
+}
+
+/* SGD's per-parameter state is its momentum buffer: b's first update starts
+ * it from the grad (torch: buf = clone(grad)), whatever a did before:
+ *   b = 1 - 0.1 * 0.5 = 0.95; a: buf 0.5 then 0.9 * 0.5 + 0.5 = 0.95,
+ *   a = 1 - 0.05 - 0.095 = 0.855. (This one passed before the fix too: SGD
+ * has no step count.) */
+static void test_sgd_momentum_per_parameter_state(void **state) {
+  (void)state;
+  lt_nn_optim_config c = lt_nn_optim_defaults(LT_NN_SGD);
+  c.lr = 0.1;
+  c.momentum = 0.9;
+  skip_then_both(c, 0.855, 0.95);
+}
+
+/* ---- gradient clipping ----------------------------------------------------------------- */
+
+/* a [2] and b [1] get grads {3, 4} and {12} from sum(a * {3, 4}) + sum(b * 12)
+ * (dtypes da, db); c requires grad but gets none. */
+static void grads_3_4_12(lt_dtype da, lt_dtype db, lt_tensor *ps[3]) {
+  ps[0] = lt_cast(tu_f64(SHAPE(2), 1, ((double[]){1, 1})), da);
+  ps[1] = lt_cast(tu_f64(SHAPE(1), 1, ((double[]){1})), db);
+  ps[2] = tu_f64(SHAPE(1), 1, ((double[]){1}));
+  for (int i = 0; i < 3; i++) assert_int_equal(lt_set_requires_grad(ps[i], true), LT_OK);
+  lt_tensor *la =
+      lt_sum(lt_mul(ps[0], lt_cast(tu_f64(SHAPE(2), 1, ((double[]){3, 4})), da)), NULL, 0, false);
+  lt_tensor *lb = lt_sum(lt_mul(ps[1], lt_scalar(CPU0, db, 12)), NULL, 0, false);
+  if (lt_backward(lt_add(lt_cast(la, LT_F64), lt_cast(lb, LT_F64))) != LT_OK)
+    fail_msg("backward: %s", lt_last_error());
+  assert_null(lt_grad(ps[2]));
+}
+
+/* torch.nn.utils.clip_grad_norm_: total = norm of the per-grad norms, coef =
+ * max_norm / (total + 1e-6) clamped to 1, every grad times coef.
+ *   2-norm: norms 5 and 12, total sqrt(25 + 144) = 13; max_norm 6.5:
+ *     coef = 6.5 / 13.000001 = 0.49999996153846454, grads {3, 4, 12} * coef;
+ *   inf-norm: total max(4, 12) = 12, max_norm 6: coef 6 / 12.000001;
+ *   1-norm: total 7 + 12 = 19; 3-norm: (27 + 64 + 1728)^(1/3) = 12.207054953820636;
+ *   max_norm 100 > 13: coef clamps to 1, grads unchanged. */
+static void test_clip_grad_norm_values(void **state) {
+  (void)state;
+  struct {
+    double max_norm, norm_type, total, coef;
+  } cases[] = {
+      {6.5, 2, 13, 6.5 / (13 + 1e-6)},
+      {6, INFINITY, 12, 6 / (12 + 1e-6)},
+      {10, 1, 19, 10 / (19 + 1e-6)},
+      {10, 3, 12.207054953820636, 10 / (12.207054953820636 + 1e-6)},
+      {100, 2, 13, 1},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    lt_scope_begin();
+    lt_tensor *ps[3];
+    grads_3_4_12(LT_F64, LT_F64, ps);
+    int64_t execs = tu_counter("ExecuteComputation"), syncs = tu_counter("SyncTensors");
+    lt_tensor *total = NULL;
+    assert_int_equal(lt_nn_clip_grad_norm(ps, 3, cases[k].max_norm, cases[k].norm_type, &total),
+                     LT_OK);
+    /* lazy: nothing ran, the grads and the norm are pending */
+    assert_int_equal(tu_counter("ExecuteComputation"), execs);
+    assert_int_equal(tu_counter("SyncTensors"), syncs);
+    assert_int_equal(lt_get_state(lt_grad(ps[0])), LT_STATE_PENDING);
+    assert_int_equal(lt_get_state(total), LT_STATE_PENDING);
+    assert_null(lt_grad(ps[2]));
+    tu_expect(total, LT_F64, NULL, 0, &cases[k].total, 1e-12);
+    double c = cases[k].coef;
+    tu_expect(lt_grad(ps[0]), LT_F64, SHAPE(2), 1, (double[]){3 * c, 4 * c}, 1e-12);
+    tu_expect(lt_grad(ps[1]), LT_F64, SHAPE(1), 1, (double[]){12 * c}, 1e-12);
+    lt_scope_end();
+  }
+  /* f32 grads: an f32 norm; f32 with f64: f64, each grad keeps its dtype */
+  lt_tensor *ps[3], *total = NULL;
+  grads_3_4_12(LT_F32, LT_F32, ps);
+  assert_int_equal(lt_nn_clip_grad_norm(ps, 3, 6.5, 2, &total), LT_OK);
+  tu_expect(total, LT_F32, NULL, 0, (double[]){13}, 1e-6);
+  tu_expect(lt_grad(ps[1]), LT_F32, SHAPE(1), 1, (double[]){6}, 1e-6);
+  grads_3_4_12(LT_F32, LT_F64, ps);
+  assert_int_equal(lt_nn_clip_grad_norm(ps, 3, 6.5, 2, &total), LT_OK);
+  tu_expect(total, LT_F64, NULL, 0, (double[]){13}, 1e-6);
+  tu_expect(lt_grad(ps[0]), LT_F32, SHAPE(2), 1, (double[]){1.5, 2}, 1e-6);
+  /* no grad at all: norm 0 (torch.tensor(0.)), nothing changes */
+  assert_int_equal(lt_nn_clip_grad_norm(ps + 2, 1, 1.0, 2, &total), LT_OK);
+  tu_expect(total, LT_F32, NULL, 0, (double[]){0}, 0);
+  assert_int_equal(lt_nn_clip_grad_norm(NULL, 0, 1.0, 2, NULL), LT_OK);
+}
+
+static void test_clip_grad_norm_errors(void **state) {
+  (void)state;
+  lt_tensor *ps[3], *total = NULL;
+  grads_3_4_12(LT_F64, LT_F64, ps);
+  const double bad_types[] = {0, -1, NAN, -INFINITY};
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(lt_nn_clip_grad_norm(ps, 3, 1.0, bad_types[i], &total), LT_EINVAL);
+    assert_non_null(strstr(lt_last_error(), "norm_type"));
+  }
+  assert_int_equal(lt_nn_clip_grad_norm(ps, 3, NAN, 2, &total), LT_EINVAL);
+  assert_non_null(strstr(lt_last_error(), "max_norm"));
+  assert_int_equal(lt_nn_clip_grad_norm(ps, 3, -1, 2, &total), LT_EINVAL);
+  lt_tensor *withnull[2] = {ps[0], NULL};
+  assert_int_equal(lt_nn_clip_grad_norm(withnull, 2, 1, 2, &total), LT_EINVAL);
+  assert_non_null(strstr(lt_last_error(), "parameter 1 is NULL"));
+  assert_null(total);
+  /* the failed calls left the grads alone */
+  tu_expect(lt_grad(ps[0]), LT_F64, SHAPE(2), 1, (double[]){3, 4}, 0);
+}
+
+/* Clipping inside a training step: backward, clip, SGD; the step compiles
+ * once. Step 1 by hand: loss sum(p^2) / 2 with p {3, 4} has grad p, norm 5,
+ * coef 0.5 / 5.000001; lr 1: p = {3, 4} * (1 - 0.5 / 5.000001) = {2.70000006, 3.60000008}. */
+static void test_clip_grad_norm_in_step(void **state) {
+  (void)state;
+  lt_tensor *p = tu_f64(SHAPE(2), 1, ((double[]){3, 4}));
+  assert_int_equal(lt_set_requires_grad(p, true), LT_OK);
+  lt_nn_optim_config c = lt_nn_optim_defaults(LT_NN_SGD);
+  c.lr = 1;
+  lt_nn_optim *o = lt_nn_optim_create(&c, &p, 1);
+  assert_non_null(o);
+  assert_int_equal(lt_mark_step(CPU0), LT_OK);
+  int64_t compiles = 0;
+  for (int s = 0; s < 4; s++) {
+    lt_scope_begin();
+    lt_tensor *loss = lt_mul(lt_sum(lt_mul(p, p), NULL, 0, false), lt_scalar(CPU0, LT_F64, 0.5));
+    assert_int_equal(lt_backward(loss), LT_OK);
+    assert_int_equal(lt_nn_clip_grad_norm(&p, 1, 0.5, 2.0, NULL), LT_OK);
+    assert_int_equal(lt_nn_optim_step(o), LT_OK);
+    lt_scope_end();
+    assert_int_equal(lt_mark_step(CPU0), LT_OK);
+    if (s == 0) {
+      double k = 1 - 0.5 / (5 + 1e-6);
+      tu_expect(p, LT_F64, SHAPE(2), 1, (double[]){3 * k, 4 * k}, 1e-12);
+      compiles = tu_counter("UncachedCompile");
+    }
+  }
+  assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
+  assert_int_equal(tu_counter("UncachedCompile"), compiles);
+  lt_nn_optim_free(o);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       OTEST(test_sgd),
@@ -190,6 +391,12 @@ int main(void) {
       OTEST(test_changing_lr_compiles_once),
       OTEST(test_step_from_backward),
       OTEST(test_errors),
+      OTEST(test_adam_per_parameter_steps),
+      OTEST(test_adamw_per_parameter_steps),
+      OTEST(test_sgd_momentum_per_parameter_state),
+      OTEST(test_clip_grad_norm_values),
+      OTEST(test_clip_grad_norm_errors),
+      OTEST(test_clip_grad_norm_in_step),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

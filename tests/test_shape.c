@@ -16,6 +16,10 @@ static lt_tensor *mk(lt_dtype dt, const int64_t *shape, int ndim, const double *
     case LT_BOOL:
       ((uint8_t *)buf)[i] = v[i] != 0;
       break;
+    case LT_U8:
+    case LT_I8: /* small test values: the same byte for both */
+      ((uint8_t *)buf)[i] = (uint8_t)(int64_t)v[i];
+      break;
     case LT_I32:
       ((int32_t *)buf)[i] = (int32_t)v[i];
       break;

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include "test_util.h"
+#include "lazytensor_nn.h"
 #include "../src/lt_test_hooks.h"
 
 enum { N = 1 << 14 };
@@ -255,17 +256,50 @@ static void test_compile_failure_keeps_pending(void **state) {
   assert_true(v == 1.0f);
 }
 
+/* lt_warmup compiles the executable lt_mark_step then looks up: the step
+ * barrier's flag, its donors (w1 and w2 are overwritten), the roots in the
+ * step's order whatever order they are given in. */
 static void test_warmup_then_hit(void **state) {
   (void)state;
-  lt_tensor *x = tu_f32(SHAPE(3), 1, ((float[]){1, 2, 3}));
-  lt_tensor *y = lt_mul(x, x);
-  assert_int_equal(lt_warmup(&y, 1), LT_OK);
-  assert_int_equal(ctr("UncachedCompile"), 1);
-  assert_int_equal(ctr("ExecuteComputation"), 0);
-  assert_int_equal(lt_get_state(y), LT_STATE_PENDING);
-  tu_expect(y, LT_F32, SHAPE(3), 1, (double[]){1, 4, 9}, 0);
-  assert_int_equal(ctr("UncachedCompile"), 1);
-  assert_int_equal(ctr("CachedCompile"), 1);
+  lt_tensor *w1 = filled(1.0f), *w2 = filled(2.0f), *g = filled(0.5f);
+  assert_int_equal(lt_mark_step(CPU0), LT_OK); /* uploads */
+  assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
+  lt_counters_reset();
+  for (int step = 0; step < 2; step++) {
+    lt_scope_begin();
+    lt_tensor *lr = lt_scalar(CPU0, LT_F32, 0.1);
+    assert_int_equal(lt_assign(w1, lt_sub(w1, lt_mul(lr, g))), LT_OK);
+    assert_int_equal(lt_assign(w2, lt_add(w2, lt_mul(lr, g))), LT_OK);
+    lt_scope_end();
+    if (step == 0) {
+      /* not the step's order (newest tensor first); g has no pending graph */
+      lt_tensor *ts[3] = {w1, g, w2};
+      assert_int_equal(lt_warmup(ts, 3), LT_OK);
+      assert_int_equal(ctr("UncachedCompile"), 1);
+      assert_int_equal(ctr("ExecuteComputation"), 0);
+      assert_int_equal(lt_get_state(w1), LT_STATE_PENDING);
+      lt_metric_stats donors;
+      assert_int_equal(lt_get_metric("InputOutputAliasCount", &donors), LT_OK);
+      assert_true(donors.count == 1 && donors.max == 2); /* compiled with the step's donors */
+    }
+    assert_int_equal(lt_mark_step(CPU0), LT_OK);
+    assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
+    assert_int_equal(ctr("UncachedCompile"), 1); /* the step found the warmed executable */
+    assert_int_equal(ctr("CachedCompile"), step + 1);
+  }
+  assert_int_equal(ctr("ExecuteComputation"), 2);
+  double v[1];
+  assert_int_equal(lt_item(w1, N - 1, v), LT_OK);
+  assert_true(fabs(v[0] - 0.9) < 1e-6);
+  assert_int_equal(lt_item(w2, 0, v), LT_OK);
+  assert_true(fabs(v[0] - 2.1) < 1e-6);
+  /* tensors of two devices */
+  lt_tensor *other = lt_full(lt_cpu(1), LT_F32, SHAPE(1), 1, 1.0);
+  lt_tensor *mixed[2] = {w1, other};
+  assert_int_equal(lt_warmup(mixed, 2), LT_EDEVICE);
+  lt_release(w1);
+  lt_release(w2);
+  lt_release(g);
 }
 
 static void test_program_execute_by_key(void **state) {
@@ -347,6 +381,67 @@ static void test_user_donation(void **state) {
   assert_int_equal(lt_set_donatable(NULL, true), LT_EINVAL);
 }
 
+static int64_t lock_waits(void) {
+  lt_metric_stats s;
+  assert_int_equal(lt_get_metric("DeviceLockWait", &s), LT_OK);
+  return s.count;
+}
+
+/* Three training steps of loss = sum(tanh(x * w)): forward, lt_backward, SGD
+ * with momentum, lt_mark_step. overlap: the device is slow and each step is
+ * traced while the one before runs; else each step is waited for. w's values
+ * after them into out. */
+static void train_steps(bool overlap, double out[4]) {
+  lt_tensor *w = lt_retain(tu_f32(SHAPE(4), 1, ((float[]){0.5f, -1, 2, 0.25f})));
+  lt_tensor *x = lt_retain(tu_f32(SHAPE(4), 1, ((float[]){1, 2, -0.5f, 3})));
+  assert_int_equal(lt_set_requires_grad(w, true), LT_OK);
+  lt_nn_optim_config cfg = lt_nn_optim_defaults(LT_NN_SGD);
+  cfg.lr = 0.1;
+  cfg.momentum = 0.9;
+  lt_nn_optim *opt = lt_nn_optim_create(&cfg, &w, 1);
+  assert_non_null(opt);
+  assert_int_equal(lt_mark_step(CPU0), LT_OK);
+  assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
+  lt_set_execute_delay_us(overlap ? 400000 : 0);
+  lt_tensor *prev = NULL; /* the loss of the step before, synced by its mark_step */
+  for (int step = 0; step < 3; step++) {
+    int64_t waits = lock_waits();
+    lt_scope_begin();
+    lt_tensor *loss = lt_sum(lt_tanh(lt_mul(x, w)), NULL, 0, false);
+    assert_int_equal(lt_backward(loss), LT_OK);
+    assert_int_equal(lt_nn_optim_step(opt), LT_OK);
+    lt_retain(loss);
+    lt_scope_end();
+    if (overlap && prev) {
+      /* the whole step, backward included, was traced without taking the
+       * device lock, while the step before still ran */
+      assert_int_equal(lock_waits(), waits);
+      assert_false(lt_ready(prev));
+    }
+    assert_int_equal(lt_mark_step(CPU0), LT_OK);
+    if (!overlap) assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
+    lt_release(prev);
+    prev = loss;
+  }
+  lt_set_execute_delay_us(0);
+  lt_release(prev);
+  tu_read(w, out, 4);
+  lt_nn_optim_free(opt);
+  lt_release(w);
+  lt_release(x);
+}
+
+static void test_backward_overlaps_execution(void **state) {
+  (void)state;
+  double serial[4], overlapped[4];
+  train_steps(false, serial);
+  train_steps(true, overlapped);
+  assert_true(serial[0] != 0.5); /* the steps changed w: the comparison means something */
+  for (int i = 0; i < 4; i++)
+    if (serial[i] != overlapped[i])
+      fail_msg("w[%d]: %.9g overlapped, %.9g serial", i, overlapped[i], serial[i]);
+}
+
 typedef struct worker_arg {
   int device;
   double result;
@@ -399,6 +494,7 @@ int main(void) {
       STEST(test_eager_mode),
       STEST(test_user_donation),
       STEST(test_two_devices_two_threads),
+      STEST(test_backward_overlaps_execution),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -62,7 +62,11 @@ static inline void tu_read(lt_tensor *t, double *out, int64_t n) {
   for (int64_t i = 0; i < numel; i++) {
     switch (lt_get_dtype(t)) {
     case LT_BOOL:
+    case LT_U8:
       out[i] = ((uint8_t *)tmp)[i];
+      break;
+    case LT_I8:
+      out[i] = ((int8_t *)tmp)[i];
       break;
     case LT_I32:
       out[i] = ((int32_t *)tmp)[i];

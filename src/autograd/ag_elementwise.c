@@ -88,9 +88,11 @@ static int finish2(const lt_node *n, lt_node **out, lt_node *ga, lt_node *gb) {
   return out[0] && out[1] ? LT_OK : LT_ENOMEM;
 }
 
-/* g where mask, half of g where tie, 0 elsewhere (PyTorch's maximum/minimum). */
-static lt_node *pick(lt_node *g, lt_node *mask, lt_node *tie, const lt_node *n) {
-  return ag_where(mask, G(g), ag_where(tie, ag_bin(LT_OP_MUL, G(g), K(n, 0.5)), K(n, 0)));
+/* PyTorch's maximum/minimum: where(a == b, g / 2, g), then 0 where the other
+ * operand wins (loses: the mask). A NaN compares false both ways, so with a
+ * NaN in either operand both operands get all of g, as in PyTorch. */
+static lt_node *pick(lt_node *g, lt_node *loses, lt_node *tie, const lt_node *n) {
+  return ag_where(loses, K(n, 0), ag_where(tie, ag_bin(LT_OP_MUL, G(g), K(n, 0.5)), G(g)));
 }
 
 int ag_rule_binary(const lt_node *n, lt_node *g, lt_node **out) {
@@ -116,10 +118,10 @@ int ag_rule_binary(const lt_node *n, lt_node *g, lt_node **out) {
   }
   case LT_OP_MAXIMUM:
   case LT_OP_MINIMUM: {
-    lt_op first = n->op == LT_OP_MAXIMUM ? LT_OP_GT : LT_OP_LT;
-    lt_op second = n->op == LT_OP_MAXIMUM ? LT_OP_LT : LT_OP_GT;
-    lt_node *ga = pick(g, ag_bin(first, A(n), B(n)), ag_bin(LT_OP_EQ, A(n), B(n)), n);
-    lt_node *gb = pick(g, ag_bin(second, A(n), B(n)), ag_bin(LT_OP_EQ, A(n), B(n)), n);
+    lt_op a_loses = n->op == LT_OP_MAXIMUM ? LT_OP_LT : LT_OP_GT;
+    lt_op b_loses = n->op == LT_OP_MAXIMUM ? LT_OP_GT : LT_OP_LT;
+    lt_node *ga = pick(g, ag_bin(a_loses, A(n), B(n)), ag_bin(LT_OP_EQ, A(n), B(n)), n);
+    lt_node *gb = pick(g, ag_bin(b_loses, A(n), B(n)), ag_bin(LT_OP_EQ, A(n), B(n)), n);
     return finish2(n, out, ga, gb);
   }
   default:

@@ -11,6 +11,7 @@
 #include "../core/lt_device.h"
 #include "../exec/exec_internal.h"
 #include "ag.h"
+#include "ag_nograd.h"
 
 /* The requires-grad tensors of the process, by id: backward finds its leaves
  * through the ids stamped on graph nodes, and takes a reference only on a
@@ -175,7 +176,8 @@ static int post_order(ag_state *s, lt_node *root, leaf_set *ls) {
   stack[sp++] = (frame){root, 0};
   while (sp && rc == LT_OK) {
     frame *top = &stack[sp - 1];
-    bool is_leaf = top->next == 0 && top->node != root && leaf_of(top->node, ls);
+    bool is_leaf = top->next == 0 && top->node != root &&
+                   (ag_nograd_stops(top->node) || leaf_of(top->node, ls));
     if (!is_leaf && top->next < top->node->noperands) {
       lt_node *c = top->node->operands[top->next++].node;
       if (c->visit == epoch) continue;
@@ -253,15 +255,18 @@ int lt_backward(lt_tensor *loss) {
     return lt__err(LT_EINVAL,
                    "lt_backward: the loss has no pending graph (it was read or synced); call "
                    "lt_backward before reading it");
+  if (loss->ir && ag_nograd_check_loss(loss->ir) != LT_OK) return LT_EINVAL;
   lt_exec_dev *ctx = lt__exec_dev("lt_backward", loss->dev);
   if (!ctx) return LT_EDEVICE;
   leaf_set ls = {0};
   ag_state s = {0};
-  /* The walk marks nodes: hold the device so no sync walks them meanwhile. */
-  int rc = lt__device_acquire(ctx, false);
-  if (rc != LT_OK) return rc;
-  rc = post_order(&s, loss->ir, &ls);
-  lt__device_release(ctx);
+  /* The walk marks nodes (visit, order) and the sweep reads the marks: the
+   * device's graph lock keeps another thread's sync from re-marking a node
+   * the graphs share meanwhile. Not the device lock, which would wait for the
+   * step in flight: the execution writes only its own buffers, which nothing
+   * here reads; the tensors' fields are written by the tracing threads. */
+  lt__graph_lock(ctx);
+  int rc = post_order(&s, loss->ir, &ls);
   if (rc == LT_OK) {
     s.grads = lt__calloc((size_t)s.cap * sizeof *s.grads);
     s.leaf = lt__calloc((size_t)s.cap * sizeof *s.leaf);
@@ -274,7 +279,7 @@ int lt_backward(lt_tensor *loss) {
     lt_node *n = s.nodes[i];
     s.leaf[i] = n == loss->ir ? NULL : leaf_of(n, &ls);
     bool need = s.leaf[i] != NULL;
-    for (int k = 0; !need && !s.leaf[i] && k < n->noperands; k++)
+    for (int k = 0; !need && !s.leaf[i] && !ag_nograd_stops(n) && k < n->noperands; k++)
       need = s.needed[n->operands[k].node->order] && n->operands[k].node->visit == n->visit;
     s.needed[i] = need && lt__is_float((lt_dtype)n->dtype);
     any |= s.leaf[i] != NULL;
@@ -313,6 +318,7 @@ int lt_backward(lt_tensor *loss) {
         lt__node_release(out[k]);
     }
   }
+  lt__graph_unlock(ctx);
   state_free(&s);
   leaf_set_free(&ls);
   return rc;

@@ -37,12 +37,14 @@ static inline void lt__count(lt_counter_id id, int64_t by) {
 }
 
 typedef enum lt_timer_id {
-  LT_TIMER_TRACE, /* time between syncs on a device: the program tracing */
+  /* the program tracing: from the end of one sync on a device to the start of
+   * the next, less the lock waits in between */
+  LT_TIMER_TRACE,
   LT_TIMER_COMPILE,
   LT_TIMER_EXECUTE,
   LT_TIMER_TRANSFER_TO,   /* host data to a device buffer */
   LT_TIMER_TRANSFER_FROM, /* device buffer to host memory */
-  LT_TIMER_LOCK_WAIT,     /* waiting for the device's previous execution */
+  LT_TIMER_LOCK_WAIT,     /* waiting for the device's execution lock (the execution in flight) */
   /* reading and deserializing a persistent cache entry (hits only) */
   LT_TIMER_PERSISTENT_LOAD,
   LT_TIMER_COUNT

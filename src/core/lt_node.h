@@ -109,6 +109,10 @@ struct lt_node {
   double fattr;
   struct lt_buffer *data; /* LT_OP_DATA only: a reference on the buffer */
   int64_t grad_id;        /* id of the requires-grad tensor whose value this is, or 0 */
+  /* LT_OP_DATA made by eager mode only: the node whose execution computed the
+   * buffer (a reference), so that autograd can differentiate through values
+   * that were computed one op at a time. NULL otherwise. Not hashed. */
+  struct lt_node *origin;
   int64_t shape[LT_MAX_DIMS];
   lt_operand *operands;
   int64_t *attrs;
@@ -123,6 +127,10 @@ lt_node *lt__node_new(lt_op op, lt_dtype dt, const int64_t *shape, int ndim,
                       double fattr);
 lt_node *lt__node_data(struct lt_buffer *buf);
 lt_node *lt__node_const(lt_dtype dt, const int64_t *shape, int ndim, double value);
+
+/* Makes origin (a new reference is taken) the node that computed data's
+ * buffer (data: an LT_OP_DATA node without an origin yet). */
+void lt__node_set_origin(lt_node *data, lt_node *origin);
 
 static inline lt_node *lt__node_retain(lt_node *n) {
   if (n) n->refs++;

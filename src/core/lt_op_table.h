@@ -80,6 +80,12 @@
   X(ARGMIN,        "argmin",        REDUCE,  1, INDEX, none,    reduce,      FALLBACK) \
   X(SOFTMAX,       "softmax",       REDUCE,  1, SAME,  softmax, reduce,      REDUCE)   \
   X(LOG_SOFTMAX,   "log_softmax",   REDUCE,  1, SAME,  softmax, reduce,      REDUCE)   \
+  /* along one axis, result of the operand's shape (family REDUCE: one-axis \
+   * ops as softmax); attrs[0] = axis. cumsum: attrs[1] = reverse (sums from \
+   * each element to the end: the op's own gradient); argsort: \
+   * attrs[1] = descending, stable, NaN largest (torch.sort) */ \
+  X(CUMSUM,        "cumsum",        REDUCE,  1, SAME,  scan,    scan,        FALLBACK) \
+  X(ARGSORT,       "argsort",       REDUCE,  1, INDEX, none,    sort,        FALLBACK) \
   /* contraction: [..., n, k] x [..., k, m] (rank >= 2), batch dims broadcast */ \
   X(MATMUL,        "matmul",        MATMUL,  2, SAME,  matmul,  matmul,      GEMM)     \
   /* shape: reshape keeps row-major order; permute attrs = perm; expand is a \

@@ -2,10 +2,37 @@
 #ifndef LT_SHAPE_H
 #define LT_SHAPE_H
 
+#include <stdint.h>
+
 #include "lazytensor.h"
 
+/* The most elements a shape may hold, counted as the product of its non-zero
+ * dims: the byte size of such a tensor in any dtype (8 bytes at most), and
+ * twice that, fit in both int64_t and size_t, so byte counts, their sums and
+ * every row-major stride are computed without wrapping (an empty shape is
+ * held to it too, since its strides are the products of its other dims). */
+#if SIZE_MAX < INT64_MAX
+#define LT_MAX_NUMEL ((int64_t)(SIZE_MAX / 16))
+#else
+#define LT_MAX_NUMEL (INT64_MAX / 16)
+#endif
+
+/* Room for lt__shape_str of any shape of up to LT_MAX_DIMS dims. */
+#define LT_SHAPE_STR_MAX 256
+
+/* True when the dims of shape (all >= 0) stay within LT_MAX_NUMEL. */
+bool lt__shape_fits(const int64_t *shape, int ndim);
+/* LT_ESHAPE with a message naming fn and the shape when it exceeds
+ * LT_MAX_NUMEL: the one size limit, checked by every op that makes a shape
+ * and again by lt__node_new for every node. */
+int lt__check_size(const char *fn, const int64_t *shape, int ndim);
+/* numpy broadcast of two shapes into out (out_ndim set); false, with nothing
+ * recorded, when they do not broadcast. No size check. */
+bool lt__broadcast_shape(const int64_t *a, int an, const int64_t *b, int bn, int64_t *out,
+                         int *out_ndim);
 /* numpy broadcast of two shapes into out (out_ndim set). LT_ESHAPE with a
- * message naming fn when they do not broadcast. */
+ * message naming fn when they do not broadcast or the result exceeds
+ * LT_MAX_NUMEL. */
 int lt__broadcast(const char *fn, const int64_t *a, int an, const int64_t *b, int bn, int64_t *out,
                   int *out_ndim);
 /* True when shape `from` broadcasts to `to` (numpy rules). */
@@ -13,7 +40,8 @@ bool lt__broadcastable(const int64_t *from, int fn, const int64_t *to, int tn);
 /* Normalises a possibly negative axis for rank ndim into [0, ndim);
  * LT_EINVAL naming fn when out of range. */
 int lt__norm_axis(const char *fn, int axis, int ndim, int *out);
-/* Validates a shape given by a user: ndim in [0, LT_MAX_DIMS], dims >= 0. */
+/* Validates a shape given by a user: ndim in [0, LT_MAX_DIMS], dims >= 0,
+ * within LT_MAX_NUMEL. */
 int lt__check_shape(const char *fn, const int64_t *shape, int ndim);
 
 /* ---- flat index <-> coordinates, row-major (the last dim varies fastest) ---- */

@@ -8,6 +8,7 @@
 #include "lt_alloc.h"
 #include "lt_error.h"
 #include "lt_node.h"
+#include "lt_shape.h"
 
 static _Atomic uint32_t g_epoch;
 
@@ -68,10 +69,30 @@ static int check_row(lt_op op, lt_dtype dt, lt_node *const *operands, int nopera
   return LT_OK;
 }
 
+/* Every node's shape, whichever builder made it: a rank the node can hold,
+ * dims >= 0 (else a library bug), and an element count within the one size
+ * limit (else the user asked for too much), so that no byte count or stride
+ * computed from a node wraps on any backend. */
+static int check_node_shape(lt_op op, const int64_t *shape, int ndim) {
+  if (ndim < 0 || ndim > LT_MAX_DIMS || (ndim > 0 && !shape))
+    return lt__err(LT_EINVAL, "internal: op %s given rank %d", lt__op_name(op), ndim);
+  char s[LT_SHAPE_STR_MAX];
+  for (int i = 0; i < ndim; i++)
+    if (shape[i] < 0)
+      return lt__err(LT_EINVAL, "internal: op %s given shape %s", lt__op_name(op),
+                     lt__shape_str(shape, ndim, s, sizeof s));
+  if (!lt__shape_fits(shape, ndim))
+    return lt__err(LT_ESHAPE, "%s: result shape %s is too large (more than %lld elements)",
+                   lt__op_name(op), lt__shape_str(shape, ndim, s, sizeof s),
+                   (long long)LT_MAX_NUMEL);
+  return LT_OK;
+}
+
 lt_node *lt__node_new(lt_op op, lt_dtype dt, const int64_t *shape, int ndim,
                       lt_node *const *operands, int noperands, const int64_t *attrs, int nattrs,
                       double fattr) {
   if (check_row(op, dt, operands, noperands) != LT_OK) return NULL;
+  if (check_node_shape(op, shape, ndim) != LT_OK) return NULL;
   size_t size =
       sizeof(lt_node) + (size_t)noperands * sizeof(lt_operand) + (size_t)nattrs * sizeof(int64_t);
   lt_node *n = lt__malloc(size);
@@ -114,6 +135,12 @@ static void node_free(lt_node *n) {
                   (size_t)n->nattrs * sizeof(int64_t));
 }
 
+void lt__node_set_origin(lt_node *data, lt_node *origin) {
+  lt_node *old = data->origin;
+  data->origin = lt__node_retain(origin);
+  lt__node_release(old);
+}
+
 void lt__node_release(lt_node *n) {
   /* Iterative, so that releasing a graph thousands of nodes deep cannot
    * overflow the stack. Operand pointers already freed are never touched:
@@ -125,9 +152,10 @@ void lt__node_release(lt_node *n) {
   stack[top++] = n;
   while (top) {
     lt_node *cur = stack[--top];
-    for (int i = 0; i < cur->noperands; i++) {
-      lt_node *op = cur->operands[i].node;
-      if (--op->refs > 0) continue;
+    /* The operands, then the origin (eager mode's history): one more edge. */
+    for (int i = 0; i <= cur->noperands; i++) {
+      lt_node *op = i < cur->noperands ? cur->operands[i].node : cur->origin;
+      if (!op || --op->refs > 0) continue;
       if (top == cap) {
         lt_node **grown = lt__malloc(cap * 2 * sizeof *grown);
         if (!grown) { /* defensive: fall back to recursion for this branch */

@@ -4,20 +4,49 @@
 #include "lt_error.h"
 #include "lt_shape.h"
 
-int lt__broadcast(const char *fn, const int64_t *a, int an, const int64_t *b, int bn, int64_t *out,
-                  int *out_ndim) {
+bool lt__shape_fits(const int64_t *shape, int ndim) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] == 0) continue;
+    if (shape[i] < 0 || shape[i] > LT_MAX_NUMEL / n) return false;
+    n *= shape[i];
+  }
+  return true;
+}
+
+int lt__check_size(const char *fn, const int64_t *shape, int ndim) {
+  if (lt__shape_fits(shape, ndim)) return LT_OK;
+  char s[LT_SHAPE_STR_MAX];
+  return lt__err(LT_ESHAPE, "%s: shape %s is too large (more than %lld elements)", fn,
+                 lt__shape_str(shape, ndim, s, sizeof s), (long long)LT_MAX_NUMEL);
+}
+
+bool lt__broadcast_shape(const int64_t *a, int an, const int64_t *b, int bn, int64_t *out,
+                         int *out_ndim) {
   int n = an > bn ? an : bn;
   for (int i = 0; i < n; i++) {
     int ai = an - n + i, bi = bn - n + i;
     int64_t da = ai >= 0 ? a[ai] : 1, db = bi >= 0 ? b[bi] : 1;
-    if (da != db && da != 1 && db != 1) {
-      char sa[128], sb[128];
-      return lt__err(LT_ESHAPE, "%s: shapes %s and %s do not broadcast", fn,
-                     lt__shape_str(a, an, sa, sizeof sa), lt__shape_str(b, bn, sb, sizeof sb));
-    }
+    if (da != db && da != 1 && db != 1) return false;
     out[i] = da == 1 ? db : da;
   }
   *out_ndim = n;
+  return true;
+}
+
+int lt__broadcast(const char *fn, const int64_t *a, int an, const int64_t *b, int bn, int64_t *out,
+                  int *out_ndim) {
+  char sa[LT_SHAPE_STR_MAX], sb[LT_SHAPE_STR_MAX], so[LT_SHAPE_STR_MAX];
+  if (!lt__broadcast_shape(a, an, b, bn, out, out_ndim))
+    return lt__err(LT_ESHAPE, "%s: shapes %s and %s do not broadcast", fn,
+                   lt__shape_str(a, an, sa, sizeof sa), lt__shape_str(b, bn, sb, sizeof sb));
+  /* Two operands within the limit can broadcast to a result far beyond it. */
+  if (!lt__shape_fits(out, *out_ndim))
+    return lt__err(LT_ESHAPE,
+                   "%s: shapes %s and %s broadcast to %s, which is too large (more than %lld "
+                   "elements)",
+                   fn, lt__shape_str(a, an, sa, sizeof sa), lt__shape_str(b, bn, sb, sizeof sb),
+                   lt__shape_str(out, *out_ndim, so, sizeof so), (long long)LT_MAX_NUMEL);
   return LT_OK;
 }
 
@@ -42,19 +71,12 @@ int lt__check_shape(const char *fn, const int64_t *shape, int ndim) {
   if (ndim < 0 || ndim > LT_MAX_DIMS)
     return lt__err(LT_ESHAPE, "%s: rank %d outside [0, %d]", fn, ndim, LT_MAX_DIMS);
   if (ndim > 0 && !shape) return lt__err(LT_EINVAL, "%s: shape is NULL", fn);
-  int64_t numel = 1;
   for (int i = 0; i < ndim; i++) {
     if (shape[i] < 0) {
-      char s[128];
+      char s[LT_SHAPE_STR_MAX];
       return lt__err(LT_ESHAPE, "%s: negative dim in shape %s", fn,
                      lt__shape_str(shape, ndim, s, sizeof s));
     }
-    if (shape[i] && numel > INT64_MAX / 16 / shape[i]) {
-      char s[128];
-      return lt__err(LT_ESHAPE, "%s: shape %s is too large", fn,
-                     lt__shape_str(shape, ndim, s, sizeof s));
-    }
-    numel *= shape[i];
   }
-  return LT_OK;
+  return lt__check_size(fn, shape, ndim);
 }

@@ -182,6 +182,14 @@ void lt__tensor_set_ir(lt_tensor *t, lt_node *node) {
     lt_buffer *b = lt__buffer_retain(node->data);
     clear_value(t);
     t->buf = b;
+    if (node->origin && t->requires_grad) {
+      /* A requires-grad tensor is a leaf: a value assigned to it (an
+       * optimizer's update in eager mode) brings no history along, or each
+       * step's update would keep the one before it alive. Its data leaf is
+       * made afresh when a graph reads it. */
+      lt__node_release(node);
+      return;
+    }
     t->data_node = node;
     return;
   }

@@ -18,6 +18,11 @@ static void init_exec_devs(void) {
     g_exec[i].core = lt__device_ctx("lt_exec", lt_cpu(i));
     pthread_mutex_init(&g_exec[i].lock, NULL);
     pthread_cond_init(&g_exec[i].cond, NULL);
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&g_exec[i].graph_lock, &attr);
+    pthread_mutexattr_destroy(&attr);
   }
   /* Slow one-time set-up of the backend (JIT, threads) overlaps the program's
    * first tracing. */
@@ -32,10 +37,16 @@ lt_exec_dev *lt__exec_dev(const char *fn, lt_device dev) {
 }
 
 int lt__device_acquire(lt_exec_dev *ctx, bool report_error) {
-  int64_t t0 = lt__now_ns();
+  return lt__device_acquire_since(ctx, report_error, lt__now_ns());
+}
+
+int lt__device_acquire_since(lt_exec_dev *ctx, bool report_error, int64_t t0) {
   pthread_mutex_lock(&ctx->lock);
   while (ctx->busy) pthread_cond_wait(&ctx->cond, &ctx->lock);
   ctx->busy = true;
+  int64_t waited = lt__now_ns() - t0;
+  ctx->lock_wait_ns += waited;
+  ctx->last_wait_ns = waited;
   int status = LT_OK;
   char msg[sizeof ctx->pending_msg];
   if (report_error && ctx->pending_status != LT_OK) {
@@ -46,7 +57,7 @@ int lt__device_acquire(lt_exec_dev *ctx, bool report_error) {
     pthread_cond_broadcast(&ctx->cond);
   }
   pthread_mutex_unlock(&ctx->lock);
-  lt__timer_add(LT_TIMER_LOCK_WAIT, lt__now_ns() - t0);
+  lt__timer_add(LT_TIMER_LOCK_WAIT, waited);
   if (status != LT_OK) return lt__err(status, "%s", msg);
   return LT_OK;
 }
@@ -57,6 +68,9 @@ void lt__device_release(lt_exec_dev *ctx) {
   pthread_cond_broadcast(&ctx->cond);
   pthread_mutex_unlock(&ctx->lock);
 }
+
+void lt__graph_lock(lt_exec_dev *ctx) { pthread_mutex_lock(&ctx->graph_lock); }
+void lt__graph_unlock(lt_exec_dev *ctx) { pthread_mutex_unlock(&ctx->graph_lock); }
 
 void lt__device_error_seen(lt_exec_dev *ctx, uint64_t seq) {
   pthread_mutex_lock(&ctx->lock);

@@ -19,7 +19,22 @@ typedef struct lt_exec_dev {
   pthread_mutex_t lock;
   pthread_cond_t cond;
   bool busy;
-  int64_t last_sync_end_ns; /* for the TraceTime timer */
+  /* TraceTime and DeviceLockWait. lock_wait_ns and last_wait_ns are written
+   * under `lock` by the thread that has just taken `busy`; the others only by
+   * a holder of `busy`: so a holder of `busy` reads them all safely. */
+  int64_t lock_wait_ns;          /* every wait for `busy` so far */
+  int64_t last_wait_ns;          /* the wait of the current holder */
+  int64_t last_sync_end_ns;      /* when the last sync ended (0: none yet) */
+  int64_t lock_wait_at_sync_end; /* lock_wait_ns then */
+
+  /* The walk marks (visit, order) of the nodes of this device's graphs: a
+   * walk writes them and reads them until it is done with the graph (the
+   * executor until its compile, lt_backward until its last gradient). Nodes
+   * can be shared between threads' graphs (the device's RNG chain). Taken
+   * after the device lock, never before it: a holder must not sync (it would
+   * wait for a sync that waits for it). Recursive, so that a thread that
+   * does anyway cannot deadlock itself. */
+  pthread_mutex_t graph_lock;
 
   /* The failure of an asynchronous execution, reported once. */
   int pending_status;
@@ -62,7 +77,14 @@ typedef struct lt_exec_job {
  * When report_error and an earlier asynchronous execution failed, gives the
  * lock back and returns that failure (once). */
 int lt__device_acquire(lt_exec_dev *ctx, bool report_error);
+/* The same, for a caller that began at t0 (lt__now_ns): its wait counts from
+ * then, so that a sync's time is all TraceTime or DeviceLockWait. */
+int lt__device_acquire_since(lt_exec_dev *ctx, bool report_error, int64_t t0);
 void lt__device_release(lt_exec_dev *ctx);
+
+/* The device's graph lock (see graph_lock above). */
+void lt__graph_lock(lt_exec_dev *ctx);
+void lt__graph_unlock(lt_exec_dev *ctx);
 
 /* Runs job on this thread and returns its status; the caller keeps the lock. */
 int lt__job_run_sync(lt_exec_job *job);

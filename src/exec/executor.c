@@ -206,10 +206,16 @@ static int choose_donors(const post_order *po, bool force, int **donors) {
 }
 
 /* docs/DESIGN.md, rule 2: the key folds the compile environment, the force-data flag,
- * the roots' structural hashes, the parameter sequence and the donors. */
+ * the roots, the graph's shape as a DAG and the parameter and donor sequences.
+ * Node hashes are data-free and describe a node's expression as a tree, so
+ * same-shaped leaves hash alike and g*a, g*b have one hash: two graphs can
+ * share every root hash yet compute different values (which leaf a node reads,
+ * which nodes are shared). The key therefore names every edge by its operand's
+ * post-order position, and every root by its node's position. */
 static int graph_key(const lt_backend *be, bool force, lt_node *const *roots, int nroots,
                      const post_order *po, const int *donors, int ndonors, lt_graph_key *out) {
-  size_t nwords = 5 + (size_t)nroots + (size_t)po->nnodes + (size_t)ndonors;
+  size_t nwords = 6 + 2 * (size_t)nroots + 2 * (size_t)po->nnodes + (size_t)ndonors;
+  for (int i = 0; i < po->nnodes; i++) nwords += po->nodes[i]->noperands;
   exec_scratch *S = scratch_self();
   if (!S) return LT_ENOMEM;
   uint64_t *w = scratch_get(&S->key, nwords * sizeof *w);
@@ -217,11 +223,20 @@ static int graph_key(const lt_backend *be, bool force, lt_node *const *roots, in
   size_t k = 0;
   w[k++] = lt__backend_env_key(be);
   w[k++] = force;
+  w[k++] = (uint64_t)po->nnodes;
+  for (int i = 0; i < po->nnodes; i++) {
+    const lt_node *n = po->nodes[i];
+    w[k++] = n->hash;
+    w[k++] = (uint64_t)(int64_t)po->param_of[i]; /* -1 for all but data leaves */
+    for (int j = 0; j < n->noperands; j++)
+      w[k++] = (uint64_t)n->operands[j].index << 32 | (uint32_t)n->operands[j].node->order;
+  }
   w[k++] = (uint64_t)nroots;
-  for (int r = 0; r < nroots; r++) w[k++] = roots[r]->hash;
+  for (int r = 0; r < nroots; r++) {
+    w[k++] = roots[r]->hash;
+    w[k++] = (uint64_t)roots[r]->order;
+  }
   w[k++] = (uint64_t)po->nparams;
-  for (int i = 0; i < po->nnodes; i++)
-    if (po->param_of[i] >= 0) w[k++] = (uint64_t)po->param_of[i];
   w[k++] = (uint64_t)ndonors;
   for (int i = 0; i < ndonors; i++) w[k++] = (uint64_t)donors[i];
   XXH128_hash_t h = XXH3_128bits(w, k * sizeof *w);
@@ -288,8 +303,73 @@ fail:
   return NULL;
 }
 
+/* TraceTime: from the end of the device's last sync to the start of this
+ * one (t_call), less the waits for the device lock in between, which are
+ * DeviceLockWait's (lt_wait_device_ops, say). This sync's own wait, from
+ * t_call on, is DeviceLockWait's too: the time between two syncs is all one
+ * or the other. Called by the lock holder. */
+static void record_trace(lt_exec_dev *ctx, int64_t t_call) {
+  if (!ctx->last_sync_end_ns) return;
+  int64_t waits = ctx->lock_wait_ns - ctx->last_wait_ns - ctx->lock_wait_at_sync_end;
+  int64_t ns = t_call - ctx->last_sync_end_ns - waits;
+  lt__timer_add(LT_TIMER_TRACE, ns > 0 ? ns : 0);
+}
+
+static void end_sync(lt_exec_dev *ctx) {
+  ctx->last_sync_end_ns = lt__now_ns();
+  ctx->lock_wait_at_sync_end = ctx->lock_wait_ns;
+}
+
+/* Collects the tensors of ts that hold a pending graph, once each, into sel
+ * and their nodes into roots; upload: host data is uploaded too (a step
+ * barrier). Returns how many, or -1 with the error set. */
+static int collect(lt_tensor *const *ts, int n, bool upload, lt_tensor **sel, lt_node **roots) {
+  uint32_t mark = lt__node_epoch();
+  int nsel = 0;
+  for (int i = 0; i < n; i++) {
+    lt_tensor *t = ts[i];
+    if (upload && t->host && !lt__tensor_ir(t)) return -1;
+    if (!t->ir || t->mark == mark) continue;
+    t->mark = mark;
+    roots[nsel] = t->ir;
+    sel[nsel++] = t;
+  }
+  return nsel;
+}
+
+/* The executable a sync of roots runs (referenced), found or compiled: walks
+ * their graph into po, chooses the donors and computes the key. NULL with the
+ * error set (naming fn). The caller holds the device lock. */
+static lt_cache_entry *plan(lt_exec_dev *ctx, lt_device dev, lt_node *const *roots, int *root_index,
+                            int nroots, bool force, const char *fn, const char *reason,
+                            post_order *po) {
+  lt_cache_entry *e = NULL;
+  int *donors = NULL, ndonors = 0;
+  lt_graph_key key;
+  const lt_backend *be = lt__backend_for(dev);
+  lt__graph_lock(ctx);
+  if (walk(roots, nroots, po) != LT_OK) goto oom;
+  for (int p = 0; p < po->nparams; p++) /* an input whose own step failed */
+    if (atomic_load(&po->params[p]->state) != LT_BUF_READY &&
+        lt__buffer_wait(po->params[p]) != LT_OK)
+      goto out;
+  if ((ndonors = choose_donors(po, force, &donors)) < 0) goto oom;
+  if (graph_key(be, force, roots, nroots, po, donors, ndonors, &key) != LT_OK) goto oom;
+  for (int i = 0; i < nroots; i++) root_index[i] = roots[i]->order;
+  lt_graph g = {po->nodes,  po->nnodes, po->param_of, po->nparams,
+                root_index, nroots,     donors,       ndonors};
+  e = find_or_compile(be, key, &g, reason);
+  goto out;
+oom:
+  lt__err(LT_ENOMEM, "%s: out of memory", fn);
+out:
+  lt__graph_unlock(ctx);
+  return e;
+}
+
 int lt__sync_internal(lt_tensor *const *ts, int n, bool force, bool wait, const char *reason) {
   if (n <= 0) return LT_OK;
+  int64_t t_call = lt__now_ns();
   for (int i = 0; i < n; i++)
     if (!ts[i]) return lt__err_null("lt_sync");
   lt_device dev = ts[0]->dev;
@@ -298,47 +378,27 @@ int lt__sync_internal(lt_tensor *const *ts, int n, bool force, bool wait, const 
       return lt__err(LT_EDEVICE, "lt_sync: tensors on different devices");
   lt_exec_dev *ctx = lt__exec_dev("lt_sync", dev);
   if (!ctx) return LT_EDEVICE;
-  int rc = lt__device_acquire(ctx, true);
+  int rc = lt__device_acquire_since(ctx, true, t_call);
   if (rc != LT_OK) return rc;
-  if (ctx->last_sync_end_ns) lt__timer_add(LT_TIMER_TRACE, lt__now_ns() - ctx->last_sync_end_ns);
+  record_trace(ctx, t_call);
 
-  /* Collect: tensors with pending IR, once per tensor; at a step barrier,
-   * host data is uploaded too. */
   exec_scratch *S = scratch_self();
   if (!S) goto oom;
   lt_tensor **sel = scratch_get(&S->tensors, (size_t)n * sizeof *sel);
   lt_node **roots = scratch_get(&S->roots, (size_t)n * (sizeof(lt_node *) + sizeof(int)));
   if (!sel || !roots) goto oom;
   int *root_index = (int *)(roots + n);
-  uint32_t mark = lt__node_epoch();
-  int nsel = 0;
-  for (int i = 0; i < n; i++) {
-    lt_tensor *t = ts[i];
-    if (force && t->host && !lt__tensor_ir(t)) goto fail;
-    if (!t->ir || t->mark == mark) continue;
-    t->mark = mark;
-    roots[nsel] = t->ir;
-    sel[nsel++] = t;
-  }
+  int nsel = collect(ts, n, force, sel, roots);
+  if (nsel < 0) goto fail;
   if (nsel == 0) {
+    end_sync(ctx);
     lt__device_release(ctx);
     return LT_OK;
   }
   lt__count(LT_CTR_SYNC_TENSORS, 1);
 
   post_order po;
-  int *donors = NULL, ndonors = 0;
-  lt_graph_key key;
-  if (walk(roots, nsel, &po) != LT_OK) goto oom;
-  for (int p = 0; p < po.nparams; p++) /* an input whose own step failed */
-    if (atomic_load(&po.params[p]->state) != LT_BUF_READY && lt__buffer_wait(po.params[p]) != LT_OK)
-      goto fail;
-  if ((ndonors = choose_donors(&po, force, &donors)) < 0) goto oom;
-  if (graph_key(lt__backend_for(dev), force, roots, nsel, &po, donors, ndonors, &key) != LT_OK)
-    goto oom;
-  for (int i = 0; i < nsel; i++) root_index[i] = roots[i]->order;
-  lt_graph g = {po.nodes, po.nnodes, po.param_of, po.nparams, root_index, nsel, donors, ndonors};
-  lt_cache_entry *e = find_or_compile(lt__backend_for(dev), key, &g, reason);
+  lt_cache_entry *e = plan(ctx, dev, roots, root_index, nsel, force, "lt_sync", reason, &po);
   if (!e) goto fail;
   lt_exec_job *job = make_job(ctx, e, &po, sel, nsel);
   if (!job) {
@@ -352,17 +412,18 @@ int lt__sync_internal(lt_tensor *const *ts, int n, bool force, bool wait, const 
     if (rc == LT_OK)
       for (int i = 0; i < nsel; i++) lt__tensor_set_buffer(sel[i], lt__buffer_retain(job->outs[i]));
     lt__job_free(job);
-    ctx->last_sync_end_ns = lt__now_ns();
+    end_sync(ctx);
     lt__device_release(ctx);
     return rc;
   }
   for (int i = 0; i < nsel; i++) lt__tensor_set_buffer(sel[i], lt__buffer_retain(job->outs[i]));
-  ctx->last_sync_end_ns = lt__now_ns();
+  end_sync(ctx);
   return lt__job_run_async(job); /* the worker releases the device */
 oom:
   lt__err(LT_ENOMEM, "lt_sync: out of memory");
 fail:
   rc = lt_last_status() ? lt_last_status() : LT_ENOMEM;
+  end_sync(ctx);
   lt__device_release(ctx);
   return rc;
 }
@@ -410,9 +471,12 @@ int lt_wait_device_ops(lt_device dev) {
 int lt__compile_roots(lt_device dev, lt_node *const *roots, int nroots, const char *reason,
                       lt_graph_key *key, lt_buffer ***params, int *nparams,
                       lt_cache_entry **entry) {
+  lt_exec_dev *ctx = lt__exec_dev(reason, dev); /* known: the caller holds its lock */
+  if (!ctx) return LT_EDEVICE;
   int *root_index = lt__malloc((size_t)(nroots + 1) * sizeof(int));
   if (!root_index) return LT_ENOMEM;
   post_order po;
+  lt__graph_lock(ctx);
   int rc = walk(roots, nroots, &po);
   if (rc == LT_OK) rc = graph_key(lt__backend_for(dev), false, roots, nroots, &po, NULL, 0, key);
   if (rc == LT_OK) {
@@ -423,7 +487,40 @@ int lt__compile_roots(lt_device dev, lt_node *const *roots, int nroots, const ch
     *params = po.params;
     *nparams = po.nparams;
   }
+  lt__graph_unlock(ctx);
   lt__free(root_index, (size_t)(nroots + 1) * sizeof(int));
+  return rc;
+}
+
+/* Compiles what lt_mark_step will run when ts are the device's pending
+ * tensors: roots in the order the step collects them (the device's live
+ * list), the step barrier's flag and its donors, so that the key is the one
+ * the step looks up. Nothing is uploaded or run. The caller holds the device
+ * lock. */
+static int warm_step(lt_exec_dev *ctx, lt_device dev, lt_tensor *const *ts, int n) {
+  int nlive = 0;
+  lt_tensor **live = lt__device_live_snapshot(ctx->core, &nlive);
+  exec_scratch *S = scratch_self();
+  lt_tensor **sel = S ? scratch_get(&S->tensors, (size_t)(n + 1) * sizeof *sel) : NULL;
+  lt_node **roots =
+      S ? scratch_get(&S->roots, (size_t)(n + 1) * (sizeof(lt_node *) + sizeof(int))) : NULL;
+  int rc = live && sel && roots ? LT_OK : lt__err(LT_ENOMEM, "lt_warmup: out of memory");
+  if (rc == LT_OK) {
+    uint32_t mark = lt__node_epoch();
+    for (int i = 0; i < n; i++) ts[i]->mark = mark;
+    int k = 0; /* ts in live-list order */
+    for (int i = 0; i < nlive && k < n; i++)
+      if (live[i]->mark == mark) sel[k++] = live[i];
+    int *root_index = (int *)(roots + n + 1);
+    int nsel = collect(sel, k, false, sel, roots); /* in place: it keeps a prefix */
+    post_order po;
+    lt_cache_entry *e = NULL;
+    if (nsel > 0) e = plan(ctx, dev, roots, root_index, nsel, true, "lt_warmup", "warm-up", &po);
+    if (nsel > 0 && !e) rc = lt_last_status() ? lt_last_status() : LT_ECOMPILE;
+    lt__cache_entry_release(e);
+  }
+  for (int i = 0; i < nlive; i++) lt_release(live[i]);
+  lt__free(live, (size_t)nlive * sizeof *live);
   return rc;
 }
 
@@ -431,26 +528,17 @@ int lt_warmup(lt_tensor *const *ts, int n) {
   if (n < 0 || (n > 0 && !ts)) return lt__err(LT_EINVAL, "lt_warmup: bad tensor list");
   for (int i = 0; i < n; i++)
     if (!ts[i]) return lt__err_null("lt_warmup");
-  lt_node **roots = lt__malloc((size_t)(n + 1) * sizeof *roots);
-  if (!roots) return LT_ENOMEM;
-  int nroots = 0;
-  for (int i = 0; i < n; i++)
-    if (ts[i]->ir) roots[nroots++] = ts[i]->ir;
-  int rc = LT_OK;
-  if (nroots > 0) {
-    lt_exec_dev *ctx = lt__exec_dev("lt_warmup", ts[0]->dev);
-    rc = ctx ? lt__device_acquire(ctx, false) : LT_EDEVICE;
-    if (rc == LT_OK) {
-      lt_graph_key key;
-      lt_buffer **params;
-      int nparams;
-      lt_cache_entry *e = NULL;
-      rc = lt__compile_roots(ts[0]->dev, roots, nroots, "warm-up", &key, &params, &nparams, &e);
-      lt__cache_entry_release(e);
-      lt__device_release(ctx);
-    }
-  }
-  lt__free(roots, (size_t)(n + 1) * sizeof *roots);
+  if (n == 0) return LT_OK;
+  lt_device dev = ts[0]->dev;
+  for (int i = 1; i < n; i++)
+    if (!lt__device_equal(ts[i]->dev, dev))
+      return lt__err(LT_EDEVICE, "lt_warmup: tensors on different devices");
+  lt_exec_dev *ctx = lt__exec_dev("lt_warmup", dev);
+  if (!ctx) return LT_EDEVICE;
+  int rc = lt__device_acquire(ctx, false);
+  if (rc != LT_OK) return rc;
+  rc = warm_step(ctx, dev, ts, n);
+  lt__device_release(ctx);
   return rc;
 }
 
@@ -545,8 +633,15 @@ int lt_item(lt_tensor *t, int64_t flat_index, double *out) {
     const unsigned char *p = tmp + (size_t)flat_index * sz;
     switch ((lt_dtype)t->dtype) {
     case LT_BOOL:
+    case LT_U8:
       *out = *p;
       break;
+    case LT_I8: {
+      int8_t v;
+      memcpy(&v, p, 1);
+      *out = v;
+      break;
+    }
     case LT_I32: {
       int32_t v;
       memcpy(&v, p, 4);

@@ -30,6 +30,12 @@ static shape_sig sig_of(const lt_tensor *t) {
   return s;
 }
 
+/* Field by field: memcmp would also compare the padding after ndim. */
+static bool sig_equal(const shape_sig *a, const shape_sig *b) {
+  return a->dtype == b->dtype && a->ndim == b->ndim &&
+         memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof a->shape[0]) == 0;
+}
+
 void lt_program_free(lt_program *p) {
   if (!p) return;
   for (int i = 0; i < p->nparams; i++) lt__buffer_release(p->captured[i]);
@@ -138,12 +144,18 @@ int lt_program_run(lt_program *p, lt_tensor *const *inputs, int nin, lt_tensor *
                    p ? p->nin : 0);
   for (int i = 0; i < nin; i++) {
     if (!inputs[i]) return lt__err_null(fn);
+    if (!lt__device_equal(inputs[i]->dev, p->dev)) {
+      char a[32], b[32];
+      lt_device_str(inputs[i]->dev, a, sizeof a);
+      lt_device_str(p->dev, b, sizeof b);
+      return lt__err(LT_EDEVICE, "%s: input %d is on %s, the program was created on %s", fn, i, a,
+                     b);
+    }
     shape_sig s = sig_of(inputs[i]);
-    if (memcmp(&s, &p->in_sig[i], sizeof s) != 0 || !lt__device_equal(inputs[i]->dev, p->dev)) {
+    if (!sig_equal(&s, &p->in_sig[i])) {
       char a[128], b[128];
-      return lt__err(LT_ESHAPE, "%s: input %d is %s %s on its device, the program takes %s %s", fn,
-                     i, lt_dtype_name((lt_dtype)s.dtype),
-                     lt__shape_str(s.shape, s.ndim, a, sizeof a),
+      return lt__err(LT_ESHAPE, "%s: input %d is %s %s, the program takes %s %s", fn, i,
+                     lt_dtype_name((lt_dtype)s.dtype), lt__shape_str(s.shape, s.ndim, a, sizeof a),
                      lt_dtype_name((lt_dtype)p->in_sig[i].dtype),
                      lt__shape_str(p->in_sig[i].shape, p->in_sig[i].ndim, b, sizeof b));
     }

@@ -2,6 +2,7 @@
  * chain in the IR (see rng.h for the scheme). One mutex guards the array; its
  * critical sections are short (a few node allocations at most). */
 #include <pthread.h>
+#include <string.h>
 
 #include "exec_internal.h"
 #include "../core/lt_device.h"
@@ -90,6 +91,59 @@ int lt_set_seed(lt_device dev, uint64_t seed) {
   pthread_mutex_lock(&g_lock);
   rng_state *s = &g_rng[dev.index];
   s->base = s->running = seed;
+  lt_node *old = s->chain;
+  s->chain = NULL;
+  pthread_mutex_unlock(&g_lock);
+  lt__node_release(old);
+  return LT_OK;
+}
+
+/* The blob of lt_rng_state, little-endian whatever the host: "LTRS", u32
+ * version, u64 base seed, u64 running seed, 8 zero bytes. The chain is not
+ * stored: it is the IR form of the running seed, rebuilt from it by the next
+ * draw, so a restored state draws the same numbers in lazy and eager mode. */
+#define RNG_BLOB_MAGIC "LTRS"
+#define RNG_BLOB_VERSION 1u
+
+static void put_le(uint8_t *p, uint64_t v, int n) {
+  for (int i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint64_t get_le(const uint8_t *p, int n) {
+  uint64_t v = 0;
+  for (int i = 0; i < n; i++) v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
+int lt_get_rng_state(lt_device dev, lt_rng_state *out) {
+  if (!out) return lt__err(LT_EINVAL, "lt_get_rng_state: out is NULL");
+  if (!lt__device_ctx("lt_get_rng_state", dev)) return LT_EDEVICE;
+  pthread_mutex_lock(&g_lock);
+  uint64_t base = g_rng[dev.index].base, running = g_rng[dev.index].running;
+  pthread_mutex_unlock(&g_lock);
+  memset(out, 0, sizeof *out);
+  memcpy(out->bytes, RNG_BLOB_MAGIC, 4);
+  put_le(out->bytes + 4, RNG_BLOB_VERSION, 4);
+  put_le(out->bytes + 8, base, 8);
+  put_le(out->bytes + 16, running, 8);
+  return LT_OK;
+}
+
+int lt_set_rng_state(lt_device dev, const lt_rng_state *state) {
+  if (!state) return lt__err(LT_EINVAL, "lt_set_rng_state: state is NULL");
+  if (!lt__device_ctx("lt_set_rng_state", dev)) return LT_EDEVICE;
+  const uint8_t *b = state->bytes;
+  if (memcmp(b, RNG_BLOB_MAGIC, 4) != 0)
+    return lt__err(LT_EINVAL, "lt_set_rng_state: not a state from lt_get_rng_state (bad magic)");
+  uint32_t ver = (uint32_t)get_le(b + 4, 4);
+  if (ver != RNG_BLOB_VERSION)
+    return lt__err(LT_EINVAL, "lt_set_rng_state: state version %u; this build reads %u", ver,
+                   RNG_BLOB_VERSION);
+  if (get_le(b + 24, 8) != 0)
+    return lt__err(LT_EINVAL, "lt_set_rng_state: corrupt state (reserved bytes are not zero)");
+  pthread_mutex_lock(&g_lock);
+  rng_state *s = &g_rng[dev.index];
+  s->base = get_le(b + 8, 8);
+  s->running = get_le(b + 16, 8);
   lt_node *old = s->chain;
   s->chain = NULL;
   pthread_mutex_unlock(&g_lock);

@@ -23,4 +23,24 @@ static inline lt_tensor *nn_step_scalar(lt_device dev, lt_dtype dt, double v) {
   return lt_from_data(dev, LT_F32, NULL, 0, &f);
 }
 
+/* The optimizer (nn_optim.c); nn_io.c writes and reads its state. */
+struct lt_nn_optim {
+  lt_nn_optim_config cfg;
+  int n;
+  lt_device dev;
+  lt_tensor **params; /* n, retained */
+  lt_tensor **s1;     /* SGD momentum buffer or Adam's exp_avg (NULL when unused) */
+  lt_tensor **s2;     /* Adam's exp_avg_sq */
+  int64_t *pstep;     /* n: updates of each parameter (PyTorch's per-parameter state["step"]) */
+  int64_t steps;      /* successful step calls */
+};
+
+/* State tensors per parameter: 0 (plain SGD), 1 (SGD momentum) or 2 (Adam). */
+static inline int nn_optim_nstate(const lt_nn_optim *o) {
+  return o->cfg.kind != LT_NN_SGD ? 2 : o->cfg.momentum != 0 ? 1 : 0;
+}
+
+/* Checks an optimizer configuration; fn names the caller in the message. */
+int nn_optim_check_config(const char *fn, const lt_nn_optim_config *c);
+
 #endif

@@ -5,21 +5,18 @@
  * they were. Per-step values (lr, bias corrections) are device data made with
  * lt_from_data, never IR constants: lt_scalar would turn a value that reaches
  * 0 or +-1 (1 - beta^t rounds to 1 in f32 after a few hundred steps) into a
- * constant and recompile. */
+ * constant and recompile.
+ *
+ * Each parameter has its own step count, advanced only by the steps that
+ * gave it a gradient (PyTorch's per-parameter state["step"]), so its bias
+ * corrections are its own: one pair of 0-d data leaves per parameter, made
+ * from the count on the host as torch's non-capturable Adam does (1 - beta^t
+ * in double). A leaf per parameter, even where counts are equal, keeps the
+ * graph the same whatever the counts are. */
 #include <math.h>
 #include <string.h>
 
 #include "nn.h"
-
-struct lt_nn_optim {
-  lt_nn_optim_config cfg;
-  int n;
-  lt_device dev;
-  lt_tensor **params; /* n, retained */
-  lt_tensor **s1;     /* SGD momentum buffer or Adam's exp_avg (NULL when unused) */
-  lt_tensor **s2;     /* Adam's exp_avg_sq */
-  int64_t steps;
-};
 
 lt_nn_optim_config lt_nn_optim_defaults(lt_nn_optim_kind kind) {
   lt_nn_optim_config c;
@@ -33,8 +30,7 @@ lt_nn_optim_config lt_nn_optim_defaults(lt_nn_optim_kind kind) {
   return c;
 }
 
-static int check_config(const lt_nn_optim_config *c) {
-  const char *fn = "lt_nn_optim_create";
+int nn_optim_check_config(const char *fn, const lt_nn_optim_config *c) {
   if (c->kind != LT_NN_SGD && c->kind != LT_NN_ADAM && c->kind != LT_NN_ADAMW)
     return lt__err(LT_EINVAL, "%s: unknown optimizer kind %d", fn, (int)c->kind);
   if (!(c->lr >= 0) || !isfinite(c->lr))
@@ -73,6 +69,7 @@ void lt_nn_optim_free(lt_nn_optim *o) {
   lt__free(o->params, arr);
   lt__free(o->s1, arr);
   lt__free(o->s2, arr);
+  lt__free(o->pstep, (size_t)o->n * sizeof(int64_t));
   lt__free(o, sizeof *o);
 }
 
@@ -82,7 +79,7 @@ lt_nn_optim *lt_nn_optim_create(const lt_nn_optim_config *cfg, lt_tensor *const 
     lt__err(LT_EINVAL, "%s: needs a config and at least one parameter", fn);
     return NULL;
   }
-  if (check_config(cfg) != LT_OK) return NULL;
+  if (nn_optim_check_config(fn, cfg) != LT_OK) return NULL;
   for (int i = 0; i < n; i++) {
     if (!params[i]) {
       lt__err(LT_EINVAL, "%s: parameter %d is NULL", fn, i);
@@ -110,7 +107,8 @@ lt_nn_optim *lt_nn_optim_create(const lt_nn_optim_config *cfg, lt_tensor *const 
   o->params = lt__calloc(arr);
   o->s1 = lt__calloc(arr);
   o->s2 = lt__calloc(arr);
-  if (!o->params || !o->s1 || !o->s2) {
+  o->pstep = lt__calloc((size_t)n * sizeof(int64_t));
+  if (!o->params || !o->s1 || !o->s2 || !o->pstep) {
     lt_nn_optim_free(o);
     return NULL;
   }
@@ -139,16 +137,36 @@ int lt_nn_optim_set_lr(lt_nn_optim *o, double lr) {
 
 int64_t lt_nn_optim_steps(const lt_nn_optim *o) { return o ? o->steps : 0; }
 
-/* The per-step and constant scalars of one dtype. */
+int64_t lt_nn_optim_param_steps(const lt_nn_optim *o, int i) {
+  if (!o || i < 0 || i >= o->n) {
+    lt__err(LT_EINVAL, "lt_nn_optim_param_steps: %s (index %d)",
+            o ? "index out of range" : "optimizer is NULL", i);
+    return -1;
+  }
+  return o->pstep[i];
+}
+
+/* The per-step and constant scalars of one dtype, shared by its parameters. */
 typedef struct scalars {
-  lt_tensor *lr;        /* SGD: lr */
-  lt_tensor *step_size; /* Adam: lr / (1 - beta1^t) */
-  lt_tensor *bc2_sqrt;  /* Adam: sqrt(1 - beta2^t) */
-  lt_tensor *decay;     /* AdamW: 1 - lr * wd */
+  lt_tensor *lr;    /* SGD: lr */
+  lt_tensor *decay; /* AdamW: 1 - lr * wd */
   lt_tensor *wd, *mom, *b1, *c1, *b2, *c2, *eps;
 } scalars;
 
-static void make_scalars(const lt_nn_optim *o, lt_dtype dt, int64_t t, scalars *s) {
+/* Adam's bias corrections of one parameter at its step t. */
+typedef struct bias_corr {
+  lt_tensor *step_size; /* lr / (1 - beta1^t) */
+  lt_tensor *bc2_sqrt;  /* sqrt(1 - beta2^t) */
+} bias_corr;
+
+static bias_corr make_bias_corr(const lt_nn_optim *o, lt_dtype dt, int64_t t) {
+  const lt_nn_optim_config *c = &o->cfg;
+  double bc1 = 1.0 - pow(c->beta1, (double)t), bc2 = 1.0 - pow(c->beta2, (double)t);
+  bias_corr b = {nn_step_scalar(o->dev, dt, c->lr / bc1), nn_step_scalar(o->dev, dt, sqrt(bc2))};
+  return b;
+}
+
+static void make_scalars(const lt_nn_optim *o, lt_dtype dt, scalars *s) {
   const lt_nn_optim_config *c = &o->cfg;
   lt_device dev = o->dev;
   memset(s, 0, sizeof *s);
@@ -158,9 +176,6 @@ static void make_scalars(const lt_nn_optim *o, lt_dtype dt, int64_t t, scalars *
     s->mom = lt_scalar(dev, dt, c->momentum);
     return;
   }
-  double bc1 = 1.0 - pow(c->beta1, (double)t), bc2 = 1.0 - pow(c->beta2, (double)t);
-  s->step_size = nn_step_scalar(dev, dt, c->lr / bc1);
-  s->bc2_sqrt = nn_step_scalar(dev, dt, sqrt(bc2));
   if (c->kind == LT_NN_ADAMW) s->decay = nn_step_scalar(dev, dt, 1.0 - c->lr * c->weight_decay);
   s->b1 = lt_scalar(dev, dt, c->beta1);
   s->c1 = lt_scalar(dev, dt, 1.0 - c->beta1);
@@ -185,12 +200,13 @@ static void update_one(const lt_nn_optim *o, int i, lt_tensor *g, const scalars 
     out[0] = lt_sub(p, lt_mul(s->lr, g));
     return;
   }
+  bias_corr bc = make_bias_corr(o, lt_get_dtype(p), o->pstep[i] + 1);
   if (c->kind == LT_NN_ADAM && c->weight_decay != 0) g = lt_add(g, lt_mul(s->wd, p));
   if (c->kind == LT_NN_ADAMW && c->weight_decay != 0) p = lt_mul(p, s->decay);
   lt_tensor *m = lt_add(lt_mul(o->s1[i], s->b1), lt_mul(s->c1, g));
   lt_tensor *v = lt_add(lt_mul(o->s2[i], s->b2), lt_mul(lt_mul(s->c2, g), g));
-  lt_tensor *denom = lt_add(lt_div(lt_sqrt(v), s->bc2_sqrt), s->eps);
-  out[0] = lt_sub(p, lt_mul(s->step_size, lt_div(m, denom)));
+  lt_tensor *denom = lt_add(lt_div(lt_sqrt(v), bc.bc2_sqrt), s->eps);
+  out[0] = lt_sub(p, lt_mul(bc.step_size, lt_div(m, denom)));
   out[1] = m;
   out[2] = v;
 }
@@ -215,7 +231,6 @@ int lt_nn_optim_step_grads(lt_nn_optim *o, lt_tensor *const *grads) {
   size_t bytes = (size_t)o->n * 3 * sizeof(lt_tensor *);
   lt_tensor **out = lt__calloc(bytes);
   if (!out) return LT_ENOMEM;
-  int64_t t = o->steps + 1;
   int rc = LT_OK;
   lt_clear_error();
   nn_own_begin();
@@ -225,7 +240,7 @@ int lt_nn_optim_step_grads(lt_nn_optim *o, lt_tensor *const *grads) {
     if (!grads[i]) continue;
     int k = lt_get_dtype(o->params[i]) == LT_F64;
     if (!have[k]) {
-      make_scalars(o, k ? LT_F64 : LT_F32, t, &sc[k]);
+      make_scalars(o, k ? LT_F64 : LT_F32, &sc[k]);
       have[k] = true;
     }
     update_one(o, i, grads[i], &sc[k], out + 3 * i);
@@ -240,7 +255,10 @@ int lt_nn_optim_step_grads(lt_nn_optim *o, lt_tensor *const *grads) {
   }
   nn_own_end();
   lt__free(out, bytes);
-  if (rc == LT_OK) o->steps = t;
+  if (rc == LT_OK) {
+    o->steps++;
+    for (int i = 0; i < o->n; i++) o->pstep[i] += grads[i] != NULL;
+  }
   return rc;
 }
 
@@ -255,5 +273,93 @@ int lt_nn_optim_step(lt_nn_optim *o) {
     for (int i = 0; i < o->n; i++)
       if (g[i]) lt_zero_grad(o->params[i]);
   lt__free(g, bytes);
+  return rc;
+}
+
+/* ---- gradient clipping ------------------------------------------------------------------ */
+
+/* The norm of g (flattened) of order p: sqrt(sum g^2), max |g| or
+ * (sum |g|^p)^(1/p), as torch.norm. */
+static lt_tensor *norm_p(lt_tensor *g, double p) {
+  lt_device dev = lt_get_device(g);
+  lt_dtype dt = lt_get_dtype(g);
+  if (isinf(p)) return lt_max(lt_abs(g), NULL, 0, false);
+  if (p == 2) return lt_sqrt(lt_sum(lt_mul(g, g), NULL, 0, false));
+  if (p == 1) return lt_sum(lt_abs(g), NULL, 0, false);
+  lt_tensor *s = lt_sum(lt_pow(lt_abs(g), lt_scalar(dev, dt, p)), NULL, 0, false);
+  return lt_pow(s, lt_scalar(dev, dt, 1.0 / p));
+}
+
+static int check_clip_args(const char *fn, lt_tensor *const *params, int n, double max_norm,
+                           double norm_type) {
+  if (n < 0 || (n > 0 && !params)) return lt__err(LT_EINVAL, "%s: bad parameter list", fn);
+  if (!(max_norm >= 0))
+    return lt__err(LT_EINVAL, "%s: max_norm must be >= 0 (got %g)", fn, max_norm);
+  if (!(norm_type > 0) || (isinf(norm_type) && norm_type < 0))
+    return lt__err(LT_EINVAL, "%s: norm_type must be > 0 or inf (got %g)", fn, norm_type);
+  for (int i = 0; i < n; i++) {
+    if (!params[i]) return lt__err(LT_EINVAL, "%s: parameter %d is NULL", fn, i);
+    lt_device d0 = lt_get_device(params[0]), d = lt_get_device(params[i]);
+    if (d.type != d0.type || d.index != d0.index)
+      return lt__err(LT_EDEVICE, "%s: parameters are on different devices (0 and %d)", fn, i);
+    lt_tensor *g = lt_grad(params[i]);
+    if (g && lt_numel(g) == 0 && isinf(norm_type))
+      return lt__err(LT_EINVAL, "%s: the inf norm of the empty grad of parameter %d", fn, i);
+  }
+  return LT_OK;
+}
+
+int lt_nn_clip_grad_norm(lt_tensor *const *params, int n, double max_norm, double norm_type,
+                         lt_tensor **total_norm) {
+  const char *fn = "lt_nn_clip_grad_norm";
+  if (total_norm) *total_norm = NULL;
+  int rc = check_clip_args(fn, params, n, max_norm, norm_type);
+  if (rc != LT_OK) return rc;
+  lt_device dev = n > 0 ? lt_get_device(params[0]) : lt_cpu(0);
+  lt_dtype tdt = LT_F32; /* the norms' dtype: f64 when any grad is f64 (torch.stack promotes) */
+  int ng = 0;
+  for (int i = 0; i < n; i++) {
+    lt_tensor *g = lt_grad(params[i]);
+    ng += g != NULL;
+    if (g && lt_get_dtype(g) == LT_F64) tdt = LT_F64;
+  }
+  size_t bytes = (size_t)(ng ? ng : 1) * sizeof(lt_tensor *);
+  lt_tensor **norms = lt__calloc(bytes), **scaled = lt__calloc(bytes);
+  lt_tensor *kept = NULL;
+  if (!norms || !scaled) rc = LT_ENOMEM;
+  lt_clear_error();
+  nn_own_begin();
+  lt_tensor *total = NULL;
+  if (rc == LT_OK && ng == 0) total = lt_scalar(dev, LT_F32, 0); /* torch.tensor(0.) */
+  if (rc == LT_OK && ng > 0) {
+    for (int i = 0, k = 0; i < n; i++)
+      if (lt_grad(params[i])) norms[k++] = lt_cast(norm_p(lt_grad(params[i]), norm_type), tdt);
+    lt_tensor *stacked = lt_stack(norms, ng, 0);
+    /* torch: the max of the per-grad maxima, or the p-norm of the p-norms */
+    total = isinf(norm_type) ? lt_max(stacked, NULL, 0, false) : norm_p(stacked, norm_type);
+    lt_tensor *coef =
+        lt_div(lt_scalar(dev, tdt, max_norm), lt_add(total, lt_scalar(dev, tdt, 1e-6)));
+    coef = lt_minimum(coef, lt_scalar(dev, tdt, 1.0));
+    for (int i = 0, k = 0; i < n; i++) {
+      lt_tensor *g = lt_grad(params[i]);
+      if (g) scaled[k++] = lt_mul(g, lt_cast(coef, lt_get_dtype(g)));
+    }
+  }
+  for (int k = 0; rc == LT_OK && k < ng; k++)
+    if (!scaled[k]) rc = lt_last_status() ? lt_last_status() : LT_ENOMEM;
+  if (rc == LT_OK && !total) rc = lt_last_status() ? lt_last_status() : LT_ENOMEM;
+  /* every new value is built: only now do the grads change */
+  for (int i = 0, k = 0; rc == LT_OK && i < n; i++)
+    if (lt_grad(params[i])) rc = lt_assign(lt_grad(params[i]), scaled[k++]);
+  if (rc == LT_OK && total_norm) kept = nn_keep(total);
+  nn_own_end();
+  lt__free(norms, bytes);
+  lt__free(scaled, bytes);
+  if (kept) {
+    /* a new tensor over the same node, in the caller's scope */
+    *total_norm = lt_reshape(kept, NULL, 0);
+    lt_release(kept);
+    if (!*total_norm) rc = lt_last_status() ? lt_last_status() : LT_ENOMEM;
+  }
   return rc;
 }

@@ -5,6 +5,7 @@
 
 #include "lt_metrics.h"
 #include "lt_ops.h"
+#include "op_nograd.h"
 
 lt_node *lt__ir_as(lt_tensor *t, lt_dtype dt) {
   lt_node *n = lt__tensor_ir(t);
@@ -70,6 +71,10 @@ lt_node *lt__scalar_node(lt_device dev, lt_dtype dt, double value) {
     case LT_BOOL:
       u.b = v != 0;
       break;
+    case LT_U8:
+    case LT_I8: /* v is in range (lt__dtype_round); i8 stores its two's complement byte */
+      u.b = (uint8_t)(int64_t)v;
+      break;
     case LT_I32:
       u.i32 = (int32_t)v;
       break;
@@ -96,6 +101,7 @@ lt_node *lt__scalar_node(lt_device dev, lt_dtype dt, double value) {
 }
 
 lt_tensor *lt__wrap(lt_device dev, lt_node *node) {
+  node = lt__no_grad_mark(node); /* inside lt_no_grad_begin/end: a constant to autograd */
   lt_tensor *t = lt__tensor_from_node(dev, node);
   /* Eager mode: run each op as it is traced (one cached executable per op
    * signature); a failure is the op's failure. */

@@ -19,6 +19,10 @@ static void store(void *p, lt_dtype dt, int64_t i, double v) {
   case LT_BOOL:
     ((uint8_t *)p)[i] = v != 0;
     break;
+  case LT_U8:
+  case LT_I8: /* truncated to int64, then the low byte (as a cast) */
+    ((uint8_t *)p)[i] = (uint8_t)lt__f2i64(v);
+    break;
   case LT_I32:
     ((int32_t *)p)[i] = (int32_t)v;
     break;
@@ -91,28 +95,69 @@ lt_tensor *lt_scalar(lt_device dev, lt_dtype dt, double value) {
   return lt__wrap(dev, lt__scalar_node(dev, dt, value));
 }
 
+/* Integer aranges as torch computes them: start and step truncated toward 0
+ * to int64, each value start + i * step in int64, kept to the low bits of dt
+ * (two's complement: the unsigned type of dt's width holds the same bits as
+ * the signed one, and converts modulo 2^n). */
+static void arange_int(void *p, lt_dtype dt, int64_t n, double start, double step) {
+  uint64_t s = (uint64_t)(int64_t)start, d = (uint64_t)(int64_t)step;
+  size_t width = lt_dtype_size(dt);
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t v = s + d * (uint64_t)i;
+    if (width == 1)
+      ((uint8_t *)p)[i] = (uint8_t)v;
+    else if (width == 4)
+      ((uint32_t *)p)[i] = (uint32_t)v;
+    else
+      ((uint64_t *)p)[i] = v;
+  }
+}
+
+/* True when v truncates to an int64 without overflow. */
+static bool fits_int64(double v) {
+  return v >= -9223372036854775808.0 && v < 9223372036854775808.0;
+}
+
 lt_tensor *lt_arange(lt_device dev, lt_dtype dt, double start, double stop, double step) {
-  if (check_create("lt_arange", dev, dt, NULL, 0) != LT_OK) return NULL;
+  static const char *fn = "lt_arange";
+  if (check_create(fn, dev, dt, NULL, 0) != LT_OK) return NULL;
   if (dt == LT_BOOL) {
-    lt__err(LT_EDTYPE, "lt_arange: bool is not accepted");
+    lt__err(LT_EDTYPE, "%s: bool is not accepted", fn);
     return NULL;
   }
   if (!isfinite(start) || !isfinite(stop) || !isfinite(step) || step == 0) {
-    lt__err(LT_EINVAL, "lt_arange: need finite start, stop and a non-zero step (got %g, %g, %g)",
+    lt__err(LT_EINVAL, "%s: need finite start, stop and a non-zero step (got %g, %g, %g)", fn,
             start, stop, step);
     return NULL;
   }
+  /* As torch: a range that the step walks away from is an error, not empty. */
+  if ((step > 0 && stop < start) || (step < 0 && stop > start)) {
+    lt__err(LT_EINVAL, "%s: start %g and stop %g are inconsistent with the sign of step %g", fn,
+            start, stop, step);
+    return NULL;
+  }
+  bool integral = lt__is_int(dt);
+  if (integral && (!fits_int64(start) || !fits_int64(step))) {
+    lt__err(LT_EINVAL, "%s: start %g or step %g does not fit in an integer", fn, start, step);
+    return NULL;
+  }
+  /* The length comes from the values as given, whatever dt: torch's
+   * ceil((stop - start) / step), in double. */
   double count = ceil((stop - start) / step);
-  if (count < 0) count = 0;
-  if (count > (double)(INT64_MAX / 16)) {
-    lt__err(LT_ESHAPE, "lt_arange: %g elements is too many", count);
+  /* (double)LT_MAX_NUMEL rounds up: the second test is the exact one. */
+  if (count > (double)LT_MAX_NUMEL || (int64_t)count > LT_MAX_NUMEL) {
+    lt__err(LT_ESHAPE, "%s: %g elements is too many (more than %lld)", fn, count,
+            (long long)LT_MAX_NUMEL);
     return NULL;
   }
   int64_t n = (int64_t)count;
   size_t nbytes = (size_t)n * lt_dtype_size(dt);
   void *p = lt__malloc(nbytes);
   if (!p) return NULL;
-  for (int64_t i = 0; i < n; i++) store(p, dt, i, start + (double)i * step);
+  if (integral)
+    arange_int(p, dt, n, start, step);
+  else /* start + i * step in double, then rounded to dt, as torch on cpu */
+    for (int64_t i = 0; i < n; i++) store(p, dt, i, start + (double)i * step);
   lt_tensor *t = lt__tensor_from_host(dev, dt, &n, 1, p, nbytes);
   if (!t) lt__free(p, nbytes);
   return t;

@@ -192,6 +192,10 @@ static bool int_bound(lt_dtype dt, double v, bool lower, double *out) {
   double top = dt == LT_I32 ? 2147483647.0 : 9223372036854775808.0;
   /* Largest double that converts to the dtype without overflow. */
   double maxrep = dt == LT_I32 ? 2147483647.0 : 9223372036854774784.0; /* 2^63 - 1024 */
+  if (dt == LT_U8 || dt == LT_I8) { /* a bound outside must not wrap into the range */
+    lo = dt == LT_U8 ? 0.0 : -128.0;
+    top = maxrep = dt == LT_U8 ? 255.0 : 127.0;
+  }
   if (lower && v <= lo) return false;
   if (!lower && v >= top) return false;
   v = trunc(v);
@@ -199,15 +203,35 @@ static bool int_bound(lt_dtype dt, double v, bool lower, double *out) {
   return true;
 }
 
-/* One side of clamp: MAXIMUM (lower bound) or MINIMUM (upper) of x and a 0-d
- * scalar in x's dtype. Consumes x. */
+/* A comparison or where node of x's shape (consumes the operands). */
+static lt_node *clamp_node(lt_op op, lt_dtype dt, const lt_node *like, lt_node *a, lt_node *b,
+                           lt_node *c) {
+  lt_node *ops[3] = {a, b, c};
+  return lt__node_make(op, dt, like->shape, like->ndim, ops, c ? 3 : 2, NULL, 0, 0.0);
+}
+
+/* One side of clamp, for the lower bound (or the upper): x where x >= bound
+ * (x <= bound), else the bound where x < bound (x > bound), else NaN. Only
+ * the first branch reads x, so the gradient is torch.clamp's: 1 inside and AT
+ * the bound, 0 outside and at a NaN (maximum/minimum would split a tie in
+ * half); a NaN element stays NaN (through the constant: NaN compares false
+ * both ways). Integers have no NaN and no gradient: maximum/minimum. Consumes x. */
 static lt_node *clamp_side(lt_device dev, lt_node *x, double bound, bool lower) {
   if (!x || isnan(bound)) return x;
   lt_dtype dt = (lt_dtype)x->dtype;
   if (lt__is_int(dt) && !int_bound(dt, bound, lower, &bound)) return x;
-  lt_node *ops[2] = {x, lt__scalar_node(dev, dt, bound)};
-  return lt__node_make(lower ? LT_OP_MAXIMUM : LT_OP_MINIMUM, dt, x->shape, x->ndim, ops, 2, NULL,
-                       0, 0.0);
+  lt_node *b = lt__scalar_node(dev, dt, bound);
+  if (!b) {
+    lt__node_release(x);
+    return NULL;
+  }
+  if (lt__is_int(dt)) return clamp_node(lower ? LT_OP_MAXIMUM : LT_OP_MINIMUM, dt, x, x, b, NULL);
+  lt_node *inside = clamp_node(lower ? LT_OP_GE : LT_OP_LE, LT_BOOL, x, lt__node_retain(x),
+                               lt__node_retain(b), NULL);
+  lt_node *outside = clamp_node(lower ? LT_OP_LT : LT_OP_GT, LT_BOOL, x, lt__node_retain(x),
+                                lt__node_retain(b), NULL);
+  lt_node *other = clamp_node(LT_OP_WHERE, dt, x, outside, b, lt__node_const(dt, NULL, 0, NAN));
+  return clamp_node(LT_OP_WHERE, dt, x, inside, x, other);
 }
 
 /* min(max(a, lo), hi), as torch.clamp: with lo > hi every element becomes hi;

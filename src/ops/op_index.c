@@ -88,6 +88,11 @@ lt_tensor *lt_index_select(lt_tensor *a, int axis, lt_tensor *index) {
   int64_t shape[LT_MAX_DIMS];
   for (int d = 0; d < a->ndim; d++) shape[d] = a->shape[d];
   shape[ax] = len;
+  if (lt__check_size(fn, shape, a->ndim) != LT_OK) {
+    lt__node_release(ops[0]);
+    lt__node_release(ops[1]);
+    return NULL;
+  }
   return lt__make(a->dev, LT_OP_INDEX_SELECT, (lt_dtype)a->dtype, shape, a->ndim, ops, 2, attrs, 1,
                   0.0);
 }

@@ -52,12 +52,21 @@ lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b) {
   /* Node shape: broadcast batch dims + [n, m]. Both batches have rank <= 6. */
   int64_t shape[LT_MAX_DIMS];
   int nd = 0;
-  if (lt__broadcast(fn, as, an - 2, bs, bn - 2, shape, &nd) != LT_OK) {
+  if (!lt__broadcast_shape(as, an - 2, bs, bn - 2, shape, &nd)) {
     lt__err(LT_ESHAPE, "%s: batch dims of shapes %s and %s do not broadcast", fn, sa, sb);
     return NULL;
   }
   shape[nd++] = n;
   shape[nd++] = m;
+  /* Operands within the size limit can still give a result beyond it. */
+  if (!lt__shape_fits(shape, nd)) {
+    char so[LT_SHAPE_STR_MAX];
+    lt__err(LT_ESHAPE,
+            "%s: shapes %s and %s give a result of shape %s, which is too large (more "
+            "than %lld elements)",
+            fn, sa, sb, lt__shape_str(shape, nd, so, sizeof so), (long long)LT_MAX_NUMEL);
+    return NULL;
+  }
 
   /* Final shape: drop the dims added for 1-d operands. */
   int64_t fshape[LT_MAX_DIMS];

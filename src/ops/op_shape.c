@@ -108,6 +108,9 @@ lt_tensor *lt_reshape(lt_tensor *a, const int64_t *shape, int ndim) {
             (long long)numel, sb, (long long)known);
     return NULL;
   }
+  /* An empty tensor takes any shape with a 0 in it, but not one whose other
+   * dims exceed the size limit. */
+  if (lt__check_size(fn, target, ndim) != LT_OK) return NULL;
   /* lt__node_reshape returns the operand itself when the shape is unchanged. */
   return lt__wrap(a->dev, lt__node_reshape(lt__ir_as(a, (lt_dtype)a->dtype), target, ndim));
 }

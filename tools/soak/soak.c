@@ -7,7 +7,9 @@
  *
  * The backend is the library's (LT_BACKEND). Prints one line of figures;
  * exits 1 when RSS grew by more than the bound or live tensors grew at all
- * between the warm-up mark (step 1000, or steps / 10 when fewer) and the end. */
+ * between the warm-up mark (step 1000, or steps / 10 when fewer) and the end,
+ * and 2 when a library call fails (set-up or a training step: a failure of
+ * the backend, never "backend unavailable"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,9 @@
  *
  * Domains as ref: a float operand or result computes in floating point, else
  * in int64 with wrap-around, then converts to the result dtype as ref's CAST
- * does (llvm.fptosi.sat is exactly ref's saturating, NaN-to-0 truncation).
+ * does (llvm.fptosi.sat is exactly ref's saturating, NaN-to-0 truncation; u8
+ * and i8 saturate to i64 and keep the low byte). bool, u8 and i8 all live in
+ * i8: u8 (and bool) widen with zext / uitofp, i8 with sext / sitofp.
  * When operands and result are all f32, ops compute in f32: + - * / sqrt and
  * comparisons give the same bits as ref's double-then-round; exp, log, tanh,
  * sigmoid, erf, gelu use the polynomial code of cpu_irmath.c (about 1e-6
@@ -14,6 +16,7 @@
 
 #include <string.h>
 
+#include "../../core/lt_dtype.h"
 #include "../../core/lt_philox.h"
 
 #define OP(...) ir_op(ir, __VA_ARGS__)
@@ -21,6 +24,8 @@
 const char *ops_type(int dt) {
   switch (dt) {
   case LT_BOOL:
+  case LT_U8:
+  case LT_I8:
     return "i8";
   case LT_I32:
     return "i32";
@@ -36,7 +41,11 @@ const char *ops_type(int dt) {
 bool ops_is_float(int dt) { return dt == LT_F32 || dt == LT_F64; }
 
 static const char *fsuf(int dt) { return dt == LT_F32 ? "f32" : "f64"; }
-static int width(int dt) { return dt == LT_BOOL ? 8 : dt == LT_I32 ? 32 : 64; }
+static int width(int dt) {
+  return dt == LT_BOOL || dt == LT_U8 || dt == LT_I8 ? 8 : dt == LT_I32 ? 32 : 64;
+}
+/* Whether an integer dtype's i8 bits read as unsigned (bool, u8). */
+static bool is_unsigned(int dt) { return dt == LT_BOOL || dt == LT_U8; }
 
 irv ops_conv(cpu_ir *ir, irv v, int from, int to) {
   if (from == to) return v;
@@ -48,19 +57,24 @@ irv ops_conv(cpu_ir *ir, irv v, int from, int to) {
       irv c = OP("fcmp une %s %s, 0.0", ops_type(from), v.s);
       return OP("zext i1 %s to i8", c.s);
     }
+    if (width(to) == 8) { /* u8 / i8 as ref: saturate to i64, keep the low byte */
+      irv w = OP("call i64 @llvm.fptosi.sat.i64.%s(%s %s)", fsuf(from), ops_type(from), v.s);
+      return OP("trunc i64 %s to i8", w.s);
+    }
     return OP("call %s @llvm.fptosi.sat.%s.%s(%s %s)", ops_type(to), ops_type(to), fsuf(from),
               ops_type(from), v.s);
   }
   if (ops_is_float(to))
-    return OP("%s %s %s to %s", from == LT_BOOL ? "uitofp" : "sitofp", ops_type(from), v.s,
+    return OP("%s %s %s to %s", is_unsigned(from) ? "uitofp" : "sitofp", ops_type(from), v.s,
               ops_type(to));
   if (to == LT_BOOL) {
     irv c = OP("icmp ne %s %s, 0", ops_type(from), v.s);
     return OP("zext i1 %s to i8", c.s);
   }
   if (width(to) > width(from))
-    return OP("%s %s %s to %s", from == LT_BOOL ? "zext" : "sext", ops_type(from), v.s,
+    return OP("%s %s %s to %s", is_unsigned(from) ? "zext" : "sext", ops_type(from), v.s,
               ops_type(to));
+  if (width(to) == width(from)) return v; /* bool, u8, i8: the same i8 bits */
   return OP("trunc %s %s to %s", ops_type(from), v.s, ops_type(to));
 }
 
@@ -288,6 +302,9 @@ irv ops_emit(cpu_ir *ir, const lt_node *n, const irv *args, const int *dts) {
       return ir_int(v != 0);
     case LT_I32:
       return ir_int((int32_t)v);
+    case LT_U8:
+    case LT_I8: /* the i8 bits, written signed */
+      return ir_int(lt__int_wrap(LT_I8, lt__f2i64(v)));
     case LT_I64:
       return ir_int((int64_t)v);
     case LT_F32:

@@ -5,6 +5,7 @@
 #ifndef LT_REF_H
 #define LT_REF_H
 
+#include "../../core/lt_dtype.h"
 #include "../../core/lt_shape.h"
 #include "ref_api.h"
 
@@ -20,6 +21,8 @@ int ref_shape(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
 int ref_index(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
 int ref_random(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
 int ref_grad_ops(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int ref_scan(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in); /* ref_scan.c */
+int ref_sort(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in); /* ref_scan.c */
 
 /* ---- element access ---- */
 static inline bool ref_is_float(int dt) { return dt == LT_F32 || dt == LT_F64; }
@@ -27,7 +30,10 @@ static inline bool ref_is_float(int dt) { return dt == LT_F32 || dt == LT_F64; }
 static inline double ref_getf(const lt_buffer *b, int64_t i) {
   switch (b->dtype) {
   case LT_BOOL:
+  case LT_U8:
     return ((const uint8_t *)b->data)[i];
+  case LT_I8:
+    return ((const int8_t *)b->data)[i];
   case LT_I32:
     return ((const int32_t *)b->data)[i];
   case LT_I64:
@@ -42,7 +48,10 @@ static inline double ref_getf(const lt_buffer *b, int64_t i) {
 static inline int64_t ref_geti(const lt_buffer *b, int64_t i) {
   switch (b->dtype) {
   case LT_BOOL:
+  case LT_U8:
     return ((const uint8_t *)b->data)[i];
+  case LT_I8:
+    return ((const int8_t *)b->data)[i];
   case LT_I32:
     return ((const int32_t *)b->data)[i];
   case LT_I64:
@@ -54,11 +63,16 @@ static inline int64_t ref_geti(const lt_buffer *b, int64_t i) {
   }
 }
 
-/* Stores v converted to the buffer's dtype (bool: v != 0). */
+/* Stores v converted to the buffer's dtype (bool: v != 0; u8 / i8: truncated
+ * to int64, then its low 8 bits, as CAST). */
 static inline void ref_setf(lt_buffer *b, int64_t i, double v) {
   switch (b->dtype) {
   case LT_BOOL:
     ((uint8_t *)b->data)[i] = v != 0;
+    break;
+  case LT_U8:
+  case LT_I8:
+    ((uint8_t *)b->data)[i] = (uint8_t)lt__f2i64(v);
     break;
   case LT_I32:
     ((int32_t *)b->data)[i] = (int32_t)v;
@@ -75,10 +89,16 @@ static inline void ref_setf(lt_buffer *b, int64_t i, double v) {
   }
 }
 
+/* Stores v converted to the buffer's dtype: integers keep the low bits (wrap
+ * around), bool is v != 0. */
 static inline void ref_seti(lt_buffer *b, int64_t i, int64_t v) {
   switch (b->dtype) {
   case LT_BOOL:
     ((uint8_t *)b->data)[i] = v != 0;
+    break;
+  case LT_U8:
+  case LT_I8: /* the low byte: two's complement wrap for both */
+    ((uint8_t *)b->data)[i] = (uint8_t)v;
     break;
   case LT_I32:
     ((int32_t *)b->data)[i] = (int32_t)v;

@@ -12,7 +12,8 @@
  *  - integer POW with a negative exponent gives 1 / a^-b truncated: 1 for a == 1,
  *    +-1 for a == -1, else 0 (also for a == 0), as PyTorch;
  *  - CAST of a float to an integer truncates toward zero, saturates at the
- *    dtype's range and maps NaN to 0; to bool it is v != 0 (NaN is true).
+ *    dtype's range and maps NaN to 0 (u8 / i8: saturates at int64's range,
+ *    then keeps the low 8 bits, ref_setf); to bool it is v != 0 (NaN is true).
  * Float MAXIMUM/MINIMUM propagate NaN (as torch.maximum); SIGN of NaN and of
  * -0.0 is 0; RELU of NaN is NaN. */
 #include <math.h>

@@ -1,0 +1,199 @@
+/* Losses with PyTorch's reductions (torch.nn.functional 1.13): MSE, NLL with
+ * ignore_index, cross-entropy with ignore_index and label smoothing, and
+ * binary cross-entropy with logits. Each is a composite of existing ops, so
+ * autograd differentiates it with no rule of its own. */
+#include <math.h>
+
+#include "lt_shape.h"
+#include "nn.h"
+
+static bool is_float(lt_dtype dt) { return dt == LT_F32 || dt == LT_F64; }
+
+static int check_reduction(const char *fn, lt_nn_reduction r) {
+  if (r == LT_NN_REDUCTION_MEAN || r == LT_NN_REDUCTION_SUM || r == LT_NN_REDUCTION_NONE)
+    return LT_OK;
+  return lt__err(LT_EINVAL, "%s: unknown reduction %d (mean, sum or none)", fn, (int)r);
+}
+
+/* The reduction of per-element losses l (owned by the open nn scope). */
+static lt_tensor *reduce(lt_tensor *l, lt_nn_reduction r) {
+  if (r == LT_NN_REDUCTION_NONE) return l;
+  return r == LT_NN_REDUCTION_SUM ? lt_sum(l, NULL, 0, false) : lt_mean(l, NULL, 0, false);
+}
+
+/* Closes the nn scope a loss was built in and hands its result r to the
+ * caller's scope (or the caller): a reshape to r's own shape is a new tensor
+ * over r's node, with no node added. */
+static lt_tensor *own_result(lt_tensor *r) {
+  lt_tensor *k = nn_keep(r);
+  nn_own_end();
+  if (!k) return NULL;
+  lt_tensor *out = lt_reshape(k, lt_shape(k), lt_ndim(k));
+  lt_release(k);
+  return out;
+}
+
+lt_tensor *lt_nn_mse_loss(lt_tensor *input, lt_tensor *target, lt_nn_reduction reduction) {
+  const char *fn = "lt_nn_mse_loss";
+  if (!input || !target) {
+    lt__err_null(fn);
+    return NULL;
+  }
+  if (check_reduction(fn, reduction) != LT_OK) return NULL;
+  if (!is_float(lt_get_dtype(input)) || !is_float(lt_get_dtype(target))) {
+    lt__err(LT_EDTYPE, "%s: input and target must be f32 or f64 (got %s and %s)", fn,
+            lt_dtype_name(lt_get_dtype(input)), lt_dtype_name(lt_get_dtype(target)));
+    return NULL;
+  }
+  int64_t shape[LT_MAX_DIMS];
+  int nd = 0;
+  if (lt__broadcast(fn, lt_shape(input), lt_ndim(input), lt_shape(target), lt_ndim(target), shape,
+                    &nd) != LT_OK)
+    return NULL;
+  nn_own_begin();
+  lt_tensor *d = lt_sub(input, target);
+  return own_result(reduce(lt_mul(d, d), reduction));
+}
+
+/* Checks log-probabilities (or logits) [C], [N, C] or [N, C, d1, ...] and
+ * integer targets of that shape without the class axis (axis 1; axis 0 for
+ * [C], whose target is 0-d); *cls gets the class axis. */
+static int check_class_target(const char *fn, lt_tensor *x, lt_tensor *target, int *cls) {
+  if (!x || !target) return lt__err_null(fn);
+  lt_dtype xd = lt_get_dtype(x), yd = lt_get_dtype(target);
+  if (!is_float(xd))
+    return lt__err(LT_EDTYPE, "%s: input must be f32 or f64, got %s", fn, lt_dtype_name(xd));
+  if (yd != LT_I32 && yd != LT_I64)
+    return lt__err(LT_EDTYPE, "%s: target must be i32 or i64 class indices, got %s", fn,
+                   lt_dtype_name(yd));
+  int nd = lt_ndim(x);
+  *cls = nd == 1 ? 0 : 1;
+  bool fits = nd >= 1 && lt_ndim(target) == nd - 1 && lt_dim(x, *cls) > 0;
+  for (int d = 0, k = 0; fits && d < nd; d++)
+    if (d != *cls) fits = lt_shape(target)[k++] == lt_shape(x)[d];
+  if (!fits) {
+    char b1[LT_SHAPE_STR_MAX], b2[LT_SHAPE_STR_MAX];
+    return lt__err(LT_ESHAPE,
+                   "%s: input %s and target %s do not fit ([C] and [], or [N, C, ...] and "
+                   "[N, ...], with C > 0)",
+                   fn, lt__shape_str(lt_shape(x), nd, b1, sizeof b1),
+                   lt__shape_str(lt_shape(target), lt_ndim(target), b2, sizeof b2));
+  }
+  return LT_OK;
+}
+
+/* The per-element terms of the class-index losses, in the open nn scope:
+ * *valid (bool, target's shape) marks targets other than ignore_index, *nll
+ * is -logp[target] there and 0 elsewhere. gather picks the entry (a one-hot
+ * product would turn a -inf elsewhere in the row into NaN); ignored targets
+ * read class 0 instead, which is in range. */
+static void nll_terms(lt_tensor *logp, lt_tensor *target, int cls, int64_t ignore_index,
+                      lt_tensor **valid, lt_tensor **nll) {
+  lt_device dev = lt_get_device(logp);
+  lt_dtype dt = lt_get_dtype(logp);
+  /* compared in i64, so that any ignore_index works with i32 targets */
+  *valid = lt_ne(lt_cast(target, LT_I64), lt_scalar(dev, LT_I64, (double)ignore_index));
+  lt_tensor *safe = lt_where(*valid, target, lt_scalar(dev, lt_get_dtype(target), 0));
+  lt_tensor *picked = lt_squeeze(lt_gather(logp, cls, lt_unsqueeze(safe, cls)), cls);
+  *nll = lt_where(*valid, lt_neg(picked), lt_scalar(dev, dt, 0));
+}
+
+/* l reduced; the mean divides by the number of valid elements (PyTorch's
+ * total weight), NaN when there is none. */
+static lt_tensor *reduce_valid(lt_tensor *l, lt_tensor *valid, lt_nn_reduction r) {
+  if (r != LT_NN_REDUCTION_MEAN) return reduce(l, r);
+  lt_tensor *count = lt_sum(lt_cast(valid, lt_get_dtype(l)), NULL, 0, false);
+  return lt_div(lt_sum(l, NULL, 0, false), count);
+}
+
+lt_tensor *lt_nn_nll_loss(lt_tensor *logp, lt_tensor *target, lt_nn_reduction reduction,
+                          int64_t ignore_index) {
+  const char *fn = "lt_nn_nll_loss";
+  int cls = 0;
+  if (check_class_target(fn, logp, target, &cls) != LT_OK ||
+      check_reduction(fn, reduction) != LT_OK)
+    return NULL;
+  nn_own_begin();
+  lt_tensor *valid = NULL, *nll = NULL;
+  nll_terms(logp, target, cls, ignore_index, &valid, &nll);
+  return own_result(reduce_valid(nll, valid, reduction));
+}
+
+lt_tensor *lt_nn_cross_entropy_ex(lt_tensor *logits, lt_tensor *target, lt_nn_reduction reduction,
+                                  int64_t ignore_index, double label_smoothing) {
+  const char *fn = "lt_nn_cross_entropy_ex";
+  int cls = 0;
+  if (check_class_target(fn, logits, target, &cls) != LT_OK ||
+      check_reduction(fn, reduction) != LT_OK)
+    return NULL;
+  if (!(label_smoothing >= 0 && label_smoothing <= 1)) {
+    lt__err(LT_EINVAL, "%s: label_smoothing must be in [0, 1] (got %g)", fn, label_smoothing);
+    return NULL;
+  }
+  lt_device dev = lt_get_device(logits);
+  lt_dtype dt = lt_get_dtype(logits);
+  nn_own_begin();
+  lt_tensor *logp = lt_log_softmax(logits, cls), *valid = NULL, *nll = NULL;
+  nll_terms(logp, target, cls, ignore_index, &valid, &nll);
+  lt_tensor *loss = reduce_valid(nll, valid, reduction);
+  if (label_smoothing > 0) {
+    /* PyTorch: (1 - eps) * nll + eps / C * sum_c -logp[c], each term reduced
+     * alike, ignored elements 0 in both */
+    int64_t c = lt_dim(logits, cls);
+    lt_tensor *smooth = lt_neg(lt_sum(logp, &cls, 1, false));
+    smooth = reduce_valid(lt_where(valid, smooth, lt_scalar(dev, dt, 0)), valid, reduction);
+    loss = lt_add(lt_mul(loss, lt_scalar(dev, dt, 1.0 - label_smoothing)),
+                  lt_mul(smooth, lt_scalar(dev, dt, label_smoothing / (double)c)));
+  }
+  return own_result(loss);
+}
+
+lt_tensor *lt_nn_bce_with_logits(lt_tensor *x, lt_tensor *target, lt_tensor *pos_weight,
+                                 lt_nn_reduction reduction) {
+  const char *fn = "lt_nn_bce_with_logits";
+  if (!x || !target) {
+    lt__err_null(fn);
+    return NULL;
+  }
+  if (check_reduction(fn, reduction) != LT_OK) return NULL;
+  lt_dtype xd = lt_get_dtype(x), yd = lt_get_dtype(target);
+  lt_dtype pd = pos_weight ? lt_get_dtype(pos_weight) : xd;
+  if (!is_float(xd) || !is_float(yd) || !is_float(pd)) {
+    lt__err(LT_EDTYPE, "%s: input, target and pos_weight must be f32 or f64 (got %s, %s, %s)", fn,
+            lt_dtype_name(xd), lt_dtype_name(yd), lt_dtype_name(pd));
+    return NULL;
+  }
+  char b1[LT_SHAPE_STR_MAX], b2[LT_SHAPE_STR_MAX];
+  bool same = lt_ndim(x) == lt_ndim(target);
+  for (int d = 0; same && d < lt_ndim(x); d++) same = lt_shape(x)[d] == lt_shape(target)[d];
+  if (!same) {
+    lt__err(LT_ESHAPE, "%s: target %s must have the shape of the input %s", fn,
+            lt__shape_str(lt_shape(target), lt_ndim(target), b1, sizeof b1),
+            lt__shape_str(lt_shape(x), lt_ndim(x), b2, sizeof b2));
+    return NULL;
+  }
+  if (pos_weight &&
+      !lt__broadcastable(lt_shape(pos_weight), lt_ndim(pos_weight), lt_shape(x), lt_ndim(x))) {
+    lt__err(LT_ESHAPE, "%s: pos_weight %s does not broadcast to the input %s", fn,
+            lt__shape_str(lt_shape(pos_weight), lt_ndim(pos_weight), b1, sizeof b1),
+            lt__shape_str(lt_shape(x), lt_ndim(x), b2, sizeof b2));
+    return NULL;
+  }
+  lt_device dev = lt_get_device(x);
+  nn_own_begin();
+  lt_tensor *zero = lt_scalar(dev, xd, 0), *one = lt_scalar(dev, xd, 1);
+  /* log(1 + exp(-|x|)) never overflows; maximum's gradient at a tie (x = 0)
+   * is half to each side, which makes the whole gradient sigmoid(x) - y
+   * there too */
+  lt_tensor *tail = lt_log1p(lt_exp(lt_neg(lt_abs(x))));
+  lt_tensor *l;
+  if (!pos_weight) {
+    l = lt_add(lt_sub(lt_maximum(x, zero), lt_mul(x, target)), tail);
+  } else {
+    /* (1 - y) x + (1 + (pw - 1) y) softplus(-x), softplus(-x) = max(-x, 0) + tail */
+    lt_tensor *lw = lt_add(one, lt_mul(lt_sub(pos_weight, one), target));
+    lt_tensor *sp = lt_add(lt_maximum(lt_neg(x), zero), tail);
+    l = lt_add(lt_mul(lt_sub(one, target), x), lt_mul(lw, sp));
+  }
+  return own_result(reduce(l, reduction));
+}
