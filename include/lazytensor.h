@@ -276,10 +276,8 @@ LT_API lt_tensor *lt_logsumexp(lt_tensor *a, const int *axes, int naxes, bool ke
  * unbiased estimate (torch's default), 0 the population one. A divisor of 0
  * gives NaN (or inf), as torch; so does an empty group. Floating dtypes only
  * (LT_EDTYPE otherwise, as torch). */
-LT_API lt_tensor *lt_var(lt_tensor *a, const int *axes, int naxes, double correction,
-                         bool keepdim);
-LT_API lt_tensor *lt_std(lt_tensor *a, const int *axes, int naxes, double correction,
-                         bool keepdim);
+LT_API lt_tensor *lt_var(lt_tensor *a, const int *axes, int naxes, double correction, bool keepdim);
+LT_API lt_tensor *lt_std(lt_tensor *a, const int *axes, int naxes, double correction, bool keepdim);
 /* torch.linalg.vector_norm over axes (naxes == 0: the whole tensor as one
  * vector): ord 2 (Euclidean), 1, INFINITY (max |a|), -INFINITY (min |a|), 0
  * (count of non-zero elements), any other (sum |a|^ord)^(1/ord). Floating

@@ -445,6 +445,13 @@ BOTH(test_scatter_add) {
   lt_tensor *ix = tu_i32(SHAPE(2, 2), 2, (int32_t[]){2, 2, 0, 1});
   tu_expect(lt_scatter_add(a, -1, ix, v), LT_I64, SHAPE(2, 3), 2,
             (double[]){10, 20, 33, 43, 54, 60}, 0);
+  /* bool: a position becomes true when anything true lands on it */
+  lt_tensor *bo = tu_bool(SHAPE(3), 1, (uint8_t[]){0, 1, 0});
+  lt_tensor *bi = tu_i64(SHAPE(3), 1, (int64_t[]){2, 2, 0});
+  tu_expect(lt_scatter_add(bo, 0, bi, tu_bool(SHAPE(3), 1, (uint8_t[]){1, 1, 0})), LT_BOOL,
+            SHAPE(3), 1, (double[]){0, 1, 1}, 0);
+  tu_expect(lt_index_add(bo, 0, bi, tu_bool(SHAPE(3), 1, (uint8_t[]){0, 0, 1}), 1), LT_BOOL,
+            SHAPE(3), 1, (double[]){1, 1, 0}, 0);
   /* an empty index leaves the input; 0-d operands work as one element */
   tu_expect(lt_scatter_add(a, 1, lt_zeros(CPU0, LT_I64, SHAPE(2, 0), 2),
                            lt_zeros(CPU0, LT_I64, SHAPE(2, 0), 2)),

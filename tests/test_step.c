@@ -351,20 +351,41 @@ static void test_eager_mode(void **state) {
   lt_set_eager(true);
   lt_tensor *x = tu_f32(SHAPE(2), 1, ((float[]){1, 4}));
   lt_tensor *y = lt_sqrt(x);
-  assert_int_equal(lt_get_state(y), LT_STATE_DEVICE); /* ran at once */
+  assert_int_equal(lt_get_state(y), LT_STATE_DEVICE); /* queued at once: no pending graph */
+  assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
   assert_int_equal(ctr("ExecuteComputation"), 1);
   lt_tensor *z = lt_sqrt(lt_add(y, y));
+  assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
   assert_int_equal(ctr("ExecuteComputation"), 3);
   lt_tensor *z2 = lt_sqrt(lt_add(z, z));       /* same op signatures: cache hits */
   assert_int_equal(ctr("UncachedCompile"), 2); /* sqrt and add of [2] f32 */
   assert_int_equal(ctr("CachedCompile"), 3);
   lt_set_eager(false);
   tu_expect(z2, LT_F32, SHAPE(2), 1, (double[]){sqrt(2 * sqrt(2.0)), sqrt(2 * sqrt(4.0))}, 1e-6);
-  /* an eager op that fails at run time fails as a call */
+  /* Eager execution is asynchronous, as the reference's: an op that fails at
+   * run time returns a tensor, and the failure is reported by the read. */
   lt_set_eager(true);
   lt_tensor *idx = tu_i64(SHAPE(1), 1, ((int64_t[]){9}));
-  TU_EXPECT_ERROR(lt_index_select(x, 0, idx), LT_EEXEC, "range");
+  lt_tensor *bad = lt_index_select(x, 0, idx);
+  assert_non_null(bad);
   lt_set_eager(false);
+  tu_expect_exec_error(bad, "range");
+  tu_expect(x, LT_F32, SHAPE(2), 1, (double[]){1, 4}, 0); /* the operand keeps its value */
+}
+
+/* Tracing does not wait for an eager op's execution; a read does. */
+static void test_eager_mode_is_asynchronous(void **state) {
+  (void)state;
+  lt_set_eager(true);
+  lt_tensor *x = tu_f32(SHAPE(2), 1, ((float[]){1, 4}));
+  lt_tensor *y = lt_sqrt(x);
+  assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
+  lt_set_execute_delay_us(200000);
+  lt_tensor *z = lt_add(y, y); /* queued behind a slow worker */
+  assert_false(lt_ready(z));   /* returned before its execution finished */
+  lt_set_execute_delay_us(0);
+  lt_set_eager(false);
+  tu_expect(z, LT_F32, SHAPE(2), 1, (double[]){2, 4}, 0); /* the read waits */
 }
 
 static void test_user_donation(void **state) {
@@ -492,6 +513,7 @@ int main(void) {
       STEST(test_program_execute_by_key),
       STEST(test_clear_pending),
       STEST(test_eager_mode),
+      STEST(test_eager_mode_is_asynchronous),
       STEST(test_user_donation),
       STEST(test_two_devices_two_threads),
       STEST(test_backward_overlaps_execution),

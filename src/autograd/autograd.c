@@ -161,6 +161,16 @@ static int push(ag_state *s, lt_node *n) {
   return LT_OK;
 }
 
+/* The node an operand stands for. A value computed in eager mode is read as
+ * a data leaf, which remembers the node that computed it (lt_node.origin):
+ * differentiation goes on through that node, as if the graph had not been
+ * cut, unless the leaf is a requires-grad tensor's value or a constant to
+ * autograd (stamped). */
+static lt_node *through(lt_node *c) {
+  while (c->op == LT_OP_DATA && c->origin && c->grad_id == 0) c = c->origin;
+  return c;
+}
+
 /* Iterative post-order over the loss graph; a node that is a requires-grad
  * tensor's value is a leaf: its operands are not differentiated through. */
 static int post_order(ag_state *s, lt_node *root, leaf_set *ls) {
@@ -179,7 +189,7 @@ static int post_order(ag_state *s, lt_node *root, leaf_set *ls) {
     bool is_leaf = top->next == 0 && top->node != root &&
                    (ag_nograd_stops(top->node) || leaf_of(top->node, ls));
     if (!is_leaf && top->next < top->node->noperands) {
-      lt_node *c = top->node->operands[top->next++].node;
+      lt_node *c = through(top->node->operands[top->next++].node);
       if (c->visit == epoch) continue;
       c->visit = epoch;
       if (sp == cap) {
@@ -245,17 +255,32 @@ static int add_to_grad(lt_tensor *t, lt_node *g) {
   return LT_OK;
 }
 
+/* Runs the pending gradients of the leaves (eager mode). */
+static int sync_grads(leaf_set *ls) {
+  lt_tensor **gs = lt__malloc((size_t)(ls->n + 1) * sizeof *gs);
+  if (!gs) return LT_ENOMEM;
+  int n = 0;
+  for (int i = 0; i < ls->n; i++)
+    if (ls->ts[i] && ls->ts[i]->grad && ls->ts[i]->grad->ir) gs[n++] = ls->ts[i]->grad;
+  int rc = n ? lt__sync_internal(gs, n, false, false, "eager") : LT_OK;
+  lt__free(gs, (size_t)(ls->n + 1) * sizeof *gs);
+  return rc;
+}
+
 int lt_backward(lt_tensor *loss) {
   if (!loss) return lt__err_null("lt_backward");
   if (!lt__is_float((lt_dtype)loss->dtype) || lt__numel(loss->shape, loss->ndim) != 1)
     return lt__err(
         LT_EINVAL, "lt_backward: the loss must be one floating element (got %s, %lld elements)",
         lt_dtype_name((lt_dtype)loss->dtype), (long long)lt__numel(loss->shape, loss->ndim));
-  if (!loss->ir)
+  /* The loss's graph: its pending node, or in eager mode the history its
+   * value keeps. */
+  lt_node *root = loss->ir ? loss->ir : loss->data_node ? through(loss->data_node) : NULL;
+  if (!root || root->op == LT_OP_DATA)
     return lt__err(LT_EINVAL,
                    "lt_backward: the loss has no pending graph (it was read or synced); call "
                    "lt_backward before reading it");
-  if (loss->ir && ag_nograd_check_loss(loss->ir) != LT_OK) return LT_EINVAL;
+  if (ag_nograd_check_loss(root) != LT_OK) return LT_EINVAL;
   lt_exec_dev *ctx = lt__exec_dev("lt_backward", loss->dev);
   if (!ctx) return LT_EDEVICE;
   leaf_set ls = {0};
@@ -266,7 +291,7 @@ int lt_backward(lt_tensor *loss) {
    * step in flight: the execution writes only its own buffers, which nothing
    * here reads; the tensors' fields are written by the tracing threads. */
   lt__graph_lock(ctx);
-  int rc = post_order(&s, loss->ir, &ls);
+  int rc = post_order(&s, root, &ls);
   if (rc == LT_OK) {
     s.grads = lt__calloc((size_t)s.cap * sizeof *s.grads);
     s.leaf = lt__calloc((size_t)s.cap * sizeof *s.leaf);
@@ -277,10 +302,12 @@ int lt_backward(lt_tensor *loss) {
   bool any = false;
   for (int i = 0; rc == LT_OK && i < s.n; i++) {
     lt_node *n = s.nodes[i];
-    s.leaf[i] = n == loss->ir ? NULL : leaf_of(n, &ls);
+    s.leaf[i] = n == root ? NULL : leaf_of(n, &ls);
     bool need = s.leaf[i] != NULL;
-    for (int k = 0; !need && !s.leaf[i] && !ag_nograd_stops(n) && k < n->noperands; k++)
-      need = s.needed[n->operands[k].node->order] && n->operands[k].node->visit == n->visit;
+    for (int k = 0; !need && !s.leaf[i] && !ag_nograd_stops(n) && k < n->noperands; k++) {
+      const lt_node *c = through(n->operands[k].node);
+      need = s.needed[c->order] && c->visit == n->visit;
+    }
     s.needed[i] = need && lt__is_float((lt_dtype)n->dtype);
     any |= s.leaf[i] != NULL;
   }
@@ -289,8 +316,7 @@ int lt_backward(lt_tensor *loss) {
                  "lt_backward: the loss does not depend on any tensor that requires grad");
   /* Reverse sweep. */
   if (rc == LT_OK)
-    rc = accumulate(&s, s.n - 1,
-                    ag_const((lt_dtype)loss->dtype, loss->ir->shape, loss->ir->ndim, 1.0));
+    rc = accumulate(&s, s.n - 1, ag_const((lt_dtype)loss->dtype, root->shape, root->ndim, 1.0));
   for (int i = s.n - 1; rc == LT_OK && i >= 0; i--) {
     lt_node *n = s.nodes[i], *g = s.grads[i];
     if (!g || !s.needed[i]) continue;
@@ -311,7 +337,7 @@ int lt_backward(lt_tensor *loss) {
     }
     rc = f(n, g, out);
     for (int k = 0; k < n->noperands; k++) {
-      int src = n->operands[k].node->order;
+      int src = through(n->operands[k].node)->order;
       if (rc == LT_OK && out[k] && s.needed[src])
         rc = accumulate(&s, src, out[k]);
       else
@@ -320,6 +346,10 @@ int lt_backward(lt_tensor *loss) {
   }
   lt__graph_unlock(ctx);
   state_free(&s);
+  /* Eager mode computes the gradients now too (after the graph lock: a sync
+   * must not run under it). They are values without history, as torch's
+   * grads are: an optimizer's update over them then carries none either. */
+  if (rc == LT_OK && lt_get_eager()) rc = sync_grads(&ls);
   leaf_set_free(&ls);
   return rc;
 }

@@ -29,6 +29,10 @@ bool lt__device_ctx_ok(lt_device dev);
  * eager mode the new value is computed at once (its failure is the op's). */
 lt_tensor *lt__wrap(lt_device dev, lt_node *node);
 
+/* Eager mode: queues t's pending value for execution at once (op_eager.c),
+ * keeping the history autograd needs. */
+int lt__eager_run(lt_tensor *t);
+
 /* lt__node_make + lt__wrap. */
 lt_tensor *lt__make(lt_device dev, lt_op op, lt_dtype dt, const int64_t *shape, int ndim,
                     lt_node **operands, int noperands, const int64_t *attrs, int nattrs,

@@ -104,8 +104,8 @@ lt_tensor *lt__wrap(lt_device dev, lt_node *node) {
   node = lt__no_grad_mark(node); /* inside lt_no_grad_begin/end: a constant to autograd */
   lt_tensor *t = lt__tensor_from_node(dev, node);
   /* Eager mode: run each op as it is traced (one cached executable per op
-   * signature); a failure is the op's failure. */
-  if (t && t->ir && lt_get_eager() && lt__sync_internal(&t, 1, false, true, "eager") != LT_OK) {
+   * signature, op_eager.c). */
+  if (t && t->ir && lt_get_eager() && lt__eager_run(t) != LT_OK) {
     lt__tensor_discard(t);
     return NULL;
   }

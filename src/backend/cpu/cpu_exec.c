@@ -104,7 +104,7 @@ int cpu_run(const lt_executable *e, lt_buffer *const *args, lt_buffer *const *ou
     table[e->nparams + r] = outs[r]->data;
   }
   for (int s = e->nparams + e->nroots; s < e->nslots && rc == LT_OK; s++)
-    table[s] = arena + e->slots[s].offset;
+    table[s] = arena ? arena + e->slots[s].offset : NULL; /* no arena: every temporary is empty */
   for (int i = 0; i < e->nkernels && rc == LT_OK; i++) {
     const cpu_kernel *k = &e->kernels[i];
     switch (k->kind) {
