@@ -5,6 +5,7 @@
 #include "lt_alloc.h"
 #include "lt_device.h"
 #include "lt_ops.h"
+#include "op_nograd.h"
 
 static int check_create(const char *fn, lt_device dev, lt_dtype dt, const int64_t *shape,
                         int ndim) {
@@ -199,6 +200,9 @@ int lt_assign(lt_tensor *dst, lt_tensor *src) {
                         0.0);
     }
   }
+  /* Inside a no-grad scope the assigned value is a constant to autograd, as
+   * torch's in-place updates under no_grad: gradients do not reach src. */
+  n = lt__no_grad_mark(n);
   if (!n) return lt_last_status() ? lt_last_status() : LT_ENOMEM;
   lt__tensor_set_ir(dst, n);
   return LT_OK;

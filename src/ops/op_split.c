@@ -190,7 +190,7 @@ static int flip_axes(const char *fn, const lt_tensor *a, const int *dims, int nd
 lt_tensor *lt_flip(lt_tensor *a, const int *dims, int ndims) {
   static const char *fn = "lt_flip";
   if (lt__check_operands(fn, &a, 1) != LT_OK) return NULL;
-  int64_t mask;
+  int64_t mask = 0;
   if (flip_axes(fn, a, dims, ndims, &mask) != LT_OK) return NULL;
   lt_node *x = lt__ir_as(a, (lt_dtype)a->dtype);
   /* Axes of size 0 or 1 read the same either way, and so does a constant. */
