@@ -163,7 +163,7 @@ static void test_same_shaped_leaves_in_a_product(void **state) {
   const double av[2] = {0.5, 1.5}, bv[2] = {2.0, 0.7};
   const int64_t shape[1] = {2};
   const int ndims[3] = {0, 1, 1}, sizes[3] = {1, 1, 2}; /* 0-d, [1], [2] */
-  for (int be = 0; be < 2; be++)
+  for (int be = 0; be < tu_nbackends(); be++)
     for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
       for (int s = 0; s < 3; s++) {
         lt__backend_force(kBackends[be]);
@@ -195,7 +195,7 @@ static void test_same_shaped_leaves_in_a_product(void **state) {
  * equal root hashes and read a and b in the same order, yet differ. */
 static void test_graph_key_tells_which_leaf_a_node_reads(void **state) {
   (void)state;
-  for (int be = 0; be < 2; be++) {
+  for (int be = 0; be < tu_nbackends(); be++) {
     lt__backend_force(kBackends[be]);
     lt_scope_begin();
     lt_tensor *a = lt_from_data(CPU0, LT_F64, SHAPE(2), 1, (double[]){3, 1});
@@ -237,7 +237,7 @@ static void test_clamp_gradient_at_bounds(void **state) {
       {0.25, 0.25, {0.25, 0.25, 0.25, 0.25, 0.25, NAN, 0.25}, {0, 0, 0, 0, 0, 0, 1}},
       {1, -0.5, {-0.5, -0.5, -0.5, -0.5, -0.5, NAN, -0.5}, {0, 0, 0, 0, 0, 0, 0}},
   };
-  for (int be = 0; be < 2; be++)
+  for (int be = 0; be < tu_nbackends(); be++)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
       for (int dt = 0; dt < 2; dt++) {
         lt_dtype dtype = dt ? LT_F32 : LT_F64;
@@ -261,7 +261,7 @@ static void test_clamp_gradient_at_bounds(void **state) {
  * (where(a == b, g / 2, g) masked to 0 where the other operand wins). */
 static void test_maximum_minimum_ties_and_nan(void **state) {
   (void)state;
-  for (int be = 0; be < 2; be++) {
+  for (int be = 0; be < tu_nbackends(); be++) {
     lt__backend_force(kBackends[be]);
     lt_scope_begin();
     lt_tensor *a = lt_from_data(CPU0, LT_F64, SHAPE(4), 1, (double[]){1, 2, NAN, 5});

@@ -11,7 +11,7 @@
 /* Runs body on each backend, inside a scope of its own. */
 static void on_both(void (*body)(void)) {
   const lt_backend *const bes[2] = {&lt__ref_backend, &lt__cpu_backend};
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < tu_nbackends(); i++) {
     lt__backend_force(bes[i]);
     lt_scope_begin();
     body();

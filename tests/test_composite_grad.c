@@ -85,7 +85,7 @@ static void test_norm_grad(void **state) {
  * gradient among its ties. */
 static void test_norm_grad_conventions(void **state) {
   (void)state;
-  for (int be = 0; be < 2; be++) {
+  for (int be = 0; be < tu_nbackends(); be++) {
     lt__backend_force(kBackends[be]);
     lt_scope_begin();
     lt_tensor *z = lt_zeros(CPU0, LT_F64, SHAPE(3), 1);
@@ -127,7 +127,7 @@ static void test_remainder_grad(void **state) {
   tg_input in[2] = {{SHAPE(2, 3), 2, av, true, LT_F64}, {SHAPE(3), 1, bv, true, LT_F64}};
   tg_check("remainder", apply_rem, NULL, in, 2, 1e-5);
   /* by hand: d/da = 1, d/db = -floor(a / b); floor_divide has no gradient */
-  for (int be = 0; be < 2; be++) {
+  for (int be = 0; be < tu_nbackends(); be++) {
     lt__backend_force(kBackends[be]);
     lt_scope_begin();
     lt_tensor *a = tu_f64(SHAPE(2), 1, (double[]){7, -7});
@@ -221,7 +221,7 @@ static void test_shape_composites_grad(void **state) {
 
 static void test_detach(void **state) {
   (void)state;
-  for (int be = 0; be < 2; be++) {
+  for (int be = 0; be < tu_nbackends(); be++) {
     lt__backend_force(kBackends[be]);
     lt_scope_begin();
     lt_tensor *x = tu_f64(SHAPE(2), 1, (double[]){1.5, -2});
@@ -277,7 +277,7 @@ static void *read_no_grad(void *arg) {
 
 static void test_no_grad(void **state) {
   (void)state;
-  for (int be = 0; be < 2; be++) {
+  for (int be = 0; be < tu_nbackends(); be++) {
     lt__backend_force(kBackends[be]);
     lt_scope_begin();
     lt_tensor *x = tu_f64(SHAPE(2), 1, (double[]){1.5, -2});

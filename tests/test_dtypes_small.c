@@ -28,7 +28,7 @@ static lt_tensor *i8(const int64_t *shape, int ndim, const int8_t *v) {
 /* Runs body once on each backend, each run in a scope of its own. */
 static void on_both_backends(void (*body)(void)) {
   static const lt_backend *const kBackends[2] = {&lt__ref_backend, &lt__cpu_backend};
-  for (int b = 0; b < 2; b++) {
+  for (int b = 0; b < tu_nbackends(); b++) {
     print_message("  backend %s\n", b ? "cpu" : "ref");
     lt__backend_force(kBackends[b]);
     lt_scope_begin();
