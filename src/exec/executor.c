@@ -114,6 +114,8 @@ typedef struct post_order {
   lt_node **nodes;
   int *param_of;
   int nnodes;
+  int nedges;  /* operands over all nodes, and */
+  int nleaves; /* data leaves (one buffer may be read by several): the key's size */
   lt_buffer **params;
   int nparams;
 } post_order;
@@ -138,7 +140,7 @@ static int walk(lt_node *const *roots, int nroots, post_order *po) {
   uint32_t epoch = lt__node_epoch();
   int cap_nodes = 0, cap_pof = 0, cap_stack = 0, cap_params = 0, sp = 0;
   walk_frame *stack = NULL;
-  po->nnodes = po->nparams = 0;
+  po->nnodes = po->nparams = po->nedges = po->nleaves = 0;
   if (reserve(&S->stack, sizeof *stack, 64, &cap_stack, (void **)&stack) ||
       reserve(&S->nodes, sizeof(lt_node *), 256, &cap_nodes, (void **)&po->nodes) ||
       reserve(&S->param_of, sizeof(int), 256, &cap_pof, (void **)&po->param_of) ||
@@ -166,10 +168,12 @@ static int walk(lt_node *const *roots, int nroots, post_order *po) {
           reserve(&S->param_of, sizeof(int), idx + 1, &cap_pof, (void **)&po->param_of))
         return LT_ENOMEM;
       po->nnodes++;
+      po->nedges += n->noperands;
       n->order = idx;
       po->nodes[idx] = n;
       po->param_of[idx] = -1;
       if (n->op != LT_OP_DATA) continue;
+      po->nleaves++;
       lt_buffer *b = n->data;
       if (b->param_mark != epoch) { /* one buffer read twice is one parameter */
         if (reserve(&S->params, sizeof(lt_buffer *), po->nparams + 1, &cap_params,
@@ -211,11 +215,13 @@ static int choose_donors(const post_order *po, bool force, int **donors) {
  * same-shaped leaves hash alike and g*a, g*b have one hash: two graphs can
  * share every root hash yet compute different values (which leaf a node reads,
  * which nodes are shared). The key therefore names every edge by its operand's
- * post-order position, and every root by its node's position. */
+ * post-order position, and every root by its node's position. A node's hash
+ * says whether it is a data leaf and how many operands it has, so each node
+ * is its hash, its parameter index if a leaf, then its edges. */
 static int graph_key(const lt_backend *be, bool force, lt_node *const *roots, int nroots,
                      const post_order *po, const int *donors, int ndonors, lt_graph_key *out) {
-  size_t nwords = 6 + 2 * (size_t)nroots + 2 * (size_t)po->nnodes + (size_t)ndonors;
-  for (int i = 0; i < po->nnodes; i++) nwords += po->nodes[i]->noperands;
+  size_t nwords = 6 + (size_t)nroots + (size_t)po->nnodes + (size_t)po->nleaves +
+                  (size_t)po->nedges + (size_t)ndonors;
   exec_scratch *S = scratch_self();
   if (!S) return LT_ENOMEM;
   uint64_t *w = scratch_get(&S->key, nwords * sizeof *w);
@@ -227,15 +233,12 @@ static int graph_key(const lt_backend *be, bool force, lt_node *const *roots, in
   for (int i = 0; i < po->nnodes; i++) {
     const lt_node *n = po->nodes[i];
     w[k++] = n->hash;
-    w[k++] = (uint64_t)(int64_t)po->param_of[i]; /* -1 for all but data leaves */
+    if (po->param_of[i] >= 0) w[k++] = (uint64_t)po->param_of[i];
     for (int j = 0; j < n->noperands; j++)
       w[k++] = (uint64_t)n->operands[j].index << 32 | (uint32_t)n->operands[j].node->order;
   }
   w[k++] = (uint64_t)nroots;
-  for (int r = 0; r < nroots; r++) {
-    w[k++] = roots[r]->hash;
-    w[k++] = (uint64_t)roots[r]->order;
-  }
+  for (int r = 0; r < nroots; r++) w[k++] = (uint64_t)roots[r]->order;
   w[k++] = (uint64_t)po->nparams;
   w[k++] = (uint64_t)ndonors;
   for (int i = 0; i < ndonors; i++) w[k++] = (uint64_t)donors[i];
