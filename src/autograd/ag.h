@@ -40,19 +40,13 @@ int ag_rule_scan(const lt_node *n, lt_node *g, lt_node **out); /* ag_scan.c */
 /* ---- helpers: every function consumes its node arguments and returns a NEW
  * reference (NULL on failure, with the error recorded; NULL inputs give NULL) ---- */
 lt_node *ag_const(lt_dtype dt, const int64_t *shape, int ndim, double v);
-/* Elementwise unary op on a (same dtype and shape out). */
-lt_node *ag_un(lt_op op, lt_node *a);
-/* Elementwise binary op, numpy broadcasting; result dtype = a's (b is cast to
- * it); comparisons (EQ..GE) give bool. */
-lt_node *ag_bin(lt_op op, lt_node *a, lt_node *b);
-/* where(cond, a, b), broadcasting, dtype of a. */
-lt_node *ag_where(lt_node *cond, lt_node *a, lt_node *b);
+/* Elementwise ops, where and reductions: lt__node_un, lt__node_bin,
+ * lt__node_where, lt__node_reduce (core, lt_node.h), shared with the
+ * composite ops. */
 /* Sums g down to shape (the transpose of numpy broadcasting to g's shape). */
 lt_node *ag_reduce_to(lt_node *g, const int64_t *shape, int ndim);
 /* Broadcasts a to shape (EXPAND; a no-op when equal). */
 lt_node *ag_expand(lt_node *a, const int64_t *shape, int ndim);
-/* Sum over the axes in mask with keepdim. */
-lt_node *ag_sum_keep(lt_node *a, int64_t mask);
 /* n retained (borrowed node used as an operand of a new node). */
 static inline lt_node *ag_ref(const lt_node *n) { return lt__node_retain((lt_node *)n); }
 /* The node's k-th operand, retained. */

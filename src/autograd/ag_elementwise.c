@@ -24,49 +24,58 @@ static int done1(lt_node **out, lt_node *ga) {
 static lt_node *unary_grad(const lt_node *n, lt_node *g) {
   switch ((lt_op)n->op) {
   case LT_OP_NEG:
-    return ag_un(LT_OP_NEG, G(g));
+    return lt__node_un(LT_OP_NEG, G(g));
   case LT_OP_ABS:
-    return ag_bin(LT_OP_MUL, G(g), ag_un(LT_OP_SIGN, A(n)));
+    return lt__node_bin(LT_OP_MUL, G(g), lt__node_un(LT_OP_SIGN, A(n)));
   case LT_OP_SIGN:
   case LT_OP_FLOOR:
   case LT_OP_CEIL:
   case LT_OP_ROUND:
     return ag_const((lt_dtype)n->dtype, n->shape, n->ndim, 0.0);
   case LT_OP_RELU: /* 0 at 0, as PyTorch */
-    return ag_where(ag_bin(LT_OP_GT, A(n), K(n, 0)), G(g), K(n, 0));
+    return lt__node_where(lt__node_bin(LT_OP_GT, A(n), K(n, 0)), G(g), K(n, 0));
   case LT_OP_EXP:
-    return ag_bin(LT_OP_MUL, G(g), OUT(n));
+    return lt__node_bin(LT_OP_MUL, G(g), OUT(n));
   case LT_OP_LOG:
-    return ag_bin(LT_OP_DIV, G(g), A(n));
+    return lt__node_bin(LT_OP_DIV, G(g), A(n));
   case LT_OP_LOG1P:
-    return ag_bin(LT_OP_DIV, G(g), ag_bin(LT_OP_ADD, A(n), K(n, 1)));
+    return lt__node_bin(LT_OP_DIV, G(g), lt__node_bin(LT_OP_ADD, A(n), K(n, 1)));
   case LT_OP_SQRT:
-    return ag_bin(LT_OP_DIV, G(g), ag_bin(LT_OP_MUL, OUT(n), K(n, 2)));
+    return lt__node_bin(LT_OP_DIV, G(g), lt__node_bin(LT_OP_MUL, OUT(n), K(n, 2)));
   case LT_OP_RSQRT: /* -x^(-3/2) / 2 = -out^3 / 2 */
-    return ag_bin(LT_OP_MUL, G(g),
-                  ag_bin(LT_OP_MUL, ag_bin(LT_OP_MUL, OUT(n), ag_bin(LT_OP_MUL, OUT(n), OUT(n))),
-                         K(n, -0.5)));
+    return lt__node_bin(
+        LT_OP_MUL, G(g),
+        lt__node_bin(LT_OP_MUL,
+                     lt__node_bin(LT_OP_MUL, OUT(n), lt__node_bin(LT_OP_MUL, OUT(n), OUT(n))),
+                     K(n, -0.5)));
   case LT_OP_SIN:
-    return ag_bin(LT_OP_MUL, G(g), ag_un(LT_OP_COS, A(n)));
+    return lt__node_bin(LT_OP_MUL, G(g), lt__node_un(LT_OP_COS, A(n)));
   case LT_OP_COS:
-    return ag_un(LT_OP_NEG, ag_bin(LT_OP_MUL, G(g), ag_un(LT_OP_SIN, A(n))));
+    return lt__node_un(LT_OP_NEG, lt__node_bin(LT_OP_MUL, G(g), lt__node_un(LT_OP_SIN, A(n))));
   case LT_OP_TANH:
-    return ag_bin(LT_OP_MUL, G(g), ag_bin(LT_OP_SUB, K(n, 1), ag_bin(LT_OP_MUL, OUT(n), OUT(n))));
+    return lt__node_bin(LT_OP_MUL, G(g),
+                        lt__node_bin(LT_OP_SUB, K(n, 1), lt__node_bin(LT_OP_MUL, OUT(n), OUT(n))));
   case LT_OP_SIGMOID:
-    return ag_bin(LT_OP_MUL, G(g), ag_bin(LT_OP_MUL, OUT(n), ag_bin(LT_OP_SUB, K(n, 1), OUT(n))));
+    return lt__node_bin(LT_OP_MUL, G(g),
+                        lt__node_bin(LT_OP_MUL, OUT(n), lt__node_bin(LT_OP_SUB, K(n, 1), OUT(n))));
   case LT_OP_GELU: { /* Phi(x) + x phi(x) */
-    lt_node *cdf = ag_bin(
+    lt_node *cdf = lt__node_bin(
         LT_OP_MUL, K(n, 0.5),
-        ag_bin(LT_OP_ADD, K(n, 1), ag_un(LT_OP_ERF, ag_bin(LT_OP_MUL, A(n), K(n, M_SQRT1_2)))));
-    lt_node *pdf =
-        ag_bin(LT_OP_MUL, K(n, 0.5 * M_2_SQRTPI * M_SQRT1_2),
-               ag_un(LT_OP_EXP, ag_bin(LT_OP_MUL, ag_bin(LT_OP_MUL, A(n), A(n)), K(n, -0.5))));
-    return ag_bin(LT_OP_MUL, G(g), ag_bin(LT_OP_ADD, cdf, ag_bin(LT_OP_MUL, A(n), pdf)));
+        lt__node_bin(LT_OP_ADD, K(n, 1),
+                     lt__node_un(LT_OP_ERF, lt__node_bin(LT_OP_MUL, A(n), K(n, M_SQRT1_2)))));
+    lt_node *pdf = lt__node_bin(
+        LT_OP_MUL, K(n, 0.5 * M_2_SQRTPI * M_SQRT1_2),
+        lt__node_un(LT_OP_EXP,
+                    lt__node_bin(LT_OP_MUL, lt__node_bin(LT_OP_MUL, A(n), A(n)), K(n, -0.5))));
+    return lt__node_bin(LT_OP_MUL, G(g),
+                        lt__node_bin(LT_OP_ADD, cdf, lt__node_bin(LT_OP_MUL, A(n), pdf)));
   }
   case LT_OP_ERF: /* 2/sqrt(pi) exp(-x^2) */
-    return ag_bin(LT_OP_MUL, G(g),
-                  ag_bin(LT_OP_MUL, K(n, M_2_SQRTPI),
-                         ag_un(LT_OP_EXP, ag_un(LT_OP_NEG, ag_bin(LT_OP_MUL, A(n), A(n))))));
+    return lt__node_bin(
+        LT_OP_MUL, G(g),
+        lt__node_bin(
+            LT_OP_MUL, K(n, M_2_SQRTPI),
+            lt__node_un(LT_OP_EXP, lt__node_un(LT_OP_NEG, lt__node_bin(LT_OP_MUL, A(n), A(n))))));
   default:
     return NULL;
   }
@@ -92,7 +101,8 @@ static int finish2(const lt_node *n, lt_node **out, lt_node *ga, lt_node *gb) {
  * operand wins (loses: the mask). A NaN compares false both ways, so with a
  * NaN in either operand both operands get all of g, as in PyTorch. */
 static lt_node *pick(lt_node *g, lt_node *loses, lt_node *tie, const lt_node *n) {
-  return ag_where(loses, K(n, 0), ag_where(tie, ag_bin(LT_OP_MUL, G(g), K(n, 0.5)), G(g)));
+  return lt__node_where(loses, K(n, 0),
+                        lt__node_where(tie, lt__node_bin(LT_OP_MUL, G(g), K(n, 0.5)), G(g)));
 }
 
 int ag_rule_binary(const lt_node *n, lt_node *g, lt_node **out) {
@@ -100,28 +110,32 @@ int ag_rule_binary(const lt_node *n, lt_node *g, lt_node **out) {
   case LT_OP_ADD:
     return finish2(n, out, G(g), G(g));
   case LT_OP_SUB:
-    return finish2(n, out, G(g), ag_un(LT_OP_NEG, G(g)));
+    return finish2(n, out, G(g), lt__node_un(LT_OP_NEG, G(g)));
   case LT_OP_MUL:
-    return finish2(n, out, ag_bin(LT_OP_MUL, G(g), B(n)), ag_bin(LT_OP_MUL, G(g), A(n)));
+    return finish2(n, out, lt__node_bin(LT_OP_MUL, G(g), B(n)),
+                   lt__node_bin(LT_OP_MUL, G(g), A(n)));
   case LT_OP_DIV:
-    return finish2(n, out, ag_bin(LT_OP_DIV, G(g), B(n)),
-                   ag_un(LT_OP_NEG, ag_bin(LT_OP_DIV, ag_bin(LT_OP_MUL, G(g), OUT(n)), B(n))));
+    return finish2(
+        n, out, lt__node_bin(LT_OP_DIV, G(g), B(n)),
+        lt__node_un(LT_OP_NEG,
+                    lt__node_bin(LT_OP_DIV, lt__node_bin(LT_OP_MUL, G(g), OUT(n)), B(n))));
   case LT_OP_POW: {
     /* d/da = b a^(b-1); d/db = out log a, taken as 0 where a == 0 (as PyTorch) */
-    lt_node *ga =
-        ag_bin(LT_OP_MUL, G(g),
-               ag_bin(LT_OP_MUL, B(n), ag_bin(LT_OP_POW, A(n), ag_bin(LT_OP_SUB, B(n), K(n, 1)))));
-    lt_node *gb =
-        ag_where(ag_bin(LT_OP_EQ, A(n), K(n, 0)), K(n, 0),
-                 ag_bin(LT_OP_MUL, ag_bin(LT_OP_MUL, G(g), OUT(n)), ag_un(LT_OP_LOG, A(n))));
+    lt_node *ga = lt__node_bin(
+        LT_OP_MUL, G(g),
+        lt__node_bin(LT_OP_MUL, B(n),
+                     lt__node_bin(LT_OP_POW, A(n), lt__node_bin(LT_OP_SUB, B(n), K(n, 1)))));
+    lt_node *gb = lt__node_where(lt__node_bin(LT_OP_EQ, A(n), K(n, 0)), K(n, 0),
+                                 lt__node_bin(LT_OP_MUL, lt__node_bin(LT_OP_MUL, G(g), OUT(n)),
+                                              lt__node_un(LT_OP_LOG, A(n))));
     return finish2(n, out, ga, gb);
   }
   case LT_OP_MAXIMUM:
   case LT_OP_MINIMUM: {
     lt_op a_loses = n->op == LT_OP_MAXIMUM ? LT_OP_LT : LT_OP_GT;
     lt_op b_loses = n->op == LT_OP_MAXIMUM ? LT_OP_GT : LT_OP_LT;
-    lt_node *ga = pick(g, ag_bin(a_loses, A(n), B(n)), ag_bin(LT_OP_EQ, A(n), B(n)), n);
-    lt_node *gb = pick(g, ag_bin(b_loses, A(n), B(n)), ag_bin(LT_OP_EQ, A(n), B(n)), n);
+    lt_node *ga = pick(g, lt__node_bin(a_loses, A(n), B(n)), lt__node_bin(LT_OP_EQ, A(n), B(n)), n);
+    lt_node *gb = pick(g, lt__node_bin(b_loses, A(n), B(n)), lt__node_bin(LT_OP_EQ, A(n), B(n)), n);
     return finish2(n, out, ga, gb);
   }
   default:
@@ -131,8 +145,8 @@ int ag_rule_binary(const lt_node *n, lt_node *g, lt_node **out) {
 
 int ag_rule_where(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = n->operands[1].node, *b = n->operands[2].node;
-  lt_node *ga = ag_where(ag_arg(n, 0), G(g), K(n, 0));
-  lt_node *gb = ag_where(ag_arg(n, 0), K(n, 0), G(g));
+  lt_node *ga = lt__node_where(ag_arg(n, 0), G(g), K(n, 0));
+  lt_node *gb = lt__node_where(ag_arg(n, 0), K(n, 0), G(g));
   out[1] = ag_reduce_to(ga, a->shape, a->ndim);
   out[2] = ag_reduce_to(gb, b->shape, b->ndim);
   return out[1] && out[2] ? LT_OK : LT_ENOMEM;

@@ -57,7 +57,7 @@ static lt_node *prod_keep(lt_node *x, int64_t mask) {
 
 /* 1 where cond holds, else 0, in the node's dtype (cond consumed). */
 static lt_node *indicator(const lt_node *n, lt_node *cond) {
-  return ag_where(cond, K(n, 1), K(n, 0));
+  return lt__node_where(cond, K(n, 1), K(n, 0));
 }
 
 int ag_rule_reduce(const lt_node *n, lt_node *g, lt_node **out) {
@@ -73,31 +73,35 @@ int ag_rule_reduce(const lt_node *n, lt_node *g, lt_node **out) {
   case LT_OP_SUM:
     return done1(out, to_operand(n, gk));
   case LT_OP_MEAN:
-    return done1(out, to_operand(n, ag_bin(LT_OP_MUL, gk, K(n, 1.0 / (double)group_size(n)))));
+    return done1(out,
+                 to_operand(n, lt__node_bin(LT_OP_MUL, gk, K(n, 1.0 / (double)group_size(n)))));
   case LT_OP_MAX:
   case LT_OP_MIN: {
     /* PyTorch's amax/amin: g split evenly among the elements equal to the
      * result (a NaN result matches none, so its group gets zeros). */
-    lt_node *hit = ag_bin(LT_OP_EQ, A(n), as_keep(n, ag_ref(n)));
-    lt_node *count = ag_sum_keep(indicator(n, ag_ref(hit)), mask);
-    return done1(out, ag_where(hit, ag_bin(LT_OP_DIV, gk, count), K(n, 0)));
+    lt_node *hit = lt__node_bin(LT_OP_EQ, A(n), as_keep(n, ag_ref(n)));
+    lt_node *count = lt__node_reduce(LT_OP_SUM, indicator(n, ag_ref(hit)), mask, true);
+    return done1(out, lt__node_where(hit, lt__node_bin(LT_OP_DIV, gk, count), K(n, 0)));
   }
   case LT_OP_PROD: {
     /* d out / d a_i = the product of the others. With z zeros in a group and
      * p the product of its non-zero elements: z = 0 gives p / a_i, z = 1 gives
      * p at the zero and 0 elsewhere, z >= 2 gives 0 everywhere. */
-    lt_node *zero = ag_bin(LT_OP_EQ, A(n), K(n, 0));
-    lt_node *nzero = ag_sum_keep(indicator(n, ag_ref(zero)), mask);
-    lt_node *p = prod_keep(ag_where(ag_ref(zero), K(n, 1), A(n)), mask);
-    lt_node *at_zero = ag_where(ag_bin(LT_OP_EQ, ag_ref(nzero), K(n, 1)), ag_ref(p), K(n, 0));
-    lt_node *elsewhere =
-        ag_where(ag_bin(LT_OP_EQ, nzero, K(n, 0)),
-                 ag_bin(LT_OP_DIV, p, ag_where(ag_ref(zero), K(n, 1), A(n))), K(n, 0));
-    return done1(out, ag_bin(LT_OP_MUL, gk, ag_where(zero, at_zero, elsewhere)));
+    lt_node *zero = lt__node_bin(LT_OP_EQ, A(n), K(n, 0));
+    lt_node *nzero = lt__node_reduce(LT_OP_SUM, indicator(n, ag_ref(zero)), mask, true);
+    lt_node *p = prod_keep(lt__node_where(ag_ref(zero), K(n, 1), A(n)), mask);
+    lt_node *at_zero =
+        lt__node_where(lt__node_bin(LT_OP_EQ, ag_ref(nzero), K(n, 1)), ag_ref(p), K(n, 0));
+    lt_node *elsewhere = lt__node_where(
+        lt__node_bin(LT_OP_EQ, nzero, K(n, 0)),
+        lt__node_bin(LT_OP_DIV, p, lt__node_where(ag_ref(zero), K(n, 1), A(n))), K(n, 0));
+    return done1(out, lt__node_bin(LT_OP_MUL, gk, lt__node_where(zero, at_zero, elsewhere)));
   }
   case LT_OP_LOGSUMEXP:
-    return done1(out, ag_bin(LT_OP_MUL, gk,
-                             ag_un(LT_OP_EXP, ag_bin(LT_OP_SUB, A(n), as_keep(n, ag_ref(n))))));
+    return done1(
+        out,
+        lt__node_bin(LT_OP_MUL, gk,
+                     lt__node_un(LT_OP_EXP, lt__node_bin(LT_OP_SUB, A(n), as_keep(n, ag_ref(n))))));
   default:
     lt__node_release(gk);
     return LT_OK;
@@ -108,11 +112,12 @@ int ag_rule_softmax(const lt_node *n, lt_node *g, lt_node **out) {
   int64_t axis = (int64_t)1 << n->attrs[0];
   lt_node *ga;
   if (n->op == LT_OP_SOFTMAX) { /* out * (g - sum(g * out)) */
-    lt_node *s = ag_sum_keep(ag_bin(LT_OP_MUL, G(g), ag_ref(n)), axis);
-    ga = ag_bin(LT_OP_MUL, ag_ref(n), ag_bin(LT_OP_SUB, G(g), s));
+    lt_node *s = lt__node_reduce(LT_OP_SUM, lt__node_bin(LT_OP_MUL, G(g), ag_ref(n)), axis, true);
+    ga = lt__node_bin(LT_OP_MUL, ag_ref(n), lt__node_bin(LT_OP_SUB, G(g), s));
   } else { /* g - exp(out) * sum(g) */
-    lt_node *s = ag_sum_keep(G(g), axis);
-    ga = ag_bin(LT_OP_SUB, G(g), ag_bin(LT_OP_MUL, ag_un(LT_OP_EXP, ag_ref(n)), s));
+    lt_node *s = lt__node_reduce(LT_OP_SUM, G(g), axis, true);
+    ga = lt__node_bin(LT_OP_SUB, G(g),
+                      lt__node_bin(LT_OP_MUL, lt__node_un(LT_OP_EXP, ag_ref(n)), s));
   }
   return done1(out, ga);
 }

@@ -231,7 +231,7 @@ static int accumulate(ag_state *s, int i, lt_node *g) {
                    lt__shape_str(g->shape, g->ndim, a, sizeof a),
                    lt__shape_str(n->shape, n->ndim, b, sizeof b), lt__op_name((lt_op)n->op));
   }
-  s->grads[i] = s->grads[i] ? ag_bin(LT_OP_ADD, s->grads[i], g) : g;
+  s->grads[i] = s->grads[i] ? lt__node_bin(LT_OP_ADD, s->grads[i], g) : g;
   return s->grads[i] ? LT_OK : LT_ENOMEM;
 }
 
@@ -243,7 +243,7 @@ static int add_to_grad(lt_tensor *t, lt_node *g) {
       lt__node_release(g);
       return lt_last_status();
     }
-    g = ag_bin(LT_OP_ADD, lt__node_retain(old), g);
+    g = lt__node_bin(LT_OP_ADD, lt__node_retain(old), g);
     if (!g) return LT_ENOMEM;
     lt__tensor_set_ir(t->grad, g);
     return LT_OK;

@@ -146,6 +146,19 @@ lt_node *lt__node_make(lt_op op, lt_dtype dt, const int64_t *shape, int ndim, lt
 lt_node *lt__node_cast(lt_node *n, lt_dtype dt);
 /* n reshaped (consumes n; returns it unchanged when the shape is equal). */
 lt_node *lt__node_reshape(lt_node *n, const int64_t *shape, int ndim);
+/* Expression helpers for code that builds graphs from nodes (composite ops,
+ * gradient rules). Each CONSUMES its node arguments (NULL ones make it fail)
+ * and returns a new reference, or NULL with the error recorded. */
+/* Elementwise unary op: a's shape; a's dtype (bool for the table's BOOL rows). */
+lt_node *lt__node_un(lt_op op, lt_node *a);
+/* Elementwise binary op with numpy broadcasting, computed in a's dtype (b is
+ * cast to it; AND and OR in bool); comparisons give bool. */
+lt_node *lt__node_bin(lt_op op, lt_node *a, lt_node *b);
+/* cond ? a : b, broadcasting all three, in a's dtype. */
+lt_node *lt__node_where(lt_node *cond, lt_node *a, lt_node *b);
+/* Reduction op (SUM, MEAN, MAX, ...) over the axes in mask, keepdim or not. */
+lt_node *lt__node_reduce(lt_op op, lt_node *x, int64_t mask, bool keepdim);
+
 int64_t lt__numel(const int64_t *shape, int ndim);
 
 /* A fresh mark for a walk over nodes (node->visit == mark: seen). Walks by

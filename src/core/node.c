@@ -205,3 +205,63 @@ lt_node *lt__node_reshape(lt_node *n, const int64_t *shape, int ndim) {
   }
   return lt__node_make(LT_OP_RESHAPE, (lt_dtype)n->dtype, shape, ndim, &n, 1, NULL, 0, 0.0);
 }
+
+/* Releases the nodes given (the failure path of a consuming helper). */
+static lt_node *release3(lt_node *a, lt_node *b, lt_node *c) {
+  lt__node_release(a);
+  lt__node_release(b);
+  lt__node_release(c);
+  return NULL;
+}
+
+lt_node *lt__node_un(lt_op op, lt_node *a) {
+  if (!a) return NULL;
+  lt_dtype dt = lt__op_result(op) == LT_RES_BOOL ? LT_BOOL : (lt_dtype)a->dtype;
+  return lt__node_make(op, dt, a->shape, a->ndim, &a, 1, NULL, 0, 0.0);
+}
+
+lt_node *lt__node_bin(lt_op op, lt_node *a, lt_node *b) {
+  if (!a || !b) return release3(a, b, NULL);
+  int64_t shape[LT_MAX_DIMS];
+  int nd;
+  if (!lt__broadcast_shape(a->shape, a->ndim, b->shape, b->ndim, shape, &nd)) {
+    lt__err(LT_ESHAPE, "internal: %s operands do not broadcast", lt__op_name(op));
+    return release3(a, b, NULL);
+  }
+  lt_dtype dt = (lt_dtype)a->dtype;
+  if (op == LT_OP_AND || op == LT_OP_OR) { /* truthiness is exact in bool */
+    dt = LT_BOOL;
+    a = lt__node_cast(a, dt);
+  }
+  lt_node *ops[2] = {a, lt__node_cast(b, dt)};
+  lt_dtype res = lt__op_result(op) == LT_RES_BOOL ? LT_BOOL : dt;
+  return lt__node_make(op, res, shape, nd, ops, 2, NULL, 0, 0.0);
+}
+
+lt_node *lt__node_where(lt_node *cond, lt_node *a, lt_node *b) {
+  if (!cond || !a || !b) return release3(cond, a, b);
+  int64_t s1[LT_MAX_DIMS], shape[LT_MAX_DIMS];
+  int n1, nd;
+  if (!lt__broadcast_shape(cond->shape, cond->ndim, a->shape, a->ndim, s1, &n1) ||
+      !lt__broadcast_shape(s1, n1, b->shape, b->ndim, shape, &nd)) {
+    lt__err(LT_ESHAPE, "internal: where operands do not broadcast");
+    return release3(cond, a, b);
+  }
+  lt_dtype dt = (lt_dtype)a->dtype;
+  lt_node *ops[3] = {lt__node_cast(cond, LT_BOOL), a, lt__node_cast(b, dt)};
+  return lt__node_make(LT_OP_WHERE, dt, shape, nd, ops, 3, NULL, 0, 0.0);
+}
+
+lt_node *lt__node_reduce(lt_op op, lt_node *x, int64_t mask, bool keepdim) {
+  if (!x) return NULL;
+  int64_t shape[LT_MAX_DIMS];
+  int nd = 0;
+  for (int d = 0; d < x->ndim; d++) {
+    if (!((mask >> d) & 1))
+      shape[nd++] = x->shape[d];
+    else if (keepdim)
+      shape[nd++] = 1;
+  }
+  int64_t attrs[2] = {mask, keepdim ? 1 : 0};
+  return lt__node_make(op, (lt_dtype)x->dtype, shape, nd, &x, 1, attrs, 2, 0.0);
+}

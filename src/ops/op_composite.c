@@ -33,68 +33,6 @@ static lt_node *fail2(lt_node *a, lt_node *b) {
   return NULL;
 }
 
-/* Elementwise unary op (NOT gives bool, the others keep the dtype). */
-static lt_node *un(lt_op op, lt_node *a) {
-  if (!a) return NULL;
-  lt_dtype dt = op == LT_OP_NOT ? LT_BOOL : (lt_dtype)a->dtype;
-  return lt__node_make(op, dt, a->shape, a->ndim, &a, 1, NULL, 0, 0.0);
-}
-
-/* Elementwise binary op with numpy broadcasting. Arithmetic and comparisons
- * compute in a's dtype (b is cast to it); AND / OR in bool. Comparisons give
- * bool. */
-static lt_node *bin(lt_op op, lt_node *a, lt_node *b) {
-  if (!a || !b) return fail2(a, b);
-  int64_t shape[LT_MAX_DIMS];
-  int nd;
-  if (!lt__broadcast_shape(a->shape, a->ndim, b->shape, b->ndim, shape, &nd)) {
-    lt__err(LT_ESHAPE, "internal: %s operands do not broadcast", lt__op_name(op));
-    return fail2(a, b);
-  }
-  lt_dtype dt = (lt_dtype)a->dtype;
-  if (op == LT_OP_AND || op == LT_OP_OR) {
-    dt = LT_BOOL;
-    a = lt__node_cast(a, dt);
-  }
-  lt_node *ops[2] = {a, lt__node_cast(b, dt)};
-  lt_dtype res = lt__op_family(op) == LT_FAM_COMPARE ? LT_BOOL : dt;
-  return lt__node_make(op, res, shape, nd, ops, 2, NULL, 0, 0.0);
-}
-
-/* cond ? a : b, broadcasting all three, in a's dtype. */
-static lt_node *sel(lt_node *cond, lt_node *a, lt_node *b) {
-  if (!cond || !a || !b) {
-    lt__node_release(cond);
-    return fail2(a, b);
-  }
-  int64_t s1[LT_MAX_DIMS], shape[LT_MAX_DIMS];
-  int n1, nd;
-  if (!lt__broadcast_shape(cond->shape, cond->ndim, a->shape, a->ndim, s1, &n1) ||
-      !lt__broadcast_shape(s1, n1, b->shape, b->ndim, shape, &nd)) {
-    lt__err(LT_ESHAPE, "internal: where operands do not broadcast");
-    lt__node_release(cond);
-    return fail2(a, b);
-  }
-  lt_dtype dt = (lt_dtype)a->dtype;
-  lt_node *ops[3] = {lt__node_cast(cond, LT_BOOL), a, lt__node_cast(b, dt)};
-  return lt__node_make(LT_OP_WHERE, dt, shape, nd, ops, 3, NULL, 0, 0.0);
-}
-
-/* The reduction op over the axes of mask (op_reduce.c's node layout). */
-static lt_node *red(lt_op op, lt_node *x, int64_t mask, bool keepdim) {
-  if (!x) return NULL;
-  int64_t shape[LT_MAX_DIMS];
-  int nd = 0;
-  for (int d = 0; d < x->ndim; d++) {
-    if (!((mask >> d) & 1))
-      shape[nd++] = x->shape[d];
-    else if (keepdim)
-      shape[nd++] = 1;
-  }
-  int64_t attrs[2] = {mask, keepdim ? 1 : 0};
-  return lt__node_make(op, (lt_dtype)x->dtype, shape, nd, &x, 1, attrs, 2, 0.0);
-}
-
 static lt_node *ref(lt_node *n) { return lt__node_retain(n); }
 
 /* ---- axes ---------------------------------------------------------------------- */
@@ -143,9 +81,10 @@ static lt_tensor *classify(const char *fn, lt_tensor *a, fp_class c) {
   lt_node *x = lt__ir_as(a, dt);
   lt_node *r;
   if (c == FP_IS_NAN)
-    r = bin(LT_OP_NE, x, ref(x));
+    r = lt__node_bin(LT_OP_NE, x, ref(x));
   else /* NaN compares false with inf: neither infinite nor finite */
-    r = bin(c == FP_IS_INF ? LT_OP_EQ : LT_OP_LT, un(LT_OP_ABS, x), kc(dt, INFINITY));
+    r = lt__node_bin(c == FP_IS_INF ? LT_OP_EQ : LT_OP_LT, lt__node_un(LT_OP_ABS, x),
+                     kc(dt, INFINITY));
   return lt__wrap(a->dev, r);
 }
 
@@ -164,8 +103,9 @@ static lt_tensor *any_all(const char *fn, lt_tensor *a, const int *axes, int nax
   if (axes_mask(fn, a, axes, naxes, &mask, &count) != LT_OK) return NULL;
   lt_dtype dt = (lt_dtype)a->dtype;
   lt_node *x = lt__ir_as(a, dt);
-  lt_node *hits = lt__node_cast(bin(all ? LT_OP_EQ : LT_OP_NE, x, kc(dt, 0)), LT_I64);
-  lt_node *r = bin(all ? LT_OP_EQ : LT_OP_GT, red(LT_OP_SUM, hits, mask, keepdim), kc(LT_I64, 0));
+  lt_node *hits = lt__node_cast(lt__node_bin(all ? LT_OP_EQ : LT_OP_NE, x, kc(dt, 0)), LT_I64);
+  lt_node *r = lt__node_bin(all ? LT_OP_EQ : LT_OP_GT,
+                            lt__node_reduce(LT_OP_SUM, hits, mask, keepdim), kc(LT_I64, 0));
   return lt__wrap(a->dev, lt__node_cast(r, dt == LT_U8 ? LT_U8 : LT_BOOL));
 }
 
@@ -184,10 +124,11 @@ static lt_node *variance(lt_tensor *a, int64_t mask, int64_t count, double corre
                          bool keepdim) {
   lt_dtype dt = (lt_dtype)a->dtype;
   lt_node *x = lt__ir_as(a, dt);
-  lt_node *mean = bin(LT_OP_DIV, red(LT_OP_SUM, ref(x), mask, true), kc(dt, (double)count));
-  lt_node *d = bin(LT_OP_SUB, x, mean);
-  lt_node *ss = red(LT_OP_SUM, bin(LT_OP_MUL, d, ref(d)), mask, keepdim);
-  return bin(LT_OP_DIV, ss, kc(dt, fmax((double)count - correction, 0.0)));
+  lt_node *mean = lt__node_bin(LT_OP_DIV, lt__node_reduce(LT_OP_SUM, ref(x), mask, true),
+                               kc(dt, (double)count));
+  lt_node *d = lt__node_bin(LT_OP_SUB, x, mean);
+  lt_node *ss = lt__node_reduce(LT_OP_SUM, lt__node_bin(LT_OP_MUL, d, ref(d)), mask, keepdim);
+  return lt__node_bin(LT_OP_DIV, ss, kc(dt, fmax((double)count - correction, 0.0)));
 }
 
 static lt_tensor *var_std(const char *fn, lt_tensor *a, const int *axes, int naxes,
@@ -201,7 +142,7 @@ static lt_tensor *var_std(const char *fn, lt_tensor *a, const int *axes, int nax
   int64_t mask, count;
   if (axes_mask(fn, a, axes, naxes, &mask, &count) != LT_OK) return NULL;
   lt_node *v = variance(a, mask, count, correction, keepdim);
-  return lt__wrap(a->dev, sqrt_of ? un(LT_OP_SQRT, v) : v);
+  return lt__wrap(a->dev, sqrt_of ? lt__node_un(LT_OP_SQRT, v) : v);
 }
 
 lt_tensor *lt_var(lt_tensor *a, const int *axes, int naxes, double correction, bool keepdim) {
@@ -219,26 +160,30 @@ lt_tensor *lt_std(lt_tensor *a, const int *axes, int naxes, double correction, b
 static lt_node *pow_nonzero(lt_node *s, double e, double zero_value) {
   if (!s) return NULL;
   lt_dtype dt = (lt_dtype)s->dtype;
-  lt_node *zero = bin(LT_OP_EQ, ref(s), kc(dt, 0));
-  lt_node *safe = sel(ref(zero), kc(dt, 1), s);
-  lt_node *p = e == 0.5 ? un(LT_OP_SQRT, safe) : bin(LT_OP_POW, safe, kc(dt, e));
-  return sel(zero, kc(dt, zero_value), p);
+  lt_node *zero = lt__node_bin(LT_OP_EQ, ref(s), kc(dt, 0));
+  lt_node *safe = lt__node_where(ref(zero), kc(dt, 1), s);
+  lt_node *p = e == 0.5 ? lt__node_un(LT_OP_SQRT, safe) : lt__node_bin(LT_OP_POW, safe, kc(dt, e));
+  return lt__node_where(zero, kc(dt, zero_value), p);
 }
 
 static lt_node *vector_norm(lt_node *x, double ord, int64_t mask, bool keepdim) {
   if (!x) return NULL;
   lt_dtype dt = (lt_dtype)x->dtype;
   if (isinf(ord)) /* max or min of |x|: the gradient goes to the ties, split evenly */
-    return red(ord > 0 ? LT_OP_MAX : LT_OP_MIN, un(LT_OP_ABS, x), mask, keepdim);
+    return lt__node_reduce(ord > 0 ? LT_OP_MAX : LT_OP_MIN, lt__node_un(LT_OP_ABS, x), mask,
+                           keepdim);
   if (ord == 0) /* the count of non-zero elements; no gradient */
-    return red(LT_OP_SUM, lt__node_cast(bin(LT_OP_NE, x, kc(dt, 0)), dt), mask, keepdim);
-  if (ord == 1) return red(LT_OP_SUM, un(LT_OP_ABS, x), mask, keepdim);
+    return lt__node_reduce(LT_OP_SUM, lt__node_cast(lt__node_bin(LT_OP_NE, x, kc(dt, 0)), dt), mask,
+                           keepdim);
+  if (ord == 1) return lt__node_reduce(LT_OP_SUM, lt__node_un(LT_OP_ABS, x), mask, keepdim);
   if (ord == 2)
-    return pow_nonzero(red(LT_OP_SUM, bin(LT_OP_MUL, x, ref(x)), mask, keepdim), 0.5, 0.0);
+    return pow_nonzero(
+        lt__node_reduce(LT_OP_SUM, lt__node_bin(LT_OP_MUL, x, ref(x)), mask, keepdim), 0.5, 0.0);
   /* (sum |x|^ord)^(1/ord); |0|^ord is 0 (inf for ord < 0) with no gradient,
    * as torch's for ord < 1. */
-  lt_node *terms = pow_nonzero(un(LT_OP_ABS, x), ord, pow(0.0, ord));
-  return pow_nonzero(red(LT_OP_SUM, terms, mask, keepdim), 1.0 / ord, pow(0.0, 1.0 / ord));
+  lt_node *terms = pow_nonzero(lt__node_un(LT_OP_ABS, x), ord, pow(0.0, ord));
+  return pow_nonzero(lt__node_reduce(LT_OP_SUM, terms, mask, keepdim), 1.0 / ord,
+                     pow(0.0, 1.0 / ord));
 }
 
 lt_tensor *lt_norm(lt_tensor *a, double ord, const int *axes, int naxes, bool keepdim) {
@@ -284,17 +229,17 @@ static int div_operands(const char *fn, lt_tensor *a, lt_tensor *b, lt_node **x,
 /* trunc(q): toward zero. */
 static lt_node *trunc_node(lt_node *q) {
   if (!q) return NULL;
-  lt_node *neg = bin(LT_OP_LT, ref(q), kc((lt_dtype)q->dtype, 0));
-  lt_node *up = un(LT_OP_CEIL, ref(q));
-  return sel(neg, up, un(LT_OP_FLOOR, q));
+  lt_node *neg = lt__node_bin(LT_OP_LT, ref(q), kc((lt_dtype)q->dtype, 0));
+  lt_node *up = lt__node_un(LT_OP_CEIL, ref(q));
+  return lt__node_where(neg, up, lt__node_un(LT_OP_FLOOR, q));
 }
 
 /* hi + lo == v exactly, hi holding the top 26 bits (Veltkamp's split). */
 static void split_f64(lt_node *v, lt_node **hi, lt_node **lo) {
-  lt_node *c = bin(LT_OP_MUL, ref(v), kc(LT_F64, 134217729.0)); /* 2^27 + 1 */
-  lt_node *c_minus_v = bin(LT_OP_SUB, ref(c), ref(v));
-  *hi = bin(LT_OP_SUB, c, c_minus_v);
-  *lo = bin(LT_OP_SUB, v, ref(*hi));
+  lt_node *c = lt__node_bin(LT_OP_MUL, ref(v), kc(LT_F64, 134217729.0)); /* 2^27 + 1 */
+  lt_node *c_minus_v = lt__node_bin(LT_OP_SUB, ref(c), ref(v));
+  *hi = lt__node_bin(LT_OP_SUB, c, c_minus_v);
+  *lo = lt__node_bin(LT_OP_SUB, v, ref(*hi));
 }
 
 /* n * b - p exactly, for p = fl(n * b) (Dekker's product; there is no fma
@@ -303,10 +248,10 @@ static lt_node *product_error(lt_node *n, lt_node *b, lt_node *p) {
   lt_node *nh, *nl, *bh, *bl;
   split_f64(n, &nh, &nl);
   split_f64(b, &bh, &bl);
-  lt_node *e = bin(LT_OP_SUB, bin(LT_OP_MUL, ref(nh), ref(bh)), p);
-  e = bin(LT_OP_ADD, e, bin(LT_OP_MUL, nh, ref(bl)));
-  e = bin(LT_OP_ADD, e, bin(LT_OP_MUL, ref(nl), bh));
-  return bin(LT_OP_ADD, e, bin(LT_OP_MUL, nl, bl));
+  lt_node *e = lt__node_bin(LT_OP_SUB, lt__node_bin(LT_OP_MUL, ref(nh), ref(bh)), p);
+  e = lt__node_bin(LT_OP_ADD, e, lt__node_bin(LT_OP_MUL, nh, ref(bl)));
+  e = lt__node_bin(LT_OP_ADD, e, lt__node_bin(LT_OP_MUL, ref(nl), bh));
+  return lt__node_bin(LT_OP_ADD, e, lt__node_bin(LT_OP_MUL, nl, bl));
 }
 
 /* C's fmod(a, b) in f64 (a, b consumed): a - n b with n = trunc(a / b), the
@@ -316,26 +261,29 @@ static lt_node *product_error(lt_node *n, lt_node *b, lt_node *p) {
  * back into range, so the result is exact (every fmod is representable) when
  * |a / b| < 2^52, |b| < 2^996 and n b does not underflow. */
 static lt_node *fmod_f64(lt_node *a, lt_node *b) {
-  lt_node *n = trunc_node(bin(LT_OP_DIV, ref(a), ref(b)));
-  lt_node *p = bin(LT_OP_MUL, ref(n), ref(b));
+  lt_node *n = trunc_node(lt__node_bin(LT_OP_DIV, ref(a), ref(b)));
+  lt_node *p = lt__node_bin(LT_OP_MUL, ref(n), ref(b));
   lt_node *e = product_error(ref(n), ref(b), ref(p));
   /* A split that overflowed gives NaN: fall back to the rounded product. */
-  e = sel(bin(LT_OP_NE, ref(e), ref(e)), kc(LT_F64, 0), e);
+  e = lt__node_where(lt__node_bin(LT_OP_NE, ref(e), ref(e)), kc(LT_F64, 0), e);
   /* a - p is exact (p is within a factor 2 of a when n != 0); n == 0 is a
    * itself (also for an infinite b, where p would be 0 * inf). */
-  lt_node *r = bin(LT_OP_SUB, bin(LT_OP_SUB, ref(a), p), e);
-  r = sel(bin(LT_OP_EQ, n, kc(LT_F64, 0)), ref(a), r);
+  lt_node *r = lt__node_bin(LT_OP_SUB, lt__node_bin(LT_OP_SUB, ref(a), p), e);
+  r = lt__node_where(lt__node_bin(LT_OP_EQ, n, kc(LT_F64, 0)), ref(a), r);
   /* |b| with a's sign: the step of one correction. */
-  lt_node *a_neg = bin(LT_OP_LT, ref(a), kc(LT_F64, 0));
-  lt_node *step = sel(ref(a_neg), un(LT_OP_NEG, un(LT_OP_ABS, ref(b))), un(LT_OP_ABS, ref(b)));
-  lt_node *wrong_sign = bin(LT_OP_AND, bin(LT_OP_NE, ref(r), kc(LT_F64, 0)),
-                            bin(LT_OP_NE, bin(LT_OP_LT, ref(r), kc(LT_F64, 0)), a_neg));
-  r = sel(wrong_sign, bin(LT_OP_ADD, ref(r), ref(step)), r);
-  lt_node *too_big = bin(LT_OP_GE, un(LT_OP_ABS, ref(r)), un(LT_OP_ABS, b));
-  r = sel(too_big, bin(LT_OP_SUB, ref(r), step), r);
+  lt_node *a_neg = lt__node_bin(LT_OP_LT, ref(a), kc(LT_F64, 0));
+  lt_node *step = lt__node_where(ref(a_neg), lt__node_un(LT_OP_NEG, lt__node_un(LT_OP_ABS, ref(b))),
+                                 lt__node_un(LT_OP_ABS, ref(b)));
+  lt_node *wrong_sign =
+      lt__node_bin(LT_OP_AND, lt__node_bin(LT_OP_NE, ref(r), kc(LT_F64, 0)),
+                   lt__node_bin(LT_OP_NE, lt__node_bin(LT_OP_LT, ref(r), kc(LT_F64, 0)), a_neg));
+  r = lt__node_where(wrong_sign, lt__node_bin(LT_OP_ADD, ref(r), ref(step)), r);
+  lt_node *too_big =
+      lt__node_bin(LT_OP_GE, lt__node_un(LT_OP_ABS, ref(r)), lt__node_un(LT_OP_ABS, b));
+  r = lt__node_where(too_big, lt__node_bin(LT_OP_SUB, ref(r), step), r);
   /* A zero result keeps a's sign (fmod(-3, 3) is -0.0): a * 0. */
-  lt_node *zero = bin(LT_OP_EQ, ref(r), kc(LT_F64, 0));
-  return sel(zero, bin(LT_OP_MUL, a, kc(LT_F64, 0)), r);
+  lt_node *zero = lt__node_bin(LT_OP_EQ, ref(r), kc(LT_F64, 0));
+  return lt__node_where(zero, lt__node_bin(LT_OP_MUL, a, kc(LT_F64, 0)), r);
 }
 
 /* fmod in the operands' float dtype (computed in f64, where an f32 result is
@@ -351,22 +299,24 @@ static lt_node *fmod_node(lt_node *a, lt_node *b) {
 static lt_node *needs_floor_fix(lt_node *r, lt_node *b) {
   if (!r || !b) return fail2(r, b);
   lt_dtype dt = (lt_dtype)r->dtype;
-  lt_node *nz = bin(LT_OP_NE, ref(r), kc(dt, 0));
-  return bin(LT_OP_AND, nz,
-             bin(LT_OP_NE, bin(LT_OP_LT, r, kc(dt, 0)), bin(LT_OP_LT, b, kc(dt, 0))));
+  lt_node *nz = lt__node_bin(LT_OP_NE, ref(r), kc(dt, 0));
+  return lt__node_bin(LT_OP_AND, nz,
+                      lt__node_bin(LT_OP_NE, lt__node_bin(LT_OP_LT, r, kc(dt, 0)),
+                                   lt__node_bin(LT_OP_LT, b, kc(dt, 0))));
 }
 
 /* Integers: DIV truncates (and gives 0 for x / 0); q b + r == a. */
 static void int_divmod(lt_node *a, lt_node *b, lt_node **q, lt_node **r) {
-  *q = bin(LT_OP_DIV, ref(a), ref(b));
-  *r = bin(LT_OP_SUB, a, bin(LT_OP_MUL, ref(*q), b));
+  *q = lt__node_bin(LT_OP_DIV, ref(a), ref(b));
+  *r = lt__node_bin(LT_OP_SUB, a, lt__node_bin(LT_OP_MUL, ref(*q), b));
 }
 
 /* Integer division by zero gives 0 for both ops (numpy's answer; torch
  * raises an error, which a lazy graph cannot: the divisor is data). */
 static lt_node *int_div_zero(lt_node *b, lt_node *v) {
   if (!v) return fail2(b, v);
-  return sel(bin(LT_OP_EQ, b, kc((lt_dtype)v->dtype, 0)), kc((lt_dtype)v->dtype, 0), v);
+  return lt__node_where(lt__node_bin(LT_OP_EQ, b, kc((lt_dtype)v->dtype, 0)),
+                        kc((lt_dtype)v->dtype, 0), v);
 }
 
 lt_tensor *lt_remainder(lt_tensor *a, lt_tensor *b) {
@@ -383,7 +333,7 @@ lt_tensor *lt_remainder(lt_tensor *a, lt_tensor *b) {
   }
   /* torch: fmod, then + b where the signs of the result and b differ. */
   lt_node *fix = needs_floor_fix(ref(r), ref(y));
-  lt_node *res = sel(fix, bin(LT_OP_ADD, ref(r), ref(y)), r);
+  lt_node *res = lt__node_where(fix, lt__node_bin(LT_OP_ADD, ref(r), ref(y)), r);
   if (!lt__is_float((lt_dtype)y->dtype)) res = int_div_zero(ref(y), res);
   lt__node_release(y);
   return lt__wrap(a->dev, res);
@@ -395,15 +345,17 @@ lt_tensor *lt_remainder(lt_tensor *a, lt_tensor *b) {
 static lt_node *float_floor_divide(lt_node *a, lt_node *b) {
   lt_dtype dt = (lt_dtype)a->dtype;
   lt_node *mod = fmod_node(ref(a), ref(b));
-  lt_node *div = bin(LT_OP_DIV, bin(LT_OP_SUB, ref(a), ref(mod)), ref(b));
-  div = sel(needs_floor_fix(mod, ref(b)), bin(LT_OP_SUB, ref(div), kc(dt, 1)), div);
-  lt_node *fl = un(LT_OP_FLOOR, ref(div));
-  lt_node *round_up = bin(LT_OP_GT, bin(LT_OP_SUB, ref(div), ref(fl)), kc(dt, 0.5));
-  fl = sel(round_up, bin(LT_OP_ADD, ref(fl), kc(dt, 1)), fl);
-  lt_node *q = bin(LT_OP_DIV, a, ref(b));
-  lt_node *signed_zero = bin(LT_OP_MUL, ref(q), kc(dt, 0));
-  lt_node *res = sel(bin(LT_OP_NE, div, kc(dt, 0)), fl, signed_zero);
-  return sel(bin(LT_OP_EQ, b, kc(dt, 0)), q, res);
+  lt_node *div = lt__node_bin(LT_OP_DIV, lt__node_bin(LT_OP_SUB, ref(a), ref(mod)), ref(b));
+  div = lt__node_where(needs_floor_fix(mod, ref(b)), lt__node_bin(LT_OP_SUB, ref(div), kc(dt, 1)),
+                       div);
+  lt_node *fl = lt__node_un(LT_OP_FLOOR, ref(div));
+  lt_node *round_up =
+      lt__node_bin(LT_OP_GT, lt__node_bin(LT_OP_SUB, ref(div), ref(fl)), kc(dt, 0.5));
+  fl = lt__node_where(round_up, lt__node_bin(LT_OP_ADD, ref(fl), kc(dt, 1)), fl);
+  lt_node *q = lt__node_bin(LT_OP_DIV, a, ref(b));
+  lt_node *signed_zero = lt__node_bin(LT_OP_MUL, ref(q), kc(dt, 0));
+  lt_node *res = lt__node_where(lt__node_bin(LT_OP_NE, div, kc(dt, 0)), fl, signed_zero);
+  return lt__node_where(lt__node_bin(LT_OP_EQ, b, kc(dt, 0)), q, res);
 }
 
 lt_tensor *lt_floor_divide(lt_tensor *a, lt_tensor *b) {
@@ -417,7 +369,7 @@ lt_tensor *lt_floor_divide(lt_tensor *a, lt_tensor *b) {
     int_divmod(x, ref(y), &q, &r);
     lt_dtype dt = (lt_dtype)y->dtype;
     lt_node *fix = needs_floor_fix(r, ref(y));
-    res = int_div_zero(y, sel(fix, bin(LT_OP_SUB, ref(q), kc(dt, 1)), q));
+    res = int_div_zero(y, lt__node_where(fix, lt__node_bin(LT_OP_SUB, ref(q), kc(dt, 1)), q));
   }
   /* A step function: no gradient (torch's is zero). */
   return lt__wrap(a->dev, lt__node_detached(res));
@@ -538,7 +490,7 @@ lt_tensor *lt_scatter_add(lt_tensor *a, int axis, lt_tensor *index, lt_tensor *s
   scatter_args s;
   if (scatter_prepare("lt_scatter_add", a, axis, index, src, false, &s) != LT_OK) return NULL;
   lt_node *added = scatter_add_node(s.src, s.index, s.ax, s.shape, s.nd);
-  return scatter_result(a, bin(LT_OP_ADD, s.a, added));
+  return scatter_result(a, lt__node_bin(LT_OP_ADD, s.a, added));
 }
 
 /* A GATHER node: m's elements at index along ax (index's shape). */
@@ -555,8 +507,8 @@ static lt_node *gather_node(lt_node *m, lt_node *index, int ax) {
 static lt_node *floor_div_pos(lt_node *x, lt_node *d) {
   lt_node *q, *r;
   int_divmod(x, d, &q, &r);
-  lt_node *neg = bin(LT_OP_LT, r, kc(LT_I64, 0));
-  return sel(neg, bin(LT_OP_SUB, ref(q), kc(LT_I64, 1)), q);
+  lt_node *neg = lt__node_bin(LT_OP_LT, r, kc(LT_I64, 0));
+  return lt__node_where(neg, lt__node_bin(LT_OP_SUB, ref(q), kc(LT_I64, 1)), q);
 }
 
 /* The mean of the values scattered onto each position (v: the values in
@@ -576,23 +528,23 @@ static lt_node *scatter_mean(lt_node *v, lt_node *index, lt_node *count, const s
   bool is_float = v->dtype == LT_F64;
   lt_node *m;
   if (is_float) {
-    lt_node *share = bin(LT_OP_DIV, ref(v), gather_node(ref(count), ref(index), s->ax));
+    lt_node *share = lt__node_bin(LT_OP_DIV, ref(v), gather_node(ref(count), ref(index), s->ax));
     m = scatter_add_node(share, ref(index), s->ax, s->shape, s->nd);
   } else { /* truncated to i64: the residuals correct it */
     lt_node *sum =
         scatter_add_node(lt__node_cast(ref(v), LT_F64), ref(index), s->ax, s->shape, s->nd);
-    m = lt__node_cast(bin(LT_OP_DIV, sum, lt__node_cast(ref(count), LT_F64)), LT_I64);
+    m = lt__node_cast(lt__node_bin(LT_OP_DIV, sum, lt__node_cast(ref(count), LT_F64)), LT_I64);
   }
-  lt_node *resid = bin(LT_OP_SUB, v, gather_node(ref(m), ref(index), s->ax));
+  lt_node *resid = lt__node_bin(LT_OP_SUB, v, gather_node(ref(m), ref(index), s->ax));
   lt_node *rsum = scatter_add_node(resid, index, s->ax, s->shape, s->nd);
-  lt_node *rmean = is_float ? bin(LT_OP_DIV, rsum, count) : floor_div_pos(rsum, count);
-  lt_node *mean = bin(LT_OP_ADD, ref(m), rmean);
+  lt_node *rmean = is_float ? lt__node_bin(LT_OP_DIV, rsum, count) : floor_div_pos(rsum, count);
+  lt_node *mean = lt__node_bin(LT_OP_ADD, ref(m), rmean);
   if (!is_float) {
     lt__node_release(m);
     return mean;
   }
-  lt_node *finite = bin(LT_OP_LT, un(LT_OP_ABS, ref(m)), kc(LT_F64, INFINITY));
-  return sel(finite, mean, m);
+  lt_node *finite = lt__node_bin(LT_OP_LT, lt__node_un(LT_OP_ABS, ref(m)), kc(LT_F64, INFINITY));
+  return lt__node_where(finite, mean, m);
 }
 
 /* torch.scatter (replace): each position written once gets exactly the value
@@ -606,11 +558,11 @@ lt_tensor *lt_scatter(lt_tensor *a, int axis, lt_tensor *index, lt_tensor *src) 
   lt_dtype wide = lt__is_float(dt) ? LT_F64 : LT_I64;
   lt_node *ones = lt__node_const(wide, s.index->shape, s.index->ndim, 1.0);
   lt_node *count = scatter_add_node(ones, ref(s.index), s.ax, s.shape, s.nd);
-  lt_node *written = bin(LT_OP_GT, ref(count), kc(wide, 0));
+  lt_node *written = lt__node_bin(LT_OP_GT, ref(count), kc(wide, 0));
   /* max(count, 1): positions nothing lands on divide by 1, not 0 */
-  lt_node *mean =
-      scatter_mean(lt__node_cast(s.src, wide), s.index, bin(LT_OP_MAXIMUM, count, kc(wide, 1)), &s);
-  return scatter_result(a, sel(written, lt__node_cast(mean, dt), s.a));
+  lt_node *mean = scatter_mean(lt__node_cast(s.src, wide), s.index,
+                               lt__node_bin(LT_OP_MAXIMUM, count, kc(wide, 1)), &s);
+  return scatter_result(a, lt__node_where(written, lt__node_cast(mean, dt), s.a));
 }
 
 /* torch.index_add: a with alpha * src[..., i, ...] added at index[i] along
@@ -647,11 +599,11 @@ lt_tensor *lt_index_add(lt_tensor *a, int axis, lt_tensor *index, lt_tensor *src
   const int64_t *shape = a->ndim ? a->shape : one;
   lt_node *x = lt__node_reshape(lt__ir_as(a, dt), shape, nd);
   lt_node *v = lt__node_reshape(lt__ir_as(src, dt), src->ndim ? src->shape : one, nd);
-  if (alpha != 1) v = bin(LT_OP_MUL, v, lt__scalar_node(a->dev, dt, alpha));
+  if (alpha != 1) v = lt__node_bin(LT_OP_MUL, v, lt__scalar_node(a->dev, dt, alpha));
   lt_node *ops[2] = {v, lt__node_reshape(lt__ir_as(index, (lt_dtype)index->dtype), &len, 1)};
   int64_t attr = ax;
   lt_node *added = ops[0] && ops[1]
                        ? lt__node_make(LT_OP_INDEX_ADD, dt, shape, nd, ops, 2, &attr, 1, 0.0)
                        : fail2(ops[0], ops[1]);
-  return scatter_result(a, bin(LT_OP_ADD, x, added));
+  return scatter_result(a, lt__node_bin(LT_OP_ADD, x, added));
 }
