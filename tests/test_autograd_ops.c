@@ -7,21 +7,9 @@
 
 #include "../src/ops/lt_ops.h" /* to build gradient-op nodes by hand */
 
-/* n distinct values in about [-2, 2] (no ties, none near 0). */
-static double *vals(int n, double seed) {
-  static double pool[8][256];
-  static int next;
-  double *v = pool[next++ % 8];
-  for (int i = 0; i < n; i++) {
-    double x = 2.0 * sin(1.7 * i + seed) + 0.013 * i;
-    v[i] = fabs(x) < 0.1 ? x + 0.3 : x;
-  }
-  return v;
-}
-
 /* n distinct values in [0.5, 1.5] (for prod). */
 static double *pos_vals(int n, double seed) {
-  double *v = vals(n, seed);
+  double *v = tg_vals(n, seed);
   for (int i = 0; i < n; i++) v[i] = 1.0 + 0.24 * v[i];
   return v;
 }
@@ -55,7 +43,7 @@ static void check_reduction(const char *name, red_fn f, bool positive) {
     int naxes;
   } sets[] = {{ax1, 1}, {axneg, 1}, {ax02, 2}, {axneg2, 2}, {NULL, 0}};
   const int64_t *shape = SHAPE(2, 3, 4);
-  double *x = positive ? pos_vals(24, 0.4) : vals(24, 0.4);
+  double *x = positive ? pos_vals(24, 0.4) : tg_vals(24, 0.4);
   for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++) {
     for (int keep = 0; keep < 2; keep++) {
       red_case c = {f, sets[s].axes, sets[s].naxes, keep != 0};
@@ -64,7 +52,7 @@ static void check_reduction(const char *name, red_fn f, bool positive) {
     }
   }
   /* 1-d, all axes; and a 0-d operand (its implicit axis) */
-  double *y = positive ? pos_vals(5, 1.1) : vals(5, 1.1);
+  double *y = positive ? pos_vals(5, 1.1) : tg_vals(5, 1.1);
   red_case all = {f, NULL, 0, false};
   tg_input in1 = {SHAPE(5), 1, y, true, LT_F64};
   tg_check(name, apply_red, &all, &in1, 1, 1e-5);
@@ -145,7 +133,7 @@ static lt_tensor *apply_axis(lt_tensor *const *in, void *ud) {
 
 static void test_softmax_log_softmax(void **state) {
   (void)state;
-  double *x = vals(24, 2.0);
+  double *x = tg_vals(24, 2.0);
   for (int log_form = 0; log_form < 2; log_form++) {
     lt_tensor *(*f)(lt_tensor *, int) = log_form ? lt_log_softmax : lt_softmax;
     const char *name = log_form ? "log_softmax" : "softmax";
@@ -173,7 +161,7 @@ static lt_tensor *argmax_fn(lt_tensor *const *in, void *ud) {
 
 static void test_argmax_argmin_no_gradient(void **state) {
   (void)state;
-  tg_input in = {SHAPE(3, 4), 2, vals(12, 0.9), true, LT_F64};
+  tg_input in = {SHAPE(3, 4), 2, tg_vals(12, 0.9), true, LT_F64};
   tg_check("argmax", argmax_fn, NULL, &in, 1, 1e-5);
 }
 
@@ -210,9 +198,9 @@ static void test_matmul(void **state) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     tg_input ins[2] = {
-        {cases[i].as, cases[i].an, vals((int)numel_of(cases[i].as, cases[i].an), 0.1), true,
+        {cases[i].as, cases[i].an, tg_vals((int)numel_of(cases[i].as, cases[i].an), 0.1), true,
          LT_F64},
-        {cases[i].bs, cases[i].bn, vals((int)numel_of(cases[i].bs, cases[i].bn), 0.7), true,
+        {cases[i].bs, cases[i].bn, tg_vals((int)numel_of(cases[i].bs, cases[i].bn), 0.7), true,
          LT_F64},
     };
     tg_check(cases[i].name, matmul_fn, NULL, ins, 2, 1e-5);
@@ -226,7 +214,7 @@ static void test_matmul(void **state) {
   tu_expect(lt_grad(a), LT_F64, SHAPE(2, 2), 2, (double[]){11, 15, 11, 15}, 0);
   tu_expect(lt_grad(b), LT_F64, SHAPE(2, 2), 2, (double[]){4, 4, 6, 6}, 0);
   /* x @ x^T: one tensor on both sides, its two contributions add */
-  tg_input sq = {SHAPE(3, 4), 2, vals(12, 0.2), true, LT_F64};
+  tg_input sq = {SHAPE(3, 4), 2, tg_vals(12, 0.2), true, LT_F64};
   tg_check("x@x^T", gram_fn, NULL, &sq, 1, 1e-5);
 }
 
@@ -285,7 +273,7 @@ static void test_shape_ops(void **state) {
   static const char *names[] = {"reshape",     "reshape -1",     "permute", "transpose",
                                 "expand",      "expand new",     "squeeze", "unsqueeze",
                                 "slice steps", "slice negative", "pad",     "slice of slice"};
-  double *x = vals(24, 0.5);
+  double *x = tg_vals(24, 0.5);
   for (int k = K_RESHAPE; k <= K_SLICE_OF_SLICE; k++) {
     tg_input in = {SHAPE(2, 3, 4), 3, x, true, LT_F64};
     tg_check(names[k], shape_fn, (void *)(intptr_t)k, &in, 1, 1e-5);
@@ -306,16 +294,16 @@ static lt_tensor *stack_fn(lt_tensor *const *in, void *ud) {
 
 static void test_concat_stack(void **state) {
   (void)state;
-  tg_input along1[3] = {{SHAPE(2, 1), 2, vals(2, 0.1), true, LT_F64},
-                        {SHAPE(2, 3), 2, vals(6, 0.2), true, LT_F64},
-                        {SHAPE(2, 2), 2, vals(4, 0.3), true, LT_F64}};
+  tg_input along1[3] = {{SHAPE(2, 1), 2, tg_vals(2, 0.1), true, LT_F64},
+                        {SHAPE(2, 3), 2, tg_vals(6, 0.2), true, LT_F64},
+                        {SHAPE(2, 2), 2, tg_vals(4, 0.3), true, LT_F64}};
   tg_check("concat axis 1", concat_fn, (void *)(intptr_t)1, along1, 3, 1e-5);
-  tg_input along0[3] = {{SHAPE(1, 3), 2, vals(3, 0.1), true, LT_F64},
-                        {SHAPE(2, 3), 2, vals(6, 0.2), true, LT_F64},
-                        {SHAPE(3, 3), 2, vals(9, 0.3), true, LT_F64}};
+  tg_input along0[3] = {{SHAPE(1, 3), 2, tg_vals(3, 0.1), true, LT_F64},
+                        {SHAPE(2, 3), 2, tg_vals(6, 0.2), true, LT_F64},
+                        {SHAPE(3, 3), 2, tg_vals(9, 0.3), true, LT_F64}};
   tg_check("concat axis -2", concat_fn, (void *)(intptr_t)-2, along0, 3, 1e-5);
-  tg_input st[2] = {{SHAPE(2, 3), 2, vals(6, 0.4), true, LT_F64},
-                    {SHAPE(2, 3), 2, vals(6, 0.5), true, LT_F64}};
+  tg_input st[2] = {{SHAPE(2, 3), 2, tg_vals(6, 0.4), true, LT_F64},
+                    {SHAPE(2, 3), 2, tg_vals(6, 0.5), true, LT_F64}};
   for (int axis = -3; axis < 3; axis++)
     tg_check("stack", stack_fn, (void *)(intptr_t)axis, st, 2, 1e-5);
 }
@@ -332,7 +320,7 @@ static lt_tensor *index_select_fn(lt_tensor *const *in, void *ud) {
 
 static void test_gather_index_select(void **state) {
   (void)state;
-  double *x = vals(12, 0.8);
+  double *x = tg_vals(12, 0.8);
   /* repeated indices: their gradients add up */
   const double idx1[6] = {3, 0, 3, 1, 1, 1};
   tg_input g1[2] = {{SHAPE(3, 4), 2, x, true, LT_F64}, {SHAPE(3, 2), 2, idx1, false, LT_I64}};
@@ -485,7 +473,7 @@ static lt_tensor *inner_reductions(lt_tensor *x, lt_tensor *const *in) {
 static void test_second_order_finite_differences(void **state) {
   (void)state;
   const double idx[6] = {3, 0, 3, 1, 1, 2};
-  tg_input ins[2] = {{SHAPE(3, 4), 2, vals(12, 0.6), true, LT_F64},
+  tg_input ins[2] = {{SHAPE(3, 4), 2, tg_vals(12, 0.6), true, LT_F64},
                      {SHAPE(3, 2), 2, idx, false, LT_I64}};
   tg_check("second order slice", grad_of, &(inner_case){inner_slice}, ins, 2, 1e-5);
   tg_check("second order gather", grad_of, &(inner_case){inner_gather}, ins, 2, 1e-5);
@@ -502,7 +490,7 @@ static lt_tensor *one_hot_fn(lt_tensor *const *in, void *ud) {
 static void test_one_hot(void **state) {
   (void)state;
   const double idx[3] = {3, 0, 3};
-  tg_input ins[2] = {{SHAPE(3, 4), 2, vals(12, 0.3), true, LT_F64},
+  tg_input ins[2] = {{SHAPE(3, 4), 2, tg_vals(12, 0.3), true, LT_F64},
                      {SHAPE(3), 1, idx, false, LT_I64}};
   tg_check("one_hot", one_hot_fn, NULL, ins, 2, 1e-5);
 }
@@ -524,11 +512,11 @@ static void test_mlp_matches_hand_derivation(void **state) {
   (void)state;
   double x[NB * NI], w1[NI * NH], b1[NH], w2[NH * NO], b2[NO];
   const double labels[NB] = {1, 0, 0, 1};
-  memcpy(x, vals(NB * NI, 0.11), sizeof x);
-  memcpy(w1, vals(NI * NH, 0.23), sizeof w1);
-  memcpy(b1, vals(NH, 0.37), sizeof b1);
-  memcpy(w2, vals(NH * NO, 0.41), sizeof w2);
-  memcpy(b2, vals(NO, 0.53), sizeof b2);
+  memcpy(x, tg_vals(NB * NI, 0.11), sizeof x);
+  memcpy(w1, tg_vals(NI * NH, 0.23), sizeof w1);
+  memcpy(b1, tg_vals(NH, 0.37), sizeof b1);
+  memcpy(w2, tg_vals(NH * NO, 0.41), sizeof w2);
+  memcpy(b2, tg_vals(NO, 0.53), sizeof b2);
   for (int i = 0; i < NI * NH; i++) w1[i] *= 0.5;
   for (int i = 0; i < NH; i++) b1[i] *= 0.3;
   tg_input ins[6] = {{SHAPE(NB, NI), 2, x, true, LT_F64}, {SHAPE(NI, NH), 2, w1, true, LT_F64},

@@ -50,12 +50,7 @@ typedef struct rgraph {
 } rgraph;
 
 static uint64_t g_rng;
-static uint64_t rnd(void) {
-  g_rng ^= g_rng << 13;
-  g_rng ^= g_rng >> 7;
-  g_rng ^= g_rng << 17;
-  return g_rng;
-}
+static uint64_t rnd(void) { return tu_xorshift(&g_rng); }
 static int irand(int n) { return (int)(rnd() % (uint64_t)n); }
 static double urand(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
 

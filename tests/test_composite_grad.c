@@ -10,18 +10,6 @@
 
 static const lt_backend *const kBackends[2] = {&lt__ref_backend, &lt__cpu_backend};
 
-/* n distinct values in about [-2, 2], none near 0. */
-static double *vals(int n, double seed) {
-  static double pool[8][64];
-  static int next;
-  double *v = pool[next++ % 8];
-  for (int i = 0; i < n; i++) {
-    double x = 2.0 * sin(1.7 * i + seed) + 0.013 * i;
-    v[i] = fabs(x) < 0.1 ? x + 0.3 : x;
-  }
-  return v;
-}
-
 /* g read as doubles (zeros when there is no gradient). */
 static void read_grad(lt_tensor *t, double *out, int64_t n) {
   lt_tensor *g = lt_grad(t);
@@ -55,7 +43,7 @@ static lt_tensor *apply_norm(lt_tensor *const *in, void *ud) {
 static void test_var_std_grad(void **state) {
   (void)state;
   static const int ax1[] = {1}, ax02[] = {0, -1};
-  double *x = vals(24, 0.4);
+  double *x = tg_vals(24, 0.4);
   tg_input in = {SHAPE(2, 3, 4), 3, x, true, LT_F64};
   const red_case cases[] = {
       {lt_var, NULL, 0, 1, false}, {lt_var, ax1, 1, 0, true},  {lt_var, ax02, 2, 1, false},
@@ -68,7 +56,7 @@ static void test_var_std_grad(void **state) {
 static void test_norm_grad(void **state) {
   (void)state;
   static const int ax1[] = {1}, axm[] = {-1, 0};
-  double *x = vals(12, 0.9);
+  double *x = tg_vals(12, 0.9);
   tg_input in = {SHAPE(3, 4), 2, x, true, LT_F64};
   const double ords[] = {2, 1, 3, 0.5, -1, 1.5, INFINITY, -INFINITY};
   for (size_t k = 0; k < sizeof ords / sizeof ords[0]; k++) {
@@ -163,8 +151,8 @@ static void test_scatter_grad(void **state) {
   (void)state;
   int ax0 = 0, ax1 = -1;
   /* a [3, 4], src [2, 4] of which index [2, 3] uses the first 3 columns */
-  tg_input in[3] = {{SHAPE(3, 4), 2, vals(12, 0.2), true, LT_F64},
-                    {SHAPE(2, 4), 2, vals(8, 1.3), true, LT_F64},
+  tg_input in[3] = {{SHAPE(3, 4), 2, tg_vals(12, 0.2), true, LT_F64},
+                    {SHAPE(2, 4), 2, tg_vals(8, 1.3), true, LT_F64},
                     {SHAPE(2, 3), 2, (double[]){2, 0, 1, 0, 0, 2}, false, LT_I64}};
   tg_check("scatter_add axis 0 (repeats add)", apply_scatter_add, &ax0, in, 3, 1e-5);
   tg_check("scatter axis 0 (repeats average)", apply_scatter, &ax0, in, 3, 1e-5);
@@ -173,8 +161,8 @@ static void test_scatter_grad(void **state) {
   tg_check("scatter_add axis 1", apply_scatter_add, &ax1, in, 3, 1e-5);
   tg_check("scatter axis 1", apply_scatter, &ax1, in, 3, 1e-5);
   /* index_add: a [4, 3], src [3, 3], index with a repeat */
-  tg_input ia[3] = {{SHAPE(4, 3), 2, vals(12, 2.1), true, LT_F64},
-                    {SHAPE(3, 3), 2, vals(9, 0.7), true, LT_F64},
+  tg_input ia[3] = {{SHAPE(4, 3), 2, tg_vals(12, 2.1), true, LT_F64},
+                    {SHAPE(3, 3), 2, tg_vals(9, 0.7), true, LT_F64},
                     {SHAPE(3), 1, (double[]){3, 0, 3}, false, LT_I64}};
   tg_check("index_add", apply_index_add, NULL, ia, 3, 1e-5);
 }
@@ -207,12 +195,12 @@ static lt_tensor *apply_pieces(lt_tensor *const *in, void *ud) {
 
 static void test_shape_composites_grad(void **state) {
   (void)state;
-  tg_input in = {SHAPE(3, 4), 2, vals(12, 0.5), true, LT_F64};
+  tg_input in = {SHAPE(3, 4), 2, tg_vals(12, 0.5), true, LT_F64};
   tg_check("flip", apply_flip, NULL, &in, 1, 1e-5);
   tg_check("roll", apply_roll, NULL, &in, 1, 1e-5);
   tg_check("split", apply_pieces, NULL, &in, 1, 1e-5);
   tg_check("chunk", apply_pieces, (void *)1, &in, 1, 1e-5);
-  tg_input in2 = {SHAPE(2, 3), 2, vals(6, 0.5), true, LT_F64};
+  tg_input in2 = {SHAPE(2, 3), 2, tg_vals(6, 0.5), true, LT_F64};
   tg_check("repeat", apply_repeat, NULL, &in2, 1, 1e-5);
 }
 

@@ -95,4 +95,18 @@ static inline void tg_check(const char *name, tg_fn f, void *ud, const tg_input 
   free(w);
 }
 
+/* n (at most 256) distinct values in about [-2, 2], none near 0, from seed:
+ * inputs whose gradients are neither tied nor at a kink. The pool keeps the
+ * last 8 results alive, so a test may hold several at once. */
+static inline double *tg_vals(int n, double seed) {
+  static double pool[8][256];
+  static int next;
+  double *v = pool[next++ % 8];
+  for (int i = 0; i < n; i++) {
+    double x = 2.0 * sin(1.7 * i + seed) + 0.013 * i;
+    v[i] = fabs(x) < 0.1 ? x + 0.3 : x;
+  }
+  return v;
+}
+
 #endif

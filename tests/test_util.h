@@ -338,4 +338,13 @@ static inline int tu_teardown_wait(void **state) {
   return rc;
 }
 
+/* xorshift64: reproducible pseudo-random test data (state must not be 0). */
+static inline uint64_t tu_xorshift(uint64_t *state) {
+  uint64_t x = *state;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return *state = x;
+}
+
 #endif
