@@ -289,7 +289,7 @@ static void test_random_graphs_ref(void **state) {
 
 static void test_random_graphs_cpu(void **state) {
   (void)state;
-  if (tu_nbackends() < 2) skip(); /* valgrind's run: see tu_nbackends */
+  if (!tu_cpu_allowed()) skip(); /* valgrind's run: see tu_cpu_allowed */
   run_seeds(&lt__cpu_backend);
 }
 

@@ -11,13 +11,6 @@
 #include "../src/backend/ref/ref_api.h"
 #include "lazytensor_nn.h"
 
-/* LT_BACKEND=ref is how scripts/test.sh runs under valgrind, which does not
- * follow the LLVM JIT: the cpu cases run in the ASan and plain runs. */
-static bool cpu_allowed(void) {
-  const char *only = getenv("LT_BACKEND");
-  return !only || strcmp(only, "ref") != 0;
-}
-
 static int setup(void **state) {
   tu_reset_executor();
   return tu_setup(state);
@@ -82,7 +75,7 @@ static void test_eager_backward_ref(void **state) {
 }
 static void test_eager_backward_cpu(void **state) {
   (void)state;
-  if (!cpu_allowed()) skip();
+  if (!tu_cpu_allowed()) skip();
   check_backward(&lt__cpu_backend);
 }
 
@@ -217,7 +210,7 @@ static void test_eager_training_ref(void **state) {
 }
 static void test_eager_training_cpu(void **state) {
   (void)state;
-  if (!cpu_allowed()) skip();
+  if (!tu_cpu_allowed()) skip();
   check_training(&lt__cpu_backend);
 }
 

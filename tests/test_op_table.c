@@ -171,14 +171,6 @@ static void test_nodes_follow_their_row(void **state) {
 
 /* ---- the op table in the compile environment key ---------------------------------------- */
 
-/* LT_BACKEND=ref is how scripts/test.sh runs the suite under valgrind, which
- * does not follow the LLVM JIT (its set-up is reported as leaks): cpu cases
- * are left to the ASan and plain runs then. */
-static bool cpu_allowed(void) {
-  const char *only = getenv("LT_BACKEND");
-  return !only || strcmp(only, "ref") != 0;
-}
-
 /* The table's text with one row inserted before ADD, as a build with a new op
  * in the middle of the enum would have (malloc'd). */
 static char *table_with_inserted_row(void) {
@@ -199,7 +191,7 @@ static void test_table_change_changes_env_key(void **state) {
   (void)state;
   char *changed = table_with_inserted_row();
   uint64_t h0 = lt__op_table_hash();
-  for (int b = 0; b < (cpu_allowed() ? 2 : 1); b++) {
+  for (int b = 0; b < tu_nbackends(); b++) {
     const lt_backend *be = b ? &lt__cpu_backend : &lt__ref_backend;
     uint64_t k0 = lt__backend_env_key(be);
     lt__op_table_set_text(changed);
@@ -265,7 +257,7 @@ static void test_disk_entry_not_loaded_after_table_change_ref(void **state) {
 }
 static void test_disk_entry_not_loaded_after_table_change_cpu(void **state) {
   (void)state;
-  if (!cpu_allowed()) skip();
+  if (!tu_cpu_allowed()) skip();
   disk_entry_not_loaded_after_table_change(&lt__cpu_backend);
 }
 

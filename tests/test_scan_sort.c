@@ -14,13 +14,6 @@
 #include "../src/backend/ref/ref_api.h"
 #include "../src/core/lt_buffer.h"
 
-/* LT_BACKEND=ref is how scripts/test.sh runs the suite under valgrind, which
- * does not follow the LLVM JIT: the cpu cases are left to the other runs. */
-static bool cpu_allowed(void) {
-  const char *only = getenv("LT_BACKEND");
-  return !only || strcmp(only, "ref") != 0;
-}
-
 /* t's values equal want exactly (NaN matches NaN), with dtype and shape. */
 static void expect(lt_tensor *t, lt_dtype dt, const int64_t *shape, int ndim, const double *want) {
   tu_expect(t, dt, shape, ndim, want, 0.0);
@@ -535,7 +528,7 @@ static int teardown(void **state) {
   }                                   \
   static void f##_cpu(void **state) { \
     (void)state;                      \
-    if (!cpu_allowed()) skip();       \
+    if (!tu_cpu_allowed()) skip();    \
     f();                              \
   }
 #define ON_BOTH(f)                                               \

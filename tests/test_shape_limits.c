@@ -179,10 +179,7 @@ static void test_node_refuses_too_large(void **state) {
 int main(void) {
   CASES(tests);
   int failed = cmocka_run_group_tests_name("ref", tests, force_ref, unforce);
-  /* LT_BACKEND=ref is how scripts/test.sh runs the suite under valgrind, which
-   * does not follow the LLVM JIT: the cpu group is left to the other runs. */
-  const char *only = getenv("LT_BACKEND");
-  if (!only || strcmp(only, "ref") != 0)
+  if (tu_cpu_allowed()) /* not in valgrind's run: see tu_cpu_allowed */
     failed += cmocka_run_group_tests_name("cpu", tests, force_cpu, unforce);
   return failed;
 }
