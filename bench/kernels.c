@@ -4,7 +4,13 @@
  *       8 fused elementwise ops (one tanh) over two 16M f32 inputs, one output;
  *       bytes = 3 x 64 MB, against a plain c[i] = a[i] + b[i] loop (this file is
  *       compiled -O3 -march=native) over the same bytes
+ *   bench matmul_mlp <GFLOP/s> GFLOP/s ratio <r> vs cblas_sgemm
  *   bench matmul_1024 <GFLOP/s> GFLOP/s ratio <r> vs cblas_sgemm
+ *       128x512x784 (the MLP's first layer) and 1024^3, f32, lt_matmul with
+ *       its sync against OpenBLAS's cblas_sgemm on the same thread count
+ *   bench matmul_mlp_of_peak / matmul_1024_of_peak <GFLOP/s> ... vs fma_peak
+ *       the same against the multiply-add peak of the cores used (16 chains
+ *       of the widest vector FMA, measured here)
  *   bench softmax_4096 <GB/s> GB/s ratio <r> vs c_add_loop
  *       row softmax of a 4096 x 4096 f32 matrix, bytes = in + out
  *   bench compile_100 <ms> ms
@@ -17,8 +23,10 @@
  * 64 MB mapping each time (glibc's mmap threshold tops out at 32 MB). */
 #define _GNU_SOURCE
 #include <cblas.h>
+#include <immintrin.h>
 #include <malloc.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +76,93 @@ static lt_tensor *chain8(lt_tensor *a, lt_tensor *b, lt_tensor *half) {
   return lt_add(x, a);         /* 8 */
 }
 
+/* The library's thread count: LT_NUM_THREADS, else the CPUs we may run on. */
+static int threads_used(void) {
+  const char *s = getenv("LT_NUM_THREADS");
+  if (s && atoi(s) > 0) return atoi(s);
+  cpu_set_t set;
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+}
+
+/* One core's f32 multiply-add peak: 16 independent chains of the widest
+ * vector FMA this file is compiled for (-march=native), in GFLOP/s. */
+#if defined(__AVX512F__)
+typedef __m512 vfma;
+#define VFMA_LANES 16
+#define vfma_set1 _mm512_set1_ps
+#define vfma_fmadd _mm512_fmadd_ps
+#define vfma_first(v) _mm512_cvtss_f32(v)
+#elif defined(__FMA__)
+typedef __m256 vfma;
+#define VFMA_LANES 8
+#define vfma_set1 _mm256_set1_ps
+#define vfma_fmadd _mm256_fmadd_ps
+#define vfma_first(v) _mm256_cvtss_f32(v)
+#endif
+static __attribute__((noinline)) double fma_peak(void) {
+#ifdef VFMA_LANES
+  vfma acc[16], m = vfma_set1(0.999f), x = vfma_set1(0.001f);
+  for (int i = 0; i < 16; i++) acc[i] = vfma_set1((float)i);
+  enum { ITERS = 1 << 22 };
+  double t[REPS];
+  for (int r = 0; r < REPS; r++) {
+    double t0 = now_s();
+    for (int it = 0; it < ITERS; it++)
+      for (int i = 0; i < 16; i++) acc[i] = vfma_fmadd(acc[i], m, x);
+    t[r] = now_s() - t0;
+  }
+  float sink = 0;
+  for (int i = 0; i < 16; i++) sink += vfma_first(acc[i]);
+  if (sink == 12345.0f) printf("#\n"); /* keeps the chains live */
+  return 2.0 * VFMA_LANES * 16 * (double)ITERS / median(t, REPS) / 1e9;
+#else
+  return NAN; /* no FMA on this CPU: no peak line */
+#endif
+}
+
+static double g_peak; /* one core's, times the threads used */
+
+/* C[M x N] = A[M x K] B[K x N], f32, through lt_matmul against OpenBLAS's
+ * cblas_sgemm on as many threads as the library uses, and against the
+ * cores' multiply-add peak. */
+static void bench_matmul(lt_device dev, const char *name, int M, int N, int K) {
+  float *ma = malloc((size_t)M * K * 4), *mb = malloc((size_t)K * N * 4),
+        *mc = malloc((size_t)M * N * 4);
+  for (long i = 0; i < (long)M * K; i++) ma[i] = (float)((i % 13) * 0.1 - 0.6);
+  for (long i = 0; i < (long)K * N; i++) mb[i] = (float)((i % 7) * 0.1 - 0.3);
+  double flops = 2.0 * M * N * K, t[REPS];
+  int reps = (int)(2e9 / flops) + 1; /* about 2 GFLOP per timing */
+  openblas_set_num_threads(threads_used());
+  for (int r = -1; r < REPS; r++) {
+    double t0 = now_s();
+    for (int i = 0; i < reps; i++)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, ma, K, mb, N, 0.0f, mc,
+                  N);
+    if (r >= 0) t[r] = (now_s() - t0) / reps;
+  }
+  double blas = flops / median(t, REPS) / 1e9;
+  lt_tensor *A = lt_from_data(dev, LT_F32, (int64_t[]){M, K}, 2, ma);
+  lt_tensor *B = lt_from_data(dev, LT_F32, (int64_t[]){K, N}, 2, mb);
+  for (int r = -2; r < REPS; r++) {
+    double t0 = now_s();
+    for (int i = 0; i < reps; i++) {
+      lt_scope_begin();
+      lt_tensor *y = lt_matmul(A, B);
+      check(lt_sync(&y, 1, true), "matmul");
+      lt_scope_end();
+    }
+    if (r >= 0) t[r] = (now_s() - t0) / reps;
+  }
+  double mm = flops / median(t, REPS) / 1e9;
+  printf("bench %s %.1f GFLOP/s ratio %.2f vs cblas_sgemm\n", name, mm, mm / blas);
+  printf("bench %s_of_peak %.1f GFLOP/s ratio %.2f vs fma_peak\n", name, mm, mm / g_peak);
+  lt_release(A);
+  lt_release(B);
+  free(ma);
+  free(mb);
+  free(mc);
+}
+
 int main(void) {
   setenv("LT_BACKEND", "cpu", 0);
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
@@ -111,33 +206,10 @@ int main(void) {
   printf("bench fused_chain_16M %.2f GB/s ratio %.2f vs c_add_loop\n", bw, bw / base_bw);
 
   /* ---- matmul ---- */
-  enum { M = 1024 };
-  float *ma = malloc(M * M * 4), *mb = malloc(M * M * 4), *mc = malloc(M * M * 4);
-  for (int i = 0; i < M * M; i++) {
-    ma[i] = (float)((i % 13) * 0.1 - 0.6);
-    mb[i] = (float)((i % 7) * 0.1 - 0.3);
-  }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, M, M, 1.0f, ma, M, mb, M, 0.0f, mc, M);
-  for (int r = 0; r < REPS; r++) {
-    double t0 = now_s();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, M, M, 1.0f, ma, M, mb, M, 0.0f, mc,
-                M);
-    t[r] = now_s() - t0;
-  }
-  double flops = 2.0 * M * M * M;
-  double blas = flops / median(t, REPS) / 1e9;
-  lt_tensor *A = lt_from_data(dev, LT_F32, (int64_t[]){M, M}, 2, ma);
-  lt_tensor *B = lt_from_data(dev, LT_F32, (int64_t[]){M, M}, 2, mb);
-  for (int r = -2; r < REPS; r++) {
-    lt_scope_begin();
-    double t0 = now_s();
-    lt_tensor *y = lt_matmul(A, B);
-    check(lt_sync(&y, 1, true), "matmul");
-    if (r >= 0) t[r] = now_s() - t0;
-    lt_scope_end();
-  }
-  double mm = flops / median(t, REPS) / 1e9;
-  printf("bench matmul_1024 %.1f GFLOP/s ratio %.2f vs cblas_sgemm\n", mm, mm / blas);
+  g_peak = fma_peak() * threads_used();
+  printf("# fma_peak %.1f GFLOP/s (%d thread(s) x one core's peak)\n", g_peak, threads_used());
+  bench_matmul(dev, "matmul_mlp", 128, 512, 784); /* the MLP's first layer */
+  bench_matmul(dev, "matmul_1024", 1024, 1024, 1024);
 
   /* ---- softmax ---- */
   enum { S = 4096 };

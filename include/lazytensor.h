@@ -88,7 +88,10 @@ LT_API void lt_clear_error(void);
 /* One hook for every allocation the library makes, as in Lua: nsize == 0 frees
  * ptr and returns NULL; otherwise it behaves as realloc(ptr, nsize). Returning
  * NULL for nsize > 0 reports an allocation failure. Passing fn == NULL restores
- * the default (the C library). Set it before creating any tensor. */
+ * the default (the C library). Set it before creating any tensor. Storage of
+ * 256 KiB and up is the exception: it comes from the library's pool of mapped,
+ * reused blocks (LT_BUFFER_POOL_MB), and the hook sees a small record for each
+ * new block, so failing the hook still fails those allocations. */
 typedef void *(*lt_alloc_fn)(void *ud, void *ptr, size_t osize, size_t nsize);
 LT_API void lt_set_allocator(lt_alloc_fn fn, void *ud);
 
@@ -536,7 +539,10 @@ LT_API lt_tensor *lt_randperm(lt_device dev, lt_dtype dt, int64_t n);
  * (the message names it; lt_counter_names / lt_metric_names list the known
  * ones), and leave *out alone on failure. */
 /* Value of a counter by name (CachedCompile, UncachedCompile, ExecuteComputation,
- * CreateTensor, DestroyTensor, ...) into *out. */
+ * CreateTensor, DestroyTensor, ...) into *out. The cpu backend counts kernels:
+ * KernelCompile (compiled by LLVM) and KernelCacheHit (a new executable's
+ * kernel found compiled already: in a live executable, or earlier in the same
+ * graph). */
 LT_API int lt_get_counter(const char *name, int64_t *out);
 /* Names of all counters, NULL-terminated. */
 LT_API const char *const *lt_counter_names(void);

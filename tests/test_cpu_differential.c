@@ -473,6 +473,12 @@ static void test_matmul(void **state) {
       {1, 1, {6}, {6}},
       {2, 2, {1, 9}, {9, 1}},
       {2, 2, {3, 0}, {0, 4}},
+      /* big enough for the pool to share: cut along rows, along columns,
+       * and into whole batch entries (odd sizes: a short last block) */
+      {2, 2, {131, 300}, {300, 70}},
+      {2, 2, {40, 300}, {300, 257}},
+      {3, 3, {4, 40, 64}, {4, 64, 50}},
+      {4, 2, {3, 1, 37, 64}, {64, 129}},
   };
   for (int dt = 0; dt < LT_NUM_DTYPES; dt++)
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)

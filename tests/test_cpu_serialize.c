@@ -283,7 +283,7 @@ static void test_bad_bytes(void **s) {
       "decode\n",
       n, olen_at + 8, n - olen_at - 16, accepted, tried);
   memcpy(m, p, n);
-  m[4] = 2;
+  m[4] = 0x7f; /* no version of the format */
   reseal(m, n);
   assert_int_equal(expect_rejected(m, n, "format version"), 0);
   memcpy(m, p, n);

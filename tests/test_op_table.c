@@ -1,13 +1,15 @@
 /* The op table (src/core/lt_op_table.h) is the one description of every IR
  * op. These tests walk it: every op must have a ref kernel, a cpu path or a
- * declared fallback the fallback backend can run, and a gradient rule or a
- * declared "none"; and a change of the table must change the compile
+ * declared fallback the fallback backend can run (a NATIVE row: a kernel in
+ * cpu_native.c, and the fallback for the dtypes it leaves), and a gradient
+ * rule or a declared "none"; and a change of the table must change the compile
  * environment key, so that no cache entry written for another op set is
  * ever loaded. */
 #include "test_util.h"
 
 #include "../src/autograd/ag.h"
 #include "../src/backend/cpu/cpu_api.h"
+#include "../src/backend/cpu/cpu_native.h"
 #include "../src/backend/ref/ref_api.h"
 #include "../src/exec/exec_internal.h"
 
@@ -21,6 +23,7 @@ typedef struct op_oracle {
   bool (*ref_has)(lt_op op);      /* the ref backend has a kernel */
   bool (*cpu_has)(lt_op op);      /* the cpu backend has a path of its own */
   bool (*fallback_has)(lt_op op); /* the executor's fallback backend runs it */
+  bool (*native_has)(lt_op op);   /* the cpu backend has a hand-written kernel (some dtypes) */
   ag_vjp_fn (*rule)(lt_op op);    /* autograd's rule */
 } op_oracle;
 
@@ -29,7 +32,9 @@ static bool real_fallback_has(lt_op op) {
   const lt_backend *fb = lt__backend_fallback();
   return fb && fb->run_instr && fb->supports_op(op);
 }
-static const op_oracle kReal = {lt__ref_has_kernel, real_cpu_has, real_fallback_has, lt__ag_rule};
+static bool real_native_has(lt_op op) { return cpu_native_has(op); }
+static const op_oracle kReal = {lt__ref_has_kernel, real_cpu_has, real_fallback_has,
+                                real_native_has, lt__ag_rule};
 
 static int family_arity(lt_op_family f) {
   switch (f) {
@@ -54,7 +59,14 @@ static const char *op_problem(lt_op op, const lt_op_info *info, const op_oracle 
   switch ((lt_op_cpu_path)info->cpu) {
   case LT_CPU_FALLBACK:
     if (!o->fallback_has(op)) return "declares the cpu fallback, which cannot run it";
+    if (o->native_has(op)) return "declares the cpu fallback, but a native cpu kernel exists";
     if (o->cpu_has(op)) return "declares the cpu fallback, but the cpu backend claims a path";
+    break;
+  case LT_CPU_NATIVE:
+    /* a native kernel lacking a dtype leaves the node to the fallback */
+    if (!o->native_has(op)) return "declares a native cpu kernel that does not exist";
+    if (!o->fallback_has(op)) return "declares a native cpu kernel, but its fallback cannot run it";
+    if (!o->cpu_has(op)) return "declares a cpu path the cpu backend does not have";
     break;
   case LT_CPU_LEAF:
   case LT_CPU_LOOP:
@@ -102,6 +114,10 @@ static bool fallback_runs_nothing(lt_op op) {
   (void)op;
   return false;
 }
+static bool cpu_has_nothing(lt_op op) {
+  (void)op;
+  return false;
+}
 static ag_vjp_fn no_rule_for_exp(lt_op op) { return op == LT_OP_EXP ? NULL : lt__ag_rule(op); }
 static ag_vjp_fn none_for_mul(lt_op op) { return op == LT_OP_MUL ? ag_rule_none : lt__ag_rule(op); }
 
@@ -121,17 +137,29 @@ static void test_the_check_sees_each_gap(void **state) {
 
   o = kReal;
   o.fallback_has = fallback_runs_nothing;
-  expect_problem(LT_OP_CONCAT, &lt__op_info[LT_OP_CONCAT], &o, "fallback, which cannot run it");
+  lt_op_info row = lt__op_info[LT_OP_CONCAT];
+  row.cpu = LT_CPU_FALLBACK;
+  expect_problem(LT_OP_CONCAT, &row, &o, "fallback, which cannot run it");
+  expect_problem(LT_OP_CONCAT, &lt__op_info[LT_OP_CONCAT], &o, "its fallback cannot run it");
 
-  lt_op_info row = lt__op_info[LT_OP_MATMUL];
+  row = lt__op_info[LT_OP_MATMUL];
   row.cpu = 99; /* a path that does not exist */
   expect_problem(LT_OP_MATMUL, &row, &kReal, "no cpu path and no declared fallback");
   row = lt__op_info[LT_OP_MATMUL];
   row.cpu = LT_CPU_FALLBACK; /* says fallback while the cpu backend has GEMM */
   expect_problem(LT_OP_MATMUL, &row, &kReal, "claims a path");
-  row = lt__op_info[LT_OP_CONCAT];
-  row.cpu = LT_CPU_LOOP; /* says fused while the cpu backend has no path */
-  expect_problem(LT_OP_CONCAT, &row, &kReal, "does not have");
+  row = lt__op_info[LT_OP_GATHER];
+  row.cpu = LT_CPU_FALLBACK; /* says fallback while the cpu backend has a native kernel */
+  expect_problem(LT_OP_GATHER, &row, &kReal, "a native cpu kernel exists");
+  row = lt__op_info[LT_OP_MATMUL];
+  row.cpu = LT_CPU_NATIVE; /* says native where cpu_native.c has no kernel */
+  expect_problem(LT_OP_MATMUL, &row, &kReal, "native cpu kernel that does not exist");
+  o = kReal;
+  o.cpu_has = cpu_has_nothing; /* a cpu backend without paths of its own */
+  row = lt__op_info[LT_OP_ADD];
+  row.cpu = LT_CPU_LOOP;
+  expect_problem(LT_OP_ADD, &row, &o, "does not have");
+  expect_problem(LT_OP_CONCAT, &lt__op_info[LT_OP_CONCAT], &o, "does not have");
 
   o = kReal;
   o.rule = no_rule_for_exp;

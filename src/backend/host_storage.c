@@ -1,18 +1,20 @@
 /* Storage in host memory, for backends whose device is the host (ref, cpu):
- * lt__malloc'd bytes, so that an upload may adopt lt_from_data's copy. */
+ * from the buffer pool (large) or lt__malloc, whose blocks the pool's free
+ * also takes, so that an upload may adopt lt_from_data's copy. */
 #include <string.h>
 
 #include "../core/lt_alloc.h"
+#include "../core/lt_buffer_pool.h"
 #include "../core/lt_error.h"
 #include "backend.h"
 
 int lt__host_data_alloc(lt_buffer *b) {
-  b->data = lt__malloc(b->nbytes);
+  b->data = lt__buffer_pool_alloc(b->nbytes, false);
   return b->data ? LT_OK : LT_ENOMEM;
 }
 
 void lt__host_data_free(lt_buffer *b) {
-  lt__free(b->data, b->nbytes);
+  lt__buffer_pool_free(b->data, b->nbytes);
   b->data = NULL;
 }
 

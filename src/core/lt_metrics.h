@@ -27,6 +27,8 @@ typedef enum lt_counter_id {
   LT_CTR_PERSISTENT_MISS,       /* lookups there that found no usable entry */
   LT_CTR_PERSISTENT_BAD_ENTRY,  /* entries rejected (truncated, corrupt, foreign) */
   LT_CTR_PERSISTENT_WRITE_FAIL, /* stores that failed (read-only dir, full disk, ...) */
+  LT_CTR_KERNEL_COMPILE,        /* cpu backend: kernels compiled by LLVM */
+  LT_CTR_KERNEL_CACHE_HIT, /* cpu backend: kernels of a new executable found compiled already */
   LT_CTR_COUNT
 } lt_counter_id;
 

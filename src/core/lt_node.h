@@ -50,6 +50,7 @@ typedef enum lt_op_cpu_path {
   LT_CPU_GEMM,     /* a GEMM library call */
   LT_CPU_VIEW,     /* a strided view of its operand, no copy */
   LT_CPU_RNG,      /* a draw fused into a loop */
+  LT_CPU_NATIVE,   /* a hand-written cpu kernel on contiguous operands */
   LT_CPU_FALLBACK, /* the executor's fallback: the ref kernel, one node at a time */
 } lt_op_cpu_path;
 

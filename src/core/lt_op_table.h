@@ -15,8 +15,10 @@
  *   REF     the ref kernel, ref_<REF> (src/backend/ref): the oracle, and the
  *           fallback of every other backend
  *   CPU     how the cpu backend runs it (LT_CPU_*): a fused LOOP, a fused
- *           REDUCE, GEMM, a strided VIEW, a fused RNG draw, a LEAF, or the
- *           executor's FALLBACK (the ref kernel, one node at a time)
+ *           REDUCE, GEMM, a strided VIEW, a fused RNG draw, a LEAF, a
+ *           NATIVE hand-written kernel (backend/cpu/cpu_native.c; dtypes it
+ *           lacks take the fallback), or the executor's FALLBACK (the ref
+ *           kernel, one node at a time)
  *
  * Append or insert rows freely: ids, names and dispatch follow, and caches
  * written before the change are not read after it. docs/ADDING_AN_OP.md walks
@@ -76,16 +78,16 @@
   X(MIN,           "min",           REDUCE,  1, SAME,  reduce,  reduce,      REDUCE)   \
   X(PROD,          "prod",          REDUCE,  1, SAME,  reduce,  reduce,      REDUCE)   \
   X(LOGSUMEXP,     "logsumexp",     REDUCE,  1, SAME,  reduce,  reduce,      REDUCE)   \
-  X(ARGMAX,        "argmax",        REDUCE,  1, INDEX, none,    reduce,      FALLBACK) \
-  X(ARGMIN,        "argmin",        REDUCE,  1, INDEX, none,    reduce,      FALLBACK) \
+  X(ARGMAX,        "argmax",        REDUCE,  1, INDEX, none,    reduce,      NATIVE)   \
+  X(ARGMIN,        "argmin",        REDUCE,  1, INDEX, none,    reduce,      NATIVE)   \
   X(SOFTMAX,       "softmax",       REDUCE,  1, SAME,  softmax, reduce,      REDUCE)   \
   X(LOG_SOFTMAX,   "log_softmax",   REDUCE,  1, SAME,  softmax, reduce,      REDUCE)   \
   /* along one axis, result of the operand's shape (family REDUCE: one-axis \
    * ops as softmax); attrs[0] = axis. cumsum: attrs[1] = reverse (sums from \
    * each element to the end: the op's own gradient); argsort: \
    * attrs[1] = descending, stable, NaN largest (torch.sort) */ \
-  X(CUMSUM,        "cumsum",        REDUCE,  1, SAME,  scan,    scan,        FALLBACK) \
-  X(ARGSORT,       "argsort",       REDUCE,  1, INDEX, none,    sort,        FALLBACK) \
+  X(CUMSUM,        "cumsum",        REDUCE,  1, SAME,  scan,    scan,        NATIVE)   \
+  X(ARGSORT,       "argsort",       REDUCE,  1, INDEX, none,    sort,        NATIVE)   \
   /* contraction: [..., n, k] x [..., k, m] (rank >= 2), batch dims broadcast */ \
   X(MATMUL,        "matmul",        MATMUL,  2, SAME,  matmul,  matmul,      GEMM)     \
   /* shape: reshape keeps row-major order; permute attrs = perm; expand is a \
@@ -95,23 +97,23 @@
   X(PERMUTE,       "permute",       SHAPE,   1, SAME,  permute, shape,       VIEW)     \
   X(EXPAND,        "expand",        SHAPE,   1, SAME,  expand,  shape,       VIEW)     \
   X(SLICE,         "slice",         SHAPE,   1, SAME,  slice,   shape,       VIEW)     \
-  X(CONCAT,        "concat",        SHAPE,  -1, SAME,  concat,  shape,       FALLBACK) \
-  X(PAD,           "pad",           SHAPE,   1, SAME,  pad,     shape,       FALLBACK) \
+  X(CONCAT,        "concat",        SHAPE,  -1, SAME,  concat,  shape,       NATIVE)   \
+  X(PAD,           "pad",           SHAPE,   1, SAME,  pad,     shape,       NATIVE)   \
   /* indexing: gather (a, index of a's rank), index_select (a, 1-d index), \
    * attrs[0] = axis; one_hot attrs[0] = num_classes */ \
-  X(GATHER,        "gather",        INDEX,   2, SAME,  indexed, index,       FALLBACK) \
-  X(INDEX_SELECT,  "index_select",  INDEX,   2, SAME,  indexed, index,       FALLBACK) \
-  X(ONE_HOT,       "one_hot",       INDEX,   1, NODE,  none,    index,       FALLBACK) \
+  X(GATHER,        "gather",        INDEX,   2, SAME,  indexed, index,       NATIVE)   \
+  X(INDEX_SELECT,  "index_select",  INDEX,   2, SAME,  indexed, index,       NATIVE)   \
+  X(ONE_HOT,       "one_hot",       INDEX,   1, NODE,  none,    index,       NATIVE)   \
   /* random: operand 0 is the op's seed (i64 0-d); element k of the result is \
    * a function of (seed, k) only */ \
   X(RNG_UNIFORM,   "rng_uniform",   RANDOM,  1, NODE,  none,    random,      RNG)      \
-  X(RNG_NORMAL,    "rng_normal",    RANDOM,  1, NODE,  none,    random,      FALLBACK) \
-  X(RANDPERM,      "randperm",      RANDOM,  1, NODE,  none,    random,      FALLBACK) \
+  X(RNG_NORMAL,    "rng_normal",    RANDOM,  1, NODE,  none,    random,      NATIVE)   \
+  X(RANDPERM,      "randperm",      RANDOM,  1, NODE,  none,    random,      NATIVE)   \
   /* transposes of indexing ops (made by autograd): zeros of the node's shape \
    * with src added (scatter_add, index_add) or placed (unslice) */ \
-  X(SCATTER_ADD,   "scatter_add",   SCATTER, 2, SAME,  indexed, grad_ops,    FALLBACK) \
-  X(INDEX_ADD,     "index_add",     SCATTER, 2, SAME,  indexed, grad_ops,    FALLBACK) \
-  X(UNSLICE,       "unslice",       SCATTER, 1, SAME,  unslice, grad_ops,    FALLBACK)
+  X(SCATTER_ADD,   "scatter_add",   SCATTER, 2, SAME,  indexed, grad_ops,    NATIVE)   \
+  X(INDEX_ADD,     "index_add",     SCATTER, 2, SAME,  indexed, grad_ops,    NATIVE)   \
+  X(UNSLICE,       "unslice",       SCATTER, 1, SAME,  unslice, grad_ops,    NATIVE)
 /* clang-format on */
 
 #endif

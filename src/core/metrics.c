@@ -40,6 +40,8 @@ static const char *const kNames[LT_CTR_COUNT + 1] = {"CreateTensor",
                                                      "PersistentCacheMiss",
                                                      "PersistentCacheDeserializeFailure",
                                                      "PersistentCacheWriteFailure",
+                                                     "KernelCompile",
+                                                     "KernelCacheHit",
                                                      NULL};
 _Static_assert(sizeof kNames / sizeof kNames[0] == LT_CTR_COUNT + 1, "one name per counter");
 

@@ -1,6 +1,8 @@
 /* IR nodes: creation, structural hashing, release. */
 #include <stdatomic.h>
 #include <string.h>
+/* Inlined: a node's hash is one short XXH3 call on the tracing path. */
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include "lt_buffer.h"
@@ -21,24 +23,62 @@ int64_t lt__numel(const int64_t *shape, int ndim) {
 }
 
 /* docs/DESIGN.md, rule 1: the hash covers op, attributes, dtype, shape and the
- * operands' hashes, never device data. */
-static uint64_t node_hash(const lt_node *n) {
-  uint64_t words[2 + LT_MAX_DIMS + 64];
-  int k = 0;
-  words[k++] = (uint64_t)n->op | (uint64_t)n->dtype << 16 | (uint64_t)n->ndim << 24 |
-               (uint64_t)n->nattrs << 32 | (uint64_t)n->noperands << 48;
-  for (int i = 0; i < n->ndim; i++) words[k++] = (uint64_t)n->shape[i];
-  for (int i = 0; i < n->nattrs && k < (int)(sizeof words / sizeof words[0]) - 1; i++)
-    words[k++] = (uint64_t)n->attrs[i];
+ * operands' hashes, never device data. One XXH3 call over the words, in this
+ * order: a header (op, dtype, rank, counts), the shape, the attributes, the
+ * float attribute, then each operand's hash and output index (nodes with
+ * more words than kHashWords stream them). */
+enum { kHashWords = 32 };
+
+/* The words of a node's hash, hashed in one call when they fit in w, else
+ * streamed (st set) kHashWords at a time. */
+typedef struct hash_words {
+  uint64_t w[kHashWords];
+  size_t k;
+  XXH3_state_t *st;
+} hash_words;
+
+static inline void hash_put(hash_words *h, uint64_t v) {
+  h->w[h->k++] = v;
+  if (h->k == kHashWords && h->st) {
+    XXH3_64bits_update(h->st, h->w, sizeof h->w);
+    h->k = 0;
+  }
+}
+
+static inline void node_words(const lt_node *n, hash_words *h) {
+  hash_put(h, (uint64_t)n->op | (uint64_t)n->dtype << 16 | (uint64_t)n->ndim << 24 |
+                  (uint64_t)n->nattrs << 32 | (uint64_t)n->noperands << 48);
+  for (int i = 0; i < n->ndim; i++) hash_put(h, (uint64_t)n->shape[i]);
+  for (int i = 0; i < n->nattrs; i++) hash_put(h, (uint64_t)n->attrs[i]);
   uint64_t fbits;
   memcpy(&fbits, &n->fattr, sizeof fbits);
-  words[k++] = fbits;
-  uint64_t h = XXH3_64bits(words, (size_t)k * sizeof words[0]);
+  hash_put(h, fbits);
   for (int i = 0; i < n->noperands; i++) {
-    uint64_t pair[2] = {n->operands[i].node->hash, n->operands[i].index};
-    h = XXH3_64bits_withSeed(pair, sizeof pair, h);
+    hash_put(h, n->operands[i].node->hash);
+    hash_put(h, n->operands[i].index);
   }
-  return h;
+}
+
+/* Out of line: the common small node keeps a small stack frame. */
+__attribute__((noinline)) static uint64_t node_hash_streamed(const lt_node *n) {
+  XXH3_state_t st;
+  XXH3_64bits_reset(&st);
+  hash_words h; /* w is written before it is read: no initializer to zero it */
+  h.k = 0;
+  h.st = &st;
+  node_words(n, &h);
+  XXH3_64bits_update(&st, h.w, h.k * sizeof h.w[0]);
+  return XXH3_64bits_digest(&st);
+}
+
+static uint64_t node_hash(const lt_node *n) {
+  size_t nwords = 2 + (size_t)n->ndim + n->nattrs + 2 * (size_t)n->noperands;
+  if (nwords > kHashWords) return node_hash_streamed(n);
+  hash_words h;
+  h.k = 0;
+  h.st = NULL;
+  node_words(n, &h);
+  return XXH3_64bits(h.w, h.k * sizeof h.w[0]);
 }
 
 /* The op table's arity and result dtype rule, checked for every node made:
@@ -88,32 +128,39 @@ static int check_node_shape(lt_op op, const int64_t *shape, int ndim) {
   return LT_OK;
 }
 
+/* Copied into each new node: a constant-size copy is a few vector stores,
+ * where a memset of the struct is a slow-starting string instruction; the
+ * short shape and attribute copies below are loops for the same reason. */
+static const lt_node kFreshNode = {.refs = 1, .order = -1};
+
+/* A node and its operand and attribute arrays are one block. */
+static size_t node_size(int noperands, int nattrs) {
+  return sizeof(lt_node) + (size_t)noperands * sizeof(lt_operand) +
+         (size_t)nattrs * sizeof(int64_t);
+}
+
 lt_node *lt__node_new(lt_op op, lt_dtype dt, const int64_t *shape, int ndim,
                       lt_node *const *operands, int noperands, const int64_t *attrs, int nattrs,
                       double fattr) {
   if (check_row(op, dt, operands, noperands) != LT_OK) return NULL;
   if (check_node_shape(op, shape, ndim) != LT_OK) return NULL;
-  size_t size =
-      sizeof(lt_node) + (size_t)noperands * sizeof(lt_operand) + (size_t)nattrs * sizeof(int64_t);
-  lt_node *n = lt__malloc(size);
+  lt_node *n = lt__slab_alloc(node_size(noperands, nattrs));
   if (!n) return NULL;
-  memset(n, 0, sizeof *n);
-  n->refs = 1;
+  *n = kFreshNode;
   n->op = (uint16_t)op;
   n->dtype = (uint8_t)dt;
   n->ndim = (uint8_t)ndim;
   n->noperands = (uint16_t)noperands;
   n->nattrs = (uint16_t)nattrs;
   n->fattr = fattr;
-  n->order = -1;
-  if (ndim) memcpy(n->shape, shape, (size_t)ndim * sizeof(int64_t));
+  for (int i = 0; i < ndim; i++) n->shape[i] = shape[i];
   n->operands = (lt_operand *)(n + 1);
   n->attrs = (int64_t *)(n->operands + noperands);
   for (int i = 0; i < noperands; i++) {
     n->operands[i].node = lt__node_retain(operands[i]);
     n->operands[i].index = 0;
   }
-  if (nattrs) memcpy(n->attrs, attrs, (size_t)nattrs * sizeof(int64_t));
+  for (int i = 0; i < nattrs; i++) n->attrs[i] = attrs[i];
   n->hash = node_hash(n);
   return n;
 }
@@ -131,8 +178,7 @@ lt_node *lt__node_const(lt_dtype dt, const int64_t *shape, int ndim, double valu
 
 static void node_free(lt_node *n) {
   if (n->data) lt__buffer_release(n->data);
-  lt__free(n, sizeof(lt_node) + (size_t)n->noperands * sizeof(lt_operand) +
-                  (size_t)n->nattrs * sizeof(int64_t));
+  lt__slab_free(n, node_size(n->noperands, n->nattrs));
 }
 
 void lt__node_set_origin(lt_node *data, lt_node *origin) {

@@ -12,6 +12,19 @@
 
 static _Atomic int64_t g_next_id = 1;
 
+/* Ids are unique, not ordered: each thread takes them from the shared counter
+ * a block at a time, so making a tensor costs no atomic operation. */
+enum { kIdBlock = 1024 };
+static _Thread_local int64_t tl_id_next, tl_id_end;
+
+static int64_t next_id(void) {
+  if (tl_id_next == tl_id_end) {
+    tl_id_next = atomic_fetch_add_explicit(&g_next_id, kIdBlock, memory_order_relaxed);
+    tl_id_end = tl_id_next + kIdBlock;
+  }
+  return tl_id_next++;
+}
+
 /* ---- scopes: a thread-local stack of owned tensors plus frame marks ---- */
 static _Thread_local lt_tensor **tl_items;
 static _Thread_local size_t tl_nitems, tl_cap;
@@ -59,20 +72,23 @@ void lt_scope_end(void) {
 }
 
 /* ---- lifetime ---- */
+static const lt_tensor kFreshTensor;
+
 static lt_tensor *tensor_alloc_in(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim,
                                   bool scoped) {
   lt_device_ctx *ctx = lt__device_ctx("lt_tensor", dev);
   if (!ctx) return NULL;
-  lt_tensor *t = lt__calloc(sizeof *t);
+  lt_tensor *t = lt__slab_alloc(sizeof *t);
   if (!t) return NULL;
+  *t = kFreshTensor; /* a constant-size copy: vector stores, not a string instruction */
   atomic_init(&t->refs, 1);
   t->dtype = (uint8_t)dt;
   t->ndim = (uint8_t)ndim;
-  if (ndim) memcpy(t->shape, shape, (size_t)ndim * sizeof(int64_t));
+  for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
   t->dev = dev;
-  t->id = atomic_fetch_add_explicit(&g_next_id, 1, memory_order_relaxed);
+  t->id = next_id();
   if (scoped && tl_nmarks > 0 && scope_push(t) != LT_OK) {
-    lt__free(t, sizeof *t);
+    lt__slab_free(t, sizeof *t);
     return NULL;
   }
   lt__device_add_live(ctx, t);
@@ -168,7 +184,7 @@ void lt_release(lt_tensor *t) {
   clear_value(t);
   lt_release(t->grad);
   lt__count(LT_CTR_DESTROY_TENSOR, 1);
-  lt__free(t, sizeof *t);
+  lt__slab_free(t, sizeof *t);
 }
 
 void lt__tensor_set_buffer(lt_tensor *t, lt_buffer *buf) {

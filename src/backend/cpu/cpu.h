@@ -4,9 +4,12 @@
  *   cpu_lower.c    post-order graph -> kernels, views, slots, donor pairs
  *   cpu_codegen.c  fused loop nests (elementwise chains, reductions) as LLVM IR text
  *   cpu_irmath.c   IR emission helpers and the vectorizable math (exp, log, ...)
- *   cpu_jit.c      LLVM: parse, default<O3> for the host CPU, object code, ORC LLJIT
+ *   cpu_jit.c      LLVM: one module per kernel compiled on several threads, the kernel
+ *                  cache (compiled kernels shared by structure), ORC LLJIT
  *   cpu_serial.c   serialize / deserialize (the plan and the object code)
- *   cpu_exec.c     execution: slot table, buffer arena, BLAS and ref fallbacks
+ *   cpu_exec.c     execution: slot table, buffer arena, each kernel in turn
+ *   cpu_native.c   hand-written kernels of the ops without generated code (NATIVE rows)
+ *   cpu_gemm.c     matrix products: oneDNN (f32), OpenBLAS (f64), split over the pool
  *   cpu_pool.c     the thread pool (LT_NUM_THREADS) and its BLAS coordination
  *   cpu_backend.c  the lt_backend: buffers, env hash, compile/execute entry points
  *
@@ -22,7 +25,7 @@
 #include "../../core/lt_strbuf.h"
 #include "cpu_api.h"
 
-#define CPU_BACKEND_VERSION "cpu-1"
+#define CPU_BACKEND_VERSION "cpu-3"
 
 /* An affine view of a slot: element (c_0..c_{n-1}) lives at
  * offset + sum c_d * strides[d] (in elements of dtype). */
@@ -42,8 +45,8 @@ typedef void (*cpu_kernel_fn)(void **slots, int64_t lo, int64_t hi);
 
 typedef enum cpu_kind {
   CK_LOOP,   /* a JIT loop nest: fn over [0, extent), split across the pool */
-  CK_BLAS,   /* matmul through cblas_?gemm */
-  CK_REF,    /* a ref kernel on contiguous operands (ops without codegen yet) */
+  CK_BLAS,   /* matmul through cpu_gemm (oneDNN sgemm, OpenBLAS dgemm) */
+  CK_REF,    /* ops without codegen, on contiguous operands: a native kernel, else ref's */
   CK_MEMCPY, /* out slot = contiguous view (duplicate roots) */
 } cpu_kind;
 
@@ -62,10 +65,12 @@ typedef struct cpu_kernel {
   /* CK_LOOP */
   int fn_index;
   cpu_kernel_fn fn;
+  int arg_base;      /* where its function's slot pointers start in the table (cpu_loop_args) */
   int64_t extent;    /* parallel iterations */
   int64_t unit_cost; /* elements touched per iteration (to size chunks) */
   /* CK_BLAS */
   cpu_matmul mm;
+  bool epilogue; /* the next kernel, a loop, runs per block of the product's rows */
   /* CK_REF */
   lt_instr ins;
   cpu_view *in; /* ins.noperands contiguous views */
@@ -81,8 +86,16 @@ typedef struct cpu_slot {
   int first, last; /* kernels that write first / read last */
 } cpu_slot;
 
+/* A JIT function of an executable: compiled code (shared by every executable
+ * with a kernel of the same structure) and the slots it takes, which are
+ * args[arg0, arg0 + nargs) of the executable. */
+typedef struct cpu_fn {
+  int code; /* index into the executable's codes */
+  int arg0, nargs;
+} cpu_fn;
+
 struct lt_executable {
-  uint64_t uid; /* names its JIT symbols */
+  uint64_t uid; /* names it in dumps and profiles */
   int nparams, nroots;
   int nslots, slots_cap;
   cpu_slot *slots;
@@ -92,41 +105,135 @@ struct lt_executable {
   int *alias;         /* per root: the donated parameter written in place, or -1 */
   size_t arena_bytes; /* temporaries */
   int nfns;           /* JIT functions (CK_LOOP fn_index < nfns) */
-  void *obj;          /* their object code (lt__malloc'd), kept for serialize */
-  size_t obj_len;
-  struct cpu_jit_module *jit;
+  int nargs;          /* the slots of every function, one list after another */
+  int ncodes;         /* distinct compiled kernels, one reference each */
+  /* one block (cpu_executable_fn_block): codes has nfns entries, ncodes used */
+  struct cpu_kcode **codes;
+  cpu_fn *fns;
+  int *args;
 };
 
-/* ---- lowering and codegen ---- */
-int cpu_lower(const lt_graph *g, lt_executable *e, lt_strbuf *ir, int *nfns);
-void cpu_kernels_free(cpu_kernel *k, int n);
-/* Symbol of JIT function i of executable uid. */
-void cpu_fn_name(char *buf, size_t n, uint64_t uid, int i);
+/* The slot pointers the function of loop kernel k takes. The slot table that
+ * cpu_run passes has nslots + nargs entries: table[nslots + j] =
+ * table[args[j]], so that a function sees its own slots as 0, 1, ... whatever
+ * their numbers in this executable, and one compiled kernel serves every
+ * executable that has it. */
+static inline void **cpu_loop_args(const cpu_kernel *k, void **table) {
+  return table + k->arg_base;
+}
 
-/* ---- JIT ---- */
-typedef struct cpu_jit_module cpu_jit_module;
-/* IR text -> optimized object code for the host (*obj lt__malloc'd, *obj_len bytes). */
-int cpu_jit_compile(const char *ir, size_t len, uint64_t uid, void **obj, size_t *obj_len);
-/* Adds object code to the JIT (a JITDylib of its own) and finds functions
- * 0..nfns-1 of executable uid. */
-int cpu_jit_load(const void *obj, size_t len, uint64_t uid, int nfns, cpu_kernel_fn *fns,
-                 cpu_jit_module **out);
-void cpu_jit_free(cpu_jit_module *m);
+/* ---- lowering and codegen ---- */
+/* The JIT functions of a graph as lowering made them, each an LLVM module of
+ * its own: the declarations, the function (whose symbol is the placeholder
+ * CPU_SYM_PLACEHOLDER), and the uniform functions it calls. The modules lie
+ * one after another in text; meta holds per function: its module's start
+ * and end in text, its number of slots, then those slots (its pointer
+ * argument's entries 0, 1, ...). */
+typedef struct cpu_fntab {
+  lt_strbuf text;
+  int n;
+  int64_t *meta;
+  size_t nmeta, meta_cap;
+  size_t begun; /* where the module begun last starts */
+  bool oom;
+  bool misordered; /* a function began out of turn */
+} cpu_fntab;
+/* Starts the module of function fn_index (which must be the next one). */
+void cpu_fntab_begin(cpu_fntab *t, int fn_index);
+/* Ends the module begun last: its function takes slots args. */
+void cpu_fntab_end(cpu_fntab *t, const int *args, int nargs);
+void cpu_fntab_reset(cpu_fntab *t);
+void cpu_fntab_free(cpu_fntab *t);
+
+int cpu_lower(const lt_graph *g, lt_executable *e, cpu_fntab *fns);
+void cpu_kernels_free(cpu_kernel *k, int n);
+
+/* ---- kernels and the JIT ---- */
+/* A kernel's key: XXH3-128 of its module's text (whose symbol is still the
+ * placeholder) under the backend's environment hash (LLVM, CPU, features,
+ * optimisation pipeline). Equal keys: the same code. */
+typedef struct cpu_kkey {
+  uint64_t lo, hi;
+} cpu_kkey;
+#define CPU_SYM_PLACEHOLDER "lt_h00000000000000000000000000000000"
+/* The symbol of the kernel of key: lt_h<32 hex digits>, as long as the
+ * placeholder (n >= sizeof CPU_SYM_PLACEHOLDER). */
+void cpu_kernel_symbol(char *buf, size_t n, cpu_kkey key);
+
 int cpu_jit_host(const char **cpu, const char **features);
+/* The optimisation pipeline, in words (part of the environment hash). */
+const char *cpu_jit_pipeline(void);
+/* A module to compile: IR text defining the symbol of key. */
+typedef struct cpu_kjob {
+  const char *ir;
+  size_t len;
+  cpu_kkey key;
+  void *buf; /* out: LLVM's buffer of its object code (cpu_jit_release) */
+  const void *obj;
+  size_t obj_len;
+} cpu_kjob;
+/* Compiles the jobs' modules to object code for the host, on up to
+ * cpu_jit_threads() threads. On failure nothing is kept. */
+int cpu_jit_compile(cpu_kjob *jobs, int n);
+/* Frees the jobs' object code. */
+void cpu_jit_release(cpu_kjob *jobs, int n);
+/* Threads a compile uses: LT_COMPILE_THREADS, else the pool's thread count. */
+int cpu_jit_threads(void);
+
+/* A compiled kernel, loaded in the JIT and shared by every executable that
+ * has it (counted references); its code is removed with the last. */
+typedef struct cpu_kcode cpu_kcode;
+/* A kernel's object code (ELF for the host, defining its key's symbol). */
+typedef struct cpu_kobj {
+  cpu_kkey key;
+  const void *obj;
+  size_t len;
+} cpu_kobj;
+/* A new reference to the loaded kernel of key, or NULL. */
+cpu_kcode *cpu_kcode_find(cpu_kkey key);
+/* References to the kernels of objs[0..n): those loaded are shared (*nshared
+ * counts them), the others loaded from their object code (copied). On
+ * failure nothing is kept. */
+int cpu_kcode_get(const cpu_kobj *objs, int n, cpu_kcode **out, int *nshared);
+void cpu_kcode_release(cpu_kcode *c);
+cpu_kernel_fn cpu_kcode_fn(const cpu_kcode *c);
+cpu_kkey cpu_kcode_key(const cpu_kcode *c);
+const void *cpu_kcode_object(const cpu_kcode *c, size_t *len);
 
 /* ---- the executable ---- */
 void cpu_executable_free(lt_executable *e);
-/* Looks up e's JIT functions in its object code and sets its kernels' fn. */
-int cpu_executable_link(lt_executable *e);
+/* e's functions, codes and their slots, one block: nfns functions taking
+ * nargs slots in all (sets nfns, nargs, fns, codes (all NULL), args). */
+int cpu_executable_fn_block(lt_executable *e, int nfns, int nargs);
+/* Sets each loop kernel's fn and arg_base from e's functions and codes. */
+void cpu_executable_link(lt_executable *e);
 int cpu_serialize(const lt_executable *e, void **bytes, size_t *nbytes);
 int cpu_deserialize(const void *bytes, size_t nbytes, lt_executable **out);
 
 /* ---- execution ---- */
 int cpu_run(const lt_executable *e, lt_buffer *const *args, lt_buffer *const *outs);
 
+/* ---- GEMM (cpu_gemm.c) ---- */
+/* Sets oneDNN and OpenBLAS to one thread per call (the pool splits products). */
+void cpu_gemm_init(void);
+/* Runs CK_BLAS kernel k (out = a @ b over its batch) over the slot table,
+ * and with it `next` when k->epilogue holds and next fits (then the caller
+ * skips next: see cpu_gemm_takes_next). LT_OK or an error set. */
+int cpu_gemm(const cpu_kernel *k, const cpu_kernel *next, void **table);
+bool cpu_gemm_takes_next(const cpu_kernel *k, const cpu_kernel *next);
+
+/* ---- profile (cpu_profile.c): LT_CPU_PROFILE=1 ---- */
+bool cpu_profile_on(void);
+uint64_t cpu_profile_now(void); /* ns */
+/* Adds ns to kernel i of e; at exit, the costliest kernels go to stderr. */
+void cpu_profile_add(const lt_executable *e, int i, uint64_t ns);
+
 /* ---- pool ---- */
 int cpu_pool_threads(void);
 /* Runs fn over [0, extent) in chunks on the pool (inline when small). */
 void cpu_pool_run(cpu_kernel_fn fn, void **slots, int64_t extent, int64_t unit_cost);
+/* Runs fn(ctx, i, i + 1) for each i in [0, nparts), spread over the pool's
+ * threads: for jobs already cut into parts of about equal cost. */
+void cpu_pool_run_parts(cpu_kernel_fn fn, void **ctx, int64_t nparts);
 
 #endif

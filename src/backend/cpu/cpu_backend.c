@@ -1,6 +1,16 @@
 /* The cpu backend (see cpu.h): host buffers as ref's (so that buffers move
  * freely between the two), an environment hash over everything that changes
- * generated code, compile = lower + JIT, execute = run the kernels. */
+ * generated code, compile = lower + JIT, execute = run the kernels.
+ *
+ * Compiling a graph: lowering gives the kernels and each loop kernel's
+ * function as IR text that names no slot of the graph (it takes its own
+ * slots as arguments) and whose symbol is a placeholder. Each function
+ * becomes a module of its own; its key is the hash of that module's text
+ * under the environment hash. Functions of equal key share one compiled
+ * kernel: within the graph, and with every live executable (the kernel cache
+ * of cpu_jit.c), so a graph compiles only kernels no live executable has.
+ * Those compile in parallel (cpu_jit_compile); then all are linked. */
+#define _GNU_SOURCE /* memmem */
 #include <llvm-c/Core.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -9,9 +19,11 @@
 
 #include "../../core/lt_alloc.h"
 #include "../../core/lt_error.h"
+#include "../../core/lt_metrics.h"
 #include "../../core/lt_shape.h"
 #include "cpu.h"
 #include "cpu_irmath.h"
+#include "cpu_ops.h"
 
 /* ---- small shared helpers ---- */
 
@@ -35,8 +47,55 @@ bool cpu_view_contiguous(const cpu_view *v) {
   return true;
 }
 
-void cpu_fn_name(char *buf, size_t n, uint64_t uid, int i) {
-  snprintf(buf, n, "lt_k%llu_%d", (unsigned long long)uid, i);
+/* ---- the function table that lowering fills ---- */
+
+static void meta_push(cpu_fntab *t, int64_t v) {
+  if (t->oom) return;
+  if (t->nmeta == t->meta_cap) {
+    size_t nc = t->meta_cap ? 2 * t->meta_cap : 256;
+    int64_t *m = lt__realloc(t->meta, t->meta_cap * sizeof *m, nc * sizeof *m);
+    if (!m) {
+      t->oom = true;
+      return;
+    }
+    t->meta = m;
+    t->meta_cap = nc;
+  }
+  t->meta[t->nmeta++] = v;
+}
+
+void cpu_fntab_begin(cpu_fntab *t, int fn_index) {
+  if (fn_index != t->n) t->misordered = true;
+  t->begun = t->text.len;
+  lt__sb_printf(&t->text, "; lazytensor cpu kernel\n");
+  ir_declarations(&t->text);
+  lt__sb_printf(&t->text, "attributes #0 = { nounwind \"prefer-vector-width\"=\"512\" }\n");
+}
+
+void cpu_fntab_end(cpu_fntab *t, const int *args, int nargs) {
+  if (t->text.oom) return;
+  const char *f = t->text.s + t->begun;
+  size_t len = t->text.len - t->begun;
+  ops_uniform_defs(&t->text, memmem(f, len, "@lt_uniform_f32(", 16) != NULL,
+                   memmem(f, len, "@lt_uniform_f64(", 16) != NULL);
+  meta_push(t, (int64_t)t->begun);
+  meta_push(t, (int64_t)t->text.len);
+  meta_push(t, nargs);
+  for (int i = 0; i < nargs; i++) meta_push(t, args[i]);
+  t->n++;
+}
+
+void cpu_fntab_reset(cpu_fntab *t) {
+  lt__sb_truncate(&t->text, 0);
+  t->n = 0;
+  t->nmeta = 0;
+  t->oom = t->misordered = false;
+}
+
+void cpu_fntab_free(cpu_fntab *t) {
+  lt__sb_free(&t->text);
+  lt__free(t->meta, t->meta_cap * sizeof *t->meta);
+  memset(t, 0, sizeof *t);
 }
 
 /* ---- the backend ---- */
@@ -50,8 +109,9 @@ static uint64_t cpu_env_hash(void) {
   unsigned maj = 0, min = 0, pat = 0;
   LLVMGetVersion(&maj, &min, &pat);
   lt_strbuf sb = {0};
-  lt__sb_printf(&sb, "lazytensor-cpu %s %s llvm %u.%u.%u cpu %s features %s", LT_VERSION_STRING,
-                CPU_BACKEND_VERSION, maj, min, pat, cpu, features);
+  lt__sb_printf(&sb, "lazytensor-cpu %s %s llvm %u.%u.%u cpu %s features %s pipeline %s",
+                LT_VERSION_STRING, CPU_BACKEND_VERSION, maj, min, pat, cpu, features,
+                cpu_jit_pipeline());
   h = sb.s ? XXH3_64bits(sb.s, sb.len) : 1;
   lt__sb_free(&sb);
   if (!h) h = 1;
@@ -65,27 +125,131 @@ static bool cpu_supports_op(lt_op op) {
   return op < LT_OP_COUNT && lt__op_cpu_path(op) != LT_CPU_FALLBACK;
 }
 
+static size_t fn_block_bytes(int nfns, int nargs) {
+  return (size_t)nfns * (sizeof(cpu_kcode *) + sizeof(cpu_fn)) + (size_t)nargs * sizeof(int);
+}
+
+int cpu_executable_fn_block(lt_executable *e, int nfns, int nargs) {
+  char *b = lt__calloc(fn_block_bytes(nfns, nargs));
+  if (!b) return LT_ENOMEM;
+  e->nfns = nfns;
+  e->nargs = nargs;
+  e->codes = (cpu_kcode **)b; /* pointers first: the block's alignment */
+  e->fns = (cpu_fn *)(b + (size_t)nfns * sizeof(cpu_kcode *));
+  e->args = (int *)(b + (size_t)nfns * (sizeof(cpu_kcode *) + sizeof(cpu_fn)));
+  return LT_OK;
+}
+
 void cpu_executable_free(lt_executable *e) {
   if (!e) return;
-  cpu_jit_free(e->jit);
+  for (int c = 0; c < e->ncodes; c++) cpu_kcode_release(e->codes[c]);
+  if (e->codes) lt__free(e->codes, fn_block_bytes(e->nfns, e->nargs));
   if (e->kernels) cpu_kernels_free(e->kernels, e->nkernels);
   lt__free(e->kernels, (size_t)e->kernels_cap * sizeof *e->kernels);
   lt__free(e->slots, (size_t)e->slots_cap * sizeof *e->slots);
   lt__free(e->root_slot, (size_t)e->nroots * sizeof(int) + 1);
   lt__free(e->alias, (size_t)e->nroots * sizeof(int) + 1);
-  lt__free(e->obj, e->obj_len);
   lt__free(e, sizeof *e);
 }
 
-int cpu_executable_link(lt_executable *e) {
-  if (!e->nfns) return LT_OK;
-  cpu_kernel_fn *fns = lt__calloc((size_t)e->nfns * sizeof *fns);
-  if (!fns) return lt__err(LT_ENOMEM, "cpu: out of memory linking kernels");
-  int rc = cpu_jit_load(e->obj, e->obj_len, e->uid, e->nfns, fns, &e->jit);
-  if (rc == LT_OK)
-    for (int i = 0; i < e->nkernels; i++)
-      if (e->kernels[i].kind == CK_LOOP) e->kernels[i].fn = fns[e->kernels[i].fn_index];
-  lt__free(fns, (size_t)e->nfns * sizeof *fns);
+void cpu_executable_link(lt_executable *e) {
+  for (int i = 0; i < e->nkernels; i++) {
+    cpu_kernel *k = &e->kernels[i];
+    if (k->kind != CK_LOOP) continue;
+    const cpu_fn *f = &e->fns[k->fn_index];
+    k->fn = cpu_kcode_fn(e->codes[f->code]);
+    k->arg_base = e->nslots + f->arg0;
+  }
+}
+
+/* Scratch of build_functions, one block: per function its key, per job
+ * (a kernel to compile) the job, its code and its object. */
+typedef struct build_scratch {
+  cpu_kkey *keys;
+  cpu_kjob *jobs;
+  int *job_code;
+  cpu_kobj *objs;
+  cpu_kcode **got;
+} build_scratch;
+
+static size_t scratch_bytes(int n) {
+  return (size_t)n * (sizeof(cpu_kkey) + sizeof(cpu_kjob) + sizeof(cpu_kobj) + sizeof(cpu_kcode *) +
+                      sizeof(int));
+}
+
+static void *scratch_new(build_scratch *b, int n) {
+  char *p = lt__malloc(scratch_bytes(n)); /* the 8-byte aligned parts first */
+  if (!p) return NULL;
+  b->keys = (cpu_kkey *)p;
+  b->jobs = (cpu_kjob *)(b->keys + n);
+  b->objs = (cpu_kobj *)(b->jobs + n);
+  b->got = (cpu_kcode **)(b->objs + n);
+  b->job_code = (int *)(b->got + n);
+  return p;
+}
+
+/* Function i's key (the hash of its module under the environment hash),
+ * with the module's placeholder symbol made the key's. */
+static cpu_kkey module_key(char *m, size_t len) {
+  XXH128_hash_t h = XXH3_128bits_withSeed(m, len, cpu_env_hash());
+  cpu_kkey key = {h.low64, h.high64};
+  char *p = memmem(m, len, CPU_SYM_PLACEHOLDER, sizeof CPU_SYM_PLACEHOLDER - 1);
+  char sym[sizeof CPU_SYM_PLACEHOLDER];
+  cpu_kernel_symbol(sym, sizeof sym, key);
+  if (p) memcpy(p, sym, sizeof sym - 1);
+  return key;
+}
+
+/* e's functions from lowering's table: their slots, and for each distinct
+ * key a compiled kernel, shared when loaded already, else compiled here. */
+static int build_functions(lt_executable *e, cpu_fntab *t) {
+  int n = t->n, nargs = (int)(t->nmeta - 3 * (size_t)n);
+  if (!n) return LT_OK;
+  build_scratch b;
+  void *scratch = scratch_new(&b, n);
+  if (!scratch || cpu_executable_fn_block(e, n, nargs) != LT_OK) {
+    lt__free(scratch, scratch_bytes(n));
+    return LT_ENOMEM;
+  }
+  int ncodes = 0, njobs = 0, nshared = 0, arg = 0;
+  size_t at = 0;
+  for (int i = 0; i < n; i++) {
+    size_t start = (size_t)t->meta[at], end = (size_t)t->meta[at + 1];
+    int na = (int)t->meta[at + 2];
+    for (int a = 0; a < na; a++) e->args[arg + a] = (int)t->meta[at + 3 + a];
+    at += 3 + (size_t)na;
+    e->fns[i].arg0 = arg;
+    e->fns[i].nargs = na;
+    arg += na;
+    char *m = t->text.s + start;
+    b.keys[i] = module_key(m, end - start);
+    int c = 0;
+    while (c < i && !(b.keys[c].lo == b.keys[i].lo && b.keys[c].hi == b.keys[i].hi)) c++;
+    if (c < i) { /* a kernel of the same structure earlier in this graph */
+      e->fns[i].code = e->fns[c].code;
+      continue;
+    }
+    e->fns[i].code = ncodes;
+    e->codes[ncodes] = cpu_kcode_find(b.keys[i]);
+    if (!e->codes[ncodes]) {
+      b.jobs[njobs] = (cpu_kjob){m, end - start, b.keys[i], NULL, NULL, 0};
+      b.job_code[njobs++] = ncodes;
+    }
+    e->ncodes = ++ncodes; /* the missing ones stay NULL until loaded */
+  }
+  int rc = cpu_jit_compile(b.jobs, njobs);
+  if (rc == LT_OK) {
+    for (int j = 0; j < njobs; j++)
+      b.objs[j] = (cpu_kobj){b.jobs[j].key, b.jobs[j].obj, b.jobs[j].obj_len};
+    rc = cpu_kcode_get(b.objs, njobs, b.got, &nshared);
+    cpu_jit_release(b.jobs, njobs);
+  }
+  if (rc == LT_OK) {
+    for (int j = 0; j < njobs; j++) e->codes[b.job_code[j]] = b.got[j];
+    lt__count(LT_CTR_KERNEL_COMPILE, njobs);
+    lt__count(LT_CTR_KERNEL_CACHE_HIT, n - njobs);
+  }
+  lt__free(scratch, scratch_bytes(n));
   return rc;
 }
 
@@ -98,28 +262,23 @@ static int cpu_compile(const lt_graph *g, lt_executable **out) {
   e->nroots = g->nroots;
   e->root_slot = lt__malloc((size_t)g->nroots * sizeof(int) + 1);
   e->alias = lt__malloc((size_t)g->nroots * sizeof(int) + 1);
-  lt_strbuf ir = {0};
-  int nfns = 0, rc = LT_ENOMEM;
+  cpu_fntab fns;
+  memset(&fns, 0, sizeof fns);
+  int rc = LT_ENOMEM;
   if (!e->root_slot || !e->alias) goto fail;
-  lt__sb_printf(&ir, "; lazytensor cpu kernels, executable %llu\n", (unsigned long long)e->uid);
-  ir_declarations(&ir);
-  lt__sb_printf(&ir, "attributes #0 = { nounwind \"prefer-vector-width\"=\"512\" }\n");
-  if ((rc = cpu_lower(g, e, &ir, &nfns)) != LT_OK) goto fail;
-  if (ir.oom) {
+  if ((rc = cpu_lower(g, e, &fns)) != LT_OK) goto fail;
+  if (fns.oom || fns.text.oom) {
     rc = LT_ENOMEM;
     goto fail;
   }
-  e->nfns = nfns;
-  if (nfns) {
-    if ((rc = cpu_jit_compile(ir.s, ir.len, e->uid, &e->obj, &e->obj_len)) != LT_OK) goto fail;
-    if ((rc = cpu_executable_link(e)) != LT_OK) goto fail;
-  }
-  lt__sb_free(&ir);
+  if ((rc = build_functions(e, &fns)) != LT_OK) goto fail;
+  cpu_executable_link(e);
+  cpu_fntab_free(&fns);
   cpu_pool_threads(); /* starts the pool (and sets BLAS's threads) before any run */
   *out = e;
   return LT_OK;
 fail:
-  lt__sb_free(&ir);
+  cpu_fntab_free(&fns);
   cpu_executable_free(e);
   if (rc == LT_ENOMEM) return lt__err(LT_ENOMEM, "cpu: out of memory compiling a graph");
   return rc;

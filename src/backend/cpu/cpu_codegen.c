@@ -65,6 +65,8 @@ typedef struct kgen {
   int glast[LT_MAX_DIMS]; /* innermost loop dim of each collapsed dim */
   irv var[LT_MAX_DIMS];
   int64_t out_gs[LT_MAX_DIMS];
+  bool pf_pass;           /* the next innermost reduced loop prefetches (pf_loop) */
+  const cpu_view *pf_out; /* and this output with the operand (or NULL) */
   int err;
 } kgen;
 
@@ -335,49 +337,214 @@ static void acc_set(kgen *k, acc a, irv v) {
   lt__sb_printf(&k->body, "  store %s %s, ptr %%a%d\n", a.t, v.s, a.id);
 }
 
-/* Runs body over the reduced collapsed dims [nk, nd) (nested loops). */
 typedef void (*inner_fn)(kgen *k, void *ud);
+
+/* ---- loops that stream memory: blocks with software prefetch ----
+ * A thread streaming memory has only as many loads in flight as its reorder
+ * window holds; with the math of a long fused chain (tanh, exp) in the loop
+ * that is a few lines per stream, and the math then adds to the memory time
+ * instead of hiding under it (one thread: 0.55 of a plain a + b loop's
+ * bandwidth with one tanh). So the loop of a kernel that streams enough
+ * bytes runs in blocks of kPfBlock bytes of its widest stream, each block
+ * first prefetching, per stream, its lines kPfAhead bytes further on: memory
+ * then arrives while the block computes. A block is short so that its
+ * prefetches come a few at a time, not in bursts that fill the line-fill
+ * buffers. The flat elementwise loop does this, and the exp pass of a
+ * softmax or logsumexp over rows (see reduced_loops). */
+enum { kPfBlock = 256, kPfAhead = 2048, kPfLine = 64, kPfMinBytes = 1 << 18, kPfStreams = 16 };
+
+/* A stream of a loop: a slot walked at `bytes` per iteration. */
+typedef struct pf_stream {
+  int slot;
+  uint8_t dtype;
+  bool write;
+  int64_t offset, bytes;
+  const int64_t *gs; /* strides per loop dim */
+} pf_stream;
+
+/* Counts a stream of strides gs when it walks memory along dim g, and
+ * keeps it while st (kPfStreams) has room. */
+static void pf_add(pf_stream *st, int *n, int slot, int dtype, bool write, int64_t offset,
+                   const int64_t *gs, int g) {
+  if (!gs[g]) return;
+  int64_t s = gs[g] < 0 ? -gs[g] : gs[g];
+  if (*n < kPfStreams)
+    st[*n] = (pf_stream){
+        slot, (uint8_t)dtype, write, offset, s * (int64_t)lt_dtype_size((lt_dtype)dtype), gs};
+  (*n)++;
+}
+
+/* The streams of the loop over collapsed dim c (st holds kPfStreams): the
+ * leaves that walk memory along it, and the outputs; their count, or 0 when
+ * the loop is not worth prefetching (in cache, a stride beyond a line, more
+ * than kPfStreams streams). *widest: the largest bytes per iteration. */
+static int pf_streams(const kgen *k, int c, const cpu_view *outs, int nouts, pf_stream *st,
+                      int64_t *widest) {
+  int n = 0, g = k->glast[c];
+  for (int l = 0; l < k->nleaves; l++) {
+    const leaf *lf = &k->leaves[l];
+    if (!lf->rng && !lf->hoisted) pf_add(st, &n, lf->slot, lf->dtype, false, lf->offset, lf->gs, g);
+  }
+  for (int o = 0; o < nouts; o++)
+    pf_add(st, &n, outs[o].slot, outs[o].dtype, true, 0, k->out_gs, g);
+  *widest = 0;
+  if (n > kPfStreams) return 0;
+  int64_t iters = 1, total = 0;
+  for (int d = 0; d < k->nd; d++) iters *= k->D[d];
+  for (int i = 0; i < n; i++) {
+    *widest = st[i].bytes > *widest ? st[i].bytes : *widest;
+    total += st[i].bytes * iters;
+  }
+  return *widest > kPfLine || total < kPfMinBytes ? 0 : n;
+}
+
+/* Prefetches, per stream, of the lines of iterations [j, j + block) of the
+ * loop over collapsed dim c (the other loop variables as they are). A plain
+ * GEP: the lines ahead may lie past a slot's end (a prefetch never faults). */
+static void pf_block(kgen *k, int c, irv j, int64_t block, const pf_stream *st, int n) {
+  irv saved = k->var[c];
+  for (int i = 0; i < n; i++) {
+    int64_t per_line = kPfLine / st[i].bytes; /* iterations per line, >= 1 */
+    for (int64_t e = 0; e < block; e += per_line) {
+      k->var[c] = e ? OP("add i64 %s, %lld", j.s, (long long)e) : j;
+      irv idx = loop_index(k, st[i].offset, st[i].gs);
+      irv p = OP("getelementptr %s, ptr %%p%d, i64 %s", ops_type(st[i].dtype), st[i].slot, idx.s);
+      lt__sb_printf(&k->body, "  call void @llvm.prefetch.p0(ptr %s, i32 %d, i32 3, i32 1)\n", p.s,
+                    st[i].write);
+    }
+  }
+  k->var[c] = saved;
+}
+
+/* The loop of collapsed dim c over [lo, hi) in blocks that prefetch the
+ * streams st (n of them, widest bytes per iteration) ahead; fn per
+ * iteration, k->var[c] the iteration. */
+static void pf_loop(kgen *k, int c, irv lo, irv hi, const pf_stream *st, int n, int64_t widest,
+                    int64_t ahead, inner_fn fn, void *ud) {
+  int64_t block = kPfBlock / widest;
+  if (!ahead) ahead = kPfAhead / widest;
+  int id, ie;
+  irv b = loop_begin(k, lo, hi, &id);
+  pf_block(k, c, OP("add i64 %s, %lld", b.s, (long long)ahead), block, st, n);
+  irv end = OP("add i64 %s, %lld", b.s, (long long)block);
+  end = OP("call i64 @llvm.smin.i64(i64 %s, i64 %s)", end.s, hi.s);
+  k->var[c] = loop_begin(k, b, end, &ie);
+  irv i = k->var[c];
+  fn(k, ud);
+  loop_end(k, i, ie);
+  loop_end_by(k, b, ir_int(block), id);
+}
+
+/* Runs body over the reduced collapsed dims [nk, nd) (nested loops). With
+ * k->pf_pass, the innermost loop prefetches the operand, and the output when
+ * it walks the reduced dims (softmax), one row ahead (the next row when
+ * rows are contiguous): logsumexp's and softmax's exp pass, the one with
+ * math, so that the next row's passes find it in cache. Not a first pass
+ * (max, sum): a light reduction streams well alone, and blocks would cost
+ * it a horizontal reduction each. */
 static void reduced_loops(kgen *k, int c, inner_fn fn, void *ud) {
   if (c == k->nd) {
     fn(k, ud);
     return;
   }
   int id;
+  if (c == k->nd - 1 && k->pf_pass) {
+    k->pf_pass = false;
+    pf_stream st[kPfStreams];
+    int64_t widest;
+    int n = pf_streams(k, c, k->pf_out, k->pf_out ? 1 : 0, st, &widest);
+    if (n) {
+      pf_loop(k, c, ir_int(0), ir_int(k->D[c]), st, n, widest, k->D[c], fn, ud);
+      return;
+    }
+  }
   k->var[c] = loop_begin(k, ir_int(0), ir_int(k->D[c]), &id);
   irv saved = k->var[c];
   reduced_loops(k, c + 1, fn, ud);
   loop_end(k, saved, id);
 }
 
-/* Writes function fn_index from k's body and allocas into the module text. */
-static void finish_function(kgen *k, int fn_index, const cpu_view *outs, int nouts) {
-  char name[64];
-  cpu_fn_name(name, sizeof name, k->c->uid, fn_index);
-  lt_strbuf *ir = k->c->ir;
-  lt__sb_printf(ir, "\ndefine void @%s(ptr %%S, i64 %%lo, i64 %%hi) #0 {\nentry:\n", name);
-  if (k->allocas.len) lt__sb_append(ir, k->allocas.s, k->allocas.len);
-  /* One pointer per slot, loaded once, so that a load and a store of the same
-   * slot (an update in place) visibly share their base. */
-  int done[MAX_LEAVES + CG_MAX_OUTS], ndone = 0;
-  for (int l = -nouts; l < k->nleaves; l++) {
-    if (l >= 0 && k->leaves[l].rng) continue;
-    int s = l < 0 ? outs[nouts + l].slot : k->leaves[l].slot;
-    bool seen = false;
-    for (int i = 0; i < ndone; i++) seen |= done[i] == s;
-    if (seen) continue;
-    done[ndone++] = s;
-    lt__sb_printf(ir, "  %%q%d = getelementptr inbounds ptr, ptr %%S, i64 %d\n", s, s);
-    lt__sb_printf(ir, "  %%p%d = load ptr, ptr %%q%d\n", s, s);
+/* The argument number of slot s: its index in args, added when new (-1
+ * when args is full). */
+static int arg_index(int *args, int *nargs, int cap, int s) {
+  for (int i = 0; i < *nargs; i++)
+    if (args[i] == s) return i;
+  if (*nargs == cap) return -1;
+  args[*nargs] = s;
+  return (*nargs)++;
+}
+
+/* Appends text to out with each slot pointer %p<slot> renamed %p<argument>;
+ * false when it names a slot not among args. */
+static bool append_renamed(lt_strbuf *out, const char *text, size_t len, const int *args,
+                           int nargs) {
+  size_t from = 0;
+  for (size_t i = 0; i + 2 < len; i++) {
+    if (text[i] != '%' || text[i + 1] != 'p' || text[i + 2] < '0' || text[i + 2] > '9') continue;
+    size_t j = i + 2;
+    long slot = 0;
+    while (j < len && text[j] >= '0' && text[j] <= '9' && slot <= INT32_MAX)
+      slot = slot * 10 + (text[j++] - '0');
+    int a = 0;
+    while (a < nargs && args[a] != slot) a++;
+    if (a == nargs) return false;
+    lt__sb_append(out, text + from, i - from);
+    lt__sb_printf(out, "%%p%d", a);
+    from = j;
+    i = j - 1;
   }
+  lt__sb_append(out, text + from, len - from);
+  return true;
+}
+
+/* Writes function fn_index from k's body and allocas into the function table.
+ * The function takes its slots as arguments: entry i of its pointer argument
+ * is the i-th slot it touches (outputs first, then the leaves), so its text
+ * names no slot of this executable and equal kernels of different graphs
+ * have equal text, hence one key and one compiled copy (cpu_loop_args).
+ *
+ * The loops are an internal function of one noalias pointer per slot, which
+ * the exported one calls (always inlined): distinct slots of a kernel never
+ * overlap (the buffer plan keeps temporaries that are live at once apart;
+ * parameters are distinct buffers; a slot updated in place is one argument),
+ * and saying so spares the vectorizer its run-time alias checks and the
+ * scalar copy of each loop they guard. */
+static void finish_function(kgen *k, int fn_index, const cpu_view *outs, int nouts) {
+  enum { kCap = MAX_LEAVES + CG_MAX_OUTS };
+  int args[kCap], nargs = 0;
+  for (int l = -nouts; l < k->nleaves; l++)
+    if (l < 0 || !k->leaves[l].rng)
+      arg_index(args, &nargs, kCap, l < 0 ? outs[nouts + l].slot : k->leaves[l].slot);
+  cpu_fntab *t = k->c->fns;
+  lt_strbuf *ir = &t->text;
+  cpu_fntab_begin(t, fn_index);
+  lt__sb_printf(ir, "\ndefine internal void @lt_loops(");
+  for (int i = 0; i < nargs; i++) lt__sb_printf(ir, "ptr noalias %%p%d, ", i);
+  lt__sb_printf(ir, "i64 %%lo, i64 %%hi) #0 alwaysinline {\nentry:\n");
+  if (k->allocas.len) lt__sb_append(ir, k->allocas.s, k->allocas.len);
   for (int l = 0; l < k->nleaves; l++) {
     const leaf *lf = &k->leaves[l];
     if (!lf->hoisted) continue;
-    const char *t = ops_type(lf->dtype);
-    lt__sb_printf(ir, "  %%hp%d = getelementptr inbounds %s, ptr %%p%d, i64 %lld\n", l, t, lf->slot,
-                  (long long)lf->offset);
-    lt__sb_printf(ir, "  %s = load %s, ptr %%hp%d\n", lf->val.s, t, l);
+    const char *ty = ops_type(lf->dtype);
+    lt__sb_printf(ir, "  %%hp%d = getelementptr inbounds %s, ptr %%p%d, i64 %lld\n", l, ty,
+                  arg_index(args, &nargs, kCap, lf->slot), (long long)lf->offset);
+    lt__sb_printf(ir, "  %s = load %s, ptr %%hp%d\n", lf->val.s, ty, l);
   }
-  lt__sb_printf(ir, "  br label %%body\nbody:\n%s  ret void\n}\n", k->body.s ? k->body.s : "");
+  lt__sb_printf(ir, "  br label %%body\nbody:\n");
+  if (!append_renamed(ir, k->body.s ? k->body.s : "", k->body.len, args, nargs))
+    k->err = lt__err(LT_ECOMPILE, "cpu: a kernel's loops use a slot it does not take");
+  lt__sb_printf(ir, "  ret void\n}\n\ndefine void @%s(ptr %%S, i64 %%lo, i64 %%hi) #0 {\nentry:\n",
+                CPU_SYM_PLACEHOLDER);
+  /* One pointer per slot, loaded once, so that a load and a store of the same
+   * slot (an update in place) visibly share their base. */
+  for (int i = 0; i < nargs; i++) {
+    lt__sb_printf(ir, "  %%q%d = getelementptr inbounds ptr, ptr %%S, i64 %d\n", i, i);
+    lt__sb_printf(ir, "  %%p%d = load ptr, ptr %%q%d\n", i, i);
+  }
+  lt__sb_printf(ir, "  call void @lt_loops(");
+  for (int i = 0; i < nargs; i++) lt__sb_printf(ir, "ptr %%p%d, ", i);
+  lt__sb_printf(ir, "i64 %%lo, i64 %%hi)\n  ret void\n}\n");
+  cpu_fntab_end(t, args, nargs);
 }
 
 static int kgen_init(kgen *k, const cg_ctx *c, const int *mem, int nmem) {
@@ -433,6 +600,36 @@ static void store_members(kgen *k, const int *roots, int nroots, const cpu_view 
   }
 }
 
+typedef struct members {
+  const int *roots;
+  int nroots;
+  const cpu_view *outs;
+  const int8_t *dm;
+} members;
+
+static void store_members_fn(kgen *k, void *ud) {
+  const members *m = ud;
+  store_members(k, m->roots, m->nroots, m->outs, m->dm);
+}
+
+/* The flat loop over the elements [lo, hi): in prefetching blocks when it
+ * streams memory (see pf_loop). */
+static void flat_loop(kgen *k, const int *roots, int nroots, const cpu_view *outs,
+                      const int8_t *dm) {
+  members m = {roots, nroots, outs, dm};
+  pf_stream st[kPfStreams];
+  int64_t widest;
+  int n = pf_streams(k, 0, outs, nroots, st, &widest);
+  if (n) {
+    pf_loop(k, 0, (irv){"%lo"}, (irv){"%hi"}, st, n, widest, 0, store_members_fn, &m);
+    return;
+  }
+  int id;
+  k->var[0] = loop_begin(k, (irv){"%lo"}, (irv){"%hi"}, &id);
+  store_members_fn(k, &m);
+  loop_end(k, k->var[0], id);
+}
+
 int cg_elem(const cg_ctx *c, const int *roots, int nroots, bool copy, const cpu_view *outs,
             int fn_index, cg_info *info) {
   kgen kk, *k = &kk;
@@ -471,9 +668,7 @@ int cg_elem(const cg_ctx *c, const int *roots, int nroots, bool copy, const cpu_
   k->emit = true;
   int id;
   if (k->nd == 1) { /* flat: [lo, hi) are elements */
-    k->var[0] = loop_begin(k, (irv){"%lo"}, (irv){"%hi"}, &id);
-    store_members(k, roots, nroots, outs, dm);
-    loop_end(k, k->var[0], id);
+    flat_loop(k, roots, nroots, outs, dm);
     info->extent = k->D[0];
     info->unit_cost = 1;
   } else { /* rows over the outer dims, an inner loop over the last */
@@ -493,7 +688,7 @@ int cg_elem(const cg_ctx *c, const int *roots, int nroots, bool copy, const cpu_
   if (k->err) goto done;
   fill_info(k, outs, nroots, info);
   finish_function(k, fn_index, outs, nroots);
-  if (c->ir->oom) k->err = LT_ENOMEM;
+  if (c->fns->text.oom || c->fns->oom) k->err = LT_ENOMEM;
 done:
   rc = k->err ? k->err : (k->body.oom || k->allocas.oom ? LT_ENOMEM : LT_OK);
   kgen_free(k);
@@ -696,6 +891,7 @@ int cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, cg_i
   for (int d = 0; d < x->ndim; d++) dm[d] = x->shape[d] == 1 ? -1 : (int8_t)pos[d];
   rstate r = {
       .op = n->op, .dx = x->dtype, .dn = n->dtype, .operand = x->order, .dm = dm, .out = out};
+  k->pf_out = out;
   visit(k, x->order, dm); /* pass 1 */
   if (k->err) goto done;
   collapse(k, nkept);
@@ -750,6 +946,7 @@ int cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, cg_i
       r.shift = shift;
       r.a = acc_new(k, t, ir_f64(0.0));
       int op = r.op;
+      k->pf_pass = true;
       reduced_loops(k, k->nk, body_expsum, &r);
       irv sum = ops_conv(&k->ir, acc_get(k, r.a), r.dx, LT_F64);
       if (op == LT_OP_LOGSUMEXP) {
@@ -773,7 +970,9 @@ tail:
   fill_info(k, out, 1, info);
   finish_function(k, fn_index, out, 1);
 done:
-  rc = k->err ? k->err : (k->body.oom || k->allocas.oom || c->ir->oom ? LT_ENOMEM : LT_OK);
+  rc = k->err
+           ? k->err
+           : (k->body.oom || k->allocas.oom || c->fns->text.oom || c->fns->oom ? LT_ENOMEM : LT_OK);
   kgen_free(k);
   return rc;
 }

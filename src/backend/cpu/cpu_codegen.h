@@ -42,8 +42,7 @@ typedef struct cg_ctx {
   const lt_graph *g;
   const uint8_t *kind;  /* per node: CG_EXPR / CG_VIEW */
   const cpu_view *view; /* per node, for CG_VIEW */
-  lt_strbuf *ir;
-  uint64_t uid;
+  cpu_fntab *fns;       /* each kernel's function goes here */
 } cg_ctx;
 
 /* Whether codegen handles node as a fused elementwise op / a reduction whose

@@ -1,12 +1,13 @@
 /* Execution of a cpu executable: the slot table (parameters, outputs,
  * temporaries in one arena), then each kernel in order. */
-#include <cblas.h>
 #include <string.h>
 
 #include "../../core/lt_alloc.h"
+#include "../../core/lt_buffer_pool.h"
 #include "../../core/lt_error.h"
 #include "../../core/lt_shape.h"
 #include "cpu.h"
+#include "cpu_native.h"
 
 static lt_buffer view_buffer(const cpu_view *v, void **table) {
   lt_buffer b;
@@ -16,7 +17,10 @@ static lt_buffer view_buffer(const cpu_view *v, void **table) {
   memcpy(b.shape, v->shape, sizeof b.shape);
   b.numel = lt__numel(v->shape, v->ndim);
   b.nbytes = (size_t)b.numel * lt_dtype_size((lt_dtype)v->dtype);
-  b.data = (char *)table[v->slot] + (size_t)v->offset * lt_dtype_size((lt_dtype)v->dtype);
+  /* an empty temporary has no storage (no arena): no offset into NULL */
+  b.data = table[v->slot]
+               ? (char *)table[v->slot] + (size_t)v->offset * lt_dtype_size((lt_dtype)v->dtype)
+               : NULL;
   atomic_init(&b.state, LT_BUF_READY);
   return b;
 }
@@ -39,48 +43,41 @@ static int run_fallback(const cpu_kernel *k, void **table) {
     bs[j] = view_buffer(&k->in[j], table);
     in[j] = &bs[j];
   }
-  /* Ops without a cpu path (and nodes whose dtypes the fused loops do not
-   * cover) run on the executor's fallback backend. */
-  int rc = lt__backend_run_fallback(&k->ins, &out, in);
+  /* Ops with a hand-written kernel run it (cpu_native.c); other ops, nodes
+   * whose dtypes neither it nor the fused loops cover, and nodes a kernel
+   * declines (an index out of range: the fallback reports it, in its words)
+   * run on the executor's fallback backend. */
+  cpu_native_fn native = cpu_native_find(k->ins.op, k->ins.dtype, n ? k->in[0].dtype : -1);
+  int rc = native ? native(&k->ins, &out, in) : CPU_NATIVE_DECLINED;
+  if (rc == CPU_NATIVE_DECLINED) rc = lt__backend_run_fallback(&k->ins, &out, in);
   if (bs != bufs) lt__free(bs, (size_t)n * sizeof *bs);
   if (in != in_small) lt__free(in, (size_t)n * sizeof *in);
   return rc;
 }
 
-static void run_blas(const cpu_matmul *mm, const void *abase, const void *bbase, void *out) {
-  int nd = mm->nbatch_dims;
-  int64_t nbatch = 1;
-  for (int d = 0; d < nd; d++) nbatch *= mm->batch_shape[d];
-  size_t es = mm->f64 ? 8 : 4;
-  if (mm->k == 0) {
-    memset(out, 0, (size_t)(nbatch * mm->n * mm->m) * es);
-    return;
+static int run_kernel(const cpu_kernel *k, const cpu_kernel *next, void **table) {
+  switch (k->kind) {
+  case CK_LOOP:
+    cpu_pool_run(k->fn, cpu_loop_args(k, table), k->extent, k->unit_cost);
+    return LT_OK;
+  case CK_BLAS:
+    return cpu_gemm(k, next, table);
+  case CK_REF:
+    return run_fallback(k, table);
+  case CK_MEMCPY:
+    if (k->nbytes) memcpy(table[k->out_slot], table[k->src.slot], k->nbytes);
+    return LT_OK;
   }
-  if (nbatch == 0 || mm->n == 0 || mm->m == 0) return;
-  for (int64_t bi = 0; bi < nbatch; bi++) {
-    int64_t ao = mm->a.offset + lt__unravel_offset(bi, mm->batch_shape, mm->a_bstride, nd);
-    int64_t bo = mm->b.offset + lt__unravel_offset(bi, mm->batch_shape, mm->b_bstride, nd);
-    const char *a = (const char *)abase + (size_t)ao * es;
-    const char *b = (const char *)bbase + (size_t)bo * es;
-    char *c = (char *)out + (size_t)(bi * mm->n * mm->m) * es;
-    enum CBLAS_TRANSPOSE ta = mm->ta ? CblasTrans : CblasNoTrans;
-    enum CBLAS_TRANSPOSE tb = mm->tb ? CblasTrans : CblasNoTrans;
-    if (mm->f64)
-      cblas_dgemm(CblasRowMajor, ta, tb, (blasint)mm->n, (blasint)mm->m, (blasint)mm->k, 1.0,
-                  (const double *)a, (blasint)mm->lda, (const double *)b, (blasint)mm->ldb, 0.0,
-                  (double *)c, (blasint)mm->m);
-    else
-      cblas_sgemm(CblasRowMajor, ta, tb, (blasint)mm->n, (blasint)mm->m, (blasint)mm->k, 1.0f,
-                  (const float *)a, (blasint)mm->lda, (const float *)b, (blasint)mm->ldb, 0.0f,
-                  (float *)c, (blasint)mm->m);
-  }
+  return LT_OK;
 }
 
 int cpu_run(const lt_executable *e, lt_buffer *const *args, lt_buffer *const *outs) {
-  void *small[64];
+  /* the slots, then each loop function's own (cpu_loop_args) */
+  void *small[128];
   void **table = small;
-  if (e->nslots > 64) {
-    table = lt__malloc((size_t)e->nslots * sizeof *table);
+  size_t ntable = (size_t)e->nslots + (size_t)e->nargs;
+  if (ntable > 128) {
+    table = lt__malloc(ntable * sizeof *table);
     if (!table) return LT_ENOMEM;
   }
   char *arena_raw = NULL, *arena = NULL;
@@ -91,7 +88,7 @@ int cpu_run(const lt_executable *e, lt_buffer *const *args, lt_buffer *const *ou
   for (int r = 0; r < e->nroots && rc == LT_OK; r++)
     if (e->alias[r] < 0) rc = lt__buffer_materialize(outs[r]);
   if (rc == LT_OK && e->arena_bytes) {
-    arena_raw = lt__malloc(e->arena_bytes + 64);
+    arena_raw = lt__buffer_pool_alloc(e->arena_bytes + 64, false); /* touched by earlier runs */
     if (!arena_raw) rc = LT_ENOMEM;
     arena = arena_raw + ((64 - ((uintptr_t)arena_raw & 63)) & 63);
   }
@@ -105,24 +102,16 @@ int cpu_run(const lt_executable *e, lt_buffer *const *args, lt_buffer *const *ou
   }
   for (int s = e->nparams + e->nroots; s < e->nslots && rc == LT_OK; s++)
     table[s] = arena ? arena + e->slots[s].offset : NULL; /* no arena: every temporary is empty */
+  for (int a = 0; a < e->nargs && rc == LT_OK; a++) table[e->nslots + a] = table[e->args[a]];
+  bool prof = cpu_profile_on();
   for (int i = 0; i < e->nkernels && rc == LT_OK; i++) {
-    const cpu_kernel *k = &e->kernels[i];
-    switch (k->kind) {
-    case CK_LOOP:
-      cpu_pool_run(k->fn, table, k->extent, k->unit_cost);
-      break;
-    case CK_BLAS:
-      run_blas(&k->mm, table[k->mm.a.slot], table[k->mm.b.slot], table[k->out_slot]);
-      break;
-    case CK_REF:
-      rc = run_fallback(k, table);
-      break;
-    case CK_MEMCPY:
-      if (k->nbytes) memcpy(table[k->out_slot], table[k->src.slot], k->nbytes);
-      break;
-    }
+    const cpu_kernel *k = &e->kernels[i], *next = i + 1 < e->nkernels ? k + 1 : NULL;
+    uint64_t t0 = prof ? cpu_profile_now() : 0;
+    rc = run_kernel(k, next, table);
+    if (prof) cpu_profile_add(e, i, cpu_profile_now() - t0);
+    if (cpu_gemm_takes_next(k, next)) i++; /* it ran as k's epilogue */
   }
-  if (arena_raw) lt__free(arena_raw, e->arena_bytes + 64);
-  if (table != small) lt__free(table, (size_t)e->nslots * sizeof *table);
+  if (arena_raw) lt__buffer_pool_free(arena_raw, e->arena_bytes + 64);
+  if (table != small) lt__free(table, ntable * sizeof *table);
   return rc;
 }

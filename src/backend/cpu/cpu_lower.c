@@ -95,8 +95,8 @@ static cpu_kernel *add_kernel(lw *w, cpu_kind kind, int out_slot) {
   return k;
 }
 
-static void add_read(lw *w, int slot) {
-  cg_info *in = &w->info[w->nk - 1];
+static void add_read_at(lw *w, int kernel, int slot) {
+  cg_info *in = &w->info[kernel];
   if (in->nreads == (int)(sizeof in->reads / sizeof *in->reads)) {
     in->reads_full = true;
     return;
@@ -105,6 +105,8 @@ static void add_read(lw *w, int slot) {
   memset(rd, 0, sizeof *rd);
   rd->slot = slot;
 }
+
+static void add_read(lw *w, int slot) { add_read_at(w, w->nk - 1, slot); }
 
 /* A slot for node i's value: its root's output (or the donated parameter)
  * when i is a root whose slot is still free, else a temporary. */
@@ -484,6 +486,37 @@ static void lw_free(lw *w) {
   w->nk = w->capk = w->nslots = w->capslots = 0;
 }
 
+/* A GEMM's epilogue: the loop kernel right after it, when that loop reads the
+ * product only element for element (bias, activation, residual) and covers
+ * the product's rows in order, so that each block of rows can go through the
+ * loop as soon as the block's product is written, while it is in cache (and
+ * without a second wake-up of the pool). The blocks of the product still read
+ * its operands while earlier blocks' loops run: the loop is made to read them
+ * too, which keeps their storage from being reused for its outputs. */
+static void mark_epilogues(lw *w) {
+  for (int i = 0; i + 1 < w->nk; i++) {
+    cpu_kernel *g = &w->k[i], *l = &w->k[i + 1];
+    cg_info *in = &w->info[i + 1];
+    if (g->kind != CK_BLAS || l->kind != CK_LOOP || g->mm.nbatch_dims != 0 || in->reads_full)
+      continue;
+    int64_t rows = g->mm.n, elems = g->mm.n * g->mm.m;
+    if (rows < 1 || l->extent * l->unit_cost != elems || l->extent % rows) continue;
+    bool reads_product = false, ok = in->nreads + 2 <= (int)(sizeof in->reads / sizeof *in->reads);
+    for (int q = 0; q < in->nreads && ok; q++)
+      if (in->reads[q].slot == g->out_slot) {
+        reads_product = true;
+        ok = in->reads[q].identity;
+      }
+    for (int o = 0; o < in->nouts && ok; o++)
+      ok = in->outs[o] != g->mm.a.slot && in->outs[o] != g->mm.b.slot &&
+           in->outs[o] != g->out_slot;
+    if (!ok || !reads_product) continue;
+    g->epilogue = true;
+    add_read_at(w, i + 1, g->mm.a.slot);
+    add_read_at(w, i + 1, g->mm.b.slot);
+  }
+}
+
 static int lower_once(lw *w) {
   const lt_graph *g = w->g;
   lt_executable *e = w->e;
@@ -507,7 +540,9 @@ static int lower_once(lw *w) {
     int rc = lower_node(w, i);
     if (rc != LT_OK) return rc;
   }
-  return lower_roots(w);
+  int rc = lower_roots(w);
+  if (rc == LT_OK) mark_epilogues(w);
+  return rc;
 }
 
 /* Whether root r may be written over parameter p (see the file comment): 0
@@ -606,20 +641,9 @@ static void plan_buffers(lw *w) {
   e->arena_bytes = arena;
 }
 
-/* Uniform draws are fused (cpu_codegen.c): their kernels call the module's
- * uniform functions, defined here once per dtype. */
-static void add_uniform_defs(const lt_graph *g, lt_strbuf *ir) {
-  bool f32 = false, f64 = false;
-  for (int i = 0; i < g->nnodes; i++) {
-    const lt_node *n = g->nodes[i];
-    if (n->op != LT_OP_RNG_UNIFORM || !fusible(n)) continue;
-    f32 |= n->dtype == LT_F32;
-    f64 |= n->dtype == LT_F64;
-  }
-  ops_uniform_defs(ir, f32, f64);
-}
-
-int cpu_lower(const lt_graph *g, lt_executable *e, lt_strbuf *ir, int *nfns) {
+/* Kernels, slots and the text of the JIT functions into fns (each kernel's
+ * module, with the uniform functions it calls, is made by cpu_backend.c). */
+int cpu_lower(const lt_graph *g, lt_executable *e, cpu_fntab *fns) {
   lw w;
   memset(&w, 0, sizeof w);
   w.g = g;
@@ -638,10 +662,10 @@ int cpu_lower(const lt_graph *g, lt_executable *e, lt_strbuf *ir, int *nfns) {
     goto out;
   for (int r = 0; r < g->nroots; r++) alias[r] = -1;
   w.alias = alias;
-  w.cg = (cg_ctx){g, w.kind, w.view, ir, e->uid};
+  w.cg = (cg_ctx){g, w.kind, w.view, fns};
   mark_materialized(&w);
   if ((rc = plan_groups(&w)) != LT_OK) goto out;
-  size_t mark = ir->len;
+  cpu_fntab_reset(fns);
   if ((rc = lower_once(&w)) != LT_OK) goto out;
   if (g->ndonors) {
     pair_donors(&w, alias);
@@ -649,12 +673,20 @@ int cpu_lower(const lt_graph *g, lt_executable *e, lt_strbuf *ir, int *nfns) {
     for (int r = 0; r < g->nroots; r++) any |= alias[r] >= 0;
     if (any) { /* again, with those roots in their parameters' slots */
       lw_free(&w);
-      lt__sb_truncate(ir, mark);
+      cpu_fntab_reset(fns);
       w.nfns = 0;
       if ((rc = lower_once(&w)) != LT_OK) goto out;
     }
   }
-  add_uniform_defs(g, ir);
+  if (fns->oom || fns->text.oom) {
+    rc = LT_ENOMEM;
+    goto out;
+  }
+  if (fns->misordered || fns->n != w.nfns) { /* each loop kernel made its function, in turn */
+    rc =
+        lt__err(LT_ECOMPILE, "cpu: lowering made %d functions for %d loop kernels", fns->n, w.nfns);
+    goto out;
+  }
   plan_buffers(&w);
   if (getenv("LT_CPU_DEBUG")) {
     for (int j = 0; j < w.nk; j++)
@@ -676,7 +708,6 @@ int cpu_lower(const lt_graph *g, lt_executable *e, lt_strbuf *ir, int *nfns) {
   w.slots = NULL;
   w.k = NULL;
   w.capslots = w.capk = 0;
-  *nfns = w.nfns;
   rc = LT_OK;
 out:
   lw_free(&w);

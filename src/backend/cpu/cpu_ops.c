@@ -7,9 +7,10 @@
  * i8: u8 (and bool) widen with zext / uitofp, i8 with sext / sitofp.
  * When operands and result are all f32, ops compute in f32: + - * / sqrt and
  * comparisons give the same bits as ref's double-then-round; exp, log, tanh,
- * sigmoid, erf, gelu use the polynomial code of cpu_irmath.c (about 1e-6
- * relative). rsqrt, log1p, sin, cos and pow go through double (pow, log1p,
- * sin, cos through libm, scalar). f64 transcendentals call libm.
+ * sigmoid, erf, gelu use the polynomial code of cpu_irmath.c (within 1.3
+ * ulp, sigmoid 2.5). rsqrt, log1p, sin, cos and pow go through double
+ * (pow, log1p, sin, cos through libm, scalar). f64 transcendentals call
+ * libm.
  * Uniform draws (RNG_UNIFORM) are Philox4x32-10 in integer IR, the bits of
  * core/lt_philox.h, in functions of the module that kernels call (below). */
 #include "cpu_ops.h"

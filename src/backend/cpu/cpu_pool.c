@@ -1,11 +1,10 @@
 /* The thread pool: LT_NUM_THREADS workers (default: the CPUs this process may
  * run on), the caller being one of them. A job is a kernel over [0, extent)
  * cut into chunks that threads take from an atomic counter. Small jobs run
- * on the caller alone. Workers sleep on a condition variable between jobs,
- * and OpenBLAS gets the same thread count: a GEMM runs while the pool sleeps,
- * so the two never oversubscribe the cores. */
+ * on the caller alone. Workers sleep on a condition variable between jobs.
+ * The GEMM libraries run one thread per call (cpu_gemm.c), their products cut
+ * into parts for this pool: one set of threads for the whole backend. */
 #define _GNU_SOURCE
-#include <cblas.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -66,7 +65,7 @@ static void pool_init(void) {
   }
   if (n < 1) n = 1;
   if (n > MAX_THREADS) n = MAX_THREADS;
-  openblas_set_num_threads(n);
+  cpu_gemm_init();
   int started = 1;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
@@ -83,6 +82,27 @@ static void pool_init(void) {
 int cpu_pool_threads(void) {
   pthread_once(&g_once, pool_init);
   return g_threads;
+}
+
+/* One job on every thread, the caller included; returns when all chunks ran. */
+static void dispatch(cpu_kernel_fn fn, void **slots, int64_t extent, int64_t chunk) {
+  pthread_mutex_lock(&g_job_lock);
+  g_job.fn = fn;
+  g_job.slots = slots;
+  g_job.extent = extent;
+  g_job.chunk = chunk;
+  g_job.nchunks = (extent + chunk - 1) / chunk;
+  atomic_store(&g_job.next, 0);
+  pthread_mutex_lock(&g_lock);
+  g_active = g_threads - 1;
+  g_gen++;
+  pthread_cond_broadcast(&g_wake);
+  pthread_mutex_unlock(&g_lock);
+  run_chunks();
+  pthread_mutex_lock(&g_lock);
+  while (g_active > 0) pthread_cond_wait(&g_done, &g_lock);
+  pthread_mutex_unlock(&g_lock);
+  pthread_mutex_unlock(&g_job_lock);
 }
 
 void cpu_pool_run(cpu_kernel_fn fn, void **slots, int64_t extent, int64_t unit_cost) {
@@ -102,21 +122,14 @@ void cpu_pool_run(cpu_kernel_fn fn, void **slots, int64_t extent, int64_t unit_c
   if (chunks > extent) chunks = extent;
   int64_t chunk = (extent + chunks - 1) / chunks;
   if (unit_cost <= 1 && chunk > 64) chunk = (chunk + 63) & ~(int64_t)63; /* whole cache lines */
-  pthread_mutex_lock(&g_job_lock);
-  g_job.fn = fn;
-  g_job.slots = slots;
-  g_job.extent = extent;
-  g_job.chunk = chunk;
-  g_job.nchunks = (extent + chunk - 1) / chunk;
-  atomic_store(&g_job.next, 0);
-  pthread_mutex_lock(&g_lock);
-  g_active = nt - 1;
-  g_gen++;
-  pthread_cond_broadcast(&g_wake);
-  pthread_mutex_unlock(&g_lock);
-  run_chunks();
-  pthread_mutex_lock(&g_lock);
-  while (g_active > 0) pthread_cond_wait(&g_done, &g_lock);
-  pthread_mutex_unlock(&g_lock);
-  pthread_mutex_unlock(&g_job_lock);
+  dispatch(fn, slots, extent, chunk);
+}
+
+void cpu_pool_run_parts(cpu_kernel_fn fn, void **ctx, int64_t nparts) {
+  if (nparts <= 0) return;
+  if (cpu_pool_threads() == 1 || nparts == 1) {
+    fn(ctx, 0, nparts);
+    return;
+  }
+  dispatch(fn, ctx, nparts, 1);
 }

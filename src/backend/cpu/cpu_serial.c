@@ -1,9 +1,9 @@
-/* Serialization of a cpu executable (the persistent cache): its plan and its
- * object code. Little-endian, versioned:
+/* Serialization of a cpu executable (the persistent cache): its plan and the
+ * object code of its kernels. Little-endian, versioned:
  *
  *   u32 magic "LTCP", u32 version,
- *   u64 uid (names the JIT functions lt_k<uid>_<i>), u32 nparams, u32 nroots,
- *   u32 nslots, u32 nkernels, u32 nfns, u64 arena_bytes,
+ *   u32 nparams, u32 nroots, u32 nslots, u32 nkernels, u32 nfns, u32 ncodes,
+ *   u32 nargs, u64 arena_bytes,
  *   per slot: u64 nbytes, u64 offset, i32 first, i32 last,
  *   per root: u32 slot, i32 alias (donated parameter written in place, or -1),
  *   per kernel: u8 kind, u32 out_slot, then
@@ -13,7 +13,10 @@
  *     REF:    u16 op, u8 dtype, u8 ndim, i64 shape[ndim], u64 fattr (bits),
  *             u32 noperands, u32 nattrs, i64 attrs[nattrs], view in[noperands], view out
  *     MEMCPY: view src, u64 nbytes
- *   u64 object length n, n bytes of object code (ELF for the host),
+ *   per function: u32 code, u32 nargs (its slots: the next nargs of the list below),
+ *   the functions' slots: u32 slot[nargs],
+ *   per code (a compiled kernel): u64 key lo, u64 key hi, u64 object length n,
+ *     n bytes of object code (ELF for the host) defining the symbol lt_h<key>,
  *   u64 XXH3-64 of every byte before it.
  *   view: u32 slot, u8 dtype, u8 ndim, i64 offset, i64 shape[ndim], i64 strides[ndim].
  *
@@ -27,7 +30,11 @@
  * shapes and strides, and the plan's extents must agree with it. So the
  * payload carries its own checksum, and a payload whose checksum does not
  * match is rejected before anything else is read; the field checks remain
- * for what passes it. Any input gives LT_EINVAL or a sound executable. */
+ * for what passes it. Any input gives LT_EINVAL or a sound executable.
+ *
+ * A kernel whose key is loaded already (another executable has it) is shared,
+ * its object code here unread; the others are loaded from theirs, and must
+ * define their key's symbol. */
 #include <string.h>
 #include <xxhash.h>
 
@@ -36,7 +43,9 @@
 #include "../bytes.h"
 #include "cpu.h"
 
-enum { kCpuMagic = 0x50435a4c /* "LZCP" */, kCpuFormat = 1 };
+#include "../../core/lt_metrics.h"
+
+enum { kCpuMagic = 0x50435a4c /* "LZCP" */, kCpuFormat = 2 };
 #define MAX_DIM_SIZE ((int64_t)1 << 40)
 #define MAX_BYTES ((uint64_t)1 << 40)
 
@@ -56,12 +65,13 @@ int cpu_serialize(const lt_executable *e, void **bytes, size_t *nbytes) {
   lt_wbuf w = {0};
   lt__wb_int(&w, kCpuMagic, 4);
   lt__wb_int(&w, kCpuFormat, 4);
-  lt__wb_int(&w, e->uid, 8);
   lt__wb_int(&w, (uint32_t)e->nparams, 4);
   lt__wb_int(&w, (uint32_t)e->nroots, 4);
   lt__wb_int(&w, (uint32_t)e->nslots, 4);
   lt__wb_int(&w, (uint32_t)e->nkernels, 4);
   lt__wb_int(&w, (uint32_t)e->nfns, 4);
+  lt__wb_int(&w, (uint32_t)e->ncodes, 4);
+  lt__wb_int(&w, (uint32_t)e->nargs, 4);
   lt__wb_int(&w, e->arena_bytes, 8);
   for (int s = 0; s < e->nslots; s++) {
     const cpu_slot *sl = &e->slots[s];
@@ -89,6 +99,7 @@ int cpu_serialize(const lt_executable *e, void **bytes, size_t *nbytes) {
       lt__wb_int(&w, mm->f64, 1);
       lt__wb_int(&w, mm->ta, 1);
       lt__wb_int(&w, mm->tb, 1);
+      lt__wb_int(&w, k->epilogue, 1);
       lt__wb_int(&w, (uint64_t)mm->n, 8);
       lt__wb_int(&w, (uint64_t)mm->m, 8);
       lt__wb_int(&w, (uint64_t)mm->k, 8);
@@ -120,8 +131,20 @@ int cpu_serialize(const lt_executable *e, void **bytes, size_t *nbytes) {
       break;
     }
   }
-  lt__wb_int(&w, e->obj_len, 8);
-  lt__wb_raw(&w, e->obj, e->obj_len);
+  for (int f = 0; f < e->nfns; f++) {
+    lt__wb_int(&w, (uint32_t)e->fns[f].code, 4);
+    lt__wb_int(&w, (uint32_t)e->fns[f].nargs, 4);
+  }
+  for (int a = 0; a < e->nargs; a++) lt__wb_int(&w, (uint32_t)e->args[a], 4);
+  for (int c = 0; c < e->ncodes; c++) {
+    cpu_kkey key = cpu_kcode_key(e->codes[c]);
+    size_t len;
+    const void *obj = cpu_kcode_object(e->codes[c], &len);
+    lt__wb_int(&w, key.lo, 8);
+    lt__wb_int(&w, key.hi, 8);
+    lt__wb_int(&w, len, 8);
+    lt__wb_raw(&w, obj, len);
+  }
   lt__wb_int(&w, w.oom ? 0 : XXH3_64bits(w.p, w.len), 8);
   return lt__wb_finish(&w, bytes, nbytes, "cpu");
 }
@@ -226,6 +249,7 @@ static void r_blas(reader *rd, cpu_kernel *k) {
   lt_rbuf *r = &rd->r;
   cpu_matmul *mm = &k->mm;
   uint64_t f64 = lt__rb_int(r, 1), ta = lt__rb_int(r, 1), tb = lt__rb_int(r, 1);
+  uint64_t epilogue = lt__rb_int(r, 1);
   mm->n = (int64_t)lt__rb_int(r, 8);
   mm->m = (int64_t)lt__rb_int(r, 8);
   mm->k = (int64_t)lt__rb_int(r, 8);
@@ -233,7 +257,10 @@ static void r_blas(reader *rd, cpu_kernel *k) {
   mm->ldb = (int64_t)lt__rb_int(r, 8);
   uint64_t nb = lt__rb_int(r, 1);
   if (fail_if(rd, r->bad, "truncated matmul")) return;
-  if (fail_if(rd, f64 > 1 || ta > 1 || tb > 1 || nb > LT_MAX_DIMS - 2, "bad matmul")) return;
+  if (fail_if(rd, f64 > 1 || ta > 1 || tb > 1 || epilogue > 1 || nb > LT_MAX_DIMS - 2,
+              "bad matmul"))
+    return;
+  k->epilogue = epilogue; /* checked against the next kernel where it runs */
   mm->f64 = f64;
   mm->ta = ta;
   mm->tb = tb;
@@ -353,6 +380,78 @@ static void r_kernel(reader *rd, cpu_kernel *k) {
   }
 }
 
+/* The functions and their slots; NULL, or what is wrong. */
+static const char *r_functions(reader *rd, uint32_t nargs, uint32_t ncodes) {
+  lt_rbuf *r = &rd->r;
+  lt_executable *e = rd->e;
+  if (!e->nfns) return nargs || ncodes ? "functions and codes disagree" : NULL;
+  if (cpu_executable_fn_block(e, e->nfns, (int)nargs) != LT_OK) return "out of memory";
+  uint64_t total = 0;
+  bool *used = lt__calloc(ncodes);
+  if (!used) return "out of memory";
+  const char *bad = NULL;
+  for (int f = 0; f < e->nfns && !bad; f++) {
+    uint32_t code = (uint32_t)lt__rb_int(r, 4), n = (uint32_t)lt__rb_int(r, 4);
+    if (r->bad)
+      bad = "truncated functions";
+    else if (code >= ncodes)
+      bad = "function of a code out of range";
+    else if (n > nargs - total)
+      bad = "function slots beyond the list";
+    else {
+      used[code] = true;
+      e->fns[f] = (cpu_fn){(int)code, (int)total, (int)n};
+      total += n;
+    }
+  }
+  for (uint32_t c = 0; c < ncodes && !bad; c++)
+    if (!used[c]) bad = "a code no function uses";
+  lt__free(used, ncodes);
+  if (bad) return bad;
+  if (total != nargs) return "function slots and the list disagree";
+  for (uint32_t a = 0; a < nargs; a++) {
+    uint32_t s = (uint32_t)lt__rb_int(r, 4);
+    if (r->bad) return "truncated function slots";
+    if (s >= (uint32_t)e->nslots) return "function slot out of range";
+    e->args[a] = (int)s;
+  }
+  return NULL;
+}
+
+/* The codes: shared when loaded already, else loaded from their object code
+ * (which must end the bytes). LT_OK, or an error set. */
+static int r_codes(reader *rd, uint32_t ncodes) {
+  lt_rbuf *r = &rd->r;
+  lt_executable *e = rd->e;
+  if (!ncodes) return lt__rb_left(r) ? lt__err(LT_EINVAL, "bytes after the plan") : LT_OK;
+  cpu_kobj *objs = lt__malloc((size_t)ncodes * sizeof *objs);
+  int rc = objs ? LT_OK : LT_ENOMEM, nshared = 0;
+  for (uint32_t c = 0; c < ncodes && rc == LT_OK; c++) {
+    objs[c].key.lo = lt__rb_int(r, 8);
+    objs[c].key.hi = lt__rb_int(r, 8);
+    uint64_t len = lt__rb_int(r, 8);
+    if (r->bad || len == 0 || len > lt__rb_left(r)) {
+      rc = lt__err(LT_EINVAL, "truncated or empty object code");
+      break;
+    }
+    objs[c].obj = r->p + r->pos;
+    objs[c].len = (size_t)len;
+    r->pos += (size_t)len;
+    for (uint32_t d = 0; d < c && rc == LT_OK; d++)
+      if (objs[d].key.lo == objs[c].key.lo && objs[d].key.hi == objs[c].key.hi)
+        rc = lt__err(LT_EINVAL, "a code twice");
+  }
+  if (rc == LT_OK && lt__rb_left(r)) rc = lt__err(LT_EINVAL, "bytes after the object code");
+  if (rc == LT_OK) rc = cpu_kcode_get(objs, (int)ncodes, e->codes, &nshared);
+  if (rc == LT_OK) {
+    e->ncodes = (int)ncodes;
+    lt__count(LT_CTR_KERNEL_CACHE_HIT, nshared);
+  }
+  lt__free(objs, (size_t)ncodes * sizeof *objs);
+  if (rc == LT_ENOMEM) return lt__err(LT_ENOMEM, "cpu: out of memory deserializing an executable");
+  return rc;
+}
+
 static int bad_bytes(lt_executable *e, const char *what) {
   cpu_executable_free(e);
   if (what && strcmp(what, "out of memory") == 0)
@@ -371,22 +470,25 @@ int cpu_deserialize(const void *bytes, size_t nbytes, lt_executable **out) {
   if (lt__rb_int(&tail, 8) != XXH3_64bits(bytes, nbytes - 8))
     return bad_bytes(NULL, "bad checksum");
   r->len = nbytes - 8; /* the fields end before the checksum */
-  uint64_t uid = lt__rb_int(r, 8);
   uint32_t nparams = (uint32_t)lt__rb_int(r, 4), nroots = (uint32_t)lt__rb_int(r, 4),
            nslots = (uint32_t)lt__rb_int(r, 4), nkernels = (uint32_t)lt__rb_int(r, 4),
-           nfns = (uint32_t)lt__rb_int(r, 4);
+           nfns = (uint32_t)lt__rb_int(r, 4), ncodes = (uint32_t)lt__rb_int(r, 4),
+           nargs = (uint32_t)lt__rb_int(r, 4);
   uint64_t arena = lt__rb_int(r, 8);
   if (r->bad) return bad_bytes(NULL, "truncated header");
-  /* A slot takes 24 bytes, a root 8, a kernel at least 5: no count may
-   * promise more than the bytes left (this bounds every allocation). */
+  /* A slot takes 24 bytes, a root 8, a kernel at least 5, a function 8, an
+   * argument 4, a code at least 25: no count may promise more than the bytes
+   * left (this bounds every allocation). */
   size_t left = lt__rb_left(r);
   if (nslots > left / 24 || nroots > left / 8 || nkernels > left / 5 || nfns > nkernels ||
+      nfns > left / 8 || nargs > left / 4 || ncodes > nfns || ncodes > left / 25 ||
       nparams > nslots || nroots > nslots - nparams || arena > MAX_BYTES)
     return bad_bytes(NULL, "counts larger than the bytes");
   lt_executable *e = lt__calloc(sizeof *e);
   if (!e) return bad_bytes(NULL, "out of memory");
   rd.e = e;
-  e->uid = uid;
+  static _Atomic uint64_t next_uid = (uint64_t)1 << 62; /* apart from compiled ones' */
+  e->uid = atomic_fetch_add(&next_uid, 1);
   e->nparams = (int)nparams;
   e->nroots = (int)nroots;
   e->nfns = (int)nfns;
@@ -436,24 +538,17 @@ int cpu_deserialize(const void *bytes, size_t nbytes, lt_executable **out) {
     e->nkernels = (int)i + 1; /* frees what this kernel holds */
     if (rd.bad) return bad_bytes(e, rd.bad);
   }
-  uint64_t olen = lt__rb_int(r, 8);
-  if (r->bad) return bad_bytes(e, "truncated object length");
-  if (olen != lt__rb_left(r)) return bad_bytes(e, "object length disagrees with the bytes");
-  if ((olen == 0) != (nfns == 0)) return bad_bytes(e, "object code and functions disagree");
-  if (olen) {
-    e->obj = lt__malloc((size_t)olen);
-    if (!e->obj) return bad_bytes(e, "out of memory");
-    e->obj_len = (size_t)olen;
-    memcpy(e->obj, r->p + r->pos, (size_t)olen);
-  }
-  int rc = cpu_executable_link(e);
+  const char *bad = r_functions(&rd, nargs, ncodes);
+  if (bad) return bad_bytes(e, bad);
+  int rc = r_codes(&rd, ncodes);
   if (rc != LT_OK) { /* bytes that do not link are bad bytes too */
     cpu_executable_free(e);
     if (rc == LT_ENOMEM) return rc;
     char msg[512];
     snprintf(msg, sizeof msg, "%s", lt_last_error());
-    return lt__err(LT_EINVAL, "cpu: bad serialized executable: its code does not link (%s)", msg);
+    return lt__err(LT_EINVAL, "cpu: bad serialized executable: %s", msg);
   }
+  cpu_executable_link(e);
   cpu_pool_threads();
   *out = e;
   return LT_OK;

@@ -1,0 +1,230 @@
+/* Matrix products of the cpu backend (CK_BLAS kernels).
+ *
+ * f32 goes to oneDNN's sgemm, which generates AVX-512 (or AVX2, ...) kernels
+ * for the CPU it runs on; f64 goes to OpenBLAS's dgemm, as oneDNN has no f64
+ * GEMM. Both libraries run on one thread per call: the backend's own pool cuts
+ * a product into blocks of output rows or columns (or whole batch entries) and
+ * runs one block per thread. The process then has a single set of worker
+ * threads, which sleep when idle, instead of three (ours, OpenMP's and
+ * OpenBLAS's) competing for the cores and spinning between calls. */
+#define _GNU_SOURCE
+#include <cblas.h>
+#include <dlfcn.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "../../core/lt_error.h"
+#include "../../core/lt_shape.h"
+#include "cpu.h"
+
+/* Below this many multiply-adds a product runs on the calling thread: waking
+ * the pool costs more than it saves. */
+#define GEMM_PAR_MIN (1 << 20)
+/* A block never gets narrower than this (one AVX-512 row of f32 is 16). */
+#define GEMM_MIN_BLOCK 16
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static void (*g_omp_set_num_threads)(int);
+static __thread bool t_omp_single;
+
+/* The OpenMP thread count is per thread: set once on every thread that
+ * runs a product. */
+static void single_threaded_libraries(void) {
+  if (t_omp_single) return;
+  if (g_omp_set_num_threads) g_omp_set_num_threads(1);
+  t_omp_single = true;
+}
+
+static void gemm_init(void) {
+  /* oneDNN's OpenMP runtime is loaded with it; one thread per call keeps
+   * it from starting a team inside each of our workers. */
+  g_omp_set_num_threads = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+  openblas_set_num_threads(1);
+}
+
+void cpu_gemm_init(void) { pthread_once(&g_once, gemm_init); }
+
+/* One product C[n x m] = op(A)[n x k] op(B)[k x m], row-major, ldc = m. */
+typedef struct gemm_block {
+  bool f64, ta, tb;
+  int64_t n, m, k, lda, ldb, ldc;
+  const void *a, *b;
+  void *c;
+} gemm_block;
+
+static int gemm_one(const gemm_block *g) {
+  pthread_once(&g_once, gemm_init);
+  single_threaded_libraries();
+  if (g->n == 0 || g->m == 0) return LT_OK;
+  if (g->f64) {
+    cblas_dgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans,
+                (blasint)g->n, (blasint)g->m, (blasint)g->k, 1.0, g->a, (blasint)g->lda, g->b,
+                (blasint)g->ldb, 0.0, g->c, (blasint)g->ldc);
+    return LT_OK;
+  }
+  dnnl_status_t st = dnnl_sgemm(g->ta ? 'T' : 'N', g->tb ? 'T' : 'N', g->n, g->m, g->k, 1.0f, g->a,
+                                g->lda, g->b, g->ldb, 0.0f, g->c, g->ldc);
+  return st == dnnl_success ? LT_OK : LT_ENOMEM;
+}
+
+/* Block i of a product cut along its rows (split_rows) or columns. */
+typedef struct gemm_job {
+  gemm_block whole;
+  bool split_rows;
+  int64_t block;
+  atomic_int rc;
+  const cpu_kernel *epi; /* a loop run over each block of rows after its product, or NULL */
+  void **table;
+  int64_t epi_per_row; /* the loop's iterations per row of the product */
+} gemm_job;
+
+static void gemm_part(void **ctx, int64_t lo, int64_t hi) {
+  gemm_job *j = (gemm_job *)ctx;
+  size_t es = j->whole.f64 ? 8 : 4;
+  for (int64_t i = lo; i < hi; i++) {
+    gemm_block g = j->whole;
+    int64_t total = j->split_rows ? g.n : g.m;
+    int64_t from = i * j->block, len = total - from < j->block ? total - from : j->block;
+    if (len <= 0) continue;
+    if (j->split_rows) {
+      /* rows of op(A): rows of A, or columns of a transposed A */
+      g.a = (const char *)g.a + (size_t)(g.ta ? from : from * g.lda) * es;
+      g.c = (char *)g.c + (size_t)(from * g.ldc) * es;
+      g.n = len;
+    } else {
+      g.b = (const char *)g.b + (size_t)(g.tb ? from * g.ldb : from) * es;
+      g.c = (char *)g.c + (size_t)from * es;
+      g.m = len;
+    }
+    int rc = gemm_one(&g);
+    if (rc != LT_OK)
+      atomic_store(&j->rc, rc);
+    else if (j->epi)
+      j->epi->fn(cpu_loop_args(j->epi, j->table), from * j->epi_per_row,
+                 (from + len) * j->epi_per_row);
+  }
+}
+
+/* One product, on the pool when it is big enough to share; then its
+ * epilogue, if any: per block of rows when the product is cut along rows,
+ * else over the whole product afterwards. */
+static int gemm_run(const gemm_block *g, const cpu_kernel *epi, void **table) {
+  int nt = cpu_pool_threads();
+  gemm_job j;
+  memset(&j, 0, sizeof j);
+  j.whole = *g;
+  int64_t parts = 0;
+  if (nt > 1 && g->n * g->m * g->k >= GEMM_PAR_MIN) {
+    /* an epilogue wants rows (when there are enough), else the longer side */
+    j.split_rows = epi && g->n / GEMM_MIN_BLOCK >= nt ? true : g->n >= g->m;
+    int64_t total = j.split_rows ? g->n : g->m;
+    parts = total / GEMM_MIN_BLOCK < nt ? total / GEMM_MIN_BLOCK : nt;
+  }
+  if (parts < 2) {
+    int rc = gemm_one(g);
+    if (rc == LT_OK && epi)
+      cpu_pool_run(epi->fn, cpu_loop_args(epi, table), epi->extent, epi->unit_cost);
+    return rc;
+  }
+  int64_t total = j.split_rows ? g->n : g->m;
+  /* equal blocks, rounded up to whole vectors */
+  j.block = (total + parts - 1) / parts;
+  j.block = (j.block + GEMM_MIN_BLOCK - 1) / GEMM_MIN_BLOCK * GEMM_MIN_BLOCK;
+  parts = (total + j.block - 1) / j.block;
+  atomic_init(&j.rc, LT_OK);
+  if (epi && j.split_rows) {
+    j.epi = epi;
+    j.table = table;
+    j.epi_per_row = epi->extent / g->n;
+  }
+  cpu_pool_run_parts(gemm_part, (void **)&j, parts);
+  int rc = atomic_load(&j.rc);
+  if (rc == LT_OK && epi && !j.epi)
+    cpu_pool_run(epi->fn, cpu_loop_args(epi, table), epi->extent, epi->unit_cost);
+  return rc;
+}
+
+static int gemm_failed(void) {
+  return lt__err(LT_ENOMEM, "matmul: the GEMM library failed (out of memory?)");
+}
+
+/* Whole batch entries per thread, when there are enough of them. */
+typedef struct batch_job {
+  const cpu_matmul *mm;
+  const void *abase, *bbase;
+  void *out;
+  atomic_int rc;
+} batch_job;
+
+static gemm_block batch_entry(const cpu_matmul *mm, const void *abase, const void *bbase, void *out,
+                              int64_t bi) {
+  size_t es = mm->f64 ? 8 : 4;
+  int nd = mm->nbatch_dims;
+  int64_t ao = mm->a.offset + lt__unravel_offset(bi, mm->batch_shape, mm->a_bstride, nd);
+  int64_t bo = mm->b.offset + lt__unravel_offset(bi, mm->batch_shape, mm->b_bstride, nd);
+  gemm_block g = {
+      .f64 = mm->f64,
+      .ta = mm->ta,
+      .tb = mm->tb,
+      .n = mm->n,
+      .m = mm->m,
+      .k = mm->k,
+      .lda = mm->lda,
+      .ldb = mm->ldb,
+      .ldc = mm->m,
+      .a = (const char *)abase + (size_t)ao * es,
+      .b = (const char *)bbase + (size_t)bo * es,
+      .c = (char *)out + (size_t)(bi * mm->n * mm->m) * es,
+  };
+  return g;
+}
+
+static void batch_part(void **ctx, int64_t lo, int64_t hi) {
+  batch_job *j = (batch_job *)ctx;
+  for (int64_t bi = lo; bi < hi; bi++) {
+    gemm_block g = batch_entry(j->mm, j->abase, j->bbase, j->out, bi);
+    int rc = gemm_one(&g);
+    if (rc != LT_OK) atomic_store(&j->rc, rc);
+  }
+}
+
+/* Whether kernel `next` can run as the epilogue of product mm (cpu_lower.c
+ * marks it; checked again here, as a loaded file may not be trusted). */
+static bool epilogue_fits(const cpu_matmul *mm, const cpu_kernel *next) {
+  return next && next->kind == CK_LOOP && next->fn && mm->nbatch_dims == 0 && mm->n > 0 &&
+         next->extent * next->unit_cost == mm->n * mm->m && next->extent % mm->n == 0;
+}
+
+int cpu_gemm(const cpu_kernel *k, const cpu_kernel *next, void **table) {
+  const cpu_matmul *mm = &k->mm;
+  const void *abase = table[mm->a.slot], *bbase = table[mm->b.slot];
+  void *out = table[k->out_slot];
+  const cpu_kernel *epi = k->epilogue && epilogue_fits(mm, next) ? next : NULL;
+  int64_t nbatch = 1;
+  for (int d = 0; d < mm->nbatch_dims; d++) nbatch *= mm->batch_shape[d];
+  size_t es = mm->f64 ? 8 : 4;
+  if (nbatch == 0 || mm->n == 0 || mm->m == 0) return LT_OK;
+  if (mm->k == 0) { /* an empty sum */
+    memset(out, 0, (size_t)(nbatch * mm->n * mm->m) * es);
+    if (epi) cpu_pool_run(epi->fn, cpu_loop_args(epi, table), epi->extent, epi->unit_cost);
+    return LT_OK;
+  }
+  int nt = cpu_pool_threads();
+  if (nbatch >= nt && nt > 1 && nbatch * mm->n * mm->m * mm->k >= GEMM_PAR_MIN) {
+    batch_job j = {.mm = mm, .abase = abase, .bbase = bbase, .out = out};
+    atomic_init(&j.rc, LT_OK);
+    cpu_pool_run_parts(batch_part, (void **)&j, nbatch);
+    if (atomic_load(&j.rc) != LT_OK) return gemm_failed();
+    return LT_OK;
+  }
+  for (int64_t bi = 0; bi < nbatch; bi++) {
+    gemm_block g = batch_entry(mm, abase, bbase, out, bi);
+    if (gemm_run(&g, epi, table) != LT_OK) return gemm_failed();
+  }
+  return LT_OK;
+}
+
+bool cpu_gemm_takes_next(const cpu_kernel *k, const cpu_kernel *next) {
+  return k->kind == CK_BLAS && k->epilogue && epilogue_fits(&k->mm, next);
+}
