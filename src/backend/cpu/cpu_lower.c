@@ -508,8 +508,7 @@ static void mark_epilogues(lw *w) {
         ok = in->reads[q].identity;
       }
     for (int o = 0; o < in->nouts && ok; o++)
-      ok = in->outs[o] != g->mm.a.slot && in->outs[o] != g->mm.b.slot &&
-           in->outs[o] != g->out_slot;
+      ok = in->outs[o] != g->mm.a.slot && in->outs[o] != g->mm.b.slot && in->outs[o] != g->out_slot;
     if (!ok || !reads_product) continue;
     g->epilogue = true;
     add_read_at(w, i + 1, g->mm.a.slot);
