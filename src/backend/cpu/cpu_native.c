@@ -83,6 +83,28 @@ static int axis_attr(const lt_instr *ins, int nd) {
 /* Tasks of a line kernel: one per outer index and block of BLOCK columns. */
 static int64_t nblocks(int64_t inner) { return (inner + BLOCK - 1) / BLOCK; }
 
+/* A line kernel: columns [j0, j1) of outer index o, its context behind ctx. */
+typedef void (*cols_fn)(const void *ctx, int64_t o, int64_t j0, int64_t j1);
+typedef struct cols_job {
+  cols_fn fn;
+  const void *ctx;
+  int64_t inner, nblk;
+} cols_job;
+
+static void cols_chunk(void **slots, int64_t lo, int64_t hi) {
+  const cols_job *j = slots[0];
+  for (int64_t t = lo; t < hi; t++) {
+    int64_t o = t / j->nblk, j0 = t % j->nblk * BLOCK;
+    j->fn(j->ctx, o, j0, min64(j0 + BLOCK, j->inner));
+  }
+}
+
+/* fn over every outer index of p and block of BLOCK columns, on the pool. */
+static void par_cols(cols_fn fn, const void *ctx, const lines *p) {
+  cols_job j = {fn, ctx, p->inner, nblocks(p->inner)};
+  par(cols_chunk, &j, p->outer * j.nblk, p->n * min64(p->inner, BLOCK));
+}
+
 /* n elements of es bytes at p set to 0 (every dtype's zero is all 0 bytes). */
 typedef struct zero_ctx {
   char *p;
@@ -144,54 +166,52 @@ static void fill_elems(char *dst, const unsigned char *pat, size_t es, int64_t n
 
 /* ---- argmax / argmin ---------------------------------------------------------------------- */
 
-typedef struct argext_ctx argext_ctx;
-typedef void (*argext_fn)(const argext_ctx *c, int64_t o, int64_t j0, int64_t j1);
-struct argext_ctx {
+typedef struct argext_ctx {
   const void *x;
   int64_t *out;
   lines p;
-  int64_t nblk;
-  argext_fn line;
-};
+  cols_fn line;
+} argext_ctx;
 
 #define NAN_F(v) ((v) != (v))
 #define NAN_I(v) 0
 
 /* Columns [j0, j1) of outer index o: the first extreme along the axis (ref's
  * row_argext: a NaN, once met, is kept). */
-#define ARGEXT(NAME, T, CMP, ISNAN)                                          \
-  static void NAME(const argext_ctx *c, int64_t o, int64_t j0, int64_t j1) { \
-    int64_t n = c->p.n, inner = c->p.inner;                                  \
-    const T *x = (const T *)c->x + o * n * inner;                            \
-    int64_t *out = c->out + o * inner;                                       \
-    if (inner == 1) {                                                        \
-      int64_t best = 0;                                                      \
-      T bv = x[0];                                                           \
-      for (int64_t r = 1; r < n && !ISNAN(bv); r++)                          \
-        if (ISNAN(x[r]) || x[r] CMP bv) {                                    \
-          best = r;                                                          \
-          bv = x[r];                                                         \
-        }                                                                    \
-      out[0] = best;                                                         \
-      return;                                                                \
-    }                                                                        \
-    T bv[BLOCK];                                                             \
-    int64_t best[BLOCK];                                                     \
-    for (int64_t j = j0; j < j1; j++) {                                      \
-      bv[j - j0] = x[j];                                                     \
-      best[j - j0] = 0;                                                      \
-    }                                                                        \
-    for (int64_t r = 1; r < n; r++) {                                        \
-      const T *row = x + r * inner;                                          \
-      for (int64_t j = j0; j < j1; j++) {                                    \
-        T v = row[j], b = bv[j - j0];                                        \
-        if (!ISNAN(b) && (ISNAN(v) || v CMP b)) {                            \
-          bv[j - j0] = v;                                                    \
-          best[j - j0] = r;                                                  \
-        }                                                                    \
-      }                                                                      \
-    }                                                                        \
-    for (int64_t j = j0; j < j1; j++) out[j] = best[j - j0];                 \
+#define ARGEXT(NAME, T, CMP, ISNAN)                                      \
+  static void NAME(const void *ctx, int64_t o, int64_t j0, int64_t j1) { \
+    const argext_ctx *c = ctx;                                           \
+    int64_t n = c->p.n, inner = c->p.inner;                              \
+    const T *x = (const T *)c->x + o * n * inner;                        \
+    int64_t *out = c->out + o * inner;                                   \
+    if (inner == 1) {                                                    \
+      int64_t best = 0;                                                  \
+      T bv = x[0];                                                       \
+      for (int64_t r = 1; r < n && !ISNAN(bv); r++)                      \
+        if (ISNAN(x[r]) || x[r] CMP bv) {                                \
+          best = r;                                                      \
+          bv = x[r];                                                     \
+        }                                                                \
+      out[0] = best;                                                     \
+      return;                                                            \
+    }                                                                    \
+    T bv[BLOCK];                                                         \
+    int64_t best[BLOCK];                                                 \
+    for (int64_t j = j0; j < j1; j++) {                                  \
+      bv[j - j0] = x[j];                                                 \
+      best[j - j0] = 0;                                                  \
+    }                                                                    \
+    for (int64_t r = 1; r < n; r++) {                                    \
+      const T *row = x + r * inner;                                      \
+      for (int64_t j = j0; j < j1; j++) {                                \
+        T v = row[j], b = bv[j - j0];                                    \
+        if (!ISNAN(b) && (ISNAN(v) || v CMP b)) {                        \
+          bv[j - j0] = v;                                                \
+          best[j - j0] = r;                                              \
+        }                                                                \
+      }                                                                  \
+    }                                                                    \
+    for (int64_t j = j0; j < j1; j++) out[j] = best[j - j0];             \
   }
 
 ARGEXT(argmax_f32, float, >, NAN_F)
@@ -207,7 +227,7 @@ ARGEXT(argmin_i8, int8_t, <, NAN_I)
 ARGEXT(argmax_u8, uint8_t, >, NAN_I) /* bool too */
 ARGEXT(argmin_u8, uint8_t, <, NAN_I)
 
-static argext_fn argext_for(int dt, bool max) {
+static cols_fn argext_for(int dt, bool max) {
   switch (dt) {
   case LT_F32:
     return max ? argmax_f32 : argmin_f32;
@@ -224,14 +244,6 @@ static argext_fn argext_for(int dt, bool max) {
   }
 }
 
-static void argext_chunk(void **slots, int64_t lo, int64_t hi) {
-  const argext_ctx *c = slots[0];
-  for (int64_t t = lo; t < hi; t++) {
-    int64_t o = t / c->nblk, j0 = t % c->nblk * BLOCK;
-    c->line(c, o, j0, min64(j0 + BLOCK, c->p.inner));
-  }
-}
-
 static int k_argext(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   const lt_buffer *x = in[0];
   int axis = axis_attr(ins, x->ndim);
@@ -243,66 +255,55 @@ static int k_argext(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
     memset(out->data, 0, (size_t)out->numel * sizeof(int64_t));
     return LT_OK;
   }
-  c.nblk = nblocks(c.p.inner);
   c.line = argext_for(x->dtype, ins->op == LT_OP_ARGMAX);
-  par(argext_chunk, &c, c.p.outer * c.nblk, c.p.n * min64(c.p.inner, BLOCK));
+  par_cols(c.line, &c, &c.p);
   return LT_OK;
 }
 
 /* ---- cumsum ------------------------------------------------------------------------------- */
 
-typedef struct scan_ctx scan_ctx;
-typedef void (*scan_fn)(const scan_ctx *c, int64_t o, int64_t j0, int64_t j1);
-struct scan_ctx {
+typedef struct scan_ctx {
   const void *x;
   void *y;
   lines p;
-  int64_t nblk;
   bool reverse;
-  scan_fn line;
-};
+  cols_fn line;
+} scan_ctx;
 
 /* Columns [j0, j1) of outer index o: running sums in ACC (ref_scan's double
  * or uint64), each stored converted to T. */
-#define SCAN(NAME, T, ACC)                                                 \
-  static void NAME(const scan_ctx *c, int64_t o, int64_t j0, int64_t j1) { \
-    int64_t n = c->p.n, inner = c->p.inner;                                \
-    const T *x = (const T *)c->x + o * n * inner;                          \
-    T *y = (T *)c->y + o * n * inner;                                      \
-    if (inner == 1) { /* one contiguous line: its sum in a register */     \
-      ACC a = 0;                                                           \
-      for (int64_t k = 0; k < n; k++) {                                    \
-        int64_t r = c->reverse ? n - 1 - k : k;                            \
-        a += (ACC)x[r];                                                    \
-        y[r] = (T)a;                                                       \
-      }                                                                    \
-      return;                                                              \
-    }                                                                      \
-    ACC acc[BLOCK];                                                        \
-    for (int64_t j = j0; j < j1; j++) acc[j - j0] = 0;                     \
-    for (int64_t k = 0; k < n; k++) {                                      \
-      int64_t r = c->reverse ? n - 1 - k : k;                              \
-      const T *xr = x + r * inner;                                         \
-      T *yr = y + r * inner;                                               \
-      for (int64_t j = j0; j < j1; j++) {                                  \
-        acc[j - j0] += (ACC)xr[j];                                         \
-        yr[j] = (T)acc[j - j0];                                            \
-      }                                                                    \
-    }                                                                      \
+#define SCAN(NAME, T, ACC)                                               \
+  static void NAME(const void *ctx, int64_t o, int64_t j0, int64_t j1) { \
+    const scan_ctx *c = ctx;                                             \
+    int64_t n = c->p.n, inner = c->p.inner;                              \
+    const T *x = (const T *)c->x + o * n * inner;                        \
+    T *y = (T *)c->y + o * n * inner;                                    \
+    if (inner == 1) { /* one contiguous line: its sum in a register */   \
+      ACC a = 0;                                                         \
+      for (int64_t k = 0; k < n; k++) {                                  \
+        int64_t r = c->reverse ? n - 1 - k : k;                          \
+        a += (ACC)x[r];                                                  \
+        y[r] = (T)a;                                                     \
+      }                                                                  \
+      return;                                                            \
+    }                                                                    \
+    ACC acc[BLOCK];                                                      \
+    for (int64_t j = j0; j < j1; j++) acc[j - j0] = 0;                   \
+    for (int64_t k = 0; k < n; k++) {                                    \
+      int64_t r = c->reverse ? n - 1 - k : k;                            \
+      const T *xr = x + r * inner;                                       \
+      T *yr = y + r * inner;                                             \
+      for (int64_t j = j0; j < j1; j++) {                                \
+        acc[j - j0] += (ACC)xr[j];                                       \
+        yr[j] = (T)acc[j - j0];                                          \
+      }                                                                  \
+    }                                                                    \
   }
 
 SCAN(scan_f32, float, double)
 SCAN(scan_f64, double, double)
 SCAN(scan_i64, int64_t, uint64_t)
 SCAN(scan_i32, int32_t, uint64_t)
-
-static void scan_chunk(void **slots, int64_t lo, int64_t hi) {
-  const scan_ctx *c = slots[0];
-  for (int64_t t = lo; t < hi; t++) {
-    int64_t o = t / c->nblk, j0 = t % c->nblk * BLOCK;
-    c->line(c, o, j0, min64(j0 + BLOCK, c->p.inner));
-  }
-}
 
 static int k_cumsum(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   const lt_buffer *x = in[0];
@@ -313,7 +314,6 @@ static int k_cumsum(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   scan_ctx c = {.x = x->data, .y = out->data, .p = split_at(x->shape, x->ndim, axis)};
   if (!out->numel) return LT_OK;
   c.reverse = ins->attrs[1] != 0;
-  c.nblk = nblocks(c.p.inner);
   switch (x->dtype) {
   case LT_F32:
     c.line = scan_f32;
@@ -330,7 +330,7 @@ static int k_cumsum(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   default:
     return DECLINE;
   }
-  par(scan_chunk, &c, c.p.outer * c.nblk, c.p.n * min64(c.p.inner, BLOCK));
+  par_cols(c.line, &c, &c.p);
   return LT_OK;
 }
 
@@ -953,22 +953,19 @@ static int k_randperm(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in)
 
 /* ---- scatter_add, index_add --------------------------------------------------------------- */
 
-typedef struct scat_ctx scat_ctx;
-typedef void (*scat_fn)(const scat_ctx *c, int64_t o, int64_t j0, int64_t j1);
-struct scat_ctx {
+typedef struct scat_ctx {
   const void *src, *idx;
   bool wide, scatter; /* scatter: an index per element; else one per slice (index_add) */
   void *acc;          /* the output, or double accumulators for an f32 output */
   const int64_t *sshape;
   int nd, axis;
   lines s; /* src around axis */
-  int64_t nblk;
   int64_t ostride[LT_MAX_DIMS];
   int64_t osize;   /* the output's size along axis */
   bool same_inner; /* src and output agree on the axes after axis */
-  scat_fn cols;
+  cols_fn cols;
   atomic_int bad;
-};
+} scat_ctx;
 
 #define ADD_SUM(acc, v) ((acc) += (v))
 #define ADD_OR(acc, v) ((acc) |= (v) != 0) /* bool: ref's sum, stored as sum != 0 */
@@ -976,7 +973,8 @@ struct scat_ctx {
 /* src columns [j0, j1) of outer index o added into acc, down the axis in
  * ref's order (each output element's terms in src's flat order). */
 #define SCAT(NAME, T, A, ADD)                                                                   \
-  static void NAME(const scat_ctx *c, int64_t o, int64_t j0, int64_t j1) {                      \
+  static void NAME(const void *ctx, int64_t o, int64_t j0, int64_t j1) {                        \
+    const scat_ctx *c = ctx;                                                                    \
     const T *src = c->src;                                                                      \
     A *acc = (A *)c->acc + lt__unravel_offset(o, c->sshape, c->ostride, c->axis);               \
     int64_t n = c->s.n, inner = c->s.inner, sax = c->ostride[c->axis];                          \
@@ -1010,7 +1008,7 @@ SCAT(scat_u32, uint32_t, uint32_t, ADD_SUM) /* i32 */
 SCAT(scat_u8, uint8_t, uint8_t, ADD_SUM)    /* u8, i8 */
 SCAT(scat_bool, uint8_t, uint8_t, ADD_OR)
 
-static scat_fn scat_for(int dt) {
+static cols_fn scat_for(int dt) {
   switch (dt) {
   case LT_F32:
     return scat_f32;
@@ -1024,14 +1022,6 @@ static scat_fn scat_for(int dt) {
     return scat_bool;
   default: /* u8, i8 */
     return scat_u8;
-  }
-}
-
-static void scat_chunk(void **slots, int64_t lo, int64_t hi) {
-  const scat_ctx *c = slots[0];
-  for (int64_t t = lo; t < hi; t++) {
-    int64_t o = t / c->nblk, j0 = t % c->nblk * BLOCK;
-    c->cols(c, o, j0, min64(j0 + BLOCK, c->s.inner));
   }
 }
 
@@ -1110,8 +1100,7 @@ static int k_scatter(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) 
   size_t accn = (size_t)out->numel * sizeof(double);
   if (f32 && !(c.acc = lt__malloc(accn))) return DECLINE;
   zero_elems(c.acc, f32 ? sizeof(double) : esize(out->dtype), out->numel);
-  c.nblk = nblocks(c.s.inner);
-  par(scat_chunk, &c, c.s.outer * c.nblk, c.s.n * min64(c.s.inner, BLOCK));
+  par_cols(c.cols, &c, &c.s);
   if (f32) {
     round_ctx r = {c.acc, out->data};
     par(round_chunk, &r, out->numel, 1);
