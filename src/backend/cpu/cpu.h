@@ -122,6 +122,9 @@ static inline void **cpu_loop_args(const cpu_kernel *k, void **table) {
   return table + k->arg_base;
 }
 
+/* Runs loop kernel k over its whole extent on the pool (cpu_pool.c). */
+void cpu_loop_run(const cpu_kernel *k, void **table);
+
 /* ---- lowering and codegen ---- */
 /* The JIT functions of a graph as lowering made them, each an LLVM module of
  * its own: the declarations, the function (whose symbol is the placeholder

@@ -58,7 +58,7 @@ static int run_fallback(const cpu_kernel *k, void **table) {
 static int run_kernel(const cpu_kernel *k, const cpu_kernel *next, void **table) {
   switch (k->kind) {
   case CK_LOOP:
-    cpu_pool_run(k->fn, cpu_loop_args(k, table), k->extent, k->unit_cost);
+    cpu_loop_run(k, table);
     return LT_OK;
   case CK_BLAS:
     return cpu_gemm(k, next, table);

@@ -123,8 +123,7 @@ static int gemm_run(const gemm_block *g, const cpu_kernel *epi, void **table) {
   }
   if (parts < 2) {
     int rc = gemm_one(g);
-    if (rc == LT_OK && epi)
-      cpu_pool_run(epi->fn, cpu_loop_args(epi, table), epi->extent, epi->unit_cost);
+    if (rc == LT_OK && epi) cpu_loop_run(epi, table);
     return rc;
   }
   int64_t total = j.split_rows ? g->n : g->m;
@@ -140,8 +139,7 @@ static int gemm_run(const gemm_block *g, const cpu_kernel *epi, void **table) {
   }
   cpu_pool_run_parts(gemm_part, (void **)&j, parts);
   int rc = atomic_load(&j.rc);
-  if (rc == LT_OK && epi && !j.epi)
-    cpu_pool_run(epi->fn, cpu_loop_args(epi, table), epi->extent, epi->unit_cost);
+  if (rc == LT_OK && epi && !j.epi) cpu_loop_run(epi, table);
   return rc;
 }
 
@@ -207,7 +205,7 @@ int cpu_gemm(const cpu_kernel *k, const cpu_kernel *next, void **table) {
   if (nbatch == 0 || mm->n == 0 || mm->m == 0) return LT_OK;
   if (mm->k == 0) { /* an empty sum */
     memset(out, 0, (size_t)(nbatch * mm->n * mm->m) * es);
-    if (epi) cpu_pool_run(epi->fn, cpu_loop_args(epi, table), epi->extent, epi->unit_cost);
+    if (epi) cpu_loop_run(epi, table);
     return LT_OK;
   }
   int nt = cpu_pool_threads();

@@ -133,3 +133,7 @@ void cpu_pool_run_parts(cpu_kernel_fn fn, void **ctx, int64_t nparts) {
   }
   dispatch(fn, ctx, nparts, 1);
 }
+
+void cpu_loop_run(const cpu_kernel *k, void **table) {
+  cpu_pool_run(k->fn, cpu_loop_args(k, table), k->extent, k->unit_cost);
+}
