@@ -304,6 +304,65 @@ LT_API lt_tensor *lt_log_softmax(lt_tensor *a, int axis);
  * broadcast. bool is not accepted. */
 LT_API lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b);
 
+/* ---- convolution and pooling (NCHW) ------------------------------------------------- */
+/* torch.nn.functional.conv2d: x [N, C, H, W], weight [O, C / groups, kh, kw],
+ * bias [O] or NULL; f32 or f64 (operands promote). stride, padding and
+ * dilation are {h, w} pairs (NULL: 1, 0, 1); groups >= 1 divides C and O.
+ * Output [N, O, (H + 2 ph - dh (kh - 1) - 1) / sh + 1, ...]; an empty output
+ * (a kernel larger than the padded input) is an error, as in PyTorch. */
+LT_API lt_tensor *lt_conv2d(lt_tensor *x, lt_tensor *weight, lt_tensor *bias, const int64_t *stride,
+                            const int64_t *padding, const int64_t *dilation, int64_t groups);
+/* torch.nn.functional.conv_transpose2d: x [N, C, H, W], weight
+ * [C, O / groups, kh, kw], bias [O] or NULL; output_padding {h, w} (NULL: 0)
+ * must be smaller than stride or dilation. Output [N, O,
+ * (H - 1) sh - 2 ph + dh (kh - 1) + oph + 1, ...] (the gradient of conv2d
+ * with respect to its input). */
+LT_API lt_tensor *lt_conv_transpose2d(lt_tensor *x, lt_tensor *weight, lt_tensor *bias,
+                                      const int64_t *stride, const int64_t *padding,
+                                      const int64_t *output_padding, const int64_t *dilation,
+                                      int64_t groups);
+/* torch.nn.functional.max_pool2d on [N, C, H, W] or [C, H, W]: kernel {kh,
+ * kw}; stride NULL means the kernel; padding (NULL: 0) at most half the
+ * kernel, filled with -inf; dilation NULL means 1; ceil_mode as PyTorch (a
+ * window must start inside the input or its left padding). NaN propagates.
+ * The gradient goes to the first largest element of each window (row-major
+ * window order). */
+LT_API lt_tensor *lt_max_pool2d(lt_tensor *x, const int64_t *kernel, const int64_t *stride,
+                                const int64_t *padding, const int64_t *dilation, bool ceil_mode);
+/* torch.nn.functional.avg_pool2d: as max_pool2d without dilation; padding
+ * counts as zeros; count_include_pad chooses whether padded elements count in
+ * each window's divisor; divisor_override > 0 replaces the divisor (0: none). */
+LT_API lt_tensor *lt_avg_pool2d(lt_tensor *x, const int64_t *kernel, const int64_t *stride,
+                                const int64_t *padding, bool ceil_mode, bool count_include_pad,
+                                int64_t divisor_override);
+/* torch.nn.functional.adaptive_avg_pool2d to output {oh, ow}: window i of an
+ * axis of size n covers [floor(i n / o), ceil((i + 1) n / o)). */
+LT_API lt_tensor *lt_adaptive_avg_pool2d(lt_tensor *x, const int64_t *output_size);
+/* torch.flatten: axes start..end (negative counts from the end) merged into one. */
+LT_API lt_tensor *lt_flatten(lt_tensor *x, int start_dim, int end_dim);
+
+/* ---- normalisation ------------------------------------------------------------------- */
+/* torch.nn.functional.batch_norm over axis 1 of x [N, C, ...]. training:
+ * normalises by the batch statistics (mean and biased variance over every
+ * axis but 1) and, when running_mean / running_var are given (both or
+ * neither, [C], x's dtype), updates them lazily in place (lt_assign, no
+ * gradient): r = (1 - momentum) r + momentum s, with the unbiased variance
+ * for running_var (PyTorch's rule; a single value per channel is an error).
+ * Not training: normalises by the running statistics (required). weight and
+ * bias [C] or NULL. */
+LT_API lt_tensor *lt_batch_norm(lt_tensor *x, lt_tensor *running_mean, lt_tensor *running_var,
+                                lt_tensor *weight, lt_tensor *bias, bool training, double momentum,
+                                double eps);
+/* torch.nn.functional.layer_norm: normalises over the last nnorm axes of x,
+ * whose sizes are normalized_shape (the check); weight and bias of
+ * normalized_shape or NULL. Biased variance. */
+LT_API lt_tensor *lt_layer_norm(lt_tensor *x, const int64_t *normalized_shape, int nnorm,
+                                lt_tensor *weight, lt_tensor *bias, double eps);
+/* torch.nn.functional.group_norm: x [N, C, ...], C divisible by num_groups;
+ * statistics per (sample, group); weight and bias [C] or NULL. */
+LT_API lt_tensor *lt_group_norm(lt_tensor *x, int64_t num_groups, lt_tensor *weight,
+                                lt_tensor *bias, double eps);
+
 /* ---- shape ---------------------------------------------------------------------------- */
 /* One entry of shape may be -1 and is then inferred. */
 LT_API lt_tensor *lt_reshape(lt_tensor *a, const int64_t *shape, int ndim);
