@@ -416,6 +416,39 @@ static void test_batch_norm_no_grad_scope(void **state) {
   lt_scope_end();
 }
 
+/* An empty batch leaves the running statistics alone (torch); eager mode
+ * gives the lazy values and updates. */
+static void test_batch_norm_edges(void **state) {
+  (void)state;
+  const int64_t c = 3;
+  double x[12], y[12], mean[3], uvar[3];
+  fill(x, 12, 2.2);
+  bn_oracle(x, 4, 3, 1, NULL, NULL, 1e-5, y, mean, uvar);
+  for (int be = 0; be < tu_nbackends(); be++) {
+    lt__backend_force(kBackends[be]);
+    lt_scope_begin();
+    lt_tensor *rm = lt_zeros(CPU0, LT_F64, &c, 1), *rv = lt_ones(CPU0, LT_F64, &c, 1);
+    lt_tensor *e =
+        lt_batch_norm(lt_zeros(CPU0, LT_F64, SHAPE(0, 3), 2), rm, rv, NULL, NULL, true, 0.1, 1e-5);
+    tu_expect(e, LT_F64, SHAPE(0, 3), 2, NULL, 0);
+    tu_expect(rm, LT_F64, &c, 1, (double[]){0, 0, 0}, 0);
+    tu_expect(rv, LT_F64, &c, 1, (double[]){1, 1, 1}, 0);
+    lt_set_eager(true);
+    tu_expect(lt_batch_norm(tu_f64(SHAPE(4, 3), 2, x), rm, rv, NULL, NULL, true, 0.25, 1e-5),
+              LT_F64, SHAPE(4, 3), 2, y, 1e-12);
+    lt_set_eager(false);
+    double want_m[3], want_v[3];
+    for (int k = 0; k < 3; k++) {
+      want_m[k] = 0.25 * mean[k];
+      want_v[k] = 0.75 + 0.25 * uvar[k];
+    }
+    tu_expect(rm, LT_F64, &c, 1, want_m, 1e-12);
+    tu_expect(rv, LT_F64, &c, 1, want_v, 1e-12);
+    lt_scope_end();
+    lt__backend_force(NULL);
+  }
+}
+
 /* ---- bad inputs ------------------------------------------------------------------------- */
 
 static void test_bad_inputs(void **state) {
@@ -488,6 +521,7 @@ int main(void) {
       TU_TEST(test_norm_grads),
       TU_TEST(test_batch_norm_update_has_no_grad),
       TU_TEST(test_batch_norm_no_grad_scope),
+      TU_TEST(test_batch_norm_edges),
       TU_TEST(test_bad_inputs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
