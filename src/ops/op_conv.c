@@ -147,7 +147,8 @@ lt_tensor *lt_conv2d(lt_tensor *x, lt_tensor *weight, lt_tensor *bias, const int
   const int64_t *ws = weight->shape;
   int64_t c = xs[1], o = ws[0];
   if (o < groups || o % groups) {
-    lt__err(LT_ESHAPE, "%s: the weight's %lld output channels are not a positive multiple of groups %lld", fn,
+    lt__err(LT_ESHAPE,
+            "%s: the weight's %lld output channels are not a positive multiple of groups %lld", fn,
             (long long)o, (long long)groups);
     return NULL;
   }
@@ -268,10 +269,9 @@ static int pool_check(const char *fn, lt_tensor *x, const int64_t *kernel, const
     return LT_EINVAL;
   for (int i = 0; i < 2; i++) {
     if (a->p[i] > a->k[i] / 2)
-      return lt__err(LT_EINVAL,
-                     "%s: padding {%lld, %lld} must be at most half the kernel {%lld, %lld}", fn,
-                     (long long)a->p[0], (long long)a->p[1], (long long)a->k[0],
-                     (long long)a->k[1]);
+      return lt__err(
+          LT_EINVAL, "%s: padding {%lld, %lld} must be at most half the kernel {%lld, %lld}", fn,
+          (long long)a->p[0], (long long)a->p[1], (long long)a->k[0], (long long)a->k[1]);
   }
   for (int i = 0; i < 2; i++) {
     a->out[i] = pool_len(a->xs[2 + i], a->k[i], a->s[i], a->p[i], a->d[i], ceil_mode);
@@ -280,8 +280,8 @@ static int pool_check(const char *fn, lt_tensor *x, const int64_t *kernel, const
                      "%s: the output would be empty: input %lld x %lld is too small for kernel "
                      "{%lld, %lld} with padding {%lld, %lld} and dilation {%lld, %lld}",
                      fn, (long long)a->xs[2], (long long)a->xs[3], (long long)a->k[0],
-                     (long long)a->k[1], (long long)a->p[0], (long long)a->p[1],
-                     (long long)a->d[0], (long long)a->d[1]);
+                     (long long)a->k[1], (long long)a->p[0], (long long)a->p[1], (long long)a->d[0],
+                     (long long)a->d[1]);
   }
   return LT_OK;
 }
@@ -467,8 +467,8 @@ static lt_node *adaptive_axis(lt_node *x, int ax, int64_t out) {
     r = parts[0];
   } else {
     int64_t attr = ax;
-    r = lt__node_make(LT_OP_CONCAT, (lt_dtype)parts[0]->dtype, shape, nd, parts, (int)out, &attr,
-                      1, 0.0);
+    r = lt__node_make(LT_OP_CONCAT, (lt_dtype)parts[0]->dtype, shape, nd, parts, (int)out, &attr, 1,
+                      0.0);
   }
   lt__free(parts, bytes);
   return r;
