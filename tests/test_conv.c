@@ -5,6 +5,8 @@
  * argument error. Run with LT_BACKEND=ref and with the default backend. */
 #include "test_grad_util.h"
 
+#include "../src/ops/lt_ops.h"
+
 /* ---- inputs --------------------------------------------------------------------------- */
 
 /* n values in [-2, 2], multiples of 1/64 (exact in f32, so one set of
@@ -622,6 +624,52 @@ static void test_pool_errors(void **state) {
   EXPECT_BAD(lt_adaptive_avg_pool2d(t16, SHAPE(2, 2)), LT_EDTYPE, "input must be f32 or f64");
 }
 
+/* ---- the kernels check their instructions ------------------------------------------------ */
+
+/* A node no builder would make (op, attrs, result shape), over a's value. */
+static lt_tensor *raw(lt_op op, lt_tensor *a, lt_tensor *b, lt_dtype dt, const int64_t *shape,
+                      const int64_t *attrs, int nattrs) {
+  lt_node *ops[2] = {lt__ir_as(a, lt_get_dtype(a)), b ? lt__ir_as(b, lt_get_dtype(b)) : NULL};
+  return lt__make(CPU0, op, dt, shape, 4, ops, b ? 2 : 1, attrs, nattrs, 0.0);
+}
+
+/* Attributes and shapes come from decoded bytes too: the kernels refuse
+ * what does not fit (LT_EEXEC) rather than read outside their operands. */
+static void test_kernels_check_instructions(void **state) {
+  (void)state;
+  lt_tensor *x = lt_ones(CPU0, LT_F32, SHAPE(1, 4, 5, 5), 4);
+  lt_tensor *w = lt_ones(CPU0, LT_F32, SHAPE(2, 2, 3, 3), 4);
+  const int64_t ok[7] = {1, 1, 0, 0, 1, 1, 2}, ys[4] = {1, 2, 3, 3};
+  lt_tensor *gy4 = lt_ones(CPU0, LT_F32, SHAPE(1, 2, 4, 4), 4); /* more windows than fit */
+  lt_tensor *gy1 = lt_ones(CPU0, LT_F32, SHAPE(1, 2, 1, 1), 4);
+  lt_tensor *w1 = lt_ones(CPU0, LT_F32, SHAPE(2, 1, 3, 3), 4); /* 2 input channels per group */
+  double want[18];
+  for (int i = 0; i < 18; i++) want[i] = 18;
+  tu_expect(raw(LT_OP_CONV2D, x, w, LT_F32, ys, ok, 7), LT_F32, ys, 4, want, 0);
+  tu_expect_exec_error(raw(LT_OP_CONV2D, x, w, LT_F32, ys, ok, 6), "malformed instruction");
+  const int64_t g3[7] = {1, 1, 0, 0, 1, 1, 3}, big[7] = {1, 1, 0, 0, (int64_t)1 << 62, 1, 2};
+  tu_expect_exec_error(raw(LT_OP_CONV2D, x, w, LT_F32, ys, g3, 7), "groups");
+  tu_expect_exec_error(raw(LT_OP_CONV2D, x, w, LT_F32, ys, big, 7), "out of range");
+  tu_expect_exec_error(raw(LT_OP_CONV2D, x, w, LT_F32, SHAPE(1, 2, 4, 3), ok, 7), "output size");
+  tu_expect_exec_error(raw(LT_OP_CONV2D_GRAD_WEIGHT, x, gy4, LT_F32, SHAPE(2, 2, 3, 3), ok, 7),
+                       "output size");
+  tu_expect_exec_error(raw(LT_OP_CONV2D_GRAD_INPUT, gy1, w1, LT_F32, SHAPE(1, 4, 3, 3), ok, 7),
+                       "weight shape");
+  const int64_t pool[8] = {2, 2, 2, 2, 0, 0, 1, 1};
+  tu_expect(raw(LT_OP_MAX_POOL2D_ARGMAX, x, NULL, LT_I64, SHAPE(1, 4, 2, 2), pool, 8), LT_I64,
+            SHAPE(1, 4, 2, 2), 4,
+            (double[]){0, 2, 10, 12, 0, 2, 10, 12, 0, 2, 10, 12, 0, 2, 10, 12}, 0);
+  tu_expect_exec_error(raw(LT_OP_MAX_POOL2D_ARGMAX, x, NULL, LT_I64, SHAPE(1, 4, 2, 2), pool, 7),
+                       "malformed instruction");
+  tu_expect_exec_error(raw(LT_OP_MAX_POOL2D_ARGMAX, x, NULL, LT_I64, SHAPE(1, 4, 4, 2), pool, 8),
+                       "output size");
+  /* padding 1 with dilation 3 over 2 rows: a window of padding only */
+  lt_tensor *x2 = lt_ones(CPU0, LT_F32, SHAPE(1, 1, 2, 2), 4);
+  const int64_t hole[8] = {2, 2, 2, 2, 1, 1, 3, 3};
+  tu_expect_exec_error(raw(LT_OP_MAX_POOL2D_ARGMAX, x2, NULL, LT_I64, SHAPE(1, 1, 1, 1), hole, 8),
+                       "holds no input element");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TU_TEST(test_conv2d_values),
@@ -638,6 +686,7 @@ int main(void) {
       TU_TEST(test_conv_second_order),
       TU_TEST(test_conv_errors),
       TU_TEST(test_pool_errors),
+      TU_TEST(test_kernels_check_instructions),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
