@@ -556,6 +556,9 @@ static void test_conv_errors(void **state) {
   EXPECT_BAD(lt_conv2d(x, w, t6, NULL, NULL, NULL, 2), LT_EDTYPE, "bias must be f32 or f64");
   lt_tensor *t7 = lt_zeros(CPU0, LT_F32, SHAPE(6, 1), 2);
   EXPECT_BAD(lt_conv2d(x, w, t7, one, NULL, NULL, 2), LT_ESHAPE, "lt_conv2d: bias");
+  const int64_t *huge = SHAPE((int64_t)1 << 40, 1);
+  EXPECT_BAD(lt_conv2d(x, w, NULL, NULL, NULL, huge, 2), LT_EINVAL,
+             "kernel {3, 3} with dilation {1099511627776, 1} is too large");
   /* conv_transpose2d: weight [C, O / groups, kh, kw] */
   lt_tensor *wt = lt_zeros(CPU0, LT_F32, SHAPE(4, 3, 3, 3), 4);
   EXPECT_BAD(lt_conv_transpose2d(x, w, NULL, NULL, NULL, NULL, NULL, 1), LT_ESHAPE,
@@ -564,6 +567,8 @@ static void test_conv_errors(void **state) {
              "multiple of groups 3");
   EXPECT_BAD(lt_conv_transpose2d(x, wt, NULL, SHAPE(2, 2), NULL, SHAPE(2, 0), NULL, 1), LT_EINVAL,
              "output_padding {2, 0} must be smaller than either stride");
+  EXPECT_BAD(lt_conv_transpose2d(x, wt, NULL, SHAPE((int64_t)1 << 40, 1), NULL, NULL, NULL, 1),
+             LT_ESHAPE, "the output would be too large");
   EXPECT_BAD(lt_conv_transpose2d(x, wt, NULL, NULL, NULL, SHAPE(0, -1), NULL, 1), LT_EINVAL,
              "output_padding must be non-negative");
   EXPECT_BAD(lt_conv_transpose2d(x, wt, NULL, NULL, SHAPE(4, 0), NULL, NULL, 1), LT_ESHAPE,
@@ -604,6 +609,8 @@ static void test_pool_errors(void **state) {
   lt_tensor *t12 = lt_zeros(CPU0, LT_F32, SHAPE(1, 1, 2, 2), 4);
   EXPECT_BAD(lt_max_pool2d(t12, SHAPE(2, 2), NULL, SHAPE(1, 1), SHAPE(3, 3), false), LT_ESHAPE,
              "covers padding only");
+  EXPECT_BAD(lt_max_pool2d(x, k3, NULL, NULL, SHAPE((int64_t)1 << 40, 1), false), LT_EINVAL,
+             "too large");
   EXPECT_BAD(lt_avg_pool2d(x, k3, NULL, SHAPE(2, 2), false, true, 0), LT_EINVAL,
              "lt_avg_pool2d: padding {2, 2} must be at most half the kernel {3, 3}");
   EXPECT_BAD(lt_avg_pool2d(x, k3, NULL, NULL, false, true, -1), LT_EINVAL,
