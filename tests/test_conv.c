@@ -404,6 +404,34 @@ static void test_flatten(void **state) {
   TU_EXPECT_ERROR(lt_flatten(NULL, 0, 1), LT_EINVAL, "lt_flatten");
 }
 
+/* Values PyTorch 1.13 printed for a ones input [1, 1, H, H] (last output row,
+ * count_include_pad) and its ceil_mode output sizes. */
+static void test_pool_torch_values(void **state) {
+  (void)state;
+  static const struct {
+    int64_t h, k, s, p, out;
+    double last[4];
+  } cases[] = {
+      {5, 2, 2, 0, 3, {1, 1, 1}},
+      {6, 3, 2, 1, 4, {1.0 / 3, 0.5, 0.5, 0.25}},
+      {5, 3, 3, 1, 2, {2.0 / 3, 1}},
+      {4, 2, 3, 1, 2, {0.5, 1}},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int64_t h = cases[i].h, n = cases[i].out;
+    const int64_t k[2] = {cases[i].k, cases[i].k}, st[2] = {cases[i].s, cases[i].s},
+                  p[2] = {cases[i].p, cases[i].p};
+    lt_tensor *x = lt_ones(CPU0, LT_F32, SHAPE(1, 1, h, h), 4);
+    lt_tensor *m = lt_max_pool2d(x, k, st, p, NULL, true);
+    assert_non_null(m);
+    assert_int_equal(lt_shape(m)[2], n);
+    assert_int_equal(lt_shape(m)[3], n);
+    lt_tensor *a = lt_avg_pool2d(x, k, st, p, true, true, 0);
+    lt_tensor *row = lt_slice(a, SHAPE(0, 0, n - 1, 0), NULL, NULL);
+    tu_expect(lt_reshape(row, SHAPE(n), 1), LT_F32, SHAPE(n), 1, cases[i].last, 1e-6);
+  }
+}
+
 /* ---- gradients ------------------------------------------------------------------------------ */
 
 static lt_tensor *conv_fn(lt_tensor *const *in, void *ud) {
@@ -687,6 +715,7 @@ int main(void) {
       TU_TEST(test_max_pool2d_nan_inf),
       TU_TEST(test_avg_pool2d_values),
       TU_TEST(test_adaptive_avg_pool2d_values),
+      TU_TEST(test_pool_torch_values),
       TU_TEST(test_flatten),
       TU_TEST(test_conv_gradients),
       TU_TEST(test_pool_gradients),
