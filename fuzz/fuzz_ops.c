@@ -297,9 +297,38 @@ static lt_tensor *index_op(state *s, reader *r) {
   }
 }
 
+/* Small pairs from -1 to 3 (-1, and 0 where a size must be positive, are errors). */
+static const int64_t *pair(reader *r, int64_t *v) {
+  if (!flag(r)) return NULL;
+  v[0] = pick(r, 5) - 1;
+  v[1] = pick(r, 5) - 1;
+  return v;
+}
+
+static lt_tensor *window_op(state *s, reader *r) {
+  lt_tensor *a = any(s, r), *b = any(s, r);
+  int64_t k[2], st[2], p[2], d[2], o[2];
+  switch (pick(r, 6)) {
+  case 0:
+    return lt_conv2d(a, b, flag(r) ? any(s, r) : NULL, pair(r, st), pair(r, p), pair(r, d),
+                     pick(r, 4));
+  case 1:
+    return lt_conv_transpose2d(a, b, flag(r) ? any(s, r) : NULL, pair(r, st), pair(r, p),
+                               pair(r, o), pair(r, d), pick(r, 4));
+  case 2:
+    return lt_max_pool2d(a, pair(r, k), pair(r, st), pair(r, p), pair(r, d), flag(r));
+  case 3:
+    return lt_avg_pool2d(a, pair(r, k), pair(r, st), pair(r, p), flag(r), flag(r), pick(r, 4) - 1);
+  case 4:
+    return lt_adaptive_avg_pool2d(a, pair(r, o));
+  default:
+    return lt_flatten(a, axis(r), axis(r));
+  }
+}
+
 static void run(state *s, reader *r) {
   lt_clear_error();
-  switch (pick(r, 14)) {
+  switch (pick(r, 15)) {
   case 0:
   case 1: {
     lt_tensor *t = create(r);
@@ -347,6 +376,9 @@ static void run(state *s, reader *r) {
   }
   case 12:
     check_rc(lt_mark_step(device(r)), "lt_mark_step");
+    break;
+  case 13:
+    keep(s, r, window_op(s, r), "window op");
     break;
   default: {
     lt_tensor *d = any(s, r), *v = any(s, r);
