@@ -219,6 +219,9 @@ int cpu_run(const lt_executable *e, lt_buffer *const *args, lt_buffer *const *ou
 /* ---- GEMM (cpu_gemm.c) ---- */
 /* Sets oneDNN and OpenBLAS to one thread per call (the pool splits products). */
 void cpu_gemm_init(void);
+/* Keeps the libraries' calls on the calling thread at one OpenMP thread:
+ * called by every thread that runs oneDNN (the convolutions too). */
+void cpu_gemm_one_thread(void);
 /* Runs CK_BLAS kernel k (out = a @ b over its batch) over the slot table,
  * and with it `next` when k->epilogue holds and next fits (then the caller
  * skips next: see cpu_gemm_takes_next). LT_OK or an error set. */
