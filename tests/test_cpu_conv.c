@@ -13,6 +13,9 @@
  * the pool's size is fixed at its first use). Under LT_BACKEND=ref (the
  * valgrind run) the oneDNN cases are skipped. */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -341,6 +344,52 @@ static void test_conv_cache(void **state) {
   cpu_conv_cleanup();
 }
 
+/* Several threads running problems that overflow the cache while another
+ * empties it: every result right (TSan would see races), nothing freed in use. */
+static atomic_int g_stop;
+
+static void *conv_worker(void *arg) {
+  int64_t id = (int64_t)(intptr_t)arg;
+  float x[3 * 90], w[1] = {2}, y[3 * 90];
+  for (int64_t i = 0; i < 3 * 90; i++) x[i] = (float)i;
+  for (int64_t it = 0; it < 150; it++) {
+    int64_t h = 1 + (it * 7 + id * 13) % 90;
+    prob q = {1, 1, h, 3, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1};
+    if (run_dir(&q, FWD, x, w, y) != LT_OK) return (void *)1;
+    for (int64_t i = 0; i < 3 * h; i++)
+      if (y[i] != 2.0f * (float)i) return (void *)1;
+  }
+  return NULL;
+}
+
+static void *cleaner(void *arg) {
+  (void)arg;
+  while (!atomic_load(&g_stop)) {
+    cpu_conv_cleanup();
+    usleep(200);
+  }
+  return NULL;
+}
+
+static void test_conv_cache_threads(void **state) {
+  (void)state;
+  if (!tu_cpu_allowed()) skip();
+  pthread_t t[4], c;
+  atomic_store(&g_stop, 0);
+  assert_int_equal(pthread_create(&c, NULL, cleaner, NULL), 0);
+  for (int i = 0; i < 4; i++)
+    assert_int_equal(pthread_create(&t[i], NULL, conv_worker, (void *)(intptr_t)i), 0);
+  for (int i = 0; i < 4; i++) {
+    void *r;
+    assert_int_equal(pthread_join(t[i], &r), 0);
+    assert_null(r);
+  }
+  atomic_store(&g_stop, 1);
+  assert_int_equal(pthread_join(c, NULL), 0);
+  cpu_conv_cleanup();
+  assert_int_equal(cpu_conv_cached(), 0);
+}
+
 /* ---- threads: the same problem in child processes with 2 and 8 pool threads --------------- */
 
 static const prob g_thread_prob = {16, 16, 14, 14, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1};
@@ -577,6 +626,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_conv_empty),
       cmocka_unit_test(test_conv_bad),
       cmocka_unit_test(test_conv_cache),
+      cmocka_unit_test(test_conv_cache_threads),
       cmocka_unit_test(test_conv_threads),
       cmocka_unit_test(test_pool_hand),
       cmocka_unit_test(test_pool_shapes),
