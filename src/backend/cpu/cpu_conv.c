@@ -426,6 +426,9 @@ static void slice_part(void **ctx, int64_t lo, int64_t hi) {
 static int conv_run(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in, int kind) {
   geom g;
   if (!read_geom(ins, out, in, kind, &g)) return DECLINE;
+  /* before anything of oneDNN runs here: creating a primitive may open an
+   * OpenMP team too, whose threads would then spin beside ours */
+  cpu_gemm_one_thread();
   if (out->numel == 0) return LT_OK;
   if (in[0]->numel == 0 || in[1]->numel == 0) { /* an empty sum (or all padding) */
     memset(out->data, 0, (size_t)out->numel * sizeof(float));
