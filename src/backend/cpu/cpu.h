@@ -10,6 +10,8 @@
  *   cpu_exec.c     execution: slot table, buffer arena, each kernel in turn
  *   cpu_native.c   hand-written kernels of the ops without generated code (NATIVE rows)
  *   cpu_gemm.c     matrix products: oneDNN (f32), OpenBLAS (f64), split over the pool
+ *   cpu_conv.c     convolutions (oneDNN primitives, cached) and cpu_maxpool.c (max-pool
+ *                  argmax): kernels in cpu_native's shape (cpu_conv.h)
  *   cpu_pool.c     the thread pool (LT_NUM_THREADS) and its BLAS coordination
  *   cpu_backend.c  the lt_backend: buffers, env hash, compile/execute entry points
  *
