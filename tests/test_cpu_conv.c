@@ -248,6 +248,14 @@ static void test_conv_cnn_batch128(void **state) {
   check_prob(&P(128, 32, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1), 8e6);
 }
 
+/* Weights of 4 MB and slices of one sample each: backward-weights keeps its
+ * partial gradients to a few slices. */
+static void test_conv_big_weights(void **state) {
+  (void)state;
+  if (!tu_cpu_allowed()) skip();
+  check_prob(&P(8, 1024, 16, 16, 1024, 1, 1, 1, 1, 0, 0, 1, 1, 1), 4e6);
+}
+
 /* gx's shape gives H: both sizes that map to the same OH (output_padding). */
 static void test_conv_grad_input_sizes(void **state) {
   (void)state;
@@ -635,17 +643,12 @@ int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--conv-child") == 0) return thread_child(argv[2]);
   g_self = argv[0];
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_conv_shapes),
-      cmocka_unit_test(test_conv_cnn_batch128),
-      cmocka_unit_test(test_conv_grad_input_sizes),
-      cmocka_unit_test(test_conv_empty),
-      cmocka_unit_test(test_conv_bad),
-      cmocka_unit_test(test_conv_cache),
-      cmocka_unit_test(test_conv_cache_threads),
-      cmocka_unit_test(test_conv_threads),
-      cmocka_unit_test(test_pool_hand),
-      cmocka_unit_test(test_pool_shapes),
-      cmocka_unit_test(test_pool_bad),
+      cmocka_unit_test(test_conv_shapes),      cmocka_unit_test(test_conv_cnn_batch128),
+      cmocka_unit_test(test_conv_big_weights), cmocka_unit_test(test_conv_grad_input_sizes),
+      cmocka_unit_test(test_conv_empty),       cmocka_unit_test(test_conv_bad),
+      cmocka_unit_test(test_conv_cache),       cmocka_unit_test(test_conv_cache_threads),
+      cmocka_unit_test(test_conv_threads),     cmocka_unit_test(test_pool_hand),
+      cmocka_unit_test(test_pool_shapes),      cmocka_unit_test(test_pool_bad),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -41,8 +41,9 @@
 #define PAR_MIN (1 << 22)   /* multiply-adds below which the calling thread runs alone */
 #define DIM_MAX (1LL << 31) /* any size or attribute at or above: declined */
 #define ALIGN 64
-#define SLICE_BYTES (1 << 20) /* reordered activations of one slice */
-#define BLOCK_MIN 16          /* channels below which a tensor keeps the plain layout */
+#define SLICE_BYTES (1 << 20)    /* reordered activations of one slice */
+#define PARTIAL_BYTES (16 << 20) /* backward-weights' partial gradients, beyond one per thread */
+#define BLOCK_MIN 16             /* channels below which a tensor keeps the plain layout */
 
 enum { FWD, BWD_DATA, BWD_WEIGHT };
 
@@ -449,6 +450,11 @@ static int conv_run(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in, i
   int64_t fit = sample > 0 ? SLICE_BYTES / sample : g.n;
   if (fit < 1) fit = 1;
   int64_t ns = (g.n + fit - 1) / fit;
+  if (kind == BWD_WEIGHT) { /* each slice past the first has a partial gradient */
+    int64_t wbytes = out->numel * (int64_t)sizeof(float);
+    int64_t cap = 1 + PARTIAL_BYTES / wbytes;
+    if (ns > cap) ns = cap;
+  }
   if (par) ns = ns < nt ? nt : (ns + nt - 1) / nt * nt; /* whole rounds of the pool */
   if (ns > g.n) ns = g.n;
   slice_job j = {.g = &g,
