@@ -10,6 +10,8 @@
  *   cpu_exec.c     execution: slot table, buffer arena, each kernel in turn
  *   cpu_native.c   hand-written kernels of the ops without generated code (NATIVE rows)
  *   cpu_gemm.c     matrix products: oneDNN (f32), OpenBLAS (f64), split over the pool
+ *   cpu_conv.c     convolutions (oneDNN primitives, cached) and cpu_maxpool.c (max-pool
+ *                  argmax): kernels in cpu_native's shape (cpu_conv.h)
  *   cpu_pool.c     the thread pool (LT_NUM_THREADS) and its BLAS coordination
  *   cpu_backend.c  the lt_backend: buffers, env hash, compile/execute entry points
  *
@@ -219,6 +221,9 @@ int cpu_run(const lt_executable *e, lt_buffer *const *args, lt_buffer *const *ou
 /* ---- GEMM (cpu_gemm.c) ---- */
 /* Sets oneDNN and OpenBLAS to one thread per call (the pool splits products). */
 void cpu_gemm_init(void);
+/* Keeps the libraries' calls on the calling thread at one OpenMP thread:
+ * called by every thread that runs oneDNN (the convolutions too). */
+void cpu_gemm_one_thread(void);
 /* Runs CK_BLAS kernel k (out = a @ b over its batch) over the slot table,
  * and with it `next` when k->epilogue holds and next fits (then the caller
  * skips next: see cpu_gemm_takes_next). LT_OK or an error set. */

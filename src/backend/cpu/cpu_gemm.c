@@ -45,6 +45,11 @@ static void gemm_init(void) {
 
 void cpu_gemm_init(void) { pthread_once(&g_once, gemm_init); }
 
+void cpu_gemm_one_thread(void) {
+  pthread_once(&g_once, gemm_init);
+  single_threaded_libraries();
+}
+
 /* One product C[n x m] = op(A)[n x k] op(B)[k x m], row-major, ldc = m. */
 typedef struct gemm_block {
   bool f64, ta, tb;
