@@ -348,18 +348,21 @@ LT_API lt_tensor *lt_flatten(lt_tensor *x, int start_dim, int end_dim);
  * neither, [C], x's dtype), updates them lazily in place (lt_assign, no
  * gradient): r = (1 - momentum) r + momentum s, with the unbiased variance
  * for running_var (PyTorch's rule; a single value per channel is an error).
- * Not training: normalises by the running statistics (required). weight and
- * bias [C] or NULL. */
+ * Not training: normalises by the running statistics (required; constants to
+ * autograd). weight and bias [C] or NULL. Every tensor has x's dtype, f32 or
+ * f64 (LT_EDTYPE otherwise, as torch's CPU kernels); eps >= 0 and momentum
+ * finite (LT_EINVAL). */
 LT_API lt_tensor *lt_batch_norm(lt_tensor *x, lt_tensor *running_mean, lt_tensor *running_var,
                                 lt_tensor *weight, lt_tensor *bias, bool training, double momentum,
                                 double eps);
 /* torch.nn.functional.layer_norm: normalises over the last nnorm axes of x,
  * whose sizes are normalized_shape (the check); weight and bias of
- * normalized_shape or NULL. Biased variance. */
+ * normalized_shape or NULL. Biased variance. Dtypes and eps as batch_norm. */
 LT_API lt_tensor *lt_layer_norm(lt_tensor *x, const int64_t *normalized_shape, int nnorm,
                                 lt_tensor *weight, lt_tensor *bias, double eps);
 /* torch.nn.functional.group_norm: x [N, C, ...], C divisible by num_groups;
- * statistics per (sample, group); weight and bias [C] or NULL. */
+ * statistics per (sample, group); weight and bias [C] or NULL. Dtypes and eps
+ * as batch_norm. */
 LT_API lt_tensor *lt_group_norm(lt_tensor *x, int64_t num_groups, lt_tensor *weight,
                                 lt_tensor *bias, double eps);
 
