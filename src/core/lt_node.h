@@ -32,6 +32,7 @@ typedef enum lt_op_family {
   LT_FAM_INDEX,   /* reads at computed positions */
   LT_FAM_RANDOM,  /* counter-based draws from a seed operand */
   LT_FAM_SCATTER, /* writes at computed positions (indexing transposes) */
+  LT_FAM_CONV,    /* convolutions and their gradients, pooling windows (NCHW) */
 } lt_op_family;
 
 /* Result dtype rules (the table's RESULT column). */
