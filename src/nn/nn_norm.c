@@ -4,28 +4,11 @@
 
 #include "nn.h"
 
-/* n elements of v as device data of dtype dt at its first use (never an IR
- * constant: parameters and buffers are overwritten by lt_assign). */
-static lt_tensor *filled_data(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim,
-                              double v) {
-  if (v == 0) return lt__zeros_data(dev, dt, shape, ndim);
-  int64_t n = 1;
-  for (int i = 0; i < ndim; i++) n *= shape[i];
-  size_t esz = dt == LT_F64 ? sizeof(double) : sizeof(float);
-  void *host = lt__malloc((size_t)n * esz);
-  if (!host) {
-    lt__err(LT_ENOMEM, "out of memory (%lld elements)", (long long)n);
-    return NULL;
-  }
-  for (int64_t i = 0; i < n; i++) {
-    if (dt == LT_F64)
-      ((double *)host)[i] = v;
-    else
-      ((float *)host)[i] = (float)v;
-  }
-  lt_tensor *t = lt_from_data(dev, dt, shape, ndim, host);
-  lt__free(host, (size_t)n * esz);
-  return t;
+/* A tensor of shape filled with v, left pending (as the random draws of
+ * lt_nn_linear_init) so that the model's init graph (lt_nn_params_sync or
+ * the next step barrier) makes it device data with everything else. */
+static lt_tensor *filled(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim, double v) {
+  return lt_full(dev, dt, shape, ndim, v);
 }
 
 /* Affine weight (ones) and bias (zeros) of shape, requires-grad set, into
@@ -33,8 +16,8 @@ static lt_tensor *filled_data(lt_device dev, lt_dtype dt, const int64_t *shape, 
 static int affine_init(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim, lt_tensor **w,
                        lt_tensor **b) {
   nn_own_begin();
-  *w = nn_keep(filled_data(dev, dt, shape, ndim, 1.0));
-  *b = nn_keep(filled_data(dev, dt, shape, ndim, 0.0));
+  *w = nn_keep(filled(dev, dt, shape, ndim, 1.0));
+  *b = nn_keep(filled(dev, dt, shape, ndim, 0.0));
   nn_own_end();
   int rc = *w && *b ? LT_OK : lt_last_status() ? lt_last_status() : LT_ENOMEM;
   if (rc == LT_OK) rc = lt_set_requires_grad(*w, true);
@@ -66,8 +49,8 @@ int lt_nn_batchnorm2d_init(lt_nn_batchnorm2d *l, lt_device dev, lt_dtype dt, int
   lt_tensor *w = NULL, *b = NULL;
   if (affine && (rc = affine_init(dev, dt, &num_features, 1, &w, &b)) != LT_OK) return rc;
   nn_own_begin();
-  lt_tensor *rm = nn_keep(filled_data(dev, dt, &num_features, 1, 0.0));
-  lt_tensor *rv = nn_keep(filled_data(dev, dt, &num_features, 1, 1.0));
+  lt_tensor *rm = nn_keep(filled(dev, dt, &num_features, 1, 0.0));
+  lt_tensor *rv = nn_keep(filled(dev, dt, &num_features, 1, 1.0));
   nn_own_end();
   if (!rm || !rv) {
     rc = lt_last_status() ? lt_last_status() : LT_ENOMEM;
