@@ -66,10 +66,11 @@ LT_API lt_tensor *lt_nn_conv2d_forward(const lt_nn_conv2d *l, lt_tensor *x);
 /* Batch normalisation over the channels of [N, C, H, W] (torch.nn.BatchNorm2d,
  * track_running_stats on): affine weight ones and bias zeros (parameters,
  * requires-grad; NULL when not affine), running_mean zeros and running_var
- * ones (buffers: device data without gradient, updated in place by each
- * training forward; sync them with the parameters, save them with the
- * model), momentum 0.1, eps 1e-5 (fields the caller may change before the
- * first forward; a change after it makes new graphs). */
+ * ones (buffers: no gradient, updated in place by each training forward;
+ * sync them with the parameters, save them with the model), momentum 0.1,
+ * eps 1e-5 (fields the caller may change before the first forward; a change
+ * after it makes new graphs). All four are pending until the next sync or
+ * step barrier, as lt_nn_linear_init's draws. */
 typedef struct lt_nn_batchnorm2d {
   lt_tensor *weight, *bias;              /* [C], or NULL */
   lt_tensor *running_mean, *running_var; /* [C] */
