@@ -1,10 +1,11 @@
 /* libFuzzer target: the input bytes are a program of calls through the public
  * API (creation with small random shapes, every dtype, devices CPU:0 and
- * CPU:1; elementwise, reduction, shape, contraction and index ops with random
- * axes and arguments; reads, syncs, step barriers, assignments) inside one
- * scope. Every call must end in a result or a clear error (a negative status
- * and a non-empty lt_last_error()); no crash, leak or abort; and once the scope
- * ends no tensor may be left alive on either device. Runs on the ref backend. */
+ * CPU:1; elementwise, reduction, shape, contraction, index and normalisation
+ * ops with random axes and arguments; reads, syncs, step barriers,
+ * assignments) inside one scope. Every call must end in a result or a clear
+ * error (a negative status and a non-empty lt_last_error()); no crash, leak or
+ * abort; and once the scope ends no tensor may be left alive on either
+ * device. Runs on the ref backend. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -237,9 +238,34 @@ static lt_tensor *shape_op(state *s, reader *r) {
   }
 }
 
+/* The normalisations, with operands drawn from the pool (so often of the
+ * wrong shape or dtype), any flags and eps; batch_norm's running statistics
+ * may be updated in place. */
+static lt_tensor *norm_op(state *s, reader *r) {
+  lt_tensor *x = any(s, r), *p[4];
+  for (int i = 0; i < 4; i++) p[i] = flag(r) ? any(s, r) : NULL;
+  double eps = flag(r) ? value(r) : 1e-5;
+  switch (pick(r, 3)) {
+  case 0:
+    return lt_batch_norm(x, p[0], p[1], p[2], p[3], flag(r), flag(r) ? value(r) : 0.1, eps);
+  case 1: { /* mostly x's trailing dims, sometimes other sizes or counts */
+    int64_t ns[LT_MAX_DIMS];
+    int nd = x ? lt_ndim(x) : 0, nn = pick(r, nd + 2);
+    if (nn > LT_MAX_DIMS) nn = LT_MAX_DIMS;
+    for (int i = 0; i < nn; i++) {
+      int d = nd - nn + i;
+      ns[i] = d >= 0 && !flag(r) ? lt_shape(x)[d] : pick(r, 5);
+    }
+    return lt_layer_norm(x, ns, nn, p[2], p[3], eps);
+  }
+  default:
+    return lt_group_norm(x, pick(r, 5) - 1, p[2], p[3], eps);
+  }
+}
+
 static lt_tensor *index_op(state *s, reader *r) {
   lt_tensor *a = any(s, r), *b = any(s, r), *v = NULL, *i = NULL;
-  switch (pick(r, 12)) {
+  switch (pick(r, 13)) {
   case 0:
     return lt_gather(a, axis(r), b);
   case 1:
@@ -264,14 +290,45 @@ static lt_tensor *index_op(state *s, reader *r) {
   case 10:
     if (lt_topk(a, pick(r, 8) - 1, axis(r), flag(r), &v, flag(r) ? &i : NULL) < 0) return NULL;
     return v;
+  case 11:
+    return norm_op(s, r);
   default:
     return lt_bernoulli(a);
   }
 }
 
+/* Small pairs from -1 to 3 (-1, and 0 where a size must be positive, are errors). */
+static const int64_t *pair(reader *r, int64_t *v) {
+  if (!flag(r)) return NULL;
+  v[0] = pick(r, 5) - 1;
+  v[1] = pick(r, 5) - 1;
+  return v;
+}
+
+static lt_tensor *window_op(state *s, reader *r) {
+  lt_tensor *a = any(s, r), *b = any(s, r);
+  int64_t k[2], st[2], p[2], d[2], o[2];
+  switch (pick(r, 6)) {
+  case 0:
+    return lt_conv2d(a, b, flag(r) ? any(s, r) : NULL, pair(r, st), pair(r, p), pair(r, d),
+                     pick(r, 4));
+  case 1:
+    return lt_conv_transpose2d(a, b, flag(r) ? any(s, r) : NULL, pair(r, st), pair(r, p),
+                               pair(r, o), pair(r, d), pick(r, 4));
+  case 2:
+    return lt_max_pool2d(a, pair(r, k), pair(r, st), pair(r, p), pair(r, d), flag(r));
+  case 3:
+    return lt_avg_pool2d(a, pair(r, k), pair(r, st), pair(r, p), flag(r), flag(r), pick(r, 4) - 1);
+  case 4:
+    return lt_adaptive_avg_pool2d(a, pair(r, o));
+  default:
+    return lt_flatten(a, axis(r), axis(r));
+  }
+}
+
 static void run(state *s, reader *r) {
   lt_clear_error();
-  switch (pick(r, 14)) {
+  switch (pick(r, 15)) {
   case 0:
   case 1: {
     lt_tensor *t = create(r);
@@ -319,6 +376,9 @@ static void run(state *s, reader *r) {
   }
   case 12:
     check_rc(lt_mark_step(device(r)), "lt_mark_step");
+    break;
+  case 13:
+    keep(s, r, window_op(s, r), "window op");
     break;
   default: {
     lt_tensor *d = any(s, r), *v = any(s, r);

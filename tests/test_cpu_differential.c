@@ -512,6 +512,50 @@ static void test_matmul(void **state) {
   assert_int_equal(g_failures - g_failures_before, 0);
 }
 
+/* ---- convolution and pooling: x [2, 4, 7, 6], w [6, 2, 3, 3] (groups 2), b [6] ---- */
+
+static int b_conv_pool(lt_tensor **in, const void *ud, lt_tensor **outs) {
+  int which = *(const int *)ud;
+  lt_tensor *x = in[0], *w = in[1], *b = in[2];
+  const int64_t s2[2] = {2, 2}, p1[2] = {1, 1}, k3[2] = {3, 3}, one[2] = {1, 1};
+  switch (which) {
+  case 0: /* conv, bias, relu, then max pooling with ceil_mode */
+    outs[0] = lt_relu(lt_conv2d(x, w, b, one, p1, NULL, 2));
+    outs[1] = lt_max_pool2d(outs[0], k3, s2, p1, NULL, true);
+    break;
+  case 1: /* strided dilated conv, and the transpose of it (w read as [C, O / g, kh, kw]) */
+    outs[0] = lt_conv2d(x, w, NULL, s2, p1, SHAPE(2, 1), 2);
+    outs[1] = lt_conv_transpose2d(outs[0], w, NULL, s2, p1, one, SHAPE(2, 1), 2); /* [2, 4, ..] */
+    break;
+  default: /* the composites */
+    outs[0] = lt_avg_pool2d(x, k3, s2, p1, true, false, 0);
+    outs[1] = lt_adaptive_avg_pool2d(x, SHAPE(3, 4));
+    break;
+  }
+  if (!outs[0] || !outs[1]) fail_msg("conv/pool case %d: %s", which, lt_last_error());
+  return 2;
+}
+
+static void test_conv_pool(void **state) {
+  (void)state;
+  const lt_dtype dts[2] = {LT_F32, LT_F64};
+  for (int d = 0; d < 2; d++)
+    for (int which = 0; which < 3; which++)
+      for (int sp = 0; sp < 2; sp++) {
+        input in[3];
+        g_rng = 7 + (uint64_t)d * 10 + (uint64_t)which * 2 + (uint64_t)sp;
+        input_fill(&in[0], dts[d], SHAPE(2, 4, 7, 6), 4, sp);
+        input_fill(&in[1], dts[d], SHAPE(6, 2, 3, 3), 4, false);
+        input_fill(&in[2], dts[d], SHAPE(6), 1, false);
+        char what[64];
+        snprintf(what, sizeof what, "conv/pool %s case %d specials %d", lt_dtype_name(dts[d]),
+                 which, sp);
+        diff(what, 0, in, 3, b_conv_pool, &which, true);
+        input_free(in, 3);
+      }
+  assert_int_equal(g_failures - g_failures_before, 0);
+}
+
 /* ---- shape and index ops, fused with elementwise users ---- */
 
 static int b_shapes(lt_tensor **in, const void *ud, lt_tensor **outs) {
@@ -794,6 +838,7 @@ int main(void) {
       cmocka_unit_test_setup(test_where_cast_clamp, setup),
       cmocka_unit_test_setup(test_reductions, setup),
       cmocka_unit_test_setup(test_matmul, setup),
+      cmocka_unit_test_setup(test_conv_pool, setup),
       cmocka_unit_test_setup(test_shape_index, setup),
       cmocka_unit_test_setup(test_random_dags, setup),
       cmocka_unit_test_setup(test_scan_sort, setup),

@@ -192,9 +192,7 @@ static void test_batch_norm_running_stats(void **state) {
       bn_eval_oracle(x, n, c, s, rm, rv, NULL, NULL, 1e-5, y);
       tu_expect(lt_batch_norm(make(dt, shape, 4, x), rmt, rvt, NULL, NULL, false, 0.1, 1e-5), dt,
                 shape, 4, y, tol);
-      lt_scope_end();
-      lt_release(rmt);
-      lt_release(rvt);
+      lt_scope_end(); /* rmt, rvt: the test's own scope (tu_setup) frees them */
     }
     lt__backend_force(NULL);
   }

@@ -59,6 +59,16 @@ static int64_t room(int64_t in, int64_t k, int64_t p, int64_t d) {
   return in + 2 * p - d * (k - 1) - 1;
 }
 
+/* The dilated kernel d (k - 1) + 1 along both axes within CONV_LIMIT, so that
+ * room() cannot overflow. */
+static int span_ok(const char *fn, const int64_t *k, const int64_t *d) {
+  for (int i = 0; i < 2; i++)
+    if (k[i] - 1 > CONV_LIMIT / d[i])
+      return lt__err(LT_EINVAL, "%s: kernel {%lld, %lld} with dilation {%lld, %lld} is too large",
+                     fn, (long long)k[0], (long long)k[1], (long long)d[0], (long long)d[1]);
+  return LT_OK;
+}
+
 /* Floor division that rounds toward -inf for a positive divisor. */
 static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
@@ -147,7 +157,8 @@ lt_tensor *lt_conv2d(lt_tensor *x, lt_tensor *weight, lt_tensor *bias, const int
   const int64_t *ws = weight->shape;
   int64_t c = xs[1], o = ws[0];
   if (o < groups || o % groups) {
-    lt__err(LT_ESHAPE, "%s: the weight's %lld output channels are not a positive multiple of groups %lld", fn,
+    lt__err(LT_ESHAPE,
+            "%s: the weight's %lld output channels are not a positive multiple of groups %lld", fn,
             (long long)o, (long long)groups);
     return NULL;
   }
@@ -159,7 +170,7 @@ lt_tensor *lt_conv2d(lt_tensor *x, lt_tensor *weight, lt_tensor *bias, const int
             (long long)ws[3], (long long)groups, (long long)(ws[1] * groups));
     return NULL;
   }
-  if (check_bias(fn, bias, o) != LT_OK) return NULL;
+  if (check_bias(fn, bias, o) != LT_OK || span_ok(fn, ws + 2, d) != LT_OK) return NULL;
   int64_t rh = room(xs[2], ws[2], p[0], d[0]), rw = room(xs[3], ws[3], p[1], d[1]);
   if (rh < 0 || rw < 0) {
     lt__err(LT_ESHAPE,
@@ -211,9 +222,14 @@ lt_tensor *lt_conv_transpose2d(lt_tensor *x, lt_tensor *weight, lt_tensor *bias,
     return NULL;
   }
   int64_t o = ws[1] * groups;
-  if (check_bias(fn, bias, o) != LT_OK) return NULL;
+  if (check_bias(fn, bias, o) != LT_OK || span_ok(fn, ws + 2, d) != LT_OK) return NULL;
   int64_t ys[4] = {xs[0], o, 0, 0};
   for (int i = 0; i < 2; i++) {
+    if (xs[2 + i] - 1 > CONV_LIMIT / s[i]) {
+      lt__err(LT_ESHAPE, "%s: the output would be too large (input %lld with stride %lld)", fn,
+              (long long)xs[2 + i], (long long)s[i]);
+      return NULL;
+    }
     ys[2 + i] = (xs[2 + i] - 1) * s[i] - 2 * p[i] + d[i] * (ws[2 + i] - 1) + op[i] + 1;
     if (ys[2 + i] < 1) {
       lt__err(LT_ESHAPE, "%s: the output would be empty (size %lld along axis %d)", fn,
@@ -266,12 +282,12 @@ static int pool_check(const char *fn, lt_tensor *x, const int64_t *kernel, const
       pair_arg(fn, "padding", padding, 0, 0, a->p) != LT_OK ||
       pair_arg(fn, "dilation", dilation, 1, 1, a->d) != LT_OK)
     return LT_EINVAL;
+  if (span_ok(fn, a->k, a->d) != LT_OK) return LT_EINVAL;
   for (int i = 0; i < 2; i++) {
     if (a->p[i] > a->k[i] / 2)
-      return lt__err(LT_EINVAL,
-                     "%s: padding {%lld, %lld} must be at most half the kernel {%lld, %lld}", fn,
-                     (long long)a->p[0], (long long)a->p[1], (long long)a->k[0],
-                     (long long)a->k[1]);
+      return lt__err(
+          LT_EINVAL, "%s: padding {%lld, %lld} must be at most half the kernel {%lld, %lld}", fn,
+          (long long)a->p[0], (long long)a->p[1], (long long)a->k[0], (long long)a->k[1]);
   }
   for (int i = 0; i < 2; i++) {
     a->out[i] = pool_len(a->xs[2 + i], a->k[i], a->s[i], a->p[i], a->d[i], ceil_mode);
@@ -280,18 +296,22 @@ static int pool_check(const char *fn, lt_tensor *x, const int64_t *kernel, const
                      "%s: the output would be empty: input %lld x %lld is too small for kernel "
                      "{%lld, %lld} with padding {%lld, %lld} and dilation {%lld, %lld}",
                      fn, (long long)a->xs[2], (long long)a->xs[3], (long long)a->k[0],
-                     (long long)a->k[1], (long long)a->p[0], (long long)a->p[1],
-                     (long long)a->d[0], (long long)a->d[1]);
+                     (long long)a->k[1], (long long)a->p[0], (long long)a->p[1], (long long)a->d[0],
+                     (long long)a->d[1]);
   }
   return LT_OK;
 }
 
 /* False when some window of an axis reads padding only (possible with a
  * dilation larger than the input); PyTorch then returns -inf and an index
- * outside the input, which has no gradient to route, so it is refused. */
+ * outside the input, which has no gradient to route, so it is refused. Only
+ * a window that starts in the left padding can (the output size keeps every
+ * other start inside the input), and its first tap at or past 0 is below d
+ * and among the first ceil(p / d) <= k / 2 taps. */
 static bool windows_reach_input(int64_t in, int64_t out, int64_t k, int64_t s, int64_t p,
                                 int64_t d) {
-  for (int64_t a = 0; a < out; a++) {
+  if (d <= in) return true;
+  for (int64_t a = 0; a < out && a * s < p; a++) {
     int64_t start = a * s - p, first = start;
     if (start < 0) first = start + (-start + d - 1) / d * d; /* the first tap at or past 0 */
     if (first >= in || (first - start) / d >= k) return false;
@@ -370,6 +390,7 @@ static double avg_divisor(const pool_args *g, int64_t a, int64_t b, bool include
 static lt_node *avg_divisors(lt_device dev, lt_dtype dt, const pool_args *g, bool include_pad,
                              int64_t divisor_override) {
   if (divisor_override > 0) return lt__scalar_node(dev, dt, (double)divisor_override);
+  if (g->xs[0] * g->xs[1] == 0) return lt__scalar_node(dev, dt, 1.0); /* nothing to divide */
   int64_t n = g->out[0] * g->out[1];
   size_t nbytes = sizeof(double) * (size_t)n;
   double *v = lt__malloc(nbytes);
@@ -467,8 +488,8 @@ static lt_node *adaptive_axis(lt_node *x, int ax, int64_t out) {
     r = parts[0];
   } else {
     int64_t attr = ax;
-    r = lt__node_make(LT_OP_CONCAT, (lt_dtype)parts[0]->dtype, shape, nd, parts, (int)out, &attr,
-                      1, 0.0);
+    r = lt__node_make(LT_OP_CONCAT, (lt_dtype)parts[0]->dtype, shape, nd, parts, (int)out, &attr, 1,
+                      0.0);
   }
   lt__free(parts, bytes);
   return r;

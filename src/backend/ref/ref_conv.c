@@ -4,12 +4,12 @@
  * Every output element is computed on its own as a sum over the input
  * positions that reach it (the gather form, also for the two gradients), in
  * double, so each is plainly the formula of the op table's comment:
- *   conv2d       y[n,o,a,b]  = sum_{c,i,j} x[n, g Cg + c, a sh - ph + i dh, b sw - pw + j dw] w[o,c,i,j]
- *   grad_input   gx[n,C,h,w] = sum_{o,i,j} gy[n,o,a,b] w[o,C - g Cg,i,j] where h = a sh - ph + i dh
- *   grad_weight  gw[o,c,i,j] = sum_{n,a,b} gy[n,o,a,b] x[n, g Cg + c, a sh - ph + i dh, ...]
- * (g: the group of o or C; Cg = C / groups) with positions outside the input
- * read as zeros. Attributes and shapes come from decoded bytes too, so they
- * are all checked before any element is read. */
+ *   conv2d       y[n,o,a,b]  = sum_{c,i,j} x[n, g Cg + c, a sh - ph + i dh, b sw - pw + j dw]
+ * w[o,c,i,j] grad_input   gx[n,C,h,w] = sum_{o,i,j} gy[n,o,a,b] w[o,C - g Cg,i,j] where h = a sh -
+ * ph + i dh grad_weight  gw[o,c,i,j] = sum_{n,a,b} gy[n,o,a,b] x[n, g Cg + c, a sh - ph + i dh,
+ * ...] (g: the group of o or C; Cg = C / groups) with positions outside the input read as zeros.
+ * Attributes and shapes come from decoded bytes too, so they are all checked before any element is
+ * read. */
 #include <math.h>
 
 #include "../../core/lt_error.h"
