@@ -404,6 +404,34 @@ static void test_flatten(void **state) {
   TU_EXPECT_ERROR(lt_flatten(NULL, 0, 1), LT_EINVAL, "lt_flatten");
 }
 
+/* Values PyTorch 1.13 printed for a ones input [1, 1, H, H] (last output row,
+ * count_include_pad) and its ceil_mode output sizes. */
+static void test_pool_torch_values(void **state) {
+  (void)state;
+  static const struct {
+    int64_t h, k, s, p, out;
+    double last[4];
+  } cases[] = {
+      {5, 2, 2, 0, 3, {1, 1, 1}},
+      {6, 3, 2, 1, 4, {1.0 / 3, 0.5, 0.5, 0.25}},
+      {5, 3, 3, 1, 2, {2.0 / 3, 1}},
+      {4, 2, 3, 1, 2, {0.5, 1}},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int64_t h = cases[i].h, n = cases[i].out;
+    const int64_t k[2] = {cases[i].k, cases[i].k}, st[2] = {cases[i].s, cases[i].s},
+                  p[2] = {cases[i].p, cases[i].p};
+    lt_tensor *x = lt_ones(CPU0, LT_F32, SHAPE(1, 1, h, h), 4);
+    lt_tensor *m = lt_max_pool2d(x, k, st, p, NULL, true);
+    assert_non_null(m);
+    assert_int_equal(lt_shape(m)[2], n);
+    assert_int_equal(lt_shape(m)[3], n);
+    lt_tensor *a = lt_avg_pool2d(x, k, st, p, true, true, 0);
+    lt_tensor *row = lt_slice(a, SHAPE(0, 0, n - 1, 0), NULL, NULL);
+    tu_expect(lt_reshape(row, SHAPE(n), 1), LT_F32, SHAPE(n), 1, cases[i].last, 1e-6);
+  }
+}
+
 /* ---- gradients ------------------------------------------------------------------------------ */
 
 static lt_tensor *conv_fn(lt_tensor *const *in, void *ud) {
@@ -512,7 +540,7 @@ static void test_conv_second_order(void **state) {
 /* ---- argument errors ------------------------------------------------------------------------ */
 
 /* Each call fails with status st and a message naming the function and
- * needle, and leaves no tensor behind. */
+ * needle, and leaves no tensor behind (operands are made before the count). */
 #define EXPECT_BAD(expr, st, needle)                       \
   do {                                                     \
     int64_t live_ = lt_device_live_tensors(CPU0);          \
@@ -529,12 +557,13 @@ static void test_conv_errors(void **state) {
   EXPECT_BAD(lt_conv2d(NULL, w, NULL, NULL, NULL, NULL, 2), LT_EINVAL, "lt_conv2d");
   EXPECT_BAD(lt_conv2d(xi, w, NULL, NULL, NULL, NULL, 2), LT_EDTYPE,
              "lt_conv2d: input must be f32 or f64, got i32");
-  lt_tensor *t1 = lt_zeros(CPU0, LT_I64, SHAPE(6, 2, 3, 3), 4);
-  EXPECT_BAD(lt_conv2d(x, t1, NULL, NULL, NULL, NULL, 2), LT_EDTYPE, "weight must be f32 or f64");
-  lt_tensor *t2 = lt_zeros(CPU0, LT_F32, SHAPE(4, 5), 2);
-  EXPECT_BAD(lt_conv2d(t2, w, NULL, NULL, NULL, NULL, 2), LT_ESHAPE, "input must be 3-d");
-  lt_tensor *t3 = lt_zeros(CPU0, LT_F32, SHAPE(6, 2, 3), 3);
-  EXPECT_BAD(lt_conv2d(x, t3, NULL, NULL, NULL, NULL, 2), LT_ESHAPE, "weight must be 4-d");
+  lt_tensor *w_i64 = lt_zeros(CPU0, LT_I64, SHAPE(6, 2, 3, 3), 4);
+  EXPECT_BAD(lt_conv2d(x, w_i64, NULL, NULL, NULL, NULL, 2), LT_EDTYPE,
+             "weight must be f32 or f64");
+  lt_tensor *x_2d = lt_zeros(CPU0, LT_F32, SHAPE(4, 5), 2);
+  EXPECT_BAD(lt_conv2d(x_2d, w, NULL, NULL, NULL, NULL, 2), LT_ESHAPE, "input must be 3-d");
+  lt_tensor *w_3d = lt_zeros(CPU0, LT_F32, SHAPE(6, 2, 3), 3);
+  EXPECT_BAD(lt_conv2d(x, w_3d, NULL, NULL, NULL, NULL, 2), LT_ESHAPE, "weight must be 4-d");
   EXPECT_BAD(lt_conv2d(x, w, NULL, NULL, NULL, NULL, 0), LT_EINVAL, "groups must be positive");
   EXPECT_BAD(lt_conv2d(x, w, NULL, NULL, NULL, NULL, 1), LT_ESHAPE, "expects 2");
   EXPECT_BAD(lt_conv2d(x, w, NULL, NULL, NULL, NULL, 4), LT_ESHAPE, "multiple of groups");
@@ -547,15 +576,15 @@ static void test_conv_errors(void **state) {
              "too large");
   EXPECT_BAD(lt_conv2d(x, w, NULL, NULL, NULL, SHAPE(3, 1), 2), LT_ESHAPE,
              "smaller than the dilated kernel");
-  lt_tensor *t4 = lt_zeros(CPU0, LT_F32, SHAPE(6, 2, 0, 3), 4);
-  EXPECT_BAD(lt_conv2d(x, t4, NULL, NULL, NULL, NULL, 2), LT_ESHAPE, "size 0 axis");
-  lt_tensor *t5 = lt_zeros(CPU0, LT_F32, SHAPE(5), 1);
-  EXPECT_BAD(lt_conv2d(x, w, t5, NULL, NULL, NULL, 2), LT_ESHAPE,
+  lt_tensor *w_empty = lt_zeros(CPU0, LT_F32, SHAPE(6, 2, 0, 3), 4);
+  EXPECT_BAD(lt_conv2d(x, w_empty, NULL, NULL, NULL, NULL, 2), LT_ESHAPE, "size 0 axis");
+  lt_tensor *b_5 = lt_zeros(CPU0, LT_F32, SHAPE(5), 1);
+  EXPECT_BAD(lt_conv2d(x, w, b_5, NULL, NULL, NULL, 2), LT_ESHAPE,
              "bias must be 1-d with 6 elements");
-  lt_tensor *t6 = lt_zeros(CPU0, LT_I32, SHAPE(6), 1);
-  EXPECT_BAD(lt_conv2d(x, w, t6, NULL, NULL, NULL, 2), LT_EDTYPE, "bias must be f32 or f64");
-  lt_tensor *t7 = lt_zeros(CPU0, LT_F32, SHAPE(6, 1), 2);
-  EXPECT_BAD(lt_conv2d(x, w, t7, one, NULL, NULL, 2), LT_ESHAPE, "lt_conv2d: bias");
+  lt_tensor *b_i32 = lt_zeros(CPU0, LT_I32, SHAPE(6), 1);
+  EXPECT_BAD(lt_conv2d(x, w, b_i32, NULL, NULL, NULL, 2), LT_EDTYPE, "bias must be f32 or f64");
+  lt_tensor *b_2d = lt_zeros(CPU0, LT_F32, SHAPE(6, 1), 2);
+  EXPECT_BAD(lt_conv2d(x, w, b_2d, one, NULL, NULL, 2), LT_ESHAPE, "lt_conv2d: bias");
   const int64_t *huge = SHAPE((int64_t)1 << 40, 1);
   EXPECT_BAD(lt_conv2d(x, w, NULL, NULL, NULL, huge, 2), LT_EINVAL,
              "kernel {3, 3} with dilation {1099511627776, 1} is too large");
@@ -573,8 +602,8 @@ static void test_conv_errors(void **state) {
              "output_padding must be non-negative");
   EXPECT_BAD(lt_conv_transpose2d(x, wt, NULL, NULL, SHAPE(4, 0), NULL, NULL, 1), LT_ESHAPE,
              "the output would be empty");
-  lt_tensor *t8 = lt_zeros(CPU0, LT_F32, SHAPE(4), 1);
-  EXPECT_BAD(lt_conv_transpose2d(x, wt, t8, NULL, NULL, NULL, NULL, 1), LT_ESHAPE,
+  lt_tensor *b_4 = lt_zeros(CPU0, LT_F32, SHAPE(4), 1);
+  EXPECT_BAD(lt_conv_transpose2d(x, wt, b_4, NULL, NULL, NULL, NULL, 1), LT_ESHAPE,
              "bias must be 1-d with 3 elements");
 }
 
@@ -583,13 +612,13 @@ static void test_pool_errors(void **state) {
   lt_tensor *x = lt_zeros(CPU0, LT_F32, SHAPE(1, 2, 5, 5), 4);
   const int64_t *k3 = SHAPE(3, 3);
   EXPECT_BAD(lt_max_pool2d(NULL, k3, NULL, NULL, NULL, false), LT_EINVAL, "lt_max_pool2d");
-  lt_tensor *t9 = lt_zeros(CPU0, LT_I64, SHAPE(1, 2, 5, 5), 4);
-  EXPECT_BAD(lt_max_pool2d(t9, k3, NULL, NULL, NULL, false), LT_EDTYPE,
+  lt_tensor *x_i64 = lt_zeros(CPU0, LT_I64, SHAPE(1, 2, 5, 5), 4);
+  EXPECT_BAD(lt_max_pool2d(x_i64, k3, NULL, NULL, NULL, false), LT_EDTYPE,
              "lt_max_pool2d: input must be f32 or f64");
-  lt_tensor *t10 = lt_zeros(CPU0, LT_F32, SHAPE(5, 5), 2);
-  EXPECT_BAD(lt_max_pool2d(t10, k3, NULL, NULL, NULL, false), LT_ESHAPE, "input must be 3-d");
-  lt_tensor *t11 = lt_zeros(CPU0, LT_F32, SHAPE(1, 0, 5, 5), 4);
-  EXPECT_BAD(lt_max_pool2d(t11, k3, NULL, NULL, NULL, false), LT_ESHAPE,
+  lt_tensor *x_2d = lt_zeros(CPU0, LT_F32, SHAPE(5, 5), 2);
+  EXPECT_BAD(lt_max_pool2d(x_2d, k3, NULL, NULL, NULL, false), LT_ESHAPE, "input must be 3-d");
+  lt_tensor *x_no_c = lt_zeros(CPU0, LT_F32, SHAPE(1, 0, 5, 5), 4);
+  EXPECT_BAD(lt_max_pool2d(x_no_c, k3, NULL, NULL, NULL, false), LT_ESHAPE,
              "size 0 axis other than the batch");
   EXPECT_BAD(lt_max_pool2d(x, NULL, NULL, NULL, NULL, false), LT_EINVAL, "kernel is NULL");
   EXPECT_BAD(lt_max_pool2d(x, SHAPE(0, 2), NULL, NULL, NULL, false), LT_EINVAL,
@@ -606,8 +635,8 @@ static void test_pool_errors(void **state) {
   EXPECT_BAD(lt_max_pool2d(x, k3, NULL, NULL, SHAPE(3, 1), false), LT_ESHAPE,
              "the output would be empty");
   /* a window of padding only: H = 2, kernel 2, padding 1, dilation 3 */
-  lt_tensor *t12 = lt_zeros(CPU0, LT_F32, SHAPE(1, 1, 2, 2), 4);
-  EXPECT_BAD(lt_max_pool2d(t12, SHAPE(2, 2), NULL, SHAPE(1, 1), SHAPE(3, 3), false), LT_ESHAPE,
+  lt_tensor *x_2x2 = lt_zeros(CPU0, LT_F32, SHAPE(1, 1, 2, 2), 4);
+  EXPECT_BAD(lt_max_pool2d(x_2x2, SHAPE(2, 2), NULL, SHAPE(1, 1), SHAPE(3, 3), false), LT_ESHAPE,
              "covers padding only");
   EXPECT_BAD(lt_max_pool2d(x, k3, NULL, NULL, SHAPE((int64_t)1 << 40, 1), false), LT_EINVAL,
              "too large");
@@ -615,20 +644,20 @@ static void test_pool_errors(void **state) {
              "lt_avg_pool2d: padding {2, 2} must be at most half the kernel {3, 3}");
   EXPECT_BAD(lt_avg_pool2d(x, k3, NULL, NULL, false, true, -1), LT_EINVAL,
              "divisor_override must be positive");
-  lt_tensor *t13 = lt_zeros(CPU0, LT_I32, SHAPE(2, 5, 5), 3);
-  EXPECT_BAD(lt_avg_pool2d(t13, k3, NULL, NULL, false, true, 0), LT_EDTYPE,
+  lt_tensor *x_i32 = lt_zeros(CPU0, LT_I32, SHAPE(2, 5, 5), 3);
+  EXPECT_BAD(lt_avg_pool2d(x_i32, k3, NULL, NULL, false, true, 0), LT_EDTYPE,
              "lt_avg_pool2d: input must be f32 or f64");
   EXPECT_BAD(lt_avg_pool2d(x, SHAPE(6, 6), NULL, NULL, false, true, 0), LT_ESHAPE,
              "the output would be empty");
   EXPECT_BAD(lt_adaptive_avg_pool2d(x, NULL), LT_EINVAL, "output_size is NULL");
   EXPECT_BAD(lt_adaptive_avg_pool2d(x, SHAPE(-1, 2)), LT_EINVAL,
              "lt_adaptive_avg_pool2d: output_size must be non-negative");
-  lt_tensor *t14 = lt_zeros(CPU0, LT_F32, SHAPE(1, 2, 0, 5), 4);
-  EXPECT_BAD(lt_adaptive_avg_pool2d(t14, SHAPE(2, 2)), LT_ESHAPE, "empty spatial axis");
-  lt_tensor *t15 = lt_zeros(CPU0, LT_F32, SHAPE(2, 1, 2, 5, 5), 5);
-  EXPECT_BAD(lt_adaptive_avg_pool2d(t15, SHAPE(2, 2)), LT_ESHAPE, "input must be 3-d");
-  lt_tensor *t16 = lt_zeros(CPU0, LT_U8, SHAPE(2, 5, 5), 3);
-  EXPECT_BAD(lt_adaptive_avg_pool2d(t16, SHAPE(2, 2)), LT_EDTYPE, "input must be f32 or f64");
+  lt_tensor *x_no_h = lt_zeros(CPU0, LT_F32, SHAPE(1, 2, 0, 5), 4);
+  EXPECT_BAD(lt_adaptive_avg_pool2d(x_no_h, SHAPE(2, 2)), LT_ESHAPE, "empty spatial axis");
+  lt_tensor *x_5d = lt_zeros(CPU0, LT_F32, SHAPE(2, 1, 2, 5, 5), 5);
+  EXPECT_BAD(lt_adaptive_avg_pool2d(x_5d, SHAPE(2, 2)), LT_ESHAPE, "input must be 3-d");
+  lt_tensor *x_u8 = lt_zeros(CPU0, LT_U8, SHAPE(2, 5, 5), 3);
+  EXPECT_BAD(lt_adaptive_avg_pool2d(x_u8, SHAPE(2, 2)), LT_EDTYPE, "input must be f32 or f64");
 }
 
 /* ---- the kernels check their instructions ------------------------------------------------ */
@@ -686,6 +715,7 @@ int main(void) {
       TU_TEST(test_max_pool2d_nan_inf),
       TU_TEST(test_avg_pool2d_values),
       TU_TEST(test_adaptive_avg_pool2d_values),
+      TU_TEST(test_pool_torch_values),
       TU_TEST(test_flatten),
       TU_TEST(test_conv_gradients),
       TU_TEST(test_pool_gradients),
