@@ -27,8 +27,12 @@ int lt_nn_conv2d_init(lt_nn_conv2d *l, lt_device dev, lt_dtype dt, int64_t in, i
                    (long long)groups, (long long)in, (long long)out);
   if (!kernel) return lt__err(LT_EINVAL, "%s: kernel is NULL", fn);
   int64_t k[2], s[2], p[2], d[2];
-  if (!pair_or(kernel, 1, 1, k) || !pair_or(stride, 1, 1, s) || !pair_or(padding, 0, 0, p) ||
-      !pair_or(dilation, 1, 1, d))
+  /* every pair filled before the check: the message prints them all */
+  bool ok = pair_or(kernel, 1, 1, k);
+  ok &= pair_or(stride, 1, 1, s);
+  ok &= pair_or(padding, 0, 0, p);
+  ok &= pair_or(dilation, 1, 1, d);
+  if (!ok)
     return lt__err(LT_EINVAL,
                    "%s: kernel {%lld, %lld}, stride {%lld, %lld} and dilation {%lld, %lld} must "
                    "be >= 1, padding {%lld, %lld} >= 0",
