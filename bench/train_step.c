@@ -11,6 +11,10 @@
  * run on (the library's default), exported to both. PyTorch also runs at
  * each thread count from 1 to ours, and its fastest is the second peer:
  *   bench train_step_best <ms> ms ratio <torch_best_ms / ours> vs torch_best
+ * --model cnn times lazytensor-train's CNN instead (tools/train/model_cnn.c:
+ * conv / batch norm / ReLU / max-pool twice, linear, dropout, linear; training
+ * mode), against the same CNN in torch, and prints the same three lines named
+ * train_step_cnn, train_step_cnn_best and train_step_cnn_peak_rss.
  * Backend: --backend ref|cpu, else $LT_BACKEND. A step's time is the wall
  * time between successive lt_mark_step returns: with asynchronous execution
  * that is the steady-state cost of a step (tracing overlaps the last one). */
@@ -27,6 +31,7 @@
 #include "bench_mlp.h"
 #include "lazytensor.h"
 #include "lazytensor_nn.h"
+#include "model.h"
 
 #ifndef LT_SOURCE_DIR
 #define LT_SOURCE_DIR "."
@@ -52,13 +57,14 @@ typedef struct torch_run {
 /* bench/train_step_torch.py at a thread count; ms < 0 when torch is absent.
  * Debian's python3-torch lives beside /usr/bin/python3, which may not be the
  * python3 first on PATH. */
-static torch_run run_torch(const char *threads, int64_t hidden, const char *data) {
+static torch_run run_torch(const char *threads, int64_t hidden, const char *data, bool cnn) {
   torch_run r = {-1, -1, NAN, atoi(threads)};
   char cmd[1024];
   snprintf(cmd, sizeof cmd,
            "for py in /usr/bin/python3 python3; do $py -c 'import torch' 2>/dev/null && break; "
-           "done; $py '%s/bench/train_step_torch.py' --threads %s --hidden %lld %s%s 2>/dev/null",
-           LT_SOURCE_DIR, threads, (long long)hidden, data ? "--data " : "", data ? data : "");
+           "done; $py '%s/bench/train_step_torch.py' --threads %s --hidden %lld%s %s%s 2>/dev/null",
+           LT_SOURCE_DIR, threads, (long long)hidden, cnn ? " --model cnn" : "",
+           data ? "--data " : "", data ? data : "");
   FILE *p = popen(cmd, "r");
   if (!p) return r;
   char line[256];
@@ -71,9 +77,18 @@ static torch_run run_torch(const char *threads, int64_t hidden, const char *data
   return r;
 }
 
+/* One training step of the CNN (training mode: batch statistics, dropout);
+ * the loss (owned by the open scope) or NULL. */
+static lt_tensor *cnn_step(train_model *m, lt_nn_optim *opt, lt_tensor *x, lt_tensor *y) {
+  lt_tensor *loss = lt_nn_cross_entropy(m->forward(m, x, true), y);
+  if (!loss || lt_backward(loss) != LT_OK || lt_nn_optim_step(opt) != LT_OK) return NULL;
+  return loss;
+}
+
 int main(int argc, char **argv) {
   const char *threads = getenv("LT_NUM_THREADS"), *backend = NULL, *data = NULL;
   int64_t hidden = 512;
+  bool cnn = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--threads"))
       threads = argv[i + 1];
@@ -83,10 +98,13 @@ int main(int argc, char **argv) {
       data = argv[i + 1];
     else if (!strcmp(argv[i], "--hidden"))
       hidden = atoll(argv[i + 1]);
+    else if (!strcmp(argv[i], "--model") &&
+             (!strcmp(argv[i + 1], "mlp") || !strcmp(argv[i + 1], "cnn")))
+      cnn = !strcmp(argv[i + 1], "cnn");
     else {
       fprintf(stderr,
               "usage: train_step [--threads N] [--backend ref|cpu] [--data DIR] "
-              "[--hidden N]\n");
+              "[--hidden N] [--model mlp|cnn]\n");
       return 2;
     }
   }
@@ -107,11 +125,11 @@ int main(int argc, char **argv) {
   snprintf(probe, sizeof probe, "%s/t10k-images-idx3-ubyte.gz", data);
   bool have_data = access(probe, R_OK) == 0;
   /* The peer first, in child processes, while none of our threads exist. */
-  torch_run peer = run_torch(threads, hidden, have_data ? data : NULL), best = peer;
+  torch_run peer = run_torch(threads, hidden, have_data ? data : NULL, cnn), best = peer;
   for (int t = 1; t < atoi(threads); t++) {
     char tb[16];
     snprintf(tb, sizeof tb, "%d", t);
-    torch_run r = run_torch(tb, hidden, have_data ? data : NULL);
+    torch_run r = run_torch(tb, hidden, have_data ? data : NULL, cnn);
     if (r.ms > 0 && (best.ms <= 0 || r.ms < best.ms)) best = r, best.threads = t;
   }
   lt_device dev = lt_cpu(0);
@@ -119,9 +137,16 @@ int main(int argc, char **argv) {
   lt_nn_dataset ds;
   bool real = lt_nn_fashion_mnist(data, false, &ds) == LT_OK;
   if (!real) bench_synthetic(&ds, (WARMUP + STEPS) * BATCH);
-  /* The MLP, Adam, and a loader in data order over the first batches. */
+  /* The model, Adam, and a loader in data order over the first batches. */
   bench_mlp m;
-  if (bench_mlp_init(&m, dev, hidden) != LT_OK) return die("model");
+  train_model cm;
+  lt_nn_optim *copt = NULL;
+  if (cnn) {
+    if (model_cnn_init(&cm, dev, ds.rows, ds.cols, MLP_CLASSES) != LT_OK) return die("model");
+    lt_nn_optim_config oc = lt_nn_optim_defaults(LT_NN_ADAM);
+    if (!(copt = lt_nn_optim_create(&oc, cm.params, cm.nparams))) return die("optimizer");
+  } else if (bench_mlp_init(&m, dev, hidden) != LT_OK)
+    return die("model");
   lt_nn_loader *loader = lt_nn_loader_create(&ds, dev, BATCH, false);
   if (!loader) return die("setup");
   if (lt_mark_step(dev) != LT_OK || lt_wait_device_ops(dev) != LT_OK) return die("init");
@@ -139,7 +164,7 @@ int main(int argc, char **argv) {
   for (int s = 0; s < WARMUP + STEPS; s++) {
     lt_scope_begin();
     lt_tensor *x = bx[s % limit], *y = by[s % limit];
-    lt_tensor *loss = bench_mlp_step(&m, x, y);
+    lt_tensor *loss = cnn ? cnn_step(&cm, copt, x, y) : bench_mlp_step(&m, x, y);
     if (!loss) return die("step");
     lt_release(loss_keep);
     loss_keep = lt_retain(loss);
@@ -158,32 +183,44 @@ int main(int argc, char **argv) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   double our_rss = (double)ru.ru_maxrss / 1024.0;
-  printf(
-      "# train_step: %s data, backend %s, threads %s, hidden %lld, uncached compiles %lld, "
-      "final loss %.4f\n",
-      real ? "Fashion-MNIST" : "synthetic", be && *be ? be : "default", threads, (long long)hidden,
-      counter("UncachedCompile"), final_loss);
+  if (cnn)
+    printf(
+        "# train_step: %s data, backend %s, threads %s, model cnn, uncached compiles %lld, "
+        "final loss %.4f\n",
+        real ? "Fashion-MNIST" : "synthetic", be && *be ? be : "default", threads,
+        counter("UncachedCompile"), final_loss);
+  else
+    printf(
+        "# train_step: %s data, backend %s, threads %s, hidden %lld, uncached compiles %lld, "
+        "final loss %.4f\n",
+        real ? "Fashion-MNIST" : "synthetic", be && *be ? be : "default", threads,
+        (long long)hidden, counter("UncachedCompile"), final_loss);
   for (int64_t b = 0; b < limit; b++) {
     lt_release(bx[b]);
     lt_release(by[b]);
   }
   lt_nn_loader_free(loader);
-  bench_mlp_free(&m);
+  if (cnn) {
+    lt_nn_optim_free(copt);
+    cm.free(&cm);
+  } else
+    bench_mlp_free(&m);
   lt_nn_dataset_free(&ds);
 
+  const char *name = cnn ? "train_step_cnn" : "train_step";
   if (peer.ms > 0) {
-    printf("bench train_step %.3f ms ratio %.2f vs torch\n", ours, peer.ms / ours);
-    printf("bench train_step_best %.3f ms ratio %.2f vs torch_best\n", ours, best.ms / ours);
+    printf("bench %s %.3f ms ratio %.2f vs torch\n", name, ours, peer.ms / ours);
+    printf("bench %s_best %.3f ms ratio %.2f vs torch_best\n", name, ours, best.ms / ours);
     if (peer.rss_kb > 0)
-      printf("bench train_step_peak_rss %.1f MiB ratio %.2f vs torch\n", our_rss,
+      printf("bench %s_peak_rss %.1f MiB ratio %.2f vs torch\n", name, our_rss,
              peer.rss_kb / 1024.0 / our_rss);
     printf(
         "# torch: %.3f ms per step at %s threads, best %.3f ms at %d, peak RSS %.1f MiB, "
         "final loss %.4f\n",
         peer.ms, threads, best.ms, best.threads, peer.rss_kb / 1024.0, peer.loss);
   } else {
-    printf("bench train_step %.3f ms\n", ours);
-    printf("bench train_step_peak_rss %.1f MiB\n", our_rss);
+    printf("bench %s %.3f ms\n", name, ours);
+    printf("bench %s_peak_rss %.1f MiB\n", name, our_rss);
     printf("# torch not importable by python3: no peer figure\n");
   }
   return 0;

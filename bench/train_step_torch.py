@@ -1,4 +1,5 @@
-"""PyTorch peer of bench/train_step.c: the same MLP (784-512-512-10, ReLU),
+"""PyTorch peer of bench/train_step.c: the same model (--model mlp: 784-512-512-10,
+ReLU; --model cnn: the CNN of lazytensor-train --model cnn, in training mode),
 Adam lr 1e-3, cross-entropy, batch 128, on the first batches of Fashion-MNIST's
 test set (or synthetic data when it is absent), torch.set_num_threads(N).
 Prints 'median_ms <x>' and 'peak_rss_kb <y>' (ru_maxrss of this process)."""
@@ -18,6 +19,7 @@ ap.add_argument("--hidden", type=int, default=512)
 ap.add_argument("--warmup", type=int, default=5)
 ap.add_argument("--steps", type=int, default=30)
 ap.add_argument("--data", default="")
+ap.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
 a = ap.parse_args()
 
 torch.set_num_threads(a.threads)
@@ -42,10 +44,23 @@ if x is None:
     y = torch.randint(0, 10, (need,))
 nb = x.shape[0] // a.batch
 
-model = torch.nn.Sequential(
-    torch.nn.Linear(784, a.hidden), torch.nn.ReLU(),
-    torch.nn.Linear(a.hidden, a.hidden), torch.nn.ReLU(),
-    torch.nn.Linear(a.hidden, 10))
+if a.model == "cnn":
+    # lazytensor-train's CNN; the rows become [B, 1, 28, 28] images
+    x = x.reshape(-1, 1, 28, 28)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 32, 3, padding=1), torch.nn.BatchNorm2d(32), torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.BatchNorm2d(64), torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(),
+        torch.nn.Linear(3136, 128), torch.nn.ReLU(), torch.nn.Dropout(0.25),
+        torch.nn.Linear(128, 10))
+else:
+    model = torch.nn.Sequential(
+        torch.nn.Linear(784, a.hidden), torch.nn.ReLU(),
+        torch.nn.Linear(a.hidden, a.hidden), torch.nn.ReLU(),
+        torch.nn.Linear(a.hidden, 10))
+model.train()
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 lossf = torch.nn.CrossEntropyLoss()
 times = []

@@ -36,6 +36,77 @@ LT_API int lt_nn_params_sync(lt_tensor *const *params, int n);
 LT_API lt_tensor *lt_nn_relu(lt_tensor *x);
 LT_API lt_tensor *lt_nn_gelu(lt_tensor *x); /* exact (erf) gelu */
 LT_API lt_tensor *lt_nn_dropout(lt_tensor *x, double p, bool train);
+
+/* ---- convolution, normalisation and pooling layers (NCHW) -------------------------------- */
+/* Layers whose behaviour differs between training and evaluation (batch
+ * norm, dropout) take `bool train` in their forward, as torch's
+ * module.train() / module.eval(): a training step and an evaluation are two
+ * graphs, each compiled once and then found in the cache whatever the order
+ * in which the two modes alternate. */
+
+/* 2-d convolution (torch.nn.Conv2d): y = lt_conv2d(x, weight, bias, ...).
+ * kernel {kh, kw} is required; stride, padding, dilation {h, w} pairs (NULL:
+ * 1, 0, 1); groups >= 1 divides in and out. Init as PyTorch's default
+ * (kaiming_uniform with a = sqrt 5): weight and bias U(-1/sqrt(fan_in),
+ * 1/sqrt(fan_in)) with fan_in = in / groups * kh * kw, drawn from dev's RNG,
+ * pending until the next sync (as lt_nn_linear_init), requires-grad set. */
+typedef struct lt_nn_conv2d {
+  lt_tensor *weight; /* [out, in / groups, kh, kw]; owned by the layer */
+  lt_tensor *bias;   /* [out], or NULL */
+  int64_t in, out, groups;
+  int64_t kernel[2], stride[2], padding[2], dilation[2];
+} lt_nn_conv2d;
+LT_API int lt_nn_conv2d_init(lt_nn_conv2d *l, lt_device dev, lt_dtype dt, int64_t in, int64_t out,
+                             const int64_t *kernel, const int64_t *stride, const int64_t *padding,
+                             const int64_t *dilation, int64_t groups, bool bias);
+LT_API void lt_nn_conv2d_free(lt_nn_conv2d *l); /* NULL is accepted */
+/* x: [N, in, H, W] -> [N, out, OH, OW]. */
+LT_API lt_tensor *lt_nn_conv2d_forward(const lt_nn_conv2d *l, lt_tensor *x);
+
+/* Batch normalisation over the channels of [N, C, H, W] (torch.nn.BatchNorm2d,
+ * track_running_stats on): affine weight ones and bias zeros (parameters,
+ * requires-grad; NULL when not affine), running_mean zeros and running_var
+ * ones (buffers: no gradient, updated in place by each training forward;
+ * sync them with the parameters, save them with the model), momentum 0.1,
+ * eps 1e-5 (fields the caller may change before the first forward; a change
+ * after it makes new graphs). All four are pending until the next sync or
+ * step barrier, as lt_nn_linear_init's draws. */
+typedef struct lt_nn_batchnorm2d {
+  lt_tensor *weight, *bias;              /* [C], or NULL */
+  lt_tensor *running_mean, *running_var; /* [C] */
+  int64_t num_features;
+  double momentum, eps;
+} lt_nn_batchnorm2d;
+LT_API int lt_nn_batchnorm2d_init(lt_nn_batchnorm2d *l, lt_device dev, lt_dtype dt,
+                                  int64_t num_features, bool affine);
+LT_API void lt_nn_batchnorm2d_free(lt_nn_batchnorm2d *l); /* NULL is accepted */
+/* train: batch statistics, and the running statistics updated (lazily, with
+ * the step's graph); otherwise normalises by the running statistics. */
+LT_API lt_tensor *lt_nn_batchnorm2d_forward(const lt_nn_batchnorm2d *l, lt_tensor *x, bool train);
+
+/* Layer normalisation (torch.nn.LayerNorm) over the last nnorm (1 to
+ * LT_MAX_DIMS) axes, of sizes normalized_shape; elementwise_affine: weight
+ * ones and bias zeros of that shape (parameters), else NULL. eps 1e-5. */
+typedef struct lt_nn_layernorm {
+  lt_tensor *weight, *bias;
+  int64_t normalized_shape[LT_MAX_DIMS];
+  int nnorm;
+  double eps;
+} lt_nn_layernorm;
+LT_API int lt_nn_layernorm_init(lt_nn_layernorm *l, lt_device dev, lt_dtype dt,
+                                const int64_t *normalized_shape, int nnorm,
+                                bool elementwise_affine);
+LT_API void lt_nn_layernorm_free(lt_nn_layernorm *l); /* NULL is accepted */
+LT_API lt_tensor *lt_nn_layernorm_forward(const lt_nn_layernorm *l, lt_tensor *x);
+
+/* Pooling as torch.nn.MaxPool2d / AvgPool2d with their defaults: stride NULL
+ * means the kernel, padding NULL means 0; no dilation, floor mode, padded
+ * zeros counted in the average. */
+LT_API lt_tensor *lt_nn_max_pool2d(lt_tensor *x, const int64_t *kernel, const int64_t *stride,
+                                   const int64_t *padding);
+LT_API lt_tensor *lt_nn_avg_pool2d(lt_tensor *x, const int64_t *kernel, const int64_t *stride,
+                                   const int64_t *padding);
+
 /* Mean cross-entropy of logits [B, C] (float) against integer labels [B] in
  * [0, C): -mean_b log_softmax(logits)[b, labels[b]], via one_hot (stable: the
  * log-sum-exp is shifted by the row max). A 0-d tensor of logits' dtype. A

@@ -1,5 +1,6 @@
-/* lazytensor-train: trains an MLP on Fashion-MNIST (by default 784-512-512-10,
- * ReLU, Adam lr 1e-3, batch 128) with one cached graph per training step.
+/* lazytensor-train: trains an MLP (by default 784-512-512-10, ReLU) or a CNN
+ * (--model cnn, model_cnn.c) on Fashion-MNIST, Adam lr 1e-3, batch 128, with
+ * one cached graph per training step.
  *
  * Per step: scope_begin; forward; loss; lt_backward; optimizer step (lazy
  * lt_assign updates; grads dropped); scope_end; lt_mark_step. The loss is
@@ -7,7 +8,8 @@
  * (a new 0-d tensor per step), and the progress line reads the sum of the
  * step before, which lt_mark_step has already waited for, so reading costs
  * no overlap. Graphs of a run: (1) parameter init with every epoch's shuffle,
- * (2) the training step, (3) the test-set forward. */
+ * (2) the training step, (3) the test-set forward in eval mode (the CNN's in
+ * chunks of one shape). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +24,7 @@
 
 #include "lazytensor.h"
 #include "lazytensor_nn.h"
+#include "model.h"
 
 #define MAX_LAYERS 16
 
@@ -29,7 +32,7 @@ typedef struct options {
   int64_t hidden, layers, batch, epochs, limit_steps, test_limit, log_every;
   lt_nn_optim_kind optim;
   double lr, momentum, weight_decay;
-  bool lr_set, wd_set, nesterov, keep_denormals, cosine;
+  bool lr_set, wd_set, nesterov, keep_denormals, cosine, cnn;
   uint64_t seed;
   const char *threads, *backend, *data, *save, *load, *cache_dir;
 } options;
@@ -37,9 +40,14 @@ typedef struct options {
 static void usage(FILE *f) {
   fprintf(f,
           "usage: lazytensor-train [options]\n"
-          "Trains an MLP on Fashion-MNIST; prints test accuracy per epoch and a summary.\n"
-          "  --hidden N          hidden layer width (default 512)\n"
-          "  --layers N          hidden layers (default 2: 784-512-512-10)\n"
+          "Trains an MLP or a CNN on Fashion-MNIST; prints test accuracy per epoch and a\n"
+          "summary.\n"
+          "  --model mlp|cnn     mlp (default): linear layers with ReLU; cnn: conv 3x3 32,\n"
+          "                      batch norm, ReLU, max-pool 2, conv 3x3 64, batch norm,\n"
+          "                      ReLU, max-pool 2, linear 3136-128, ReLU, dropout 0.25,\n"
+          "                      linear 128-10 (tested in eval mode)\n"
+          "  --hidden N          mlp hidden layer width (default 512)\n"
+          "  --layers N          mlp hidden layers (default 2: 784-512-512-10)\n"
           "  --batch N           batch size (default 128; the last partial batch of an\n"
           "                      epoch is dropped, so no epoch recompiles)\n"
           "  --epochs N          epochs (default 1; 0 only evaluates)\n"
@@ -56,8 +64,9 @@ static void usage(FILE *f) {
           "  --data DIR          dataset directory (default $LT_DATA_DIR or\n"
           "                      " LT_NN_FASHION_MNIST_DIR
           ")\n"
-          "  --save FILE         write the parameters after training (format: lazytensor.h)\n"
-          "  --load FILE         read the parameters before training\n"
+          "  --save FILE         write the parameters (and batch norm's running statistics)\n"
+          "                      after training (format: lazytensor_nn.h)\n"
+          "  --load FILE         read them before training\n"
           "  --limit-steps N     stop after N training steps in all (tests)\n"
           "  --test-limit N      evaluate on the first N test samples only\n"
           "  --log-every N       steps between progress updates (default 10 on a tty, else 100)\n"
@@ -120,10 +129,10 @@ static int parse_args(int argc, char **argv, options *o) {
     } else {
       snprintf(name, sizeof name, "%s", a);
       static const char *const known[] = {
-          "--hidden",       "--layers",    "--batch",     "--epochs",  "--limit-steps",
-          "--test-limit",   "--log-every", "--seed",      "--lr",      "--momentum",
-          "--weight-decay", "--optimizer", "--threads",   "--backend", "--data",
-          "--save",         "--load",      "--cache-dir", "--schedule"};
+          "--hidden",       "--layers",    "--batch",     "--epochs",   "--limit-steps",
+          "--test-limit",   "--log-every", "--seed",      "--lr",       "--momentum",
+          "--weight-decay", "--optimizer", "--threads",   "--backend",  "--data",
+          "--save",         "--load",      "--cache-dir", "--schedule", "--model"};
       bool is_known = false;
       for (size_t k = 0; k < sizeof known / sizeof *known; k++) is_known |= !strcmp(name, known[k]);
       if (!is_known) goto bad;
@@ -182,7 +191,10 @@ static int parse_args(int argc, char **argv, options *o) {
       o->load = val;
     else if (!strcmp(name, "--cache-dir"))
       o->cache_dir = val;
-    else if (!strcmp(name, "--schedule")) {
+    else if (!strcmp(name, "--model")) {
+      ok = !strcmp(val, "mlp") || !strcmp(val, "cnn");
+      o->cnn = !strcmp(val, "cnn");
+    } else if (!strcmp(name, "--schedule")) {
       ok = !strcmp(val, "constant") || !strcmp(val, "cosine");
       o->cosine = !strcmp(val, "cosine");
     } else
@@ -205,62 +217,46 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-typedef struct model {
-  lt_nn_linear layer[MAX_LAYERS];
-  int n;
-  lt_tensor *params[2 * MAX_LAYERS];
-  int nparams;
-} model;
-
-static int model_init(model *m, lt_device dev, int64_t in, int64_t hidden, int64_t layers,
-                      int64_t classes) {
-  memset(m, 0, sizeof *m);
-  for (int64_t i = 0; i <= layers; i++) {
-    int64_t a = i == 0 ? in : hidden, b = i == layers ? classes : hidden;
-    int rc = lt_nn_linear_init(&m->layer[m->n], dev, LT_F32, a, b, true);
-    if (rc != LT_OK) return rc;
-    m->params[m->nparams++] = m->layer[m->n].weight;
-    m->params[m->nparams++] = m->layer[m->n].bias;
-    m->n++;
-  }
-  return LT_OK;
-}
-
-static void model_free(model *m) {
-  for (int i = 0; i < m->n; i++) lt_nn_linear_free(&m->layer[i]);
-  m->n = m->nparams = 0;
-}
-
-/* Logits of x (inside the caller's scope). */
-static lt_tensor *model_forward(const model *m, lt_tensor *x) {
-  lt_tensor *h = x;
-  for (int i = 0; i < m->n; i++) {
-    h = lt_nn_linear_forward(&m->layer[i], h);
-    if (i + 1 < m->n) h = lt_nn_relu(h);
-  }
-  return h;
-}
-
-/* Test accuracy over the first count samples of the test set, whose images
- * are the device tensor test_x: one graph (the forward), read once. */
-static int evaluate(const model *m, lt_tensor *test_x, const lt_nn_dataset *test, int64_t count,
-                    double *acc) {
-  size_t bytes = (size_t)count * sizeof(int64_t);
+/* Hits of the argmax of the logits of x against labels (count rows, the
+ * rest padding): one graph in eval mode, read once. */
+static int eval_hits(const train_model *m, lt_tensor *x, const int64_t *labels, int64_t rows,
+                     int64_t count, int64_t *hits) {
+  size_t bytes = (size_t)rows * sizeof(int64_t);
   int64_t *pred = malloc(bytes);
   if (!pred) {
     fprintf(stderr, "lazytensor-train: out of memory\n");
     return LT_ENOMEM;
   }
   lt_scope_begin();
-  lt_tensor *p = lt_argmax(model_forward(m, test_x), 1, false);
+  lt_tensor *p = lt_argmax(m->forward(m, x, false), 1, false);
   int rc = p ? lt_to_data(p, pred, bytes) : lt_last_status();
   lt_scope_end();
-  if (rc == LT_OK) {
-    int64_t hit = 0;
-    for (int64_t i = 0; i < count; i++) hit += pred[i] == test->labels[i];
-    *acc = (double)hit / (double)count;
-  }
+  if (rc == LT_OK)
+    for (int64_t i = 0; i < count; i++) *hits += pred[i] == labels[i];
   free(pred);
+  return rc;
+}
+
+/* Test accuracy over the first count samples of the test set: with no
+ * eval_chunk, one graph over test_x (their images as a device tensor);
+ * otherwise chunks of eval_chunk images, the last one padded with zero
+ * images, so that every chunk runs the same compiled graph. */
+static int evaluate(const train_model *m, lt_device dev, lt_tensor *test_x,
+                    const lt_nn_dataset *test, int64_t count, double *acc) {
+  int64_t hits = 0, chunk = m->eval_chunk;
+  int rc = LT_OK;
+  if (!chunk) {
+    rc = eval_hits(m, test_x, test->labels, count, count, &hits);
+  } else {
+    for (int64_t s = 0; s < count && rc == LT_OK; s += chunk) {
+      int64_t real = count - s < chunk ? count - s : chunk;
+      lt_scope_begin();
+      lt_tensor *x = lt_nn_dataset_images(test, dev, s, chunk);
+      rc = x ? eval_hits(m, x, test->labels + s, chunk, real, &hits) : lt_last_status();
+      lt_scope_end();
+    }
+  }
+  if (rc == LT_OK) *acc = (double)hits / (double)count;
   return rc;
 }
 
@@ -342,24 +338,27 @@ int main(int argc, char **argv) {
   oc.nesterov = o.nesterov;
   const char *oname = o.optim == LT_NN_SGD ? "sgd" : o.optim == LT_NN_ADAM ? "adam" : "adamw";
   const char *be = getenv("LT_BACKEND");
-  printf("lazytensor-train: %lld train / %lld test samples, mlp %lld", (long long)train.n,
-         (long long)ntest, (long long)train.features);
-  for (int64_t i = 0; i < o.layers; i++) printf("-%lld", (long long)o.hidden);
-  printf("-%lld, %s lr %g (%s), batch %lld, %lld epoch(s), backend %s, threads %s\n",
-         (long long)classes, oname, oc.lr, o.cosine ? "cosine to 0" : "constant",
-         (long long)o.batch, (long long)o.epochs, be && *be ? be : "default",
-         getenv("LT_NUM_THREADS") ? getenv("LT_NUM_THREADS") : "default");
 
   int status = 1;
-  model m;
+  train_model m;
   lt_nn_optim *opt = NULL;
   lt_nn_loader *loader = NULL;
   lt_tensor *test_x = NULL, *acc = NULL, *prev = NULL;
-  if (model_init(&m, dev, train.features, o.hidden, o.layers, classes) != LT_OK) {
+  int mrc = o.cnn ? model_cnn_init(&m, dev, train.rows, train.cols, classes)
+                  : model_mlp_init(&m, dev, train.features, o.hidden, o.layers, classes);
+  if (mrc != LT_OK) {
     fail("model");
     goto out;
   }
-  if (o.load && lt_nn_load(o.load, m.params, m.nparams) != LT_OK) {
+  printf("lazytensor-train: %lld train / %lld test samples, ", (long long)train.n,
+         (long long)ntest);
+  m.describe(&m, stdout);
+  printf(", %s lr %g (%s), batch %lld, %lld epoch(s), backend %s, threads %s\n", oname, oc.lr,
+         o.cosine ? "cosine to 0" : "constant", (long long)o.batch, (long long)o.epochs,
+         be && *be ? be : "default",
+         getenv("LT_NUM_THREADS") ? getenv("LT_NUM_THREADS") : "default");
+
+  if (o.load && lt_nn_load(o.load, m.state, m.nstate) != LT_OK) {
     fail("--load");
     goto out;
   }
@@ -375,10 +374,12 @@ int main(int argc, char **argv) {
       goto out;
     }
   }
-  test_x = lt_nn_dataset_images(&test, dev, 0, ntest);
+  /* The MLP's test images as one device tensor (uploaded with the init); a
+   * chunked evaluation makes its chunks when it runs. */
+  if (!m.eval_chunk) test_x = lt_nn_dataset_images(&test, dev, 0, ntest);
   double zero = 0;
   acc = lt_from_data(dev, LT_F64, NULL, 0, &zero);
-  if (!test_x || !acc) {
+  if ((!m.eval_chunk && !test_x) || !acc) {
     fail("test set");
     goto out;
   }
@@ -429,7 +430,7 @@ int main(int argc, char **argv) {
       lt_scope_begin();
       lt_tensor *x, *y;
       int rc = lt_nn_loader_next(loader, &x, &y);
-      lt_tensor *loss = rc == 1 ? lt_nn_cross_entropy(model_forward(&m, x), y) : NULL;
+      lt_tensor *loss = rc == 1 ? lt_nn_cross_entropy(m.forward(&m, x, true), y) : NULL;
       rc = loss ? lt_backward(loss) : LT_EINVAL;
       if (rc == LT_OK) rc = lt_nn_optim_step(opt);
       lt_tensor *next = rc == LT_OK ? lt_add(acc, lt_cast(loss, LT_F64)) : NULL;
@@ -481,7 +482,7 @@ int main(int argc, char **argv) {
     }
     if (pg.tty) printf("\n");
     double a;
-    if (evaluate(&m, test_x, &test, ntest, &a) != LT_OK) {
+    if (evaluate(&m, dev, test_x, &test, ntest, &a) != LT_OK) {
       fail("evaluation");
       goto out;
     }
@@ -492,18 +493,18 @@ int main(int argc, char **argv) {
     fflush(stdout);
   }
   if (o.epochs == 0) {
-    if (evaluate(&m, test_x, &test, ntest, &final_acc) != LT_OK) {
+    if (evaluate(&m, dev, test_x, &test, ntest, &final_acc) != LT_OK) {
       fail("evaluation");
       goto out;
     }
     printf("test accuracy %.4f\n", final_acc);
   }
   if (o.save) {
-    if (lt_nn_save(o.save, m.params, m.nparams) != LT_OK) {
+    if (lt_nn_save(o.save, m.state, m.nstate) != LT_OK) {
       fail("--save");
       goto out;
     }
-    printf("saved %d tensors to %s\n", m.nparams, o.save);
+    printf("saved %d tensors to %s\n", m.nstate, o.save);
   }
   printf("summary: %lld steps, %.1f steps/s, final test accuracy %.4f\n", (long long)total,
          train_s > 0 ? (double)total / train_s : 0.0, final_acc);
@@ -522,7 +523,7 @@ out:
   lt_release(test_x);
   lt_nn_loader_free(loader);
   lt_nn_optim_free(opt);
-  model_free(&m);
+  if (m.free) m.free(&m);
   lt_nn_dataset_free(&train);
   lt_nn_dataset_free(&test);
   return status;
