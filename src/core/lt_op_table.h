@@ -96,10 +96,10 @@
    * [O,C/g,kh,kw]; the node's shape gives the sizes the attrs do not. \
    * max_pool2d_argmax: attrs {kh, kw, sh, sw, ph, pw, dh, dw}, per window the \
    * index h*W+w of its first largest element (its last NaN if it holds any) */ \
-  X(CONV2D,             "conv2d",             CONV,    2, SAME,  conv,   conv,        FALLBACK) \
-  X(CONV2D_GRAD_INPUT,  "conv2d_grad_input",  CONV,    2, SAME,  conv,   conv,        FALLBACK) \
-  X(CONV2D_GRAD_WEIGHT, "conv2d_grad_weight", CONV,    2, SAME,  conv,   conv,        FALLBACK) \
-  X(MAX_POOL2D_ARGMAX,  "max_pool2d_argmax",  CONV,    1, INDEX, none,   conv,        FALLBACK) \
+  X(CONV2D,             "conv2d",             CONV,    2, SAME,  conv,   conv,        NATIVE)   \
+  X(CONV2D_GRAD_INPUT,  "conv2d_grad_input",  CONV,    2, SAME,  conv,   conv,        NATIVE)   \
+  X(CONV2D_GRAD_WEIGHT, "conv2d_grad_weight", CONV,    2, SAME,  conv,   conv,        NATIVE)   \
+  X(MAX_POOL2D_ARGMAX,  "max_pool2d_argmax",  CONV,    1, INDEX, none,   conv,        NATIVE)   \
   /* shape: reshape keeps row-major order; permute attrs = perm; expand is a \
    * numpy broadcast; slice attrs = starts then steps; concat attrs[0] = axis; \
    * pad attrs = before/after pairs, fattr = value */ \

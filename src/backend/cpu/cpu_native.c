@@ -31,6 +31,7 @@
 #include "../../core/lt_philox.h"
 #include "../../core/lt_shape.h"
 #include "cpu.h"
+#include "cpu_conv.h"
 
 #define DECLINE CPU_NATIVE_DECLINED
 /* Columns one task of a line kernel handles: its accumulators stay in L1. */
@@ -1242,6 +1243,17 @@ cpu_native_fn cpu_native_find(int op, int dtype, int in_dtype) {
     return same ? k_scatter : NULL;
   case LT_OP_UNSLICE:
     return same ? k_unslice : NULL;
+  /* convolutions through oneDNN (f32 only: f64 takes the fallback); not
+   * byte-equal to ref, as GEMM (cpu_conv.h) */
+  case LT_OP_CONV2D:
+    return dtype == LT_F32 && same ? cpu_conv2d_fwd : NULL;
+  case LT_OP_CONV2D_GRAD_INPUT:
+    return dtype == LT_F32 && same ? cpu_conv2d_bwd_data : NULL;
+  case LT_OP_CONV2D_GRAD_WEIGHT:
+    return dtype == LT_F32 && same ? cpu_conv2d_bwd_weight : NULL;
+  case LT_OP_MAX_POOL2D_ARGMAX:
+    return dtype == LT_I64 && (in_dtype == LT_F32 || in_dtype == LT_F64) ? cpu_max_pool2d_argmax
+                                                                         : NULL;
   default:
     return NULL;
   }

@@ -7,7 +7,10 @@
  * elements are copied by their bytes, sums run in ref's order and precision
  * (double for floats, wrapping integers), argsort orders equal keys by
  * index, and the draws use the counter-based mapping of core/lt_philox.h. Work
- * above a size is split over the pool's threads (cpu_pool_run). */
+ * above a size is split over the pool's threads (cpu_pool_run). The
+ * convolutions are the exception: they run through oneDNN (cpu_conv.h), whose
+ * sums are ordered as its kernels choose, so they match ref within rounding,
+ * as GEMM does. */
 #ifndef LT_CPU_NATIVE_H
 #define LT_CPU_NATIVE_H
 
