@@ -694,6 +694,17 @@ static void test_scatter_add(void **state) {
     tcase c = scatter_case(t == 0 ? LT_F32 : t == 1 ? LT_I64 : LT_U8, 1);
     check("scatter", b_scatter, &c, false);
   }
+  /* f32 along the last axis with src's rows matching the output's (the
+   * row-at-a-time path, max-pool's gradient): small, and split over threads */
+  for (int k = 0; k < 3; k++) {
+    tcase r = scatter_case(LT_F32, k == 1 ? -1 : 2);
+    int64_t rows = k == 2 ? 4000 : 5;
+    memcpy(r.shape, SHAPE(rows, 6, 7), 3 * sizeof(int64_t));
+    memcpy(r.ishape, SHAPE(rows, 6, 11), 3 * sizeof(int64_t));
+    r.idt = k == 1 ? LT_I32 : LT_I64;
+    r.seed = (uint64_t)(90 + k);
+    check("scatter_add rows", b_scatter_add, &r, false);
+  }
   tcase c = scatter_case(LT_F32, 0);
   c.ishape[1] = 0;
   check("scatter_add empty index", b_scatter_add, &c, false);

@@ -1069,6 +1069,44 @@ static bool scat_positions_ok(const lt_instr *ins, const lt_buffer *out, lt_buff
   return !atomic_load(&c->bad);
 }
 
+/* f32 scatter_add along the last axis, src and output alike before it (the
+ * gradient of a gather through per-row indices, e.g. max-pool's): each
+ * output row sums in a double row of its own, in src's order, and is rounded
+ * once, as ref; no output-sized accumulator is allocated and zeroed. */
+typedef struct rowscat_ctx {
+  const float *src;
+  const void *idx;
+  bool wide;
+  float *out;
+  int64_t n, osize; /* src and output row lengths */
+  atomic_int bad;
+} rowscat_ctx;
+
+static void rowscat_chunk(void **slots, int64_t lo, int64_t hi) {
+  rowscat_ctx *c = slots[0];
+  size_t bytes = (size_t)c->osize * sizeof(double);
+  double *acc = lt__malloc(bytes ? bytes : 1);
+  if (!acc) {
+    atomic_store(&c->bad, 1);
+    return;
+  }
+  for (int64_t o = lo; o < hi; o++) {
+    memset(acc, 0, bytes);
+    const float *s = c->src + o * c->n;
+    for (int64_t k = 0; k < c->n; k++) acc[index_at(c->idx, c->wide, o * c->n + k)] += s[k];
+    float *y = c->out + o * c->osize;
+    for (int64_t j = 0; j < c->osize; j++) y[j] = (float)acc[j];
+  }
+  lt__free(acc, bytes ? bytes : 1);
+}
+
+static bool rowscat_applies(const lt_buffer *out, const lt_buffer *src, int axis) {
+  if (out->dtype != LT_F32 || axis != out->ndim - 1) return false;
+  for (int d = 0; d < axis; d++)
+    if (src->shape[d] != out->shape[d]) return false;
+  return true;
+}
+
 /* Zeros of the output's shape with src's elements added at the indexed
  * positions: checked first, then summed into the output (or, for f32,
  * double accumulators rounded once at the end, as ref). */
@@ -1097,6 +1135,17 @@ static int k_scatter(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) 
   for (int d = axis + 1; d < nd; d++) c.same_inner = c.same_inner && src->shape[d] == out->shape[d];
   if (!scat_positions_ok(ins, out, in, &c)) return DECLINE;
   if (!out->numel) return LT_OK;
+  if (scatter && rowscat_applies(out, src, axis)) {
+    rowscat_ctx r = {.src = src->data,
+                     .idx = index->data,
+                     .wide = c.wide,
+                     .out = out->data,
+                     .n = src->shape[axis],
+                     .osize = out->shape[axis]};
+    atomic_init(&r.bad, 0);
+    par(rowscat_chunk, &r, out->numel / r.osize, r.n + r.osize);
+    return atomic_load(&r.bad) ? DECLINE : LT_OK;
+  }
   bool f32 = out->dtype == LT_F32;
   size_t accn = (size_t)out->numel * sizeof(double);
   if (f32 && !(c.acc = lt__malloc(accn))) return DECLINE;
