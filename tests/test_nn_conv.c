@@ -114,7 +114,8 @@ static void test_conv2d_forward(void **state) {
       }
   tu_expect(lt_nn_conv2d_forward(&l, tu_f64(SHAPE(1, C, H, H), 4, x)), LT_F64, SHAPE(1, O, OH, OH),
             4, want, 1e-12);
-  TU_EXPECT_ERROR(lt_nn_conv2d_forward(&l, tu_f64(SHAPE(1, 3, 3, 3), 4, x)), LT_ESHAPE,
+  double x3[3 * H * H] = {0}; /* 3 channels where the layer takes 2 */
+  TU_EXPECT_ERROR(lt_nn_conv2d_forward(&l, tu_f64(SHAPE(1, 3, 3, 3), 4, x3)), LT_ESHAPE,
                   "[1, 3, 3, 3]");
   TU_EXPECT_ERROR(lt_nn_conv2d_forward(&l, NULL), LT_EINVAL, "lt_nn_conv2d_forward");
   lt_nn_conv2d_free(&l);
