@@ -23,6 +23,13 @@ static inline lt_tensor *nn_step_scalar(lt_device dev, lt_dtype dt, double v) {
   return lt_from_data(dev, LT_F32, NULL, 0, &f);
 }
 
+/* A layer's weight of wshape and, when bias, its bias [nbias], drawn from
+ * U(-bound, bound) on dev's RNG (left pending) with requires-grad set, as
+ * PyTorch's default init of Linear and Conv2d. *w and *b get one reference
+ * each; on failure both are NULL and the status is returned (nn_layers.c). */
+int nn_init_weight_bias(lt_device dev, lt_dtype dt, const int64_t *wshape, int wnd, bool bias,
+                        int64_t nbias, double bound, lt_tensor **w, lt_tensor **b);
+
 /* The optimizer (nn_optim.c); nn_io.c writes and reads its state. */
 struct lt_nn_optim {
   lt_nn_optim_config cfg;

@@ -44,19 +44,9 @@ int lt_nn_conv2d_init(lt_nn_conv2d *l, lt_device dev, lt_dtype dt, int64_t in, i
    * the bound 1 / sqrt(fan_in), which Conv2d also uses for the bias. */
   double bound = 1.0 / sqrt((double)(in / groups * k[0] * k[1]));
   int64_t wshape[4] = {out, in / groups, k[0], k[1]};
-  nn_own_begin();
-  lt_tensor *w = nn_keep(lt_rand_uniform(dev, dt, wshape, 4, -bound, bound));
-  lt_tensor *b = bias ? nn_keep(lt_rand_uniform(dev, dt, &out, 1, -bound, bound)) : NULL;
-  nn_own_end();
-  int rc = LT_OK;
-  if (!w || (bias && !b)) rc = lt_last_status() ? lt_last_status() : LT_ENOMEM;
-  if (rc == LT_OK) rc = lt_set_requires_grad(w, true);
-  if (rc == LT_OK && b) rc = lt_set_requires_grad(b, true);
-  if (rc != LT_OK) {
-    lt_release(w);
-    lt_release(b);
-    return rc;
-  }
+  lt_tensor *w, *b;
+  int rc = nn_init_weight_bias(dev, dt, wshape, 4, bias, out, bound, &w, &b);
+  if (rc != LT_OK) return rc;
   l->weight = w;
   l->bias = b;
   l->in = in;

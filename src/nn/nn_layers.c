@@ -4,6 +4,24 @@
 
 #include "nn.h"
 
+int nn_init_weight_bias(lt_device dev, lt_dtype dt, const int64_t *wshape, int wnd, bool bias,
+                        int64_t nbias, double bound, lt_tensor **w, lt_tensor **b) {
+  nn_own_begin();
+  *w = nn_keep(lt_rand_uniform(dev, dt, wshape, wnd, -bound, bound));
+  *b = bias ? nn_keep(lt_rand_uniform(dev, dt, &nbias, 1, -bound, bound)) : NULL;
+  nn_own_end();
+  int rc = LT_OK;
+  if (!*w || (bias && !*b)) rc = lt_last_status() ? lt_last_status() : LT_ENOMEM;
+  if (rc == LT_OK) rc = lt_set_requires_grad(*w, true);
+  if (rc == LT_OK && *b) rc = lt_set_requires_grad(*b, true);
+  if (rc != LT_OK) {
+    lt_release(*w);
+    lt_release(*b);
+    *w = *b = NULL;
+  }
+  return rc;
+}
+
 int lt_nn_linear_init(lt_nn_linear *l, lt_device dev, lt_dtype dt, int64_t in, int64_t out,
                       bool bias) {
   if (!l) return lt__err(LT_EINVAL, "lt_nn_linear_init: layer is NULL");
@@ -18,19 +36,9 @@ int lt_nn_linear_init(lt_nn_linear *l, lt_device dev, lt_dtype dt, int64_t in, i
   /* kaiming_uniform_(a = sqrt 5) gives bound gain * sqrt(3 / fan_in) with
    * gain sqrt(2 / (1 + 5)): 1 / sqrt(fan_in); the bias uses the same bound. */
   double bound = 1.0 / sqrt((double)in);
-  nn_own_begin();
-  lt_tensor *w = nn_keep(lt_rand_uniform(dev, dt, (int64_t[]){in, out}, 2, -bound, bound));
-  lt_tensor *b = bias ? nn_keep(lt_rand_uniform(dev, dt, &out, 1, -bound, bound)) : NULL;
-  nn_own_end();
-  int rc = LT_OK;
-  if (!w || (bias && !b)) rc = lt_last_status() ? lt_last_status() : LT_ENOMEM;
-  if (rc == LT_OK) rc = lt_set_requires_grad(w, true);
-  if (rc == LT_OK && b) rc = lt_set_requires_grad(b, true);
-  if (rc != LT_OK) {
-    lt_release(w);
-    lt_release(b);
-    return rc;
-  }
+  lt_tensor *w, *b;
+  int rc = nn_init_weight_bias(dev, dt, (int64_t[]){in, out}, 2, bias, out, bound, &w, &b);
+  if (rc != LT_OK) return rc;
   l->weight = w;
   l->bias = b;
   l->in = in;
