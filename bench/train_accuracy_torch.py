@@ -12,6 +12,8 @@ import os
 
 import torch
 
+import torch_models
+
 ap = argparse.ArgumentParser()
 ap.add_argument("--epochs", type=int, default=5)
 ap.add_argument("--seed", type=int, default=1)
@@ -38,19 +40,7 @@ xte, yte = idx("t10k-images-idx3-ubyte.gz", True), idx("t10k-labels-idx1-ubyte.g
 if a.model == "cnn":
     # the rows as [N, 1, 28, 28] images
     xtr, xte = xtr.reshape(-1, 1, 28, 28), xte.reshape(-1, 1, 28, 28)
-    model = torch.nn.Sequential(
-        torch.nn.Conv2d(1, 32, 3, padding=1), torch.nn.BatchNorm2d(32), torch.nn.ReLU(),
-        torch.nn.MaxPool2d(2),
-        torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.BatchNorm2d(64), torch.nn.ReLU(),
-        torch.nn.MaxPool2d(2),
-        torch.nn.Flatten(),
-        torch.nn.Linear(3136, 128), torch.nn.ReLU(), torch.nn.Dropout(0.25),
-        torch.nn.Linear(128, 10))
-else:
-    model = torch.nn.Sequential(
-        torch.nn.Linear(784, 512), torch.nn.ReLU(),
-        torch.nn.Linear(512, 512), torch.nn.ReLU(),
-        torch.nn.Linear(512, 10))
+model = torch_models.build(a.model)
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 lossf = torch.nn.CrossEntropyLoss()
 nb = xtr.shape[0] // 128

@@ -12,6 +12,8 @@ import time
 
 import torch
 
+import torch_models
+
 ap = argparse.ArgumentParser()
 ap.add_argument("--threads", type=int, default=1)
 ap.add_argument("--batch", type=int, default=128)
@@ -47,19 +49,7 @@ nb = x.shape[0] // a.batch
 if a.model == "cnn":
     # lazytensor-train's CNN; the rows become [B, 1, 28, 28] images
     x = x.reshape(-1, 1, 28, 28)
-    model = torch.nn.Sequential(
-        torch.nn.Conv2d(1, 32, 3, padding=1), torch.nn.BatchNorm2d(32), torch.nn.ReLU(),
-        torch.nn.MaxPool2d(2),
-        torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.BatchNorm2d(64), torch.nn.ReLU(),
-        torch.nn.MaxPool2d(2),
-        torch.nn.Flatten(),
-        torch.nn.Linear(3136, 128), torch.nn.ReLU(), torch.nn.Dropout(0.25),
-        torch.nn.Linear(128, 10))
-else:
-    model = torch.nn.Sequential(
-        torch.nn.Linear(784, a.hidden), torch.nn.ReLU(),
-        torch.nn.Linear(a.hidden, a.hidden), torch.nn.ReLU(),
-        torch.nn.Linear(a.hidden, 10))
+model = torch_models.build(a.model, a.hidden)
 model.train()
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 lossf = torch.nn.CrossEntropyLoss()
