@@ -227,6 +227,8 @@ LT_API lt_tensor *lt_cos(lt_tensor *a);
 LT_API lt_tensor *lt_tanh(lt_tensor *a);
 LT_API lt_tensor *lt_sigmoid(lt_tensor *a);
 LT_API lt_tensor *lt_gelu(lt_tensor *a); /* exact: x * (1 + erf(x / sqrt 2)) / 2 */
+/* torch's gelu(approximate='tanh'): x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2 */
+LT_API lt_tensor *lt_gelu_tanh(lt_tensor *a);
 LT_API lt_tensor *lt_erf(lt_tensor *a);
 /* clamp to [lo, hi]; NAN for a bound means none. As torch.clamp: NaN stays NaN, lo > hi
  * gives hi; the gradient is 1 on [lo, hi] (bounds included), 0 outside and at NaN. */
@@ -245,6 +247,14 @@ LT_API lt_tensor *lt_logical_or(lt_tensor *a, lt_tensor *b);
 LT_API lt_tensor *lt_logical_not(lt_tensor *a);
 /* cond ? a : b, broadcasting all three; cond is read as bool. */
 LT_API lt_tensor *lt_where(lt_tensor *cond, lt_tensor *a, lt_tensor *b);
+/* torch.masked_fill: a where mask (bool, broadcast to a's shape) is false,
+ * value where it is true; a's dtype (value converted as torch). */
+LT_API lt_tensor *lt_masked_fill(lt_tensor *a, lt_tensor *mask, double value);
+/* torch.tril / torch.triu over the last two axes (rank >= 2): elements with
+ * j - i <= diagonal (tril) or j - i >= diagonal (triu) are kept, the others
+ * zero (false for bool). Gradients pass through the kept elements. */
+LT_API lt_tensor *lt_tril(lt_tensor *a, int64_t diagonal);
+LT_API lt_tensor *lt_triu(lt_tensor *a, int64_t diagonal);
 LT_API lt_tensor *lt_cast(lt_tensor *a, lt_dtype dt);
 /* torch.remainder and torch.floor_divide (Python's % and //): the operands
  * broadcast and promote as lt_add (bool with bool is LT_EDTYPE); the result
@@ -303,6 +313,21 @@ LT_API lt_tensor *lt_log_softmax(lt_tensor *a, int axis);
 /* numpy.matmul: 1-d operands are promoted and the added dim removed; batch dims
  * broadcast. bool is not accepted. */
 LT_API lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b);
+
+/* ---- attention ------------------------------------------------------------------------ */
+/* torch.nn.functional.scaled_dot_product_attention (PyTorch 2's documented
+ * math, no dropout): q [..., L, E], k [..., S, E], v [..., S, Ev] (float,
+ * operands promote; batch dims broadcast) -> [..., L, Ev] =
+ * softmax(q k^T * scale + bias) v, with scale = 1/sqrt(E) when scale is NaN
+ * or <= 0. mask (NULL for none) broadcasts to [..., L, S]: bool keeps the
+ * positions that are true (false ones get -inf), a float mask is added.
+ * causal: position i sees positions j <= i (the top-left aligned lower
+ * triangle, as torch's is_causal); mask and causal together is LT_EINVAL,
+ * as in torch. A row that sees no position is NaN, as torch's math path.
+ * The cpu backend fuses scale, mask, softmax and the second product so that
+ * the L x S scores are never stored in full (a blocked online softmax). */
+LT_API lt_tensor *lt_scaled_dot_product_attention(lt_tensor *q, lt_tensor *k, lt_tensor *v,
+                                                  lt_tensor *mask, bool causal, double scale);
 
 /* ---- convolution and pooling (NCHW) ------------------------------------------------- */
 /* torch.nn.functional.conv2d: x [N, C, H, W], weight [O, C / groups, kh, kw],
@@ -418,6 +443,11 @@ LT_API lt_tensor *lt_gather(lt_tensor *a, int axis, lt_tensor *index);
 LT_API lt_tensor *lt_index_select(lt_tensor *a, int axis, lt_tensor *index);
 /* One-hot of an integer tensor: a new last axis of num_classes entries. */
 LT_API lt_tensor *lt_one_hot(lt_tensor *indices, int64_t num_classes, lt_dtype dt);
+/* torch.nn.functional.embedding: rows of weight [num, dim] picked by an
+ * integer tensor of indices of any shape -> [*indices.shape, dim]. Its
+ * gradient adds each picked row's gradient into weight (scatter-add, repeats
+ * sum). An index outside [0, num) fails at execution (LT_EEXEC). */
+LT_API lt_tensor *lt_embedding(lt_tensor *indices, lt_tensor *weight);
 /* Writes at computed positions, as torch (a is not changed: the result is a
  * new tensor). index is i32 or i64; src has a's dtype (LT_EDTYPE otherwise).
  * Out-of-range (or negative) indices fail at execution (LT_EEXEC), before

@@ -34,7 +34,18 @@ LT_API lt_tensor *lt_nn_linear_forward(const lt_nn_linear *l, lt_tensor *x); /* 
 /* Makes the n tensors device data with one graph (waits). */
 LT_API int lt_nn_params_sync(lt_tensor *const *params, int n);
 LT_API lt_tensor *lt_nn_relu(lt_tensor *x);
-LT_API lt_tensor *lt_nn_gelu(lt_tensor *x); /* exact (erf) gelu */
+LT_API lt_tensor *lt_nn_gelu(lt_tensor *x);      /* exact (erf) gelu */
+LT_API lt_tensor *lt_nn_gelu_tanh(lt_tensor *x); /* gelu, tanh approximation */
+/* Embedding table (torch.nn.Embedding): weight [num, dim] drawn N(0, 1) from
+ * dev's RNG (pending, as lt_nn_linear_init), requires-grad set. */
+typedef struct lt_nn_embedding {
+  lt_tensor *weight; /* [num, dim]; owned by the layer */
+  int64_t num, dim;
+} lt_nn_embedding;
+LT_API int lt_nn_embedding_init(lt_nn_embedding *l, lt_device dev, lt_dtype dt, int64_t num,
+                                int64_t dim);
+LT_API void lt_nn_embedding_free(lt_nn_embedding *l); /* NULL is accepted */
+LT_API lt_tensor *lt_nn_embedding_forward(const lt_nn_embedding *l, lt_tensor *indices);
 LT_API lt_tensor *lt_nn_dropout(lt_tensor *x, double p, bool train);
 
 /* ---- convolution, normalisation and pooling layers (NCHW) -------------------------------- */
@@ -185,6 +196,12 @@ LT_API int lt_nn_optim_step(lt_nn_optim *o);
  * parameters' own grads are left alone. */
 LT_API int lt_nn_optim_step_grads(lt_nn_optim *o, lt_tensor *const *grads);
 LT_API int lt_nn_optim_set_lr(lt_nn_optim *o, double lr);
+/* Parameter groups, as torch's per-group options: parameter i's weight
+ * decay (>= 0, finite) replaces the config's from the next step on; e.g.
+ * AdamW decaying the weight matrices only (0 for biases, norms, embeddings'
+ * positions as the caller chooses). The value enters the graph as data:
+ * changing it does not recompile. */
+LT_API int lt_nn_optim_set_param_weight_decay(lt_nn_optim *o, int i, double weight_decay);
 LT_API int64_t lt_nn_optim_steps(const lt_nn_optim *o); /* updates done so far */
 /* Updates parameter i has had (its step count); -1 for a bad index. */
 LT_API int64_t lt_nn_optim_param_steps(const lt_nn_optim *o, int i);
