@@ -649,6 +649,12 @@ static int b_shapes(lt_tensor **in, const void *ud, lt_tensor **outs) {
   case 12:
     r = lt_stack((lt_tensor *[]){x, x}, 2, 3);
     break;
+  case 13: /* rows of exp(x) as [24, 5], picked by [2, 3] indices with repeats */
+    r = lt_mul(
+        lt_embedding(lt_from_data(CPU0, LT_I32, SHAPE(2, 3), 2, (int32_t[]){23, 0, 5, 5, 1, 17}),
+                     lt_reshape(lt_exp(x), SHAPE(24, 5), 2)),
+        lt_scalar(CPU0, LT_F32, 0.5));
+    break;
   default:
     r = lt_matmul(lt_transpose(x, 1, 2), lt_exp(x));
     break;
@@ -659,7 +665,7 @@ static int b_shapes(lt_tensor **in, const void *ud, lt_tensor **outs) {
 
 static void test_shape_index(void **state) {
   (void)state;
-  for (int which = 0; which < 14; which++) {
+  for (int which = 0; which < 15; which++) {
     input in;
     g_rng = 555 + (uint64_t)which;
     input_fill(&in, LT_F32, SHAPE(4, 6, 5), 3, false);
