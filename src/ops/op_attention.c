@@ -1,4 +1,5 @@
-/* lt_scaled_dot_product_attention: softmax(q k^T * scale + bias) v.
+/* lt_scaled_dot_product_attention: softmax(q k^T * scale + bias) v, one
+ * ATTENTION node (lt_op_table.h; attrs {causal, mask kind}, fattr = scale).
  *
  * The builder checks and promotes the operands, broadcasts their batch dims
  * and flattens them into one, so that the attention itself only ever sees
@@ -7,7 +8,8 @@
  *
  * The causal triangle is made in the graph from constants (two cumulative
  * sums of ones give the row and column numbers), so it needs no data leaf
- * and no device: the gradient rule builds it the same way. */
+ * and no device: the gradient rule (autograd/ag_attention.c), which rebuilds
+ * the probabilities from primitives, makes it with lt__attn_scores. */
 #include <math.h>
 #include <string.h>
 
@@ -68,15 +70,6 @@ lt_node *lt__attn_scores(lt_node *q, lt_node *k, lt_node *mask, lt_attn_mask_kin
     lt__node_release(mask);
   if (causal) s = lt__node_where(causal_keep(L, S), s, kc(dt, -INFINITY));
   return s;
-}
-
-lt_node *lt__attn_math(lt_node *q, lt_node *k, lt_node *v, lt_node *mask, lt_attn_mask_kind kind,
-                       bool causal, double scale) {
-  lt_node *s = lt__attn_scores(q, k, mask, kind, causal, scale);
-  if (!s || !v) return fail2(s, v);
-  int64_t axis[1] = {2};
-  lt_node *p = lt__node_make(LT_OP_SOFTMAX, (lt_dtype)s->dtype, s->shape, 3, &s, 1, axis, 1, 0.0);
-  return lt__attn_matmul(p, v);
 }
 
 /* ---- the builder ---------------------------------------------------------------------- */
@@ -200,6 +193,9 @@ lt_tensor *lt_scaled_dot_product_attention(lt_tensor *q, lt_tensor *k, lt_tensor
   lt_node *nm = NULL;
   if (mask)
     nm = as_batched(lt__ir_as(mask, kind == LT_ATTN_MASK_BOOL ? LT_BOOL : dt), batch, nb, B, L, S);
-  lt_node *o = lt__attn_math(nq, nk, nv, nm, kind, causal, scale);
+  lt_node *ops[4] = {nq, nk, nv, nm};
+  int64_t attrs[2] = {causal ? 1 : 0, kind};
+  int64_t shape3[3] = {B, L, Ev};
+  lt_node *o = lt__node_make(LT_OP_ATTENTION, dt, shape3, 3, ops, mask ? 4 : 3, attrs, 2, scale);
   return lt__wrap(q->dev, lt__node_reshape(o, out_shape, nb + 2));
 }

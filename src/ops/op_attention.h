@@ -20,12 +20,6 @@ typedef enum lt_attn_mask_kind {
 lt_node *lt__attn_scores(lt_node *q, lt_node *k, lt_node *mask, lt_attn_mask_kind kind, bool causal,
                          double scale);
 
-/* softmax(scores) v from the same operands and v [B, S, Ev]: the attention
- * as primitives (matmul, where or add, softmax, matmul). Consumes its node
- * arguments. */
-lt_node *lt__attn_math(lt_node *q, lt_node *k, lt_node *v, lt_node *mask, lt_attn_mask_kind kind,
-                       bool causal, double scale);
-
 /* x (consumed, rank >= 2) with its last two axes swapped (PERMUTE). */
 lt_node *lt__attn_transpose(lt_node *x);
 /* x @ y (consumed) for rank-3 operands of equal batch size. */
