@@ -7,6 +7,7 @@
 
 #include "../src/backend/cpu/cpu_api.h"
 #include "../src/backend/ref/ref_api.h"
+#include "../src/ops/lt_ops.h"
 
 static const lt_backend *const kBackends[2] = {&lt__ref_backend, &lt__cpu_backend};
 
@@ -377,11 +378,98 @@ static void test_grad_broadcast(void **state) {
   }
 }
 
+/* Second order: the gradient rule is made of differentiable ops. The
+ * gradient of an inner loss with respect to q (k, v, the mask) is checked as
+ * a function of its inputs by finite differences. */
+static lt_tensor *grad_of(lt_tensor *const *in, void *ud) {
+  const grad_case *c = ud;
+  int wrt = c->kind == MASK_ADD ? 3 : 0;
+  lt_tensor *x = in[wrt];
+  lt_set_requires_grad(x, true);
+  lt_tensor *y = apply_sdpa(in, ud);
+  lt_tensor *w = lt_sin(lt_mul(y, y)); /* not linear */
+  if (lt_backward(lt_sum(w, NULL, 0, false)) != LT_OK) return NULL;
+  lt_tensor *g = lt_mul(lt_grad(x), lt_scalar(CPU0, LT_F64, 1.0));
+  /* the outer check reads every input's gradient: the inner one's go */
+  for (int i = 0; i < (c->kind == MASK_ADD ? 4 : 3); i++) lt_zero_grad(in[i]);
+  return g;
+}
+
+static void test_second_order(void **state) {
+  (void)state;
+  tg_input in[4] = {
+      {SHAPE(1, 3, 2), 3, tg_vals(6, 0.25), true, LT_F64},
+      {SHAPE(1, 3, 2), 3, tg_vals(6, 1.35), true, LT_F64},
+      {SHAPE(1, 3, 2), 3, tg_vals(6, 2.45), true, LT_F64},
+      {SHAPE(1, 3, 3), 3, tg_vals(9, 3.1), true, LT_F64},
+  };
+  const grad_case causal = {MASK_NONE, true, NAN}, addm = {MASK_ADD, false, 0.9};
+  for (int be = 0; be < tu_nbackends(); be++) {
+    lt__backend_force(kBackends[be]);
+    tg_check("second order causal", grad_of, (void *)&causal, in, 3, 1e-5);
+    tg_check("second order additive mask", grad_of, (void *)&addm, in, 4, 1e-5);
+    lt__backend_force(NULL);
+  }
+}
+
+/* ---- the kernels check their instructions ------------------------------------------------ */
+
+/* An ATTENTION node no builder would make: n operands, these attrs, this
+ * result shape. */
+static lt_tensor *raw(lt_tensor *const *ops, int n, const int64_t *attrs, int nattrs,
+                      const int64_t *shape, int nd) {
+  lt_node *nodes[4] = {NULL};
+  for (int i = 0; i < n; i++) nodes[i] = lt__ir_as(ops[i], lt_get_dtype(ops[i]));
+  return lt__make(CPU0, LT_OP_ATTENTION, lt_get_dtype(ops[0]), shape, nd, nodes, n, attrs, nattrs,
+                  0.5);
+}
+
+/* Attributes and shapes come from decoded bytes too: the kernels refuse
+ * what does not fit (LT_EEXEC) rather than read outside their operands. */
+static void test_kernels_check_instructions(void **state) {
+  (void)state;
+  for (int be = 0; be < tu_nbackends(); be++) {
+    lt__backend_force(kBackends[be]);
+    for (int dti = 0; dti < 2; dti++) {
+      lt_dtype dt = dti ? LT_F64 : LT_F32;
+      lt_scope_begin();
+      lt_tensor *t[4] = {lt_ones(CPU0, dt, SHAPE(1, 2, 3), 3), lt_ones(CPU0, dt, SHAPE(1, 4, 3), 3),
+                         lt_ones(CPU0, dt, SHAPE(1, 4, 2), 3),
+                         lt_ones(CPU0, LT_BOOL, SHAPE(1, 2, 4), 3)};
+      const int64_t none[2] = {0, 0}, boolm[2] = {0, 1}, causal2[2] = {2, 0}, kind3[2] = {0, 3};
+      const int64_t os[3] = {1, 2, 2};
+      tu_expect(raw(t, 3, none, 2, os, 3), dt, os, 3, (double[]){1, 1, 1, 1}, 1e-6);
+      tu_expect(raw(t, 4, boolm, 2, os, 3), dt, os, 3, (double[]){1, 1, 1, 1}, 1e-6);
+      tu_expect_exec_error(raw(t, 3, none, 1, os, 3), "malformed instruction");
+      tu_expect_exec_error(raw(t, 3, causal2, 2, os, 3), "malformed instruction");
+      tu_expect_exec_error(raw(t, 3, kind3, 2, os, 3), "malformed instruction");
+      tu_expect_exec_error(raw(t, 3, boolm, 2, os, 3), "malformed instruction"); /* no mask */
+      tu_expect_exec_error(raw(t, 4, none, 2, os, 3), "malformed instruction");  /* extra one */
+      tu_expect_exec_error(raw(t, 3, none, 2, SHAPE(1, 2, 3), 3), "shapes do not fit");
+      lt_tensor *kbad[3] = {t[0], lt_ones(CPU0, dt, SHAPE(1, 4, 2), 3), t[2]};
+      tu_expect_exec_error(raw(kbad, 3, none, 2, os, 3), "shapes do not fit");
+      lt_tensor *m2[4] = {t[0], t[1], t[2], lt_ones(CPU0, dt, SHAPE(1, 2, 4), 3)};
+      tu_expect_exec_error(raw(m2, 4, boolm, 2, os, 3), "dtypes do not fit");
+      lt_tensor *flat[3] = {lt_ones(CPU0, dt, SHAPE(2, 3), 2), t[1], t[2]};
+      tu_expect_exec_error(raw(flat, 3, none, 2, os, 3), "rank 3");
+      lt_scope_end();
+    }
+    lt__backend_force(NULL);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      TU_TEST(test_forward),   TU_TEST(test_large_scores),      TU_TEST(test_fully_masked_rows),
-      TU_TEST(test_broadcast), TU_TEST(test_dtypes_and_shapes), TU_TEST(test_errors),
-      TU_TEST(test_grad),      TU_TEST(test_grad_broadcast),
+      TU_TEST(test_forward),
+      TU_TEST(test_large_scores),
+      TU_TEST(test_fully_masked_rows),
+      TU_TEST(test_broadcast),
+      TU_TEST(test_dtypes_and_shapes),
+      TU_TEST(test_errors),
+      TU_TEST(test_grad),
+      TU_TEST(test_grad_broadcast),
+      TU_TEST(test_second_order),
+      TU_TEST(test_kernels_check_instructions),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
