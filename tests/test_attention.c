@@ -154,13 +154,25 @@ static void run_case(const fwd_case *c, lt_dtype dt) {
 static void test_forward(void **state) {
   (void)state;
   const fwd_case cases[] = {
-      {2, 4, 4, 3, 3, MASK_NONE, false, NAN, 1.0},    {2, 4, 4, 3, 5, MASK_NONE, true, NAN, 1.0},
-      {3, 5, 7, 4, 2, MASK_BOOL, false, NAN, 1.0},    {3, 7, 5, 4, 2, MASK_ADD, false, 0.5, 1.0},
-      {1, 1, 9, 5, 3, MASK_NONE, false, NAN, 1.0},    {1, 1, 1, 1, 1, MASK_NONE, true, NAN, 1.0},
-      {2, 9, 3, 2, 4, MASK_NONE, true, 0, 1.0},       {2, 6, 11, 3, 3, MASK_NONE, true, 2.0, 1.0},
-      {2, 33, 47, 5, 7, MASK_NONE, true, NAN, 1.0},   {2, 40, 70, 8, 6, MASK_BOOL, false, NAN, 1.0},
-      {1, 17, 65, 8, 9, MASK_ADD, false, NAN, 1.0},   {2, 5, 6, 3, 3, MASK_NONE, false, NAN, 100.0},
+      {2, 4, 4, 3, 3, MASK_NONE, false, NAN, 1.0},
+      {2, 4, 4, 3, 5, MASK_NONE, true, NAN, 1.0},
+      {3, 5, 7, 4, 2, MASK_BOOL, false, NAN, 1.0},
+      {3, 7, 5, 4, 2, MASK_ADD, false, 0.5, 1.0},
+      {1, 1, 9, 5, 3, MASK_NONE, false, NAN, 1.0},
+      {1, 1, 1, 1, 1, MASK_NONE, true, NAN, 1.0},
+      {2, 9, 3, 2, 4, MASK_NONE, true, 0, 1.0},
+      {2, 6, 11, 3, 3, MASK_NONE, true, 2.0, 1.0},
+      {2, 33, 47, 5, 7, MASK_NONE, true, NAN, 1.0},
+      {2, 40, 70, 8, 6, MASK_BOOL, false, NAN, 1.0},
+      {1, 17, 65, 8, 9, MASK_ADD, false, NAN, 1.0},
+      {2, 5, 6, 3, 3, MASK_NONE, false, NAN, 100.0},
       {2, 64, 64, 32, 32, MASK_NONE, true, NAN, 1.0},
+      /* several query and key blocks of the cpu kernel (32 x 64): the
+       * running maximum and sum are rescaled from block to block */
+      {1, 70, 150, 8, 8, MASK_NONE, true, NAN, 1.0},
+      {1, 66, 130, 4, 5, MASK_ADD, false, NAN, 1.0},
+      {2, 33, 129, 3, 2, MASK_BOOL, false, NAN, 1.0},
+      {1, 150, 70, 5, 3, MASK_NONE, true, NAN, 1.0},
   };
   for (int be = 0; be < tu_nbackends(); be++) {
     lt__backend_force(kBackends[be]);
@@ -179,6 +191,8 @@ static void test_large_scores(void **state) {
       {2, 5, 6, 2, 3, MASK_NONE, false, 1.0, 70.0},
       {2, 5, 6, 2, 3, MASK_NONE, true, 1.0, 70.0},
       {1, 3, 37, 1, 2, MASK_ADD, false, 1.0, 100.0},
+      {1, 5, 140, 2, 3, MASK_NONE, false, 1.0, 70.0},
+      {1, 70, 140, 2, 3, MASK_NONE, true, 1.0, 70.0},
   };
   for (int be = 0; be < tu_nbackends(); be++) {
     lt__backend_force(kBackends[be]);
@@ -219,6 +233,41 @@ static void test_fully_masked_rows(void **state) {
     }
     lt__backend_force(NULL);
   }
+}
+
+/* A NaN score makes its row NaN (softmax's), and only its row. */
+static void test_nan_scores(void **state) {
+  (void)state;
+  const int64_t L = 3, S = 70, E = 2, Ev = 2;
+  double *q = vals(L * E, 0.5, 1), *k = vals(S * E, 1.5, 1), *v = vals(S * Ev, 2.5, 1);
+  k[66 * E] = NAN; /* key 66: every row's score there is NaN (in the second key block) */
+  q[1 * E] = -NAN; /* row 1: all its scores are NaN, with the sign bit */
+  double want[3 * 2];
+  oracle(q, k, v, NULL, MASK_NONE, false, 0.5, 1, L, S, E, Ev, want);
+  k[66 * E] = 0.25;
+  double want2[3 * 2];
+  oracle(q, k, v, NULL, MASK_NONE, true, 0.5, 1, L, S, E, Ev, want2);
+  assert_true(isnan(want[0]) && isnan(want[2]) && isnan(want[4]));
+  assert_true(isnan(want2[2]) && !isnan(want2[0]) && !isnan(want2[4]));
+  for (int be = 0; be < tu_nbackends(); be++) {
+    lt__backend_force(kBackends[be]);
+    lt_scope_begin();
+    k[66 * E] = NAN;
+    expect_near("nan key",
+                lt_scaled_dot_product_attention(mk(LT_F32, SHAPE(L, E), 2, q),
+                                                mk(LT_F32, SHAPE(S, E), 2, k),
+                                                mk(LT_F32, SHAPE(S, Ev), 2, v), NULL, false, 0.5),
+                want, L * Ev, 1e-5);
+    k[66 * E] = 0.25;
+    expect_near("nan query row",
+                lt_scaled_dot_product_attention(mk(LT_F32, SHAPE(L, E), 2, q),
+                                                mk(LT_F32, SHAPE(S, E), 2, k),
+                                                mk(LT_F32, SHAPE(S, Ev), 2, v), NULL, true, 0.5),
+                want2, L * Ev, 1e-5);
+    lt_scope_end();
+    lt__backend_force(NULL);
+  }
+  free(q), free(k), free(v);
 }
 
 /* Batch dims broadcast among q, k, v; the mask broadcasts to the scores. The
@@ -463,6 +512,7 @@ int main(void) {
       TU_TEST(test_forward),
       TU_TEST(test_large_scores),
       TU_TEST(test_fully_masked_rows),
+      TU_TEST(test_nan_scores),
       TU_TEST(test_broadcast),
       TU_TEST(test_dtypes_and_shapes),
       TU_TEST(test_errors),
