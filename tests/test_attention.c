@@ -235,6 +235,33 @@ static void test_fully_masked_rows(void **state) {
   }
 }
 
+/* Rows whose first visible key lies in a later key block of the cpu kernel
+ * (the running maximum starts at -inf there), or only in the first and the
+ * last. */
+static void test_mask_in_later_block(void **state) {
+  (void)state;
+  const int64_t L = 3, S = 130, E = 2, Ev = 3;
+  double *q = vals(L * E, 0.2, 3), *k = vals(S * E, 1.2, 3), *v = vals(S * Ev, 2.2, 1);
+  double *m = calloc((size_t)(L * S), sizeof(double));
+  m[0 * S + 100] = 1;
+  m[1 * S + 0] = m[1 * S + 129] = 1;
+  for (int64_t j = 64; j < S; j++) m[2 * S + j] = 1;
+  double want[3 * 3];
+  oracle(q, k, v, m, MASK_BOOL, false, 0.9, 1, L, S, E, Ev, want);
+  for (int be = 0; be < tu_nbackends(); be++) {
+    lt__backend_force(kBackends[be]);
+    lt_scope_begin();
+    lt_tensor *o = lt_scaled_dot_product_attention(
+        mk(LT_F32, SHAPE(L, E), 2, q), mk(LT_F32, SHAPE(S, E), 2, k),
+        mk(LT_F32, SHAPE(S, Ev), 2, v), lt_cast(mk(LT_F64, SHAPE(L, S), 2, m), LT_BOOL), false,
+        0.9);
+    expect_near("later block", o, want, L * Ev, 1e-5);
+    lt_scope_end();
+    lt__backend_force(NULL);
+  }
+  free(q), free(k), free(v), free(m);
+}
+
 /* A NaN score makes its row NaN (softmax's), and only its row. */
 static void test_nan_scores(void **state) {
   (void)state;
@@ -513,6 +540,7 @@ int main(void) {
       TU_TEST(test_large_scores),
       TU_TEST(test_fully_masked_rows),
       TU_TEST(test_nan_scores),
+      TU_TEST(test_mask_in_later_block),
       TU_TEST(test_broadcast),
       TU_TEST(test_dtypes_and_shapes),
       TU_TEST(test_errors),
