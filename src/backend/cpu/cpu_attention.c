@@ -4,17 +4,18 @@
  * One task is a batch entry and a block of QB query rows. It streams the
  * keys in blocks of KB: the block's scores (QB x KB, in L1) are scale * q k^T
  * with the mask or the causal triangle applied; each row keeps its running
- * maximum m and sum l and its output accumulator, which a new maximum
- * rescales by exp(m_old - m_new) before the block's exp(s - m_new) v is
- * added. Blocks wholly above a causal diagonal are skipped. At the end each
- * row is acc / l: a row that saw nothing has l = 0 and acc = 0, so 0 / 0 =
- * NaN, as ref's (torch's math path).
+ * maximum m and its accumulator (the output row and the row's sum), which a
+ * new maximum rescales by exp(m_old - m_new) before the block's
+ * exp(s - m_new) [v 1] is added. Blocks wholly above a causal diagonal are
+ * skipped. At the end each row is acc / sum: a row that saw nothing has
+ * sum = 0, and is NaN, as ref's (torch's math path).
  *
- * The two block products (q k^T and p v) run through oneDNN's sgemm, which
- * generates AVX-512 (AVX2, ...) code for the machine at run time, where the
- * rest of this file is compiled for the generic target; the exp is a
- * branch-free polynomial the compiler vectorises (libm's expf is a call per
- * element). Results match ref within f32 rounding, not bit for bit (as for
+ * The two block products run through oneDNN's sgemm, which generates
+ * AVX-512 (AVX2, ...) code for the machine at run time; the row loops
+ * between them (bias, maximum, exp, rescale) are plain C the compiler
+ * vectorises, built for the generic target the rest of the backend uses and,
+ * where the compiler can, also as AVX2 and AVX-512 clones picked at load
+ * time. Results match ref within f32 rounding, not bit for bit (as for
  * GEMM): sums run in f32, in blocks. */
 #include "cpu_attention.h"
 
@@ -39,7 +40,7 @@
  * under its default trapping math): the rounding adds and subtracts
  * 1.5 * 2^23, 2^n is built in the exponent bits, and the cut-off is a bit
  * mask, so the loops calling it vectorise. */
-static inline float exp_neg(float x) {
+static inline __attribute__((always_inline)) float exp_neg(float x) {
   const float lo = -87.0f;
   int32_t keep = -(int32_t) !(x < lo); /* all ones for x >= lo and for NaN */
   int32_t xb, lb;
@@ -68,14 +69,20 @@ static inline float exp_neg(float x) {
   return p * scale;
 }
 
-typedef struct attn_job {
+typedef struct attn_job attn_job;
+/* One online-softmax step (block_softmax), as built for one instruction set. */
+typedef void (*softmax_fn)(const attn_job *j, int64_t b, int64_t i0, int64_t nq, int64_t j0,
+                           int64_t nk, float *s, float *acc, float *m);
+
+struct attn_job {
   attn_plan p;
   const float *q, *k, *v, *mask; /* mask: additive */
   const uint8_t *keep;           /* mask: bool */
   float *out;
   int64_t nqb; /* query blocks per batch entry */
+  softmax_fn softmax;
   atomic_int failed;
-} attn_job;
+};
 
 /* C[n x m] = alpha A[n x k] op(B) + beta C, row-major, on this thread. */
 static void sgemm(bool tb, int64_t n, int64_t m, int64_t k, float alpha, const float *a,
@@ -90,7 +97,7 @@ static void sgemm(bool tb, int64_t n, int64_t m, int64_t k, float alpha, const f
  * positive NaN is the largest key, which makes the row's maximum NaN and so
  * the whole row NaN, as softmax's; a negative one is below -inf and
  * propagates through its own exp. */
-static inline float row_max(const float *x, int64_t n) {
+static inline __attribute__((always_inline)) float row_max(const float *x, int64_t n) {
   int32_t best = INT32_MIN;
   for (int64_t c = 0; c < n; c++) {
     int32_t bits;
@@ -118,26 +125,10 @@ static size_t scratch_floats(int64_t Ev) {
   return (size_t)(QB * KB + KB * (Ev + 1) + QB * (Ev + 1) + QB);
 }
 
-/* Where the compiler supports it, the exp-heavy row loops are also built for
- * AVX2 and AVX-512 and the loader picks the clone the CPU runs (an ifunc);
- * the default clone is the generic target the rest of the backend uses. */
-#if defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones) && !defined(__SANITIZE_ADDRESS__) && \
-    !defined(__SANITIZE_THREAD__)
-#define ATTN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#endif
-#endif
-#ifndef ATTN_CLONES
-#define ATTN_CLONES
-#endif
-
-/* The online-softmax step of one key block [j0, j0 + nk) for rows
- * [i0, i0 + nq) of batch entry b: s holds their scaled scores, which become
- * exp(s - m_new) with the bias applied; acc's rows (Ev + 1 wide) are
- * rescaled to the new maxima m. */
-ATTN_CLONES
-static void block_softmax(const attn_job *j, int64_t b, int64_t i0, int64_t nq, int64_t j0,
-                          int64_t nk, float *s, float *acc, float *m) {
+static inline __attribute__((always_inline)) void block_softmax(const attn_job *j, int64_t b,
+                                                                int64_t i0, int64_t nq, int64_t j0,
+                                                                int64_t nk, float *s, float *acc,
+                                                                float *m) {
   const attn_plan *p = &j->p;
   const int64_t S = p->S, W = p->Ev + 1;
   for (int64_t i = 0; i < nq; i++) {
@@ -169,6 +160,44 @@ static void block_softmax(const attn_job *j, int64_t b, int64_t i0, int64_t nq, 
   }
 }
 
+/* block_softmax built for the generic target the rest of the backend uses
+ * and, on x86-64 with GCC or clang, also for AVX2 and AVX-512: cpu_attention
+ * picks one by what the CPU reports. (Plain functions and a pointer rather
+ * than target_clones: an ifunc resolver runs during relocation, before a
+ * sanitizer's runtime is set up, and crashes instrumented builds.) */
+static void softmax_generic(const attn_job *j, int64_t b, int64_t i0, int64_t nq, int64_t j0,
+                            int64_t nk, float *s, float *acc, float *m) {
+  block_softmax(j, b, i0, nq, j0, nk, s, acc, m);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define ATTN_X86_VARIANTS 1
+__attribute__((target("avx2,fma"))) static void softmax_avx2(const attn_job *j, int64_t b,
+                                                             int64_t i0, int64_t nq, int64_t j0,
+                                                             int64_t nk, float *s, float *acc,
+                                                             float *m) {
+  block_softmax(j, b, i0, nq, j0, nk, s, acc, m);
+}
+
+__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma"))) static void softmax_avx512(
+    const attn_job *j, int64_t b, int64_t i0, int64_t nq, int64_t j0, int64_t nk, float *s,
+    float *acc, float *m) {
+  block_softmax(j, b, i0, nq, j0, nk, s, acc, m);
+}
+#endif
+
+static softmax_fn pick_softmax(void) {
+#ifdef ATTN_X86_VARIANTS
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return softmax_avx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return softmax_avx2;
+#endif
+  return softmax_generic;
+}
+
 /* Rows [i0, i0 + nq) of batch entry b. */
 static void attn_block(const attn_job *j, int64_t b, int64_t i0, int64_t nq,
                        const attn_scratch *w) {
@@ -193,7 +222,7 @@ static void attn_block(const attn_job *j, int64_t b, int64_t i0, int64_t nq,
       memcpy(vx + r * W, v + (j0 + r) * Ev, sizeof(float) * (size_t)Ev);
       vx[r * W + Ev] = 1.0f;
     }
-    block_softmax(j, b, i0, nq, j0, nk, s, acc, m);
+    j->softmax(j, b, i0, nq, j0, nk, s, acc, m);
     /* acc += p [v 1] for this block */
     sgemm(false, nq, W, nk, 1.0f, s, KB, vx, W, 1.0f, acc, W);
   }
@@ -236,6 +265,7 @@ int cpu_attention(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   j.keep = j.p.mask_kind == 1 ? in[3]->data : NULL;
   j.out = out->data;
   j.nqb = (j.p.L + QB - 1) / QB;
+  j.softmax = pick_softmax();
   atomic_init(&j.failed, 0);
   void *slots[1] = {&j};
   int64_t rows = j.p.L < QB ? j.p.L : QB;
