@@ -80,6 +80,14 @@ static void expect_near(const char *what, lt_tensor *t, const double *want, int6
   free(got);
 }
 
+/* got against want, both n values. */
+static void expect_near_arrays(const char *what, const double *got, const double *want, int64_t n,
+                               double tol) {
+  for (int64_t i = 0; i < n; i++)
+    if (!tu_near(got[i], want[i], tol))
+      fail_msg("%s: element %lld: got %.9g, want %.9g", what, (long long)i, got[i], want[i]);
+}
+
 /* The attention as the library's own composition of public ops. */
 static lt_tensor *composed(lt_tensor *q, lt_tensor *k, lt_tensor *v, lt_tensor *mask, bool causal,
                            double scale) {
@@ -454,6 +462,43 @@ static void test_grad_broadcast(void **state) {
   }
 }
 
+/* As a model uses it: f32 heads split from one projection by reshape and
+ * permute (non-contiguous operands), causal, trained through a loss; values
+ * and gradients equal those of the library's own composition. */
+static void test_model_like_f32(void **state) {
+  (void)state;
+  const int64_t B = 2, T = 9, H = 2, D = 4, C = H * D;
+  double *x = vals(B * T * 3 * C, 0.8, 1.5);
+  for (int be = 0; be < tu_nbackends(); be++) {
+    lt__backend_force(kBackends[be]);
+    double *got[2] = {NULL, NULL}, *grads[2] = {NULL, NULL};
+    for (int fused = 0; fused < 2; fused++) {
+      lt_scope_begin();
+      lt_tensor *qkv = mk(LT_F32, SHAPE(B, T, 3 * C), 3, x);
+      lt_set_requires_grad(qkv, true);
+      /* [B, T, 3, H, D] -> [3, B, H, T, D] */
+      lt_tensor *heads =
+          lt_permute(lt_reshape(qkv, SHAPE(B, T, 3, H, D), 5), (int[]){2, 0, 3, 1, 4}, 5);
+      lt_tensor *parts[3];
+      assert_int_equal(lt_chunk(heads, 3, 0, parts, 3), 3);
+      lt_tensor *q = lt_squeeze(parts[0], 0), *k = lt_squeeze(parts[1], 0),
+                *v = lt_squeeze(parts[2], 0);
+      lt_tensor *o = fused ? lt_scaled_dot_product_attention(q, k, v, NULL, true, NAN)
+                           : composed(q, k, v, NULL, true, 1 / sqrt((double)D));
+      lt_tensor *y = lt_reshape(lt_permute(o, (int[]){0, 2, 1, 3}, 4), SHAPE(B, T, C), 3);
+      assert_int_equal(lt_backward(lt_sum(lt_mul(y, lt_sin(y)), NULL, 0, false)), LT_OK);
+      got[fused] = tu_values(y);
+      grads[fused] = tu_values(lt_grad(qkv));
+      lt_scope_end();
+    }
+    expect_near_arrays("model-like values", got[1], got[0], B * T * C, 2e-5);
+    expect_near_arrays("model-like gradients", grads[1], grads[0], B * T * 3 * C, 2e-4);
+    for (int i = 0; i < 2; i++) free(got[i]), free(grads[i]);
+    lt__backend_force(NULL);
+  }
+  free(x);
+}
+
 /* Second order: the gradient rule is made of differentiable ops. The
  * gradient of an inner loss with respect to q (k, v, the mask) is checked as
  * a function of its inputs by finite differences. */
@@ -546,6 +591,7 @@ int main(void) {
       TU_TEST(test_errors),
       TU_TEST(test_grad),
       TU_TEST(test_grad_broadcast),
+      TU_TEST(test_model_like_f32),
       TU_TEST(test_second_order),
       TU_TEST(test_kernels_check_instructions),
   };
