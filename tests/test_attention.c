@@ -499,6 +499,32 @@ static void test_model_like_f32(void **state) {
   free(x);
 }
 
+/* Eager mode: the op runs at once, and autograd still reaches its operands. */
+static void test_eager(void **state) {
+  (void)state;
+  const int64_t L = 3, S = 4, E = 2, Ev = 2;
+  double *q = vals(L * E, 0.3, 1), *k = vals(S * E, 1.3, 1), *v = vals(S * Ev, 2.3, 1);
+  double want[3 * 2];
+  oracle(q, k, v, NULL, MASK_NONE, true, 1 / sqrt(2.0), 1, L, S, E, Ev, want);
+  double *grads[2];
+  for (int eager = 0; eager < 2; eager++) {
+    lt_set_eager(eager);
+    lt_scope_begin();
+    lt_tensor *tq = mk(LT_F32, SHAPE(L, E), 2, q);
+    lt_set_requires_grad(tq, true);
+    lt_tensor *o = lt_scaled_dot_product_attention(tq, mk(LT_F32, SHAPE(S, E), 2, k),
+                                                   mk(LT_F32, SHAPE(S, Ev), 2, v), NULL, true, NAN);
+    /* backward before reading o: a read cuts a lazy graph */
+    assert_int_equal(lt_backward(lt_sum(lt_mul(o, o), NULL, 0, false)), LT_OK);
+    expect_near("eager", o, want, L * Ev, 1e-5);
+    grads[eager] = tu_values(lt_grad(tq));
+    lt_scope_end();
+    lt_set_eager(false);
+  }
+  expect_near_arrays("eager gradient", grads[1], grads[0], L * E, 1e-6);
+  free(grads[0]), free(grads[1]), free(q), free(k), free(v);
+}
+
 /* Second order: the gradient rule is made of differentiable ops. The
  * gradient of an inner loss with respect to q (k, v, the mask) is checked as
  * a function of its inputs by finite differences. */
@@ -592,6 +618,7 @@ int main(void) {
       TU_TEST(test_grad),
       TU_TEST(test_grad_broadcast),
       TU_TEST(test_model_like_f32),
+      TU_TEST(test_eager),
       TU_TEST(test_second_order),
       TU_TEST(test_kernels_check_instructions),
   };
