@@ -31,7 +31,7 @@
 /* Query rows per task and keys per block: a block's scores, its keys and
  * values and the accumulators stay in L1 / L2 for E, Ev up to about 128. */
 #define QB 32
-#define KB 64
+#define KB 64 /* a multiple of 16 (block_softmax pads rows to one) */
 
 /* exp(x) for x <= 0 (scores minus their row's maximum): 2^n e^r with
  * n = round(x / ln 2), |r| <= ln 2 / 2, e^r by a degree-6 Taylor polynomial
@@ -130,7 +130,7 @@ static inline __attribute__((always_inline)) void block_softmax(const attn_job *
                                                                 int64_t nk, float *s, float *acc,
                                                                 float *m) {
   const attn_plan *p = &j->p;
-  const int64_t S = p->S, W = p->Ev + 1;
+  const int64_t S = p->S, W = p->Ev + 1, npad = (nk + 15) / 16 * 16; /* <= KB */
   for (int64_t i = 0; i < nq; i++) {
     float *si = s + i * KB;
     int64_t row = b * p->L + i0 + i;
@@ -141,19 +141,23 @@ static inline __attribute__((always_inline)) void block_softmax(const attn_job *
       const uint8_t *ki = j->keep + row * S + j0;
       for (int64_t c = 0; c < nk; c++) si[c] = ki[c] ? si[c] : -INFINITY;
     }
-    /* causal: keys after the row's own index are hidden */
+    /* causal: keys after the row's own index are hidden. The row is padded
+     * to whole groups of 16 with hidden columns (the product reads only the
+     * first nk), so the loops below run in full vectors, with no scalar
+     * remainder. */
     int64_t seen = p->causal && i0 + i + 1 - j0 < nk ? i0 + i + 1 - j0 : nk;
     if (seen < 0) seen = 0;
+    for (int64_t c = seen; c < npad; c++) si[c] = -INFINITY;
     /* A NaN score is left to propagate: its exp is NaN, and so become the
      * row's accumulators and sum. */
-    float mb = row_max(si, seen), mnew = m[i] > mb ? m[i] : mb;
+    float mb = row_max(si, npad), mnew = m[i] > mb ? m[i] : mb;
     if (mnew == -INFINITY) { /* nothing seen yet: the block adds nothing */
       memset(si, 0, sizeof(float) * (size_t)nk);
       continue;
     }
     float alpha = exp_neg(m[i] - mnew);
-    for (int64_t c = 0; c < seen; c++) si[c] = exp_neg(si[c] - mnew);
-    for (int64_t c = seen; c < nk; c++) si[c] = 0;
+    for (int64_t c = 0; c < npad; c += 16)
+      for (int u = 0; u < 16; u++) si[c + u] = exp_neg(si[c + u] - mnew);
     if (alpha != 1.0f)
       for (int64_t c = 0; c < W; c++) acc[i * W + c] *= alpha;
     m[i] = mnew;
