@@ -4,18 +4,18 @@
  * One task is a batch entry and a block of QB query rows. It streams the
  * keys in blocks of KB: the block's scores (QB x KB, in L1) are scale * q k^T
  * with the mask or the causal triangle applied; each row keeps its running
- * maximum m and its accumulator (the output row and the row's sum), which a
- * new maximum rescales by exp(m_old - m_new) before the block's
- * exp(s - m_new) [v 1] is added. Blocks wholly above a causal diagonal are
- * skipped. At the end each row is acc / sum: a row that saw nothing has
- * sum = 0, and is NaN, as ref's (torch's math path).
+ * maximum m, sum l and output accumulator, which a new maximum rescales by
+ * exp(m_old - m_new) before the block's exp(s - m_new) and exp(s - m_new) v
+ * are added. Blocks wholly above a causal diagonal are skipped. At the end
+ * each row is acc / l: a row that saw nothing has l = 0, and is NaN, as
+ * ref's (torch's math path).
  *
  * The two block products run through oneDNN's sgemm, which generates
  * AVX-512 (AVX2, ...) code for the machine at run time; the row loops
  * between them (bias, maximum, exp, rescale) are plain C the compiler
  * vectorises, built for the generic target the rest of the backend uses and,
- * where the compiler can, also as AVX2 and AVX-512 clones picked at load
- * time. Results match ref within f32 rounding, not bit for bit (as for
+ * on x86-64, also as AVX2 and AVX-512 copies picked by what the CPU reports
+ * (pick_softmax). Results match ref within f32 rounding, not bit for bit (as for
  * GEMM): sums run in f32, in blocks. */
 #include "cpu_attention.h"
 
@@ -72,7 +72,7 @@ static inline __attribute__((always_inline)) float exp_neg(float x) {
 typedef struct attn_job attn_job;
 /* One online-softmax step (block_softmax), as built for one instruction set. */
 typedef void (*softmax_fn)(const attn_job *j, int64_t b, int64_t i0, int64_t nq, int64_t j0,
-                           int64_t nk, float *s, float *acc, float *m);
+                           int64_t nk, float *s, float *acc, float *m, float *l);
 
 struct attn_job {
   attn_plan p;
@@ -113,24 +113,19 @@ static inline __attribute__((always_inline)) float row_max(const float *x, int64
 }
 
 /* Scratch of one task: the block's scores / probabilities s [QB x KB], the
- * block's values with a column of ones vx [KB x (Ev + 1)], the accumulators
- * acc [QB x (Ev + 1)] and the running maxima m [QB]. The ones column makes
- * the second product also sum each row's probabilities into acc's last
- * column, rescaled with the rest: no separate (scalar) sum. */
+ * accumulators acc [QB x Ev], the running maxima m and sums l [QB]. */
 typedef struct attn_scratch {
-  float *s, *vx, *acc, *m;
+  float *s, *acc, *m, *l;
 } attn_scratch;
 
-static size_t scratch_floats(int64_t Ev) {
-  return (size_t)(QB * KB + KB * (Ev + 1) + QB * (Ev + 1) + QB);
-}
+static size_t scratch_floats(int64_t Ev) { return (size_t)(QB * KB + QB * Ev + 2 * QB); }
 
 static inline __attribute__((always_inline)) void block_softmax(const attn_job *j, int64_t b,
                                                                 int64_t i0, int64_t nq, int64_t j0,
                                                                 int64_t nk, float *s, float *acc,
-                                                                float *m) {
+                                                                float *m, float *l) {
   const attn_plan *p = &j->p;
-  const int64_t S = p->S, W = p->Ev + 1, npad = (nk + 15) / 16 * 16; /* <= KB */
+  const int64_t S = p->S, W = p->Ev, npad = (nk + 15) / 16 * 16; /* <= KB */
   for (int64_t i = 0; i < nq; i++) {
     float *si = s + i * KB;
     int64_t row = b * p->L + i0 + i;
@@ -155,11 +150,19 @@ static inline __attribute__((always_inline)) void block_softmax(const attn_job *
       memset(si, 0, sizeof(float) * (size_t)nk);
       continue;
     }
-    float alpha = exp_neg(m[i] - mnew);
+    float alpha = exp_neg(m[i] - mnew), part[16] = {0};
+    /* the sum in 16 lanes: vector adds, one horizontal sum per row */
     for (int64_t c = 0; c < npad; c += 16)
-      for (int u = 0; u < 16; u++) si[c + u] = exp_neg(si[c + u] - mnew);
+      for (int u = 0; u < 16; u++) {
+        float e = exp_neg(si[c + u] - mnew);
+        si[c + u] = e;
+        part[u] += e;
+      }
+    float sum = 0;
+    for (int u = 0; u < 16; u++) sum += part[u];
     if (alpha != 1.0f)
       for (int64_t c = 0; c < W; c++) acc[i * W + c] *= alpha;
+    l[i] = l[i] * alpha + sum;
     m[i] = mnew;
   }
 }
@@ -170,8 +173,8 @@ static inline __attribute__((always_inline)) void block_softmax(const attn_job *
  * than target_clones: an ifunc resolver runs during relocation, before a
  * sanitizer's runtime is set up, and crashes instrumented builds.) */
 static void softmax_generic(const attn_job *j, int64_t b, int64_t i0, int64_t nq, int64_t j0,
-                            int64_t nk, float *s, float *acc, float *m) {
-  block_softmax(j, b, i0, nq, j0, nk, s, acc, m);
+                            int64_t nk, float *s, float *acc, float *m, float *l) {
+  block_softmax(j, b, i0, nq, j0, nk, s, acc, m, l);
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -179,14 +182,14 @@ static void softmax_generic(const attn_job *j, int64_t b, int64_t i0, int64_t nq
 __attribute__((target("avx2,fma"))) static void softmax_avx2(const attn_job *j, int64_t b,
                                                              int64_t i0, int64_t nq, int64_t j0,
                                                              int64_t nk, float *s, float *acc,
-                                                             float *m) {
-  block_softmax(j, b, i0, nq, j0, nk, s, acc, m);
+                                                             float *m, float *l) {
+  block_softmax(j, b, i0, nq, j0, nk, s, acc, m, l);
 }
 
 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma"))) static void softmax_avx512(
     const attn_job *j, int64_t b, int64_t i0, int64_t nq, int64_t j0, int64_t nk, float *s,
-    float *acc, float *m) {
-  block_softmax(j, b, i0, nq, j0, nk, s, acc, m);
+    float *acc, float *m, float *l) {
+  block_softmax(j, b, i0, nq, j0, nk, s, acc, m, l);
 }
 #endif
 
@@ -206,13 +209,16 @@ static softmax_fn pick_softmax(void) {
 static void attn_block(const attn_job *j, int64_t b, int64_t i0, int64_t nq,
                        const attn_scratch *w) {
   const attn_plan *p = &j->p;
-  const int64_t S = p->S, E = p->E, Ev = p->Ev, W = Ev + 1;
+  const int64_t S = p->S, E = p->E, Ev = p->Ev;
   const float scale = (float)p->scale;
   const float *q = j->q + (b * p->L + i0) * E;
   const float *k = j->k + b * S * E, *v = j->v + b * S * Ev;
-  float *s = w->s, *acc = w->acc, *m = w->m, *vx = w->vx;
-  for (int64_t i = 0; i < nq; i++) m[i] = -INFINITY;
-  memset(acc, 0, sizeof(float) * (size_t)(nq * W));
+  float *s = w->s, *acc = w->acc, *m = w->m, *l = w->l;
+  for (int64_t i = 0; i < nq; i++) {
+    m[i] = -INFINITY;
+    l[i] = 0;
+  }
+  memset(acc, 0, sizeof(float) * (size_t)(nq * Ev));
   /* causal: rows up to i0 + nq - 1 see keys up to that index */
   int64_t send = p->causal && i0 + nq < S ? i0 + nq : S;
   for (int64_t j0 = 0; j0 < send; j0 += KB) {
@@ -222,18 +228,14 @@ static void attn_block(const attn_job *j, int64_t b, int64_t i0, int64_t nq,
       sgemm(true, nq, nk, E, scale, q, E, k + j0 * E, E, 0.0f, s, KB);
     else
       for (int64_t i = 0; i < nq; i++) memset(s + i * KB, 0, sizeof(float) * (size_t)nk);
-    for (int64_t r = 0; r < nk; r++) {
-      memcpy(vx + r * W, v + (j0 + r) * Ev, sizeof(float) * (size_t)Ev);
-      vx[r * W + Ev] = 1.0f;
-    }
-    j->softmax(j, b, i0, nq, j0, nk, s, acc, m);
-    /* acc += p [v 1] for this block */
-    sgemm(false, nq, W, nk, 1.0f, s, KB, vx, W, 1.0f, acc, W);
+    j->softmax(j, b, i0, nq, j0, nk, s, acc, m, l);
+    /* acc += p v for this block */
+    if (Ev > 0) sgemm(false, nq, Ev, nk, 1.0f, s, KB, v + j0 * Ev, Ev, 1.0f, acc, Ev);
   }
   float *o = j->out + (b * p->L + i0) * Ev;
   for (int64_t i = 0; i < nq; i++) {
-    float l = acc[i * W + Ev], inv = l == 0 ? NAN : 1.0f / l; /* l = 0: the row saw nothing */
-    for (int64_t c = 0; c < Ev; c++) o[i * Ev + c] = acc[i * W + c] * inv;
+    float inv = l[i] == 0 ? NAN : 1.0f / l[i]; /* l = 0: the row saw nothing */
+    for (int64_t c = 0; c < Ev; c++) o[i * Ev + c] = acc[i * Ev + c] * inv;
   }
 }
 
@@ -247,8 +249,8 @@ static void attn_chunk(void **slots, int64_t lo, int64_t hi) {
     return;
   }
   attn_scratch w = {mem, mem + QB * KB, NULL, NULL};
-  w.acc = w.vx + KB * (j->p.Ev + 1);
-  w.m = w.acc + QB * (j->p.Ev + 1);
+  w.m = w.acc + QB * j->p.Ev;
+  w.l = w.m + QB;
   for (int64_t t = lo; t < hi; t++) {
     int64_t b = t / j->nqb, i0 = t % j->nqb * QB;
     int64_t nq = j->p.L - i0 < QB ? j->p.L - i0 : QB;
