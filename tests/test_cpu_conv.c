@@ -617,6 +617,8 @@ static void test_pool_shapes(void **state) {
   check_pool(2, 1, 9, 10, (const int64_t[8]){3, 3, 2, 2, 1, 1, 2, 2}, true, v);
   check_pool(2, 1, 9, 10, (const int64_t[8]){2, 2, 2, 2, 0, 0, 1, 1}, true, v);
   check_pool(1, 2, 9, 10, (const int64_t[8]){2, 2, 2, 2, 0, 0, 1, 1}, false, v);
+  /* rows of 9 windows: two blocks of four lanes and an overlapping last one */
+  check_pool(2, 1, 4, 18, (const int64_t[8]){2, 2, 2, 2, 0, 0, 1, 1}, false, v);
 }
 
 static void test_pool_bad(void **state) {
