@@ -687,6 +687,20 @@ static void test_kernels_check_instructions(void **state) {
   tu_expect_exec_error(raw(LT_OP_CONV2D, x, w, LT_F32, ys, g3, 7), "groups");
   tu_expect_exec_error(raw(LT_OP_CONV2D, x, w, LT_F32, ys, big, 7), "out of range");
   tu_expect_exec_error(raw(LT_OP_CONV2D, x, w, LT_F32, SHAPE(1, 2, 4, 3), ok, 7), "output size");
+  /* CONV2D_BIAS: the bias is [O] of x's dtype; 3 operands */
+  lt_tensor *b2 = lt_full(CPU0, LT_F32, SHAPE(2), 1, 0.5),
+            *b3 = lt_full(CPU0, LT_F32, SHAPE(3), 1, 0.5);
+  double wantb[18];
+  for (int i = 0; i < 18; i++) wantb[i] = 18.5;
+  lt_node *bops[3] = {lt__ir_as(x, LT_F32), lt__ir_as(w, LT_F32), lt__ir_as(b2, LT_F32)};
+  tu_expect(lt__make(CPU0, LT_OP_CONV2D_BIAS, LT_F32, ys, 4, bops, 3, ok, 7, 0.0), LT_F32, ys, 4,
+            wantb, 0);
+  lt_node *bad3[3] = {lt__ir_as(x, LT_F32), lt__ir_as(w, LT_F32), lt__ir_as(b3, LT_F32)};
+  tu_expect_exec_error(lt__make(CPU0, LT_OP_CONV2D_BIAS, LT_F32, ys, 4, bad3, 3, ok, 7, 0.0),
+                       "bias must be [O]");
+  lt_node *bad7[3] = {lt__ir_as(x, LT_F32), lt__ir_as(w, LT_F32), lt__ir_as(b2, LT_F32)};
+  tu_expect_exec_error(lt__make(CPU0, LT_OP_CONV2D_BIAS, LT_F32, ys, 4, bad7, 3, ok, 6, 0.0),
+                       "malformed instruction");
   tu_expect_exec_error(raw(LT_OP_CONV2D_GRAD_WEIGHT, x, gy4, LT_F32, SHAPE(2, 2, 3, 3), ok, 7),
                        "output size");
   tu_expect_exec_error(raw(LT_OP_CONV2D_GRAD_INPUT, gy1, w1, LT_F32, SHAPE(1, 4, 3, 3), ok, 7),

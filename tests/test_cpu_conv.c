@@ -25,6 +25,7 @@
 
 #include "../src/backend/cpu/cpu_conv.h"
 #include "../src/core/lt_buffer.h"
+#include "../src/core/lt_node.h"
 
 #define DECLINE CPU_NATIVE_DECLINED
 
@@ -328,6 +329,69 @@ static void test_conv_bad(void **state) {
   assert_int_equal(cpu_conv2d_fwd(&ins, &yb, in), DECLINE);
   (void)p;
   free(x), free(w), free(y);
+}
+
+/* CONV2D_BIAS: the forward primitive adds bias[o] (an operand read where it
+ * is) to every element of channel o; against the forward without bias plus
+ * the bias, on an odd problem and the CNN's (batch 128: several slices). */
+static void check_bias(const prob *p) {
+  dims d = dims_of(p);
+  int64_t xn = p->n * p->c * p->h * p->w, yn = p->n * p->o * d.oh * d.ow,
+          wn = p->o * d.cg * p->kh * p->kw;
+  float *x = rnd(xn, 1), *w = rnd(wn, 2), *b = rnd(p->o, 3), *y0 = rnd(yn, 4), *y = rnd(yn, 5);
+  assert_int_equal(run_dir(p, FWD, x, w, y0), LT_OK);
+  int64_t rs[4], as[4], bs[4];
+  shapes(p, FWD, rs, as, bs);
+  int64_t attrs[7] = {p->sh, p->sw, p->ph, p->pw, p->dh, p->dw, p->g};
+  lt_instr ins;
+  mkins(&ins, LT_F32, rs, 3, attrs, 7);
+  ins.op = LT_OP_CONV2D_BIAS;
+  lt_buffer ob, ab, wb, bb;
+  mkbuf(&ob, LT_F32, rs, y);
+  mkbuf(&ab, LT_F32, as, x);
+  mkbuf(&wb, LT_F32, bs, w);
+  mkbuf(&bb, LT_F32, (const int64_t[4]){p->o, 1, 1, 1}, b);
+  bb.ndim = 1;
+  lt_buffer *in[3] = {&ab, &wb, &bb};
+  assert_int_equal(cpu_conv2d_fwd(&ins, &ob, in), LT_OK);
+  int64_t plane = d.oh * d.ow;
+  for (int64_t e = 0; e < yn; e++) {
+    double want = (double)y0[e] + b[e / plane % p->o];
+    if (fabs(y[e] - want) > 1e-6 * (fabs(want) + 1))
+      fail_msg("element %lld: %.9g, expected %.9g", (long long)e, (double)y[e], want);
+  }
+  /* declined: a bias of the wrong length or dtype, or missing */
+  bb.shape[0] = bb.numel = p->o + 1;
+  assert_int_equal(cpu_conv2d_fwd(&ins, &ob, in), DECLINE);
+  bb.shape[0] = bb.numel = p->o;
+  bb.dtype = LT_F64;
+  assert_int_equal(cpu_conv2d_fwd(&ins, &ob, in), DECLINE);
+  bb.dtype = LT_F32;
+  ins.noperands = 2;
+  assert_int_equal(cpu_conv2d_fwd(&ins, &ob, in), DECLINE);
+  free(x), free(w), free(b), free(y0), free(y);
+}
+
+static void test_conv_bias(void **state) {
+  (void)state;
+  if (!tu_cpu_allowed()) skip();
+  check_bias(&P(3, 4, 7, 9, 6, 3, 2, 2, 1, 1, 2, 1, 2, 2));
+  check_bias(&P(128, 1, 28, 28, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1));
+  check_bias(&P(128, 32, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1));
+  /* C = 0: the output is the bias alone */
+  float b[3] = {1.5f, -2, 0.25f}, y[2 * 3 * 16], x[1], w[1];
+  int64_t attrs[7] = {1, 1, 1, 1, 1, 1, 1}, ys[4] = {2, 3, 4, 4};
+  lt_instr ins;
+  mkins(&ins, LT_F32, ys, 3, attrs, 7);
+  ins.op = LT_OP_CONV2D_BIAS;
+  lt_buffer ob, ab, wb, bb;
+  mkbuf(&ob, LT_F32, ys, y);
+  mkbuf(&ab, LT_F32, (const int64_t[4]){2, 0, 4, 4}, x);
+  mkbuf(&wb, LT_F32, (const int64_t[4]){3, 0, 3, 3}, w);
+  mkbuf(&bb, LT_F32, (const int64_t[4]){3, 1, 1, 1}, b);
+  bb.ndim = 1;
+  assert_int_equal(cpu_conv2d_fwd(&ins, &ob, (lt_buffer *[]){&ab, &wb, &bb}), LT_OK);
+  for (int i = 0; i < 96; i++) assert_true(y[i] == b[i / 16 % 3]);
 }
 
 static void test_conv_cache(void **state) {
@@ -645,12 +709,13 @@ int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--conv-child") == 0) return thread_child(argv[2]);
   g_self = argv[0];
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_conv_shapes),      cmocka_unit_test(test_conv_cnn_batch128),
-      cmocka_unit_test(test_conv_big_weights), cmocka_unit_test(test_conv_grad_input_sizes),
-      cmocka_unit_test(test_conv_empty),       cmocka_unit_test(test_conv_bad),
-      cmocka_unit_test(test_conv_cache),       cmocka_unit_test(test_conv_cache_threads),
-      cmocka_unit_test(test_conv_threads),     cmocka_unit_test(test_pool_hand),
-      cmocka_unit_test(test_pool_shapes),      cmocka_unit_test(test_pool_bad),
+      cmocka_unit_test(test_conv_shapes),        cmocka_unit_test(test_conv_cnn_batch128),
+      cmocka_unit_test(test_conv_big_weights),   cmocka_unit_test(test_conv_grad_input_sizes),
+      cmocka_unit_test(test_conv_empty),         cmocka_unit_test(test_conv_bad),
+      cmocka_unit_test(test_conv_bias),          cmocka_unit_test(test_conv_cache),
+      cmocka_unit_test(test_conv_cache_threads), cmocka_unit_test(test_conv_threads),
+      cmocka_unit_test(test_pool_hand),          cmocka_unit_test(test_pool_shapes),
+      cmocka_unit_test(test_pool_bad),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,9 @@
  *   CONV2D(x, w)             -> y     dx = GRAD_INPUT(g, w), dw = GRAD_WEIGHT(x, g)
  *   GRAD_INPUT(gy, w)        -> gx    dgy = CONV2D(g, w),    dw = GRAD_WEIGHT(g, gy)
  *   GRAD_WEIGHT(x, gy)       -> gw    dx = GRAD_INPUT(gy, g), dgy = CONV2D(x, g)
- * all with the node's attrs, so every gradient is differentiable again. A
+ * all with the node's attrs, so every gradient is differentiable again.
+ * CONV2D_BIAS(x, w, b) is CONV2D's maps plus db = the sum of g over every axis
+ * but the channels. A
  * GRAD_INPUT output may be longer than a convolution of its size needs
  * (conv_transpose2d's output_padding); CONV2D over it then has more windows
  * than gy has positions, and only the first ones are gy's gradient. */
@@ -45,6 +47,13 @@ int ag_rule_conv(const lt_node *n, lt_node *g, lt_node **out) {
   if (n->nattrs != 7 || n->ndim != 4)
     return lt__err(LT_EINVAL, "lt_backward: malformed %s node", lt__op_name((lt_op)n->op));
   switch ((lt_op)n->op) {
+  case LT_OP_CONV2D_BIAS:
+    if (n->noperands != 3)
+      return lt__err(LT_EINVAL, "lt_backward: malformed %s node", lt__op_name((lt_op)n->op));
+    out[0] = conv_grad(n, LT_OP_CONV2D_GRAD_INPUT, ag_ref(g), ag_arg(n, 1), a);
+    out[1] = conv_grad(n, LT_OP_CONV2D_GRAD_WEIGHT, ag_arg(n, 0), ag_ref(g), b);
+    out[2] = lt__node_reduce(LT_OP_SUM, ag_ref(g), 1 | 4 | 8, false); /* axes 0, 2, 3 */
+    return out[0] && out[1] && out[2] ? LT_OK : LT_ENOMEM;
   case LT_OP_CONV2D:
     out[0] = conv_grad(n, LT_OP_CONV2D_GRAD_INPUT, ag_ref(g), ag_arg(n, 1), a);
     out[1] = conv_grad(n, LT_OP_CONV2D_GRAD_WEIGHT, ag_arg(n, 0), ag_ref(g), b);

@@ -94,9 +94,12 @@
    * conv2d (x [N,C,H,W], w [O,C/g,kh,kw]) -> [N,O,OH,OW]; its input gradient \
    * (gy, w) -> [N,C,H,W] (conv_transpose2d); its weight gradient (x, gy) -> \
    * [O,C/g,kh,kw]; the node's shape gives the sizes the attrs do not. \
+   * conv2d_bias (x, w, b [O]) is conv2d plus b[o] on each output channel \
+   * (one pass: the bias is not an elementwise loop over the output). \
    * max_pool2d_argmax: attrs {kh, kw, sh, sw, ph, pw, dh, dw}, per window the \
    * index h*W+w of its first largest element (its last NaN if it holds any) */ \
   X(CONV2D,             "conv2d",             CONV,    2, SAME,  conv,   conv,        NATIVE)   \
+  X(CONV2D_BIAS,        "conv2d_bias",        CONV,    3, SAME,  conv,   conv,        NATIVE)   \
   X(CONV2D_GRAD_INPUT,  "conv2d_grad_input",  CONV,    2, SAME,  conv,   conv,        NATIVE)   \
   X(CONV2D_GRAD_WEIGHT, "conv2d_grad_weight", CONV,    2, SAME,  conv,   conv,        NATIVE)   \
   X(MAX_POOL2D_ARGMAX,  "max_pool2d_argmax",  CONV,    1, INDEX, none,   conv,        NATIVE)   \

@@ -1,7 +1,8 @@
 /* Convolution and pooling (NCHW): lt_conv2d, lt_conv_transpose2d,
  * lt_max_pool2d, lt_avg_pool2d, lt_adaptive_avg_pool2d, lt_flatten.
  *
- * Primitives (op table, family CONV): conv2d is CONV2D; conv_transpose2d is
+ * Primitives (op table, family CONV): conv2d is CONV2D (CONV2D_BIAS with a
+ * bias); conv_transpose2d is
  * CONV2D_GRAD_INPUT (the transpose of a convolution); max_pool2d is a GATHER
  * of each plane through MAX_POOL2D_ARGMAX's window maxima, so its gradient is
  * gather's (a scatter-add to each window's argmax). The rest are composites:
@@ -183,9 +184,15 @@ lt_tensor *lt_conv2d(lt_tensor *x, lt_tensor *weight, lt_tensor *bias, const int
   int64_t ys[4] = {xs[0], o, rh / s[0] + 1, rw / s[1] + 1};
   if (lt__check_size(fn, ys, 4) != LT_OK) return NULL;
   int64_t attrs[7] = {s[0], s[1], p[0], p[1], d[0], d[1], groups};
-  lt_node *ops[2] = {as_shape(x, dt, xs, 4), lt__ir_as(weight, dt)};
-  lt_node *y = lt__node_make(LT_OP_CONV2D, dt, ys, 4, ops, 2, attrs, 7, 0.0);
-  return finish_conv(x, y, bias, dt);
+  /* The bias is an operand of the convolution (CONV2D_BIAS), not an add
+   * after it: the cpu backend's primitive adds it while it writes the output,
+   * where an add would be a loop of its own over the whole output (a
+   * following batch norm reads the sum several times, so it is stored). */
+  lt_node *ops[3] = {as_shape(x, dt, xs, 4), lt__ir_as(weight, dt),
+                     bias ? lt__ir_as(bias, dt) : NULL};
+  lt_node *y = lt__node_make(bias ? LT_OP_CONV2D_BIAS : LT_OP_CONV2D, dt, ys, 4, ops, bias ? 3 : 2,
+                             attrs, 7, 0.0);
+  return finish_conv(x, y, NULL, dt);
 }
 
 lt_tensor *lt_conv_transpose2d(lt_tensor *x, lt_tensor *weight, lt_tensor *bias,

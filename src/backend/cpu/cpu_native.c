@@ -1295,6 +1295,7 @@ cpu_native_fn cpu_native_find(int op, int dtype, int in_dtype) {
   /* convolutions through oneDNN (f32 only: f64 takes the fallback); not
    * byte-equal to ref, as GEMM (cpu_conv.h) */
   case LT_OP_CONV2D:
+  case LT_OP_CONV2D_BIAS:
     return dtype == LT_F32 && same ? cpu_conv2d_fwd : NULL;
   case LT_OP_CONV2D_GRAD_INPUT:
     return dtype == LT_F32 && same ? cpu_conv2d_bwd_data : NULL;

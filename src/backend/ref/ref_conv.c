@@ -1,4 +1,4 @@
-/* ref kernels of the CONV family (NCHW): LT_OP_CONV2D, LT_OP_CONV2D_GRAD_INPUT,
+/* ref kernels of the CONV family (NCHW): LT_OP_CONV2D (and CONV2D_BIAS), LT_OP_CONV2D_GRAD_INPUT,
  * LT_OP_CONV2D_GRAD_WEIGHT and LT_OP_MAX_POOL2D_ARGMAX.
  *
  * Every output element is computed on its own as a sum over the input
@@ -60,7 +60,9 @@ typedef struct conv_plan {
  * output_padding), whose extra positions no window reaches. */
 static int plan_conv(const lt_instr *ins, const lt_buffer *x, const lt_buffer *y,
                      const lt_buffer *w, conv_plan *p) {
-  if (ins->noperands != 2 || ins->nattrs != 7) return bad(ins, "needs 2 operands and 7 attrs");
+  int nops = ins->op == LT_OP_CONV2D_BIAS ? 3 : 2;
+  if ((int)ins->noperands != nops || ins->nattrs != 7)
+    return bad(ins, nops == 3 ? "needs 3 operands and 7 attrs" : "needs 2 operands and 7 attrs");
   if (!rank4(x) || !rank4(y) || !rank4(w)) return bad(ins, "operands must have rank 4");
   if (!ref_is_float(x->dtype) || x->dtype != y->dtype || x->dtype != w->dtype)
     return bad(ins, "operands must share one float dtype");
@@ -79,7 +81,7 @@ static int plan_conv(const lt_instr *ins, const lt_buffer *x, const lt_buffer *y
   if (w->shape[0] != p->o || w->shape[1] != p->cg) return bad(ins, "weight shape");
   int64_t wh = windows(&p->h), ww = windows(&p->w);
   if (wh < 0 || ww < 0) return bad(ins, "attributes out of range");
-  bool exact = ins->op == LT_OP_CONV2D;
+  bool exact = ins->op == LT_OP_CONV2D || ins->op == LT_OP_CONV2D_BIAS;
   if (exact ? (p->h.out != wh || p->w.out != ww) : (p->h.out > wh || p->w.out > ww))
     return bad(ins, "output size does not follow from the input and the attrs");
   return LT_OK;
@@ -89,11 +91,15 @@ static inline int64_t at4(const lt_buffer *b, int64_t i0, int64_t i1, int64_t i2
   return ((i0 * b->shape[1] + i1) * b->shape[2] + i2) * b->shape[3] + i3;
 }
 
+/* CONV2D, and CONV2D_BIAS: the same sum plus bias[o] (in[2], [O]). */
 static int conv2d(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   const lt_buffer *x = in[0], *w = in[1];
   conv_plan p;
   int rc = plan_conv(ins, x, out, w, &p);
   if (rc != LT_OK) return rc;
+  const lt_buffer *bias = ins->op == LT_OP_CONV2D_BIAS ? in[2] : NULL;
+  if (bias && (bias->ndim != 1 || bias->shape[0] != p.o || bias->dtype != x->dtype))
+    return bad(ins, "bias must be [O] of the input's dtype");
   for (int64_t n = 0; n < p.n; n++)
     for (int64_t o = 0; o < p.o; o++) {
       int64_t c0 = o / p.og * p.cg;
@@ -110,6 +116,7 @@ static int conv2d(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
                 acc += ref_getf(x, at4(x, n, c0 + c, h, v)) * ref_getf(w, at4(w, o, c, i, j));
               }
             }
+          if (bias) acc += ref_getf(bias, o);
           ref_setf(out, at4(out, n, o, a, b), acc);
         }
     }
@@ -237,6 +244,7 @@ static int max_pool_argmax(const lt_instr *ins, lt_buffer *out, lt_buffer *const
 int ref_conv(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   switch (ins->op) {
   case LT_OP_CONV2D:
+  case LT_OP_CONV2D_BIAS:
     return conv2d(ins, out, in);
   case LT_OP_CONV2D_GRAD_INPUT:
     return grad_input(ins, out, in);
