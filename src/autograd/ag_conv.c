@@ -1,6 +1,6 @@
 /* Gradient rules of the convolution ops (the op table's CONV family; the
  * max-pool argmax is an index and declares none: pooled values reach
- * autograd through a gather).
+ * autograd through a POOL_GATHER, whose rule is at the top).
  *
  * The three ops are the three bilinear maps of one convolution y = x * w:
  *   CONV2D(x, w)             -> y     dx = GRAD_INPUT(g, w), dw = GRAD_WEIGHT(x, g)
@@ -42,7 +42,23 @@ static lt_node *conv_grad(const lt_node *n, lt_op op, lt_node *a, lt_node *b, co
   return lt__node_make(op, (lt_dtype)n->dtype, like->shape, like->ndim, ops, 2, n->attrs, 7, 0.0);
 }
 
+/* POOL_GATHER(v, idx) -> dv = POOL_SCATTER_ADD(g, idx) of v's shape, and
+ * POOL_SCATTER_ADD(s, idx) -> ds = POOL_GATHER(g, idx): each is the other's
+ * transpose (as GATHER and SCATTER_ADD); the index gets none. */
+static int pool_planes_rule(const lt_node *n, lt_node *g, lt_node **out) {
+  if (n->noperands != 2 || n->nattrs != 0)
+    return lt__err(LT_EINVAL, "lt_backward: malformed %s node", lt__op_name((lt_op)n->op));
+  bool gather = n->op == LT_OP_POOL_GATHER;
+  const lt_node *like = n->operands[0].node;
+  lt_node *ops[2] = {ag_ref(g), ag_arg(n, 1)};
+  out[0] = lt__node_make(gather ? LT_OP_POOL_SCATTER_ADD : LT_OP_POOL_GATHER, (lt_dtype)n->dtype,
+                         like->shape, like->ndim, ops, 2, NULL, 0, 0.0);
+  return out[0] ? LT_OK : LT_ENOMEM;
+}
+
 int ag_rule_conv(const lt_node *n, lt_node *g, lt_node **out) {
+  if (n->op == LT_OP_POOL_GATHER || n->op == LT_OP_POOL_SCATTER_ADD)
+    return pool_planes_rule(n, g, out);
   const lt_node *a = n->operands[0].node, *b = n->operands[1].node;
   if (n->nattrs != 7 || n->ndim != 4)
     return lt__err(LT_EINVAL, "lt_backward: malformed %s node", lt__op_name((lt_op)n->op));

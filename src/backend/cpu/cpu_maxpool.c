@@ -8,8 +8,10 @@
  * only compared. Planes (n, c) are split over the pool. The common 2x2
  * stride-2 window without padding or dilation has its own loop. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cpu.h"
 #include "cpu_conv.h"
@@ -193,4 +195,145 @@ int cpu_max_pool2d_argmax(const lt_instr *ins, lt_buffer *out, lt_buffer *const 
   }
   free(r);
   return rc;
+}
+
+/* ---- POOL_GATHER and POOL_SCATTER_ADD ------------------------------------------------------ */
+
+/* A plane gather or scatter: big [N, C, H, W] (the gather's operand, the
+ * scatter's result), idx i64 and small of one shape [N, C, ...] (the
+ * gather's result, the scatter's operand). */
+typedef struct plane_job {
+  const int64_t *idx;
+  const void *src;
+  void *dst;
+  int64_t hw, per; /* a big plane's elements; a small plane's */
+  bool f64;
+  atomic_int bad; /* an index outside its plane: declined (ref reports it) */
+} plane_job;
+
+static bool plane_shapes(const lt_instr *ins, const lt_buffer *big, const lt_buffer *idx,
+                         const lt_buffer *small, lt_buffer *out, plane_job *j) {
+  if (!ins || !out || !big || !idx || !small || ins->noperands != 2 || ins->nattrs != 0 ||
+      big->ndim != 4 || idx->ndim < 2 || idx->ndim != small->ndim || idx->dtype != LT_I64 ||
+      (big->dtype != LT_F32 && big->dtype != LT_F64) || small->dtype != big->dtype ||
+      ins->dtype != out->dtype || ins->ndim != out->ndim)
+    return false;
+  for (int d = 0; d < out->ndim; d++)
+    if (ins->shape[d] != out->shape[d]) return false;
+  int64_t bn = 1, sn = 1;
+  for (int d = 0; d < 4; d++)
+    if (big->shape[d] < 0 || __builtin_mul_overflow(bn, big->shape[d], &bn)) return false;
+  for (int d = 0; d < idx->ndim; d++)
+    if (idx->shape[d] != small->shape[d] || idx->shape[d] < 0 ||
+        __builtin_mul_overflow(sn, idx->shape[d], &sn))
+      return false;
+  if (bn != big->numel || sn != idx->numel || sn != small->numel ||
+      idx->shape[0] != big->shape[0] || idx->shape[1] != big->shape[1] || (bn && !big->data) ||
+      (sn && (!idx->data || !small->data)))
+    return false;
+  int64_t planes = big->shape[0] * big->shape[1];
+  *j = (plane_job){.idx = idx->data,
+                   .hw = big->shape[2] * big->shape[3],
+                   .per = planes ? sn / planes : 0,
+                   .f64 = big->dtype == LT_F64};
+  atomic_init(&j->bad, 0);
+  return true;
+}
+
+#define GATHER_PLANES(NAME, T)                             \
+  static void NAME(void **slots, int64_t lo, int64_t hi) { \
+    plane_job *j = slots[0];                               \
+    for (int64_t q = lo; q < hi; q++) {                    \
+      const T *x = (const T *)j->src + q * j->hw;          \
+      const int64_t *k = j->idx + q * j->per;              \
+      T *y = (T *)j->dst + q * j->per;                     \
+      uint64_t out_of_plane = 0;                           \
+      for (int64_t i = 0; i < j->per; i++) {               \
+        uint64_t e = (uint64_t)k[i];                       \
+        out_of_plane |= e >= (uint64_t)j->hw;              \
+        y[i] = x[e < (uint64_t)j->hw ? e : 0];             \
+      }                                                    \
+      if (out_of_plane) atomic_store(&j->bad, 1);          \
+    }                                                      \
+  }
+GATHER_PLANES(gather_f32, float)
+GATHER_PLANES(gather_f64, double)
+
+int cpu_pool_gather(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+  plane_job j;
+  if (!in || !plane_shapes(ins, in[0], in ? in[1] : NULL, out, out, &j)) return DECLINE;
+  if (out->numel == 0) return LT_OK;
+  if (j.hw == 0) return DECLINE; /* every index is out of its (empty) plane */
+  j.src = in[0]->data;
+  j.dst = out->data;
+  void *slots[1] = {&j};
+  cpu_pool_run(j.f64 ? gather_f64 : gather_f32, slots, in[0]->shape[0] * in[0]->shape[1], j.per);
+  return atomic_load(&j.bad) ? DECLINE : LT_OK;
+}
+
+/* f32: each plane's values are stored straight into the zeroed plane (0 + g,
+ * as ref's double sum rounds a single term) while a mark per element notes a
+ * second hit; a plane with one (overlapping windows) is redone with double
+ * sums rounded once, so the result is ref's either way. f64 sums in the
+ * plane itself, in ref's order. */
+static void scatter_planes(void **slots, int64_t lo, int64_t hi) {
+  plane_job *j = slots[0];
+  uint8_t *mark = NULL;
+  double *acc = NULL;
+  if (!j->f64 && !(mark = malloc((size_t)j->hw))) {
+    atomic_store(&j->bad, 1);
+    return;
+  }
+  for (int64_t q = lo; q < hi; q++) {
+    const int64_t *k = j->idx + q * j->per;
+    uint64_t hw = (uint64_t)j->hw, out_of_plane = 0;
+    if (j->f64) {
+      const double *g = (const double *)j->src + q * j->per;
+      double *y = (double *)j->dst + q * j->hw;
+      memset(y, 0, (size_t)j->hw * sizeof *y);
+      for (int64_t i = 0; i < j->per; i++) {
+        uint64_t e = (uint64_t)k[i];
+        out_of_plane |= e >= hw;
+        y[e < hw ? e : 0] += e < hw ? g[i] : 0.0;
+      }
+    } else {
+      const float *g = (const float *)j->src + q * j->per;
+      float *y = (float *)j->dst + q * j->hw;
+      memset(y, 0, (size_t)j->hw * sizeof *y);
+      memset(mark, 0, (size_t)j->hw);
+      uint8_t again = 0;
+      for (int64_t i = 0; i < j->per; i++) {
+        uint64_t e = (uint64_t)k[i];
+        out_of_plane |= e >= hw;
+        e = e < hw ? e : 0;
+        again |= mark[e];
+        mark[e] = 1;
+        y[e] = 0.0f + g[i];
+      }
+      if (again && !out_of_plane) {
+        if (!acc && !(acc = malloc((size_t)j->hw * sizeof *acc))) {
+          atomic_store(&j->bad, 1);
+          break;
+        }
+        memset(acc, 0, (size_t)j->hw * sizeof *acc);
+        for (int64_t i = 0; i < j->per; i++) acc[k[i]] += g[i];
+        for (int64_t e = 0; e < j->hw; e++) y[e] = (float)acc[e];
+      }
+    }
+    if (out_of_plane) atomic_store(&j->bad, 1);
+  }
+  free(mark);
+  free(acc);
+}
+
+int cpu_pool_scatter_add(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+  plane_job j;
+  if (!in || !plane_shapes(ins, out, in[1], in[0], out, &j)) return DECLINE;
+  if (out->numel == 0) return LT_OK;
+  if (j.hw == 0 || (j.per && !in[0]->data)) return DECLINE;
+  j.src = in[0]->data;
+  j.dst = out->data;
+  void *slots[1] = {&j};
+  cpu_pool_run(scatter_planes, slots, out->shape[0] * out->shape[1], j.hw + j.per);
+  return atomic_load(&j.bad) ? DECLINE : LT_OK;
 }

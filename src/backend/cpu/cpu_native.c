@@ -1304,6 +1304,9 @@ cpu_native_fn cpu_native_find(int op, int dtype, int in_dtype) {
   case LT_OP_MAX_POOL2D_ARGMAX:
     return dtype == LT_I64 && (in_dtype == LT_F32 || in_dtype == LT_F64) ? cpu_max_pool2d_argmax
                                                                          : NULL;
+  case LT_OP_POOL_GATHER:
+  case LT_OP_POOL_SCATTER_ADD:
+    return same && fl ? (op == LT_OP_POOL_GATHER ? cpu_pool_gather : cpu_pool_scatter_add) : NULL;
   default:
     return NULL;
   }

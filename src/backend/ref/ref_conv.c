@@ -1,4 +1,5 @@
 /* ref kernels of the CONV family (NCHW): LT_OP_CONV2D (and CONV2D_BIAS), LT_OP_CONV2D_GRAD_INPUT,
+ * LT_OP_POOL_GATHER, LT_OP_POOL_SCATTER_ADD,
  * LT_OP_CONV2D_GRAD_WEIGHT and LT_OP_MAX_POOL2D_ARGMAX.
  *
  * Every output element is computed on its own as a sum over the input
@@ -12,6 +13,7 @@
  * read. */
 #include <math.h>
 
+#include "../../core/lt_alloc.h"
 #include "../../core/lt_error.h"
 #include "ref.h"
 
@@ -241,6 +243,65 @@ static int max_pool_argmax(const lt_instr *ins, lt_buffer *out, lt_buffer *const
   return LT_OK;
 }
 
+/* ---- a plane's values at flat indices, and back ------------------------------------------ */
+
+/* The planes of a pool gather / scatter: big [N, C, H, W] (the gather's
+ * operand, the scatter's result), idx [N, C, ...] (i64, in [0, H W)), small
+ * (idx's shape: the gather's result, the scatter's operand). */
+static int plan_planes(const lt_instr *ins, const lt_buffer *big, const lt_buffer *idx,
+                       const lt_buffer *small, int64_t *planes, int64_t *hw, int64_t *per) {
+  if (ins->noperands != 2 || ins->nattrs != 0) return bad(ins, "needs 2 operands and no attrs");
+  if (!rank4(big) || idx->ndim < 2 || idx->ndim != small->ndim)
+    return bad(ins, "needs a rank-4 plane tensor and an index of its [N, C, ...]");
+  if (!ref_is_float(big->dtype) || big->dtype != small->dtype || idx->dtype != LT_I64)
+    return bad(ins, "needs float values and i64 indices");
+  for (int d = 0; d < idx->ndim; d++)
+    if (idx->shape[d] != small->shape[d]) return bad(ins, "index and values differ in shape");
+  if (idx->shape[0] != big->shape[0] || idx->shape[1] != big->shape[1])
+    return bad(ins, "batch or channel counts differ");
+  *planes = big->shape[0] * big->shape[1];
+  *hw = big->shape[2] * big->shape[3];
+  *per = *planes ? idx->numel / *planes : 0;
+  return LT_OK;
+}
+
+static int pool_gather(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+  int64_t planes, hw, per;
+  int rc = plan_planes(ins, in[0], in[1], out, &planes, &hw, &per);
+  if (rc != LT_OK) return rc;
+  for (int64_t q = 0; q < planes; q++)
+    for (int64_t i = 0; i < per; i++) {
+      int64_t k = ref_geti(in[1], q * per + i);
+      if (k < 0 || k >= hw) return bad(ins, "index out of its plane");
+      ref_setf(out, q * per + i, ref_getf(in[0], q * hw + k));
+    }
+  return LT_OK;
+}
+
+/* Each plane's sums in double, in index order, rounded once (as SCATTER_ADD). */
+static int pool_scatter_add(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+  int64_t planes, hw, per;
+  int rc = plan_planes(ins, out, in[1], in[0], &planes, &hw, &per);
+  if (rc != LT_OK) return rc;
+  size_t bytes = (size_t)(hw > 0 ? hw : 1) * sizeof(double);
+  double *acc = lt__malloc(bytes);
+  if (!acc) return lt__err(LT_ENOMEM, "pool_scatter_add: out of memory");
+  for (int64_t q = 0; q < planes && rc == LT_OK; q++) {
+    for (int64_t k = 0; k < hw; k++) acc[k] = 0;
+    for (int64_t i = 0; i < per; i++) {
+      int64_t k = ref_geti(in[1], q * per + i);
+      if (k < 0 || k >= hw) {
+        rc = bad(ins, "index out of its plane");
+        break;
+      }
+      acc[k] += ref_getf(in[0], q * per + i);
+    }
+    for (int64_t k = 0; k < hw; k++) ref_setf(out, q * hw + k, acc[k]);
+  }
+  lt__free(acc, bytes);
+  return rc;
+}
+
 int ref_conv(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   switch (ins->op) {
   case LT_OP_CONV2D:
@@ -252,6 +313,10 @@ int ref_conv(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
     return grad_weight(ins, out, in);
   case LT_OP_MAX_POOL2D_ARGMAX:
     return max_pool_argmax(ins, out, in);
+  case LT_OP_POOL_GATHER:
+    return pool_gather(ins, out, in);
+  case LT_OP_POOL_SCATTER_ADD:
+    return pool_scatter_add(ins, out, in);
   default:
     return lt__err(LT_EEXEC, "conv: op %d is not a convolution or pooling op", ins->op);
   }
