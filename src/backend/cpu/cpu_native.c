@@ -1296,6 +1296,7 @@ cpu_native_fn cpu_native_find(int op, int dtype, int in_dtype) {
   /* convolutions through oneDNN (f32 only: f64 takes the fallback); not
    * byte-equal to ref, as GEMM (cpu_conv.h) */
   case LT_OP_CONV2D:
+  case LT_OP_CONV2D_BIAS:
     return dtype == LT_F32 && same ? cpu_conv2d_fwd : NULL;
   case LT_OP_CONV2D_GRAD_INPUT:
     return dtype == LT_F32 && same ? cpu_conv2d_bwd_data : NULL;
@@ -1308,6 +1309,9 @@ cpu_native_fn cpu_native_find(int op, int dtype, int in_dtype) {
    * rounding of ref, as GEMM (cpu_attention.h) */
   case LT_OP_ATTENTION:
     return dtype == LT_F32 && same ? cpu_attention : NULL;
+  case LT_OP_POOL_GATHER:
+  case LT_OP_POOL_SCATTER_ADD:
+    return same && fl ? (op == LT_OP_POOL_GATHER ? cpu_pool_gather : cpu_pool_scatter_add) : NULL;
   default:
     return NULL;
   }
