@@ -25,12 +25,23 @@ static void test_unary_gradients(void **state) {
     un_op f;
     const double *x;
   } cases[] = {
-      {"neg", lt_neg, kX},     {"abs", lt_abs, kX},       {"relu", lt_relu, kX},
-      {"exp", lt_exp, kX},     {"log", lt_log, kPos},     {"log1p", lt_log1p, kPos},
-      {"sqrt", lt_sqrt, kPos}, {"rsqrt", lt_rsqrt, kPos}, {"sin", lt_sin, kX},
-      {"cos", lt_cos, kX},     {"tanh", lt_tanh, kX},     {"sigmoid", lt_sigmoid, kX},
-      {"gelu", lt_gelu, kX},   {"erf", lt_erf, kX},       {"floor", lt_floor, kX},
+      {"neg", lt_neg, kX},
+      {"abs", lt_abs, kX},
+      {"relu", lt_relu, kX},
+      {"exp", lt_exp, kX},
+      {"log", lt_log, kPos},
+      {"log1p", lt_log1p, kPos},
+      {"sqrt", lt_sqrt, kPos},
+      {"rsqrt", lt_rsqrt, kPos},
+      {"sin", lt_sin, kX},
+      {"cos", lt_cos, kX},
+      {"tanh", lt_tanh, kX},
+      {"sigmoid", lt_sigmoid, kX},
+      {"gelu", lt_gelu, kX},
+      {"erf", lt_erf, kX},
+      {"floor", lt_floor, kX},
       {"sign", lt_sign, kX},
+      {"gelu_tanh", lt_gelu_tanh, kX},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     tg_input in = {SHAPE(2, 3), 2, cases[i].x, true, LT_F64};

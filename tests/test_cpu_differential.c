@@ -233,11 +233,11 @@ static const struct {
   const char *name;
   unary_op f;
 } kUnary[] = {
-    {"neg", lt_neg},     {"abs", lt_abs},     {"sign", lt_sign},      {"relu", lt_relu},
-    {"floor", lt_floor}, {"ceil", lt_ceil},   {"round", lt_round},    {"exp", lt_exp},
-    {"log", lt_log},     {"log1p", lt_log1p}, {"sqrt", lt_sqrt},      {"rsqrt", lt_rsqrt},
-    {"sin", lt_sin},     {"cos", lt_cos},     {"tanh", lt_tanh},      {"sigmoid", lt_sigmoid},
-    {"gelu", lt_gelu},   {"erf", lt_erf},     {"not", lt_logical_not}};
+    {"neg", lt_neg},     {"abs", lt_abs},     {"sign", lt_sign},       {"relu", lt_relu},
+    {"floor", lt_floor}, {"ceil", lt_ceil},   {"round", lt_round},     {"exp", lt_exp},
+    {"log", lt_log},     {"log1p", lt_log1p}, {"sqrt", lt_sqrt},       {"rsqrt", lt_rsqrt},
+    {"sin", lt_sin},     {"cos", lt_cos},     {"tanh", lt_tanh},       {"sigmoid", lt_sigmoid},
+    {"gelu", lt_gelu},   {"erf", lt_erf},     {"not", lt_logical_not}, {"gelu_tanh", lt_gelu_tanh}};
 
 static const struct {
   const char *name;
@@ -663,6 +663,8 @@ static lt_tensor *dag_unary(lt_tensor *x, int k) {
     return lt_gelu(x);
   case 11:
     return lt_mul(x, lt_scalar(CPU0, lt_get_dtype(x), 0.75));
+  case 12:
+    return lt_gelu_tanh(x);
   default:
     return lt_cos(x);
   }
@@ -700,7 +702,7 @@ static int b_dag(lt_tensor **in, const void *ud, lt_tensor **outs) {
     lt_tensor *a = v[irand(n)], *b = v[irand(n)], *r;
     int nd = lt_ndim(a), kind = irand(10);
     if (kind < 4) {
-      r = dag_unary(a, irand(13));
+      r = dag_unary(a, irand(14));
     } else if (kind < 8) {
       r = dag_binary(a, b, irand(7));
     } else if (kind == 8 && nd > 0) {

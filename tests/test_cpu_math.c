@@ -27,6 +27,11 @@ typedef long double ld;
 
 static ld ref_sigmoid(ld x) { return 1.0L / (1.0L + expl(-x)); }
 static ld ref_gelu(ld x) { return 0.5L * x * erfcl(-x / sqrtl(2.0L)); }
+/* torch's tanh approximation, its definition evaluated in long double. */
+static ld ref_gelu_tanh(ld x) {
+  const ld b = 0.797884560802865355879892119868763737L; /* sqrt(2 / pi) */
+  return 0.5L * x * (1.0L + tanhl(b * (x + 0.044715L * x * x * x)));
+}
 
 typedef struct mfn {
   const char *name;
@@ -43,6 +48,7 @@ static const mfn kFns[] = {
     {"erf", lt_erf, erfl, 1.5, 1.5, false},
     {"sigmoid", lt_sigmoid, ref_sigmoid, 2.5, 2.5, false},
     {"gelu", lt_gelu, ref_gelu, 2, 2, true},
+    {"gelu_tanh", lt_gelu_tanh, ref_gelu_tanh, 2.5, 2.5, true},
     {"log1p", lt_log1p, log1pl, 0.6, 1, false},
     {"sin", lt_sin, sinl, 0.6, 1, false},
     {"cos", lt_cos, cosl, 0.6, 1, false},

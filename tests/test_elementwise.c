@@ -2,6 +2,8 @@
  * empty tensors, NaN/inf, integer corner cases and every error case. */
 #include "test_util.h"
 
+#include "lazytensor_nn.h"
+
 static const double kNan = NAN;
 static const double kInf = INFINITY;
 
@@ -257,6 +259,19 @@ static void test_float_unary(void **state) {
             (double[]){0, 0.8427007929497149, -0.8427007929497149, 0.9999999845827421}, 1e-14);
   tu_expect(lt_gelu(a), LT_F64, SHAPE(4), 1,
             (double[]){0, 0.8413447460685429, -0.15865525393145707, 3.9998733150326675}, 1e-12);
+  /* tanh approximation: values of torch.nn.functional.gelu(approximate='tanh') in f64 */
+  lt_tensor *g = tu_f64(SHAPE(6), 1, (double[]){0, 1, -1, 4, -3, 0.1});
+  tu_expect(lt_gelu_tanh(g), LT_F64, SHAPE(6), 1,
+            (double[]){0, 0.8411919906082768, -0.15880800939172324, 3.9999297540518075,
+                       -0.0036373920817729943, 0.053982751045435165},
+            1e-14);
+  tu_expect(lt_nn_gelu_tanh(g), LT_F64, SHAPE(6), 1,
+            (double[]){0, 0.8411919906082768, -0.15880800939172324, 3.9999297540518075,
+                       -0.0036373920817729943, 0.053982751045435165},
+            1e-14);
+  /* as torch: +inf stays, -inf gives NaN (inf * 0 in the formula), NaN stays */
+  lt_tensor *gi = tu_f32(SHAPE(4), 1, (float[]){INFINITY, -INFINITY, NAN, -1e13f});
+  tu_expect(lt_gelu_tanh(gi), LT_F32, SHAPE(4), 1, (double[]){kInf, kNan, kNan, 0}, 0);
   tu_expect(lt_sigmoid(a), LT_F64, SHAPE(4), 1,
             (double[]){0.5, 0.7310585786300049, 0.2689414213699951, 0.9820137900379085}, 1e-14);
   /* sigmoid stays finite and exact at the extremes */
@@ -281,6 +296,7 @@ static void test_float_unary_on_ints(void **state) {
   tu_expect(lt_cos(b), LT_F32, SHAPE(2), 1, (double[]){1, 0.5403023058681398}, 1e-6);
   tu_expect(lt_sigmoid(b), LT_F32, SHAPE(2), 1, (double[]){0.5, 0.7310585786300049}, 1e-6);
   tu_expect(lt_gelu(b), LT_F32, SHAPE(2), 1, (double[]){0, 0.8413447460685429}, 1e-6);
+  tu_expect(lt_gelu_tanh(b), LT_F32, SHAPE(2), 1, (double[]){0, 0.8411920070648193}, 1e-6);
   tu_expect(lt_erf(b), LT_F32, SHAPE(2), 1, (double[]){0, 0.8427007929497149}, 1e-6);
   tu_expect(lt_tanh(i), LT_F32, SHAPE(3), 1, (double[]){0, 0.7615941559557649, 0.999329299739067},
             1e-6);

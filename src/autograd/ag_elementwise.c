@@ -70,6 +70,28 @@ static lt_node *unary_grad(const lt_node *n, lt_node *g) {
     return lt__node_bin(LT_OP_MUL, G(g),
                         lt__node_bin(LT_OP_ADD, cdf, lt__node_bin(LT_OP_MUL, A(n), pdf)));
   }
+  case LT_OP_GELU_TANH: {
+    /* With u = b (x + k x^3), t = tanh(u): (1 + t) / 2 + x/2 (1 - t^2) b (1 + 3 k x^2). Built
+     * from primitives, so its own gradient (second order) follows. */
+    const double b = 0.7978845608028654, k = 0.044715;
+    lt_node *x2 = lt__node_bin(LT_OP_MUL, A(n), A(n));
+    lt_node *u = lt__node_bin(
+        LT_OP_MUL, K(n, b),
+        lt__node_bin(
+            LT_OP_ADD, A(n),
+            lt__node_bin(LT_OP_MUL, K(n, k), lt__node_bin(LT_OP_MUL, lt__node_retain(x2), A(n)))));
+    lt_node *t = lt__node_un(LT_OP_TANH, u);
+    lt_node *half1pt =
+        lt__node_bin(LT_OP_MUL, K(n, 0.5), lt__node_bin(LT_OP_ADD, K(n, 1), lt__node_retain(t)));
+    lt_node *sech2 =
+        lt__node_bin(LT_OP_SUB, K(n, 1), lt__node_bin(LT_OP_MUL, lt__node_retain(t), t));
+    lt_node *du =
+        lt__node_bin(LT_OP_MUL, K(n, b),
+                     lt__node_bin(LT_OP_ADD, K(n, 1), lt__node_bin(LT_OP_MUL, K(n, 3 * k), x2)));
+    lt_node *rest = lt__node_bin(LT_OP_MUL, lt__node_bin(LT_OP_MUL, K(n, 0.5), A(n)),
+                                 lt__node_bin(LT_OP_MUL, sech2, du));
+    return lt__node_bin(LT_OP_MUL, G(g), lt__node_bin(LT_OP_ADD, half1pt, rest));
+  }
   case LT_OP_ERF: /* 2/sqrt(pi) exp(-x^2) */
     return lt__node_bin(
         LT_OP_MUL, G(g),

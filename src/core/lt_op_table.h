@@ -49,6 +49,7 @@
   X(TANH,          "tanh",          UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
   X(SIGMOID,       "sigmoid",       UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
   X(GELU,          "gelu",          UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
+  X(GELU_TANH,     "gelu_tanh",     UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
   X(ERF,           "erf",           UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
   X(NOT,           "not",           UNARY,   1, BOOL,  none,    elementwise, LOOP)     \
   X(CAST,          "cast",          UNARY,   1, NODE,  cast,    elementwise, LOOP)     \

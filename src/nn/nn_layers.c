@@ -86,6 +86,7 @@ int lt_nn_params_sync(lt_tensor *const *params, int n) {
 
 lt_tensor *lt_nn_relu(lt_tensor *x) { return lt_relu(x); }
 lt_tensor *lt_nn_gelu(lt_tensor *x) { return lt_gelu(x); }
+lt_tensor *lt_nn_gelu_tanh(lt_tensor *x) { return lt_gelu_tanh(x); }
 lt_tensor *lt_nn_dropout(lt_tensor *x, double p, bool train) { return lt_dropout(x, p, train); }
 
 /* Checks logits [B, C] float and labels [B] integer. */

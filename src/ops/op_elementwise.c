@@ -68,6 +68,9 @@ lt_tensor *lt_cos(lt_tensor *a) { return unary("lt_cos", LT_OP_COS, UK_FLOAT, a)
 lt_tensor *lt_tanh(lt_tensor *a) { return unary("lt_tanh", LT_OP_TANH, UK_FLOAT, a); }
 lt_tensor *lt_sigmoid(lt_tensor *a) { return unary("lt_sigmoid", LT_OP_SIGMOID, UK_FLOAT, a); }
 lt_tensor *lt_gelu(lt_tensor *a) { return unary("lt_gelu", LT_OP_GELU, UK_FLOAT, a); }
+lt_tensor *lt_gelu_tanh(lt_tensor *a) {
+  return unary("lt_gelu_tanh", LT_OP_GELU_TANH, UK_FLOAT, a);
+}
 lt_tensor *lt_erf(lt_tensor *a) { return unary("lt_erf", LT_OP_ERF, UK_FLOAT, a); }
 
 /* Logical not reads its operand in its own dtype (non-zero is true). */

@@ -169,6 +169,20 @@ static irv unary_float(cpu_ir *ir, int op, irv x, int dt) {
     irv one = OP("fadd double 1.0, %s", e.s);
     return OP("fmul double %s, %s", h.s, one.s);
   }
+  case LT_OP_GELU_TANH: {
+    /* ref's formula and order of operations: x/2 (1 + tanh(b (x + k x^3))); f32 through the
+     * polynomial tanh, so the chain stays vectorizable. */
+    irv x2 = OP("fmul %s %s, %s", t, x.s, x.s);
+    irv x3 = OP("fmul %s %s, %s", t, x2.s, x.s);
+    irv kx3 = OP("fmul %s %s, %s", t, f32 ? ir_f32(0.044715).s : ir_f64(0.044715).s, x3.s);
+    irv in = OP("fadd %s %s, %s", t, x.s, kx3.s);
+    irv u = OP("fmul %s %s, %s", t,
+               f32 ? ir_f32(0.7978845608028654).s : ir_f64(0.7978845608028654).s, in.s);
+    irv th = f32 ? ir_tanhf(ir, u) : libm1(ir, "tanh", u, dt);
+    irv one = OP("fadd %s %s, 1.0", t, th.s);
+    irv h = OP("fmul %s %s, 0.5", t, x.s);
+    return OP("fmul %s %s, %s", t, h.s, one.s);
+  }
   default:
     return OP("fadd %s 0x7FF8000000000000, 0.0", t);
   }

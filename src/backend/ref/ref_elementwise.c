@@ -102,6 +102,8 @@ static double unary_f(int op, double x) {
     return sigmoid(x);
   case LT_OP_GELU:
     return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+  case LT_OP_GELU_TANH: /* torch's approximate='tanh' formula as written (NaN at -inf, as torch) */
+    return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
   case LT_OP_ERF:
     return erf(x);
   default:
