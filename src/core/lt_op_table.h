@@ -91,6 +91,10 @@
   X(ARGSORT,       "argsort",       REDUCE,  1, INDEX, none,    sort,        NATIVE)   \
   /* contraction: [..., n, k] x [..., k, m] (rank >= 2), batch dims broadcast */ \
   X(MATMUL,        "matmul",        MATMUL,  2, SAME,  matmul,  matmul,      GEMM)     \
+  /* attention (q [B,L,E], k [B,S,E], v [B,S,Ev][, mask [B,L,S]]) -> [B,L,Ev]: \
+   * softmax(q k^T * fattr + bias) v; attrs {causal, mask kind: 0 none, 1 bool \
+   * (false: -inf), 2 additive}; a row that sees nothing is NaN */ \
+  X(ATTENTION,     "attention",     MATMUL, -1, SAME,  attention, attention, NATIVE) \
   /* convolution, NCHW (family CONV): attrs {sh, sw, ph, pw, dh, dw, groups}; \
    * conv2d (x [N,C,H,W], w [O,C/g,kh,kw]) -> [N,O,OH,OW]; its input gradient \
    * (gy, w) -> [N,C,H,W] (conv_transpose2d); its weight gradient (x, gy) -> \

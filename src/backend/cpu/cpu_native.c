@@ -31,6 +31,7 @@
 #include "../../core/lt_philox.h"
 #include "../../core/lt_shape.h"
 #include "cpu.h"
+#include "cpu_attention.h"
 #include "cpu_conv.h"
 
 #define DECLINE CPU_NATIVE_DECLINED
@@ -1303,6 +1304,10 @@ cpu_native_fn cpu_native_find(int op, int dtype, int in_dtype) {
   case LT_OP_MAX_POOL2D_ARGMAX:
     return dtype == LT_I64 && (in_dtype == LT_F32 || in_dtype == LT_F64) ? cpu_max_pool2d_argmax
                                                                          : NULL;
+  /* blocked online softmax (f32 only: f64 takes the fallback); within f32
+   * rounding of ref, as GEMM (cpu_attention.h) */
+  case LT_OP_ATTENTION:
+    return dtype == LT_F32 && same ? cpu_attention : NULL;
   default:
     return NULL;
   }
