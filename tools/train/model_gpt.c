@@ -9,12 +9,19 @@
 
 #include "model.h"
 
-/* Until the library's transformer ops are merged, the model builds them from
- * existing ops (index_select, an additive causal mask, matmul + softmax, the
- * tanh-gelu formula); 0 uses lt_embedding, lt_scaled_dot_product_attention
- * and lt_gelu_tanh. */
-#ifndef GPT_FALLBACK_OPS
-#define GPT_FALLBACK_OPS 1
+/* Until lt_embedding / lt_nn_embedding_init are merged, the model builds
+ * the embedding from index_select (1); 0 uses the library's. 1 for
+ * GPT_FALLBACK_ATTENTION and GPT_FALLBACK_GELU build attention (an additive
+ * causal mask, matmul + softmax) and the tanh gelu from other ops, the
+ * oracle of the fused forms. */
+#ifndef GPT_FALLBACK_EMBEDDING
+#define GPT_FALLBACK_EMBEDDING 1
+#endif
+#ifndef GPT_FALLBACK_ATTENTION
+#define GPT_FALLBACK_ATTENTION 0
+#endif
+#ifndef GPT_FALLBACK_GELU
+#define GPT_FALLBACK_GELU 0
 #endif
 
 /* 2 embeddings, 12 tensors a block, 4 at the end */
@@ -38,7 +45,7 @@ typedef struct gpt {
 
 /* rows of w picked by ids [B, T] -> [B, T, C] */
 static lt_tensor *embed(lt_tensor *ids, lt_tensor *w) {
-#if GPT_FALLBACK_OPS
+#if GPT_FALLBACK_EMBEDDING
   if (!ids) return NULL;
   lt_tensor *flat = lt_reshape(ids, (const int64_t[]){-1}, 1);
   return lt_reshape(lt_index_select(w, 0, flat),
@@ -49,7 +56,7 @@ static lt_tensor *embed(lt_tensor *ids, lt_tensor *w) {
 }
 
 static lt_tensor *gelu_tanh(lt_tensor *x) {
-#if GPT_FALLBACK_OPS
+#if GPT_FALLBACK_GELU
   if (!x) return NULL;
   lt_device dev = lt_get_device(x);
   lt_tensor *x3 = lt_mul(lt_mul(x, x), x);
@@ -64,7 +71,7 @@ static lt_tensor *gelu_tanh(lt_tensor *x) {
 
 /* causal attention of q, k, v [B, H, T, D] -> [B, H, T, D] */
 static lt_tensor *attend(const gpt *g, lt_tensor *q, lt_tensor *k, lt_tensor *v) {
-#if GPT_FALLBACK_OPS
+#if GPT_FALLBACK_ATTENTION
   if (!q || !k || !v) return NULL;
   int64_t t = lt_dim(q, 2), d = lt_dim(q, 3);
   lt_tensor *mask = g->causal;
@@ -144,7 +151,7 @@ static void gpt_free(train_model *m) {
 
 /* An embedding table [num, dim] ~ N(0, 1) (torch.nn.Embedding's init). */
 static lt_tensor *embedding_table(lt_device dev, int64_t num, int64_t dim) {
-#if GPT_FALLBACK_OPS
+#if GPT_FALLBACK_EMBEDDING
   lt_tensor *w = lt_rand_normal(dev, LT_F32, (const int64_t[]){num, dim}, 2, 0.0, 1.0);
   if (w && lt_set_requires_grad(w, true) != LT_OK) {
     lt_release(w);
@@ -224,7 +231,7 @@ int model_gpt_init(train_model *m, lt_device dev, const gpt_config *c) {
   add_param(m, g, g->lnf.bias, false);
   add_param(m, g, g->head.weight, true);
   add_param(m, g, g->head.bias, false);
-#if GPT_FALLBACK_OPS
+#if GPT_FALLBACK_ATTENTION
   int64_t t = c->context;
   float *mask = malloc((size_t)(t * t) * sizeof *mask);
   if (!mask) return LT_ENOMEM;
