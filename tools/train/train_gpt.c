@@ -74,6 +74,12 @@ int gpt_trainer_init(gpt_trainer *tr, lt_device dev, const lt_nn_text *text, con
   tr->rng = seed ^ 0x5DEECE66Dull; /* the windows' stream, apart from generation's */
   int rc = model_gpt_init(&tr->m, dev, c);
   if (rc != LT_OK) {
+    if (rc == LT_EINVAL)
+      fprintf(stderr,
+              "gpt: bad configuration: vocab %lld, context %lld, width %lld (a multiple of the "
+              "%lld heads), %lld layers (at most %d), mlp ratio %lld\n",
+              (long long)c->vocab, (long long)c->context, (long long)c->width, (long long)c->heads,
+              (long long)c->layers, (MODEL_MAX_TENSORS - 6) / 12, (long long)c->mlp_ratio);
     gpt_trainer_free(tr);
     return rc;
   }
