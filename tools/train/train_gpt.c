@@ -438,7 +438,8 @@ static double gpt_metric_ms(const char *name) {
 
 static int gpt_fail(const char *what) {
   fflush(stdout);
-  fprintf(stderr, "lazytensor-train: %s: %s\n", what, lt_last_error());
+  const char *e = lt_last_error();
+  fprintf(stderr, "lazytensor-train: %s: %s\n", what, *e ? e : "failed (see above)");
   return 1;
 }
 
