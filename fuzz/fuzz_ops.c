@@ -265,7 +265,7 @@ static lt_tensor *norm_op(state *s, reader *r) {
 
 static lt_tensor *index_op(state *s, reader *r) {
   lt_tensor *a = any(s, r), *b = any(s, r), *v = NULL, *i = NULL;
-  switch (pick(r, 13)) {
+  switch (pick(r, 16)) {
   case 0:
     return lt_gather(a, axis(r), b);
   case 1:
@@ -292,6 +292,12 @@ static lt_tensor *index_op(state *s, reader *r) {
     return v;
   case 11:
     return norm_op(s, r);
+  case 12:
+    return lt_masked_fill(a, b, value(r));
+  case 13: /* diagonals from far below to far above */
+    return flag(r) ? lt_tril(a, pick(r, 9) - 4) : lt_triu(a, (int64_t)(pick(r, 9) - 4) << 40);
+  case 14:
+    return lt_embedding(a, b);
   default:
     return lt_bernoulli(a);
   }

@@ -315,6 +315,47 @@ static int b_clamp(lt_tensor **in, const void *ud, lt_tensor **outs) {
   return outs[0] ? 1 : -1;
 }
 
+static int b_mask(lt_tensor **in, const void *ud, lt_tensor **outs) {
+  int which = *(const int *)ud;
+  switch (which) {
+  case 0:
+    outs[0] = lt_masked_fill(in[1], in[0], lt_get_dtype(in[1]) == LT_U8 ? 7 : -3);
+    break;
+  case 1: /* fused into a user */
+    outs[0] = lt_add(lt_masked_fill(in[1], in[0], 1), in[1]);
+    break;
+  case 2:
+    outs[0] = lt_tril(in[2], -1);
+    break;
+  case 3:
+    outs[0] = lt_triu(in[2], 2);
+    break;
+  default:
+    outs[0] = lt_tril(lt_masked_fill(in[1], in[0], 0), 1);
+    break;
+  }
+  return outs[0] ? 1 : -1;
+}
+
+/* masked_fill, tril, triu of every dtype. */
+static void test_mask_ops(void **state) {
+  (void)state;
+  for (int dt = 0; dt < LT_NUM_DTYPES; dt++) {
+    input in[3];
+    g_rng = 91 + (uint64_t)dt;
+    input_fill(&in[0], LT_BOOL, SHAPE(4, 1), 2, false);
+    input_fill(&in[1], (lt_dtype)dt, SHAPE(4, 5), 2, true);
+    input_fill(&in[2], (lt_dtype)dt, SHAPE(2, 3, 4), 3, true);
+    for (int which = 0; which < 5; which++) {
+      char what[64];
+      snprintf(what, sizeof what, "mask case %d %s", which, lt_dtype_name((lt_dtype)dt));
+      diff(what, 0, in, 3, b_mask, &which, false);
+    }
+    input_free(in, 3);
+  }
+  assert_int_equal(g_failures - g_failures_before, 0);
+}
+
 static void test_where_cast_clamp(void **state) {
   (void)state;
   for (int dt = 0; dt < LT_NUM_DTYPES; dt++) {
@@ -608,6 +649,12 @@ static int b_shapes(lt_tensor **in, const void *ud, lt_tensor **outs) {
   case 12:
     r = lt_stack((lt_tensor *[]){x, x}, 2, 3);
     break;
+  case 13: /* rows of exp(x) as [24, 5], picked by [2, 3] indices with repeats */
+    r = lt_mul(
+        lt_embedding(lt_from_data(CPU0, LT_I32, SHAPE(2, 3), 2, (int32_t[]){23, 0, 5, 5, 1, 17}),
+                     lt_reshape(lt_exp(x), SHAPE(24, 5), 2)),
+        lt_scalar(CPU0, LT_F32, 0.5));
+    break;
   default:
     r = lt_matmul(lt_transpose(x, 1, 2), lt_exp(x));
     break;
@@ -618,7 +665,7 @@ static int b_shapes(lt_tensor **in, const void *ud, lt_tensor **outs) {
 
 static void test_shape_index(void **state) {
   (void)state;
-  for (int which = 0; which < 14; which++) {
+  for (int which = 0; which < 15; which++) {
     input in;
     g_rng = 555 + (uint64_t)which;
     input_fill(&in, LT_F32, SHAPE(4, 6, 5), 3, false);
@@ -838,6 +885,7 @@ int main(void) {
       cmocka_unit_test_setup(test_unary, setup),
       cmocka_unit_test_setup(test_binary, setup),
       cmocka_unit_test_setup(test_where_cast_clamp, setup),
+      cmocka_unit_test_setup(test_mask_ops, setup),
       cmocka_unit_test_setup(test_reductions, setup),
       cmocka_unit_test_setup(test_matmul, setup),
       cmocka_unit_test_setup(test_conv_pool, setup),

@@ -1,5 +1,5 @@
-/* Layers and losses: linear (PyTorch's default init from the device RNG),
- * activations, cross-entropy from logits and accuracy. */
+/* Layers and losses: linear and embedding (PyTorch's default inits from the
+ * device RNG), activations, cross-entropy from logits and accuracy. */
 #include <math.h>
 
 #include "nn.h"
@@ -77,6 +77,46 @@ lt_tensor *lt_nn_linear_forward(const lt_nn_linear *l, lt_tensor *x) {
   lt_tensor *r = lt_add(y, l->bias);
   lt_release(y);
   return r;
+}
+
+int lt_nn_embedding_init(lt_nn_embedding *l, lt_device dev, lt_dtype dt, int64_t num, int64_t dim) {
+  if (!l) return lt__err(LT_EINVAL, "lt_nn_embedding_init: layer is NULL");
+  l->weight = NULL;
+  l->num = l->dim = 0;
+  if (num <= 0 || dim <= 0)
+    return lt__err(LT_EINVAL, "lt_nn_embedding_init: num and dim must be > 0 (got %lld, %lld)",
+                   (long long)num, (long long)dim);
+  if (dt != LT_F32 && dt != LT_F64)
+    return lt__err(LT_EDTYPE, "lt_nn_embedding_init: dtype %s is not accepted (f32 or f64)",
+                   lt_dtype_name(dt));
+  /* torch.nn.Embedding: normal_(0, 1), a pending draw of dev's RNG. */
+  nn_own_begin();
+  lt_tensor *w = nn_keep(lt_rand_normal(dev, dt, (int64_t[]){num, dim}, 2, 0.0, 1.0));
+  nn_own_end();
+  int rc = w ? LT_OK : lt_last_status() ? lt_last_status() : LT_ENOMEM;
+  if (rc == LT_OK) rc = lt_set_requires_grad(w, true);
+  if (rc != LT_OK) {
+    lt_release(w);
+    return rc;
+  }
+  l->weight = w;
+  l->num = num;
+  l->dim = dim;
+  return LT_OK;
+}
+
+void lt_nn_embedding_free(lt_nn_embedding *l) {
+  if (!l) return;
+  lt_release(l->weight);
+  l->weight = NULL;
+}
+
+lt_tensor *lt_nn_embedding_forward(const lt_nn_embedding *l, lt_tensor *indices) {
+  if (!l || !l->weight) {
+    lt__err(LT_EINVAL, "lt_nn_embedding_forward: layer is NULL or not initialised");
+    return NULL;
+  }
+  return lt_embedding(indices, l->weight);
 }
 
 int lt_nn_params_sync(lt_tensor *const *params, int n) {

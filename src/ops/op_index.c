@@ -1,4 +1,4 @@
-/* Index ops: lt_gather, lt_index_select, lt_one_hot.
+/* Index ops: lt_gather, lt_index_select, lt_one_hot, lt_embedding.
  *
  * Only shapes and dtypes are checked here; index values are data, so an index
  * out of range is reported by the backend when the graph runs (LT_EEXEC).
@@ -125,4 +125,37 @@ lt_tensor *lt_one_hot(lt_tensor *indices, int64_t num_classes, lt_dtype dt) {
   lt_node *ops[1] = {lt__ir_as(indices, (lt_dtype)indices->dtype)};
   int64_t attrs[1] = {num_classes};
   return lt__make(indices->dev, LT_OP_ONE_HOT, dt, shape, indices->ndim + 1, ops, 1, attrs, 1, 0.0);
+}
+
+/* An index_select of the flattened indices along weight's rows, reshaped to
+ * the indices' shape plus the row: no node of its own, so every backend and
+ * the gradient (index_add into weight, repeated rows summing) follow. */
+lt_tensor *lt_embedding(lt_tensor *indices, lt_tensor *weight) {
+  static const char *fn = "lt_embedding";
+  lt_tensor *ts[2] = {indices, weight};
+  if (lt__check_operands(fn, ts, 2) != LT_OK) return NULL;
+  if (check_index_dtype(fn, indices) != LT_OK) return NULL;
+  if (weight->ndim != 2) {
+    char sw[LT_SHAPE_STR_MAX];
+    lt__shape_str(weight->shape, weight->ndim, sw, sizeof sw);
+    lt__err(LT_ESHAPE, "%s: weight must be 2-d [num, dim], got shape %s", fn, sw);
+    return NULL;
+  }
+  if (indices->ndim >= LT_MAX_DIMS) {
+    lt__err(LT_ESHAPE, "%s: indices of rank %d leave no room for the embedding axis (max rank %d)",
+            fn, indices->ndim, LT_MAX_DIMS);
+    return NULL;
+  }
+  int64_t n = lt__numel(indices->shape, indices->ndim), dim = weight->shape[1];
+  int64_t shape[LT_MAX_DIMS], flat[2] = {n, dim};
+  for (int d = 0; d < indices->ndim; d++) shape[d] = indices->shape[d];
+  shape[indices->ndim] = dim;
+  if (lt__check_size(fn, shape, indices->ndim + 1) != LT_OK) return NULL;
+
+  lt_node *ops[2] = {lt__ir_as(weight, (lt_dtype)weight->dtype),
+                     lt__node_reshape(lt__ir_as(indices, (lt_dtype)indices->dtype), &n, 1)};
+  int64_t attrs[1] = {0};
+  lt_node *rows =
+      lt__node_make(LT_OP_INDEX_SELECT, (lt_dtype)weight->dtype, flat, 2, ops, 2, attrs, 1, 0.0);
+  return lt__wrap(weight->dev, lt__node_reshape(rows, shape, indices->ndim + 1));
 }
