@@ -9,13 +9,12 @@
 
 #include "model.h"
 
-/* Until lt_embedding / lt_nn_embedding_init are merged, the model builds
- * the embedding from index_select (1); 0 uses the library's. 1 for
- * GPT_FALLBACK_ATTENTION and GPT_FALLBACK_GELU build attention (an additive
- * causal mask, matmul + softmax) and the tanh gelu from other ops, the
- * oracle of the fused forms. */
+/* 1 builds the op from other ops instead of the library's: the embedding
+ * from index_select, attention from an additive causal mask, matmul and
+ * softmax, the tanh gelu from its formula (oracles of the fused forms: a run
+ * with them matches one without). */
 #ifndef GPT_FALLBACK_EMBEDDING
-#define GPT_FALLBACK_EMBEDDING 1
+#define GPT_FALLBACK_EMBEDDING 0
 #endif
 #ifndef GPT_FALLBACK_ATTENTION
 #define GPT_FALLBACK_ATTENTION 0
