@@ -11,6 +11,12 @@
  *   bench matmul_mlp_of_peak / matmul_1024_of_peak <GFLOP/s> ... vs fma_peak
  *       the same against the multiply-add peak of the cores used (16 chains
  *       of the widest vector FMA, measured here)
+ *   bench matmul_bhtd <GFLOP/s> GFLOP/s ratio <r> vs cblas_sgemm
+ *       attention's batched products over [B, H, T, D] = [32, 4, 64, 32] operands,
+ *       f32: q k^T, p v and the four of their backward (transposed operands),
+ *       q, k, v being [B, T, H, D] activations permuted to [B, H, T, D] (views,
+ *       as a model makes them), in one graph, against a loop of cblas_sgemm
+ *       calls over contiguous copies doing the same products
  *   bench softmax_4096 <GB/s> GB/s ratio <r> vs c_add_loop
  *       row softmax of a 4096 x 4096 f32 matrix, bytes = in + out
  *   bench compile_100 <ms> ms
@@ -163,6 +169,103 @@ static void bench_matmul(lt_device dev, const char *name, int M, int N, int K) {
   free(mc);
 }
 
+/* One entry's product in the cblas loop of bench_matmul_bhtd. */
+typedef struct bhtd_gemm {
+  bool ta, tb;
+  int n, m, k;
+  const float *a, *b;
+  float *c;
+} bhtd_gemm;
+
+/* The six products of attention's forward and backward, [B, H] batches of
+ * [T, D] and [T, T] matrices (see the header). */
+static void bench_matmul_bhtd(lt_device dev) {
+  enum { B = 32, H = 4, T = 64, D = 32, BH = B * H };
+  size_t nx = (size_t)BH * T * D, np = (size_t)BH * T * T;
+  float *hq = malloc(nx * 4), *hk = malloc(nx * 4), *hv = malloc(nx * 4), *hdo = malloc(nx * 4);
+  float *hp = malloc(np * 4), *hds = malloc(np * 4), *out = malloc(6 * np * 4);
+  for (size_t i = 0; i < nx; i++) {
+    hq[i] = (float)((i % 13) * 0.1 - 0.6);
+    hk[i] = (float)((i % 7) * 0.1 - 0.3);
+    hv[i] = (float)((i % 11) * 0.05 - 0.25);
+    hdo[i] = (float)((i % 5) * 0.1 - 0.2);
+  }
+  for (size_t i = 0; i < np; i++) {
+    hp[i] = (float)((i % 17) * 0.01);
+    hds[i] = (float)((i % 9) * 0.02 - 0.08);
+  }
+  /* C = op(A) op(B) per entry: s = q k^T, o = p v, dp = do v^T, dv = p^T do, dq = ds k,
+   * dk = ds^T q (contiguous [T, D] and [T, T] entries) */
+  const struct {
+    bool ta, tb;
+    int n, m, k;
+    const float *a, *b;
+    int sa, sb; /* entry sizes */
+  } kinds[6] = {{false, true, T, T, D, hq, hk, T * D, T * D},
+                {false, false, T, D, T, hp, hv, T * T, T * D},
+                {false, true, T, T, D, hdo, hv, T * D, T * D},
+                {true, false, T, D, T, hp, hdo, T * T, T * D},
+                {false, false, T, D, T, hds, hk, T * T, T * D},
+                {true, false, T, D, T, hds, hq, T * T, T * D}};
+  double flops = 6.0 * BH * 2.0 * T * T * D, t[REPS];
+  int reps = (int)(1e9 / flops) + 1;
+  openblas_set_num_threads(threads_used());
+  for (int r = -1; r < REPS; r++) {
+    double t0 = now_s();
+    for (int i = 0; i < reps; i++)
+      for (int c = 0; c < 6; c++)
+        for (int e = 0; e < BH; e++) {
+          bhtd_gemm g = {kinds[c].ta,
+                         kinds[c].tb,
+                         kinds[c].n,
+                         kinds[c].m,
+                         kinds[c].k,
+                         kinds[c].a + (size_t)e * kinds[c].sa,
+                         kinds[c].b + (size_t)e * kinds[c].sb,
+                         out + (size_t)c * np + (size_t)e * T * T};
+          cblas_sgemm(CblasRowMajor, g.ta ? CblasTrans : CblasNoTrans,
+                      g.tb ? CblasTrans : CblasNoTrans, g.n, g.m, g.k, 1.0f, g.a, g.ta ? g.n : g.k,
+                      g.b, g.tb ? g.k : g.m, 0.0f, g.c, g.m);
+        }
+    if (r >= 0) t[r] = (now_s() - t0) / reps;
+  }
+  double blas = flops / median(t, REPS) / 1e9;
+  /* q, k, v, do as a model has them: [B, T, H * D] rows, viewed as [B, H, T, D] */
+  const int perm[4] = {0, 2, 1, 3};
+  lt_tensor *x[4], *hd[4];
+  float *src[4] = {hq, hk, hv, hdo};
+  for (int i = 0; i < 4; i++) {
+    x[i] = lt_from_data(dev, LT_F32, (int64_t[]){B, T, H * D}, 3, src[i]);
+    hd[i] = NULL;
+  }
+  lt_tensor *P = lt_from_data(dev, LT_F32, (int64_t[]){B, H, T, T}, 4, hp);
+  lt_tensor *dS = lt_from_data(dev, LT_F32, (int64_t[]){B, H, T, T}, 4, hds);
+  for (int r = -2; r < REPS; r++) {
+    double t0 = now_s();
+    for (int i = 0; i < reps; i++) {
+      lt_scope_begin();
+      for (int j = 0; j < 4; j++)
+        hd[j] = lt_permute(lt_reshape(x[j], (int64_t[]){B, T, H, D}, 4), perm, 4);
+      lt_tensor *q = hd[0], *k = hd[1], *v = hd[2], *dO = hd[3];
+      lt_tensor *y[6] = {lt_matmul(q, lt_transpose(k, 2, 3)),
+                         lt_matmul(P, v),
+                         lt_matmul(dO, lt_transpose(v, 2, 3)),
+                         lt_matmul(lt_transpose(P, 2, 3), dO),
+                         lt_matmul(dS, k),
+                         lt_matmul(lt_transpose(dS, 2, 3), q)};
+      check(lt_sync(y, 6, true), "matmul_bhtd");
+      lt_scope_end();
+    }
+    if (r >= 0) t[r] = (now_s() - t0) / reps;
+  }
+  double mm = flops / median(t, REPS) / 1e9;
+  printf("bench matmul_bhtd %.1f GFLOP/s ratio %.2f vs cblas_sgemm\n", mm, mm / blas);
+  for (int i = 0; i < 4; i++) lt_release(x[i]);
+  lt_release(P);
+  lt_release(dS);
+  free(hq), free(hk), free(hv), free(hdo), free(hp), free(hds), free(out);
+}
+
 int main(void) {
   setenv("LT_BACKEND", "cpu", 0);
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
@@ -210,6 +313,7 @@ int main(void) {
   printf("# fma_peak %.1f GFLOP/s (%d thread(s) x one core's peak)\n", g_peak, threads_used());
   bench_matmul(dev, "matmul_mlp", 128, 512, 784); /* the MLP's first layer */
   bench_matmul(dev, "matmul_1024", 1024, 1024, 1024);
+  bench_matmul_bhtd(dev);
 
   /* ---- softmax ---- */
   enum { S = 4096 };

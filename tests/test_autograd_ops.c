@@ -192,6 +192,7 @@ static void test_matmul(void **state) {
       {"1d@1d", SHAPE(4), 1, SHAPE(4), 1},
       {"batched", SHAPE(2, 3, 4), 3, SHAPE(2, 4, 2), 3},
       {"batch@2d", SHAPE(2, 3, 4), 3, SHAPE(4, 5), 2},
+      {"4d batch@2d", SHAPE(2, 3, 2, 4), 4, SHAPE(4, 3), 2},
       {"2d@batch", SHAPE(3, 4), 2, SHAPE(2, 4, 5), 3},
       {"broadcast batch", SHAPE(2, 1, 3, 2), 4, SHAPE(3, 2, 2), 3},
       {"1d@batch", SHAPE(3), 1, SHAPE(2, 3, 2), 3},

@@ -655,6 +655,18 @@ static int b_shapes(lt_tensor **in, const void *ud, lt_tensor **outs) {
                      lt_reshape(lt_exp(x), SHAPE(24, 5), 2)),
         lt_scalar(CPU0, LT_F32, 0.5));
     break;
+  case 14:   /* batched a under a matrix: entries evenly spaced, one product of all rows */
+  case 15:   /* the same of a permuted a (transposed entries) */
+  case 16: { /* and of a slice (entries 30 apart, 5 rows of 5: not one product) */
+    float w[15];
+    for (int i = 0; i < 15; i++) w[i] = 0.25f * (float)(i % 7) - 0.5f;
+    lt_tensor *a = which == 14   ? x
+                   : which == 15 ? lt_permute(x, (int[]){0, 2, 1}, 3)
+                                 : lt_slice(x, SHAPE(0, 1, 0), SHAPE(4, 6, 5), NULL);
+    int64_t k = lt_dim(a, -1);
+    r = lt_matmul(a, lt_from_data(CPU0, LT_F32, SHAPE(k, 15 / k), 2, w));
+    break;
+  }
   default:
     r = lt_matmul(lt_transpose(x, 1, 2), lt_exp(x));
     break;
@@ -665,7 +677,7 @@ static int b_shapes(lt_tensor **in, const void *ud, lt_tensor **outs) {
 
 static void test_shape_index(void **state) {
   (void)state;
-  for (int which = 0; which < 15; which++) {
+  for (int which = 0; which < 18; which++) {
     input in;
     g_rng = 555 + (uint64_t)which;
     input_fill(&in, LT_F32, SHAPE(4, 6, 5), 3, false);

@@ -178,6 +178,94 @@ static void test_errors(void **state) {
   lt_nn_optim_free(o);
 }
 
+/* ---- per-parameter weight decay ---- */
+
+/* torch.optim's update of one element (x, its state m and v, step t) by grad g with weight
+ * decay wd, in double: the oracle of the per-parameter weight decay tests. */
+static double ref_update(const lt_nn_optim_config *c, double wd, double x, double g, double *m,
+                         double *v, int t) {
+  if (c->kind == LT_NN_SGD) {
+    g += wd * x;
+    *m = c->momentum * *m + g; /* the buffer starts at 0: its first value is g */
+    return x - c->lr * *m;
+  }
+  if (c->kind == LT_NN_ADAMW)
+    x *= 1 - c->lr * wd;
+  else
+    g += wd * x;
+  *m = c->beta1 * *m + (1 - c->beta1) * g;
+  *v = c->beta2 * *v + (1 - c->beta2) * g * g;
+  double bc1 = 1 - pow(c->beta1, t), bc2 = 1 - pow(c->beta2, t);
+  return x - c->lr / bc1 * *m / (sqrt(*v) / sqrt(bc2) + c->eps);
+}
+
+/* Parameters a (its own weight decay, changed every step, through 0 and 1)
+ * and b (the config's), lr changing too: values against ref_update, and the
+ * steps after the first reuse its executable. */
+static void per_param_wd(lt_nn_optim_kind kind, lt_dtype dt, double tol) {
+  static const double kWd[3] = {0.1, 0.0, 1.0}, kLr[3] = {0.1, 0.05, 1.0};
+  lt_nn_optim_config c = lt_nn_optim_defaults(kind);
+  c.momentum = kind == LT_NN_SGD ? 0.9 : 0;
+  c.weight_decay = 0.05;
+  double xa[3] = {1.0, -2.0, 3.0}, xb[2] = {0.5, -0.25};
+  double ma[3] = {0}, va[3] = {0}, mb[2] = {0}, vb[2] = {0};
+  /* host data of dt itself: a cast would leave a second holder of the buffer, which then
+   * could not be donated in the first step (another executable) */
+  float fa[3] = {1.0f, -2.0f, 3.0f}, fb[2] = {0.5f, -0.25f};
+  lt_tensor *ps[2] = {dt == LT_F64 ? tu_f64(SHAPE(3), 1, xa) : tu_f32(SHAPE(3), 1, fa),
+                      dt == LT_F64 ? tu_f64(SHAPE(2), 1, xb) : tu_f32(SHAPE(2), 1, fb)};
+  lt_nn_optim *o = lt_nn_optim_create(&c, ps, 2);
+  if (!o) fail_msg("create: %s", lt_last_error());
+  assert_int_equal(lt_mark_step(CPU0), LT_OK);
+  int64_t compiles = 0;
+  for (int s = 0; s < 3; s++) {
+    assert_int_equal(lt_nn_optim_set_param_weight_decay(o, 0, kWd[s]), LT_OK);
+    assert_int_equal(lt_nn_optim_set_lr(o, kLr[s]), LT_OK);
+    c.lr = kLr[s];
+    lt_scope_begin();
+    lt_tensor *gs[2] = {lt_cast(tu_f64(SHAPE(3), 1, kG[s]), dt),
+                        lt_cast(tu_f64(SHAPE(2), 1, kG[2 - s]), dt)};
+    assert_int_equal(lt_nn_optim_step_grads(o, gs), LT_OK);
+    lt_scope_end();
+    assert_int_equal(lt_mark_step(CPU0), LT_OK);
+    for (int k = 0; k < 3; k++)
+      xa[k] = ref_update(&c, kWd[s], xa[k], kG[s][k], &ma[k], &va[k], s + 1);
+    for (int k = 0; k < 2; k++)
+      xb[k] = ref_update(&c, c.weight_decay, xb[k], kG[2 - s][k], &mb[k], &vb[k], s + 1);
+    tu_expect(ps[0], dt, SHAPE(3), 1, xa, tol);
+    tu_expect(ps[1], dt, SHAPE(2), 1, xb, tol);
+    if (s == 0) compiles = tu_counter("UncachedCompile");
+  }
+  assert_int_equal(tu_counter("UncachedCompile"), compiles);
+  lt_nn_optim_free(o);
+}
+
+static void test_per_param_weight_decay(void **state) {
+  (void)state;
+  for (int kind = LT_NN_SGD; kind <= LT_NN_ADAMW; kind++) {
+    per_param_wd((lt_nn_optim_kind)kind, LT_F64, 1e-12);
+    per_param_wd((lt_nn_optim_kind)kind, LT_F32, 1e-5);
+  }
+}
+
+static void test_per_param_weight_decay_errors(void **state) {
+  (void)state;
+  lt_tensor *p = tu_f32(SHAPE(2), 1, ((float[]){1, 2}));
+  lt_nn_optim_config c = lt_nn_optim_defaults(LT_NN_ADAMW);
+  lt_nn_optim *o = lt_nn_optim_create(&c, &p, 1);
+  assert_non_null(o);
+  assert_int_equal(lt_nn_optim_set_param_weight_decay(NULL, 0, 0.1), LT_EINVAL);
+  assert_int_equal(lt_nn_optim_set_param_weight_decay(o, 1, 0.1), LT_EINVAL);
+  assert_non_null(strstr(lt_last_error(), "out of range"));
+  assert_int_equal(lt_nn_optim_set_param_weight_decay(o, -1, 0.1), LT_EINVAL);
+  assert_int_equal(lt_nn_optim_set_param_weight_decay(o, 0, -0.1), LT_EINVAL);
+  assert_int_equal(lt_nn_optim_set_param_weight_decay(o, 0, NAN), LT_EINVAL);
+  assert_int_equal(lt_nn_optim_set_param_weight_decay(o, 0, INFINITY), LT_EINVAL);
+  assert_non_null(strstr(lt_last_error(), "weight_decay"));
+  assert_int_equal(lt_nn_optim_set_param_weight_decay(o, 0, 0), LT_OK);
+  lt_nn_optim_free(o);
+}
+
 /* Two f64 parameters a = b = 1, lr 0.1, grad 0.5: step 1 gives a a grad and
  * b none, step 2 gives both. Checks a and b after step 2, the step counts,
  * and that a third step, with other counts, reuses step 2's executable. */
@@ -397,6 +485,8 @@ int main(void) {
       OTEST(test_clip_grad_norm_values),
       OTEST(test_clip_grad_norm_errors),
       OTEST(test_clip_grad_norm_in_step),
+      OTEST(test_per_param_weight_decay),
+      OTEST(test_per_param_weight_decay_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

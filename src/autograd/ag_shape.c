@@ -67,12 +67,25 @@ static lt_node *matmul(lt_node *x, lt_node *y) {
   return lt__node_make(LT_OP_MATMUL, (lt_dtype)x->dtype, shape, nd, ops, 2, NULL, 0, 0.0);
 }
 
+/* x (consumed) as the matrix [rows of all its batch entries, last dim]. */
+static lt_node *rows_of(lt_node *x) {
+  if (!x) return NULL;
+  int64_t shape[2] = {lt__numel(x->shape, x->ndim - 1), x->shape[x->ndim - 1]};
+  return lt__node_reshape(x, shape, 2);
+}
+
 /* out = a @ b: ga = g @ b^T and gb = a^T @ g, each summed back over the batch
- * dims its operand broadcast along. */
+ * dims its operand broadcast along. A matrix b under batched a (a linear
+ * layer's weight under x [B, T, C]) gets its sum over the batch as one
+ * product of every row at once, a^T [k, B*n] @ g [B*n, m], instead of B
+ * small products and a reduction. */
 int ag_rule_matmul(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = operand(n, 0), *b = operand(n, 1);
   out[0] = ag_reduce_to(matmul(G(g), transpose_last(ag_arg(n, 1))), a->shape, a->ndim);
-  out[1] = ag_reduce_to(matmul(transpose_last(ag_arg(n, 0)), G(g)), b->shape, b->ndim);
+  if (b->ndim == 2 && a->ndim > 2)
+    out[1] = matmul(transpose_last(rows_of(ag_arg(n, 0))), rows_of(G(g)));
+  else
+    out[1] = ag_reduce_to(matmul(transpose_last(ag_arg(n, 0)), G(g)), b->shape, b->ndim);
   return out[0] && out[1] ? LT_OK : LT_ENOMEM;
 }
 

@@ -39,6 +39,7 @@ struct lt_nn_optim {
   lt_tensor **s1;     /* SGD momentum buffer or Adam's exp_avg (NULL when unused) */
   lt_tensor **s2;     /* Adam's exp_avg_sq */
   int64_t *pstep;     /* n: updates of each parameter (PyTorch's per-parameter state["step"]) */
+  double *pwd;        /* n: parameter i's own weight decay, NaN until set (the config's) */
   int64_t steps;      /* successful step calls */
 };
 

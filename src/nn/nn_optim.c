@@ -12,7 +12,12 @@
  * corrections are its own: one pair of 0-d data leaves per parameter, made
  * from the count on the host as torch's non-capturable Adam does (1 - beta^t
  * in double). A leaf per parameter, even where counts are equal, keeps the
- * graph the same whatever the counts are. */
+ * graph the same whatever the counts are.
+ *
+ * A parameter given its own weight decay (lt_nn_optim_set_param_weight_decay)
+ * gets the decay term from then on as a 0-d data leaf of its own, even at 0,
+ * so that changing the value never changes the graph; the others keep the
+ * config's decay (no term at all when it is 0). */
 #include <math.h>
 #include <string.h>
 
@@ -70,6 +75,7 @@ void lt_nn_optim_free(lt_nn_optim *o) {
   lt__free(o->s1, arr);
   lt__free(o->s2, arr);
   lt__free(o->pstep, (size_t)o->n * sizeof(int64_t));
+  lt__free(o->pwd, (size_t)o->n * sizeof(double));
   lt__free(o, sizeof *o);
 }
 
@@ -108,10 +114,12 @@ lt_nn_optim *lt_nn_optim_create(const lt_nn_optim_config *cfg, lt_tensor *const 
   o->s1 = lt__calloc(arr);
   o->s2 = lt__calloc(arr);
   o->pstep = lt__calloc((size_t)n * sizeof(int64_t));
-  if (!o->params || !o->s1 || !o->s2 || !o->pstep) {
+  o->pwd = lt__calloc((size_t)n * sizeof(double));
+  if (!o->params || !o->s1 || !o->s2 || !o->pstep || !o->pwd) {
     lt_nn_optim_free(o);
     return NULL;
   }
+  for (int i = 0; i < n; i++) o->pwd[i] = NAN;
   bool ok = true;
   nn_own_begin();
   for (int i = 0; i < n && ok; i++) {
@@ -132,6 +140,18 @@ int lt_nn_optim_set_lr(lt_nn_optim *o, double lr) {
   if (!(lr >= 0) || !isfinite(lr))
     return lt__err(LT_EINVAL, "lt_nn_optim_set_lr: lr must be finite and >= 0 (got %g)", lr);
   o->cfg.lr = lr;
+  return LT_OK;
+}
+
+int lt_nn_optim_set_param_weight_decay(lt_nn_optim *o, int i, double weight_decay) {
+  const char *fn = "lt_nn_optim_set_param_weight_decay";
+  if (!o) return lt__err(LT_EINVAL, "%s: optimizer is NULL", fn);
+  if (i < 0 || i >= o->n)
+    return lt__err(LT_EINVAL, "%s: parameter index %d out of range [0, %d)", fn, i, o->n);
+  if (!(weight_decay >= 0) || !isfinite(weight_decay))
+    return lt__err(LT_EINVAL, "%s: weight_decay must be finite and >= 0 (got %g)", fn,
+                   weight_decay);
+  o->pwd[i] = weight_decay;
   return LT_OK;
 }
 
@@ -190,8 +210,15 @@ static void update_one(const lt_nn_optim *o, int i, lt_tensor *g, const scalars 
                        lt_tensor **out) {
   const lt_nn_optim_config *c = &o->cfg;
   lt_tensor *p = o->params[i];
+  lt_dtype dt = lt_get_dtype(p);
+  /* the parameter's own decay: g + wd p (SGD, Adam) or p (1 - lr wd) (AdamW), as data */
+  bool own = !isnan(o->pwd[i]);
+  if (own && c->kind != LT_NN_ADAMW)
+    g = lt_add(g, lt_mul(nn_step_scalar(o->dev, dt, o->pwd[i]), p));
+  if (own && c->kind == LT_NN_ADAMW)
+    p = lt_mul(p, nn_step_scalar(o->dev, dt, 1.0 - c->lr * o->pwd[i]));
   if (c->kind == LT_NN_SGD) {
-    if (c->weight_decay != 0) g = lt_add(g, lt_mul(s->wd, p));
+    if (!own && c->weight_decay != 0) g = lt_add(g, lt_mul(s->wd, p));
     if (c->momentum != 0) {
       lt_tensor *buf = lt_add(lt_mul(s->mom, o->s1[i]), g); /* dampening 0 */
       out[1] = buf;
@@ -200,9 +227,9 @@ static void update_one(const lt_nn_optim *o, int i, lt_tensor *g, const scalars 
     out[0] = lt_sub(p, lt_mul(s->lr, g));
     return;
   }
-  bias_corr bc = make_bias_corr(o, lt_get_dtype(p), o->pstep[i] + 1);
-  if (c->kind == LT_NN_ADAM && c->weight_decay != 0) g = lt_add(g, lt_mul(s->wd, p));
-  if (c->kind == LT_NN_ADAMW && c->weight_decay != 0) p = lt_mul(p, s->decay);
+  bias_corr bc = make_bias_corr(o, dt, o->pstep[i] + 1);
+  if (!own && c->kind == LT_NN_ADAM && c->weight_decay != 0) g = lt_add(g, lt_mul(s->wd, p));
+  if (!own && c->kind == LT_NN_ADAMW && c->weight_decay != 0) p = lt_mul(p, s->decay);
   lt_tensor *m = lt_add(lt_mul(o->s1[i], s->b1), lt_mul(s->c1, g));
   lt_tensor *v = lt_add(lt_mul(o->s2[i], s->b2), lt_mul(lt_mul(s->c2, g), g));
   lt_tensor *denom = lt_add(lt_div(lt_sqrt(v), bc.bc2_sqrt), s->eps);

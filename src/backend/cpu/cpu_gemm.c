@@ -192,6 +192,23 @@ static void batch_part(void **ctx, int64_t lo, int64_t hi) {
   }
 }
 
+/* Whether the batch of mm is one product with nbatch times the rows: b the
+ * same matrix for every entry (a broadcast weight, as x [B, T, C] @ w [C, C']
+ * of a linear layer) and the entries of a (not transposed) following each
+ * other at n rows of lda apart, so that the rows of all of them are evenly
+ * spaced. The output's entries are contiguous anyway. One big GEMM then
+ * replaces nbatch small ones, which run far below the library's speed. */
+static bool batch_folds(const cpu_matmul *mm) {
+  if (mm->ta || mm->nbatch_dims == 0) return false;
+  int64_t next = mm->n * mm->lda; /* where the following entry must start */
+  for (int d = mm->nbatch_dims - 1; d >= 0; d--) {
+    if (mm->batch_shape[d] == 1) continue;
+    if (mm->b_bstride[d] != 0 || mm->a_bstride[d] != next) return false;
+    next *= mm->batch_shape[d];
+  }
+  return true;
+}
+
 /* Whether kernel `next` can run as the epilogue of product mm (cpu_lower.c
  * marks it; checked again here, as a loaded file may not be trusted). */
 static bool epilogue_fits(const cpu_matmul *mm, const cpu_kernel *next) {
@@ -212,6 +229,11 @@ int cpu_gemm(const cpu_kernel *k, const cpu_kernel *next, void **table) {
     memset(out, 0, (size_t)(nbatch * mm->n * mm->m) * es);
     if (epi) cpu_loop_run(epi, table);
     return LT_OK;
+  }
+  if (nbatch > 1 && batch_folds(mm)) {
+    gemm_block g = batch_entry(mm, abase, bbase, out, 0);
+    g.n = nbatch * mm->n;
+    return gemm_run(&g, epi, table) == LT_OK ? LT_OK : gemm_failed();
   }
   int nt = cpu_pool_threads();
   if (nbatch >= nt && nt > 1 && nbatch * mm->n * mm->m * mm->k >= GEMM_PAR_MIN) {
