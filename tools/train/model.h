@@ -81,10 +81,7 @@ const gpt_config *model_gpt_config(const train_model *m);
 typedef struct gpt_trainer {
   train_model m;
   gpt_config c;
-  lt_nn_optim *opt;
-  /* Until per-parameter weight decay is merged: a second AdamW, without
-   * decay, over the other parameters (NULL when opt has them all). */
-  lt_nn_optim *opt_plain;
+  lt_nn_optim *opt; /* AdamW; decay 0 for the parameters that are no matrices */
   const lt_nn_text *text;
   lt_device dev;
   int64_t batch;

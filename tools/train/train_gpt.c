@@ -25,11 +25,6 @@
 #include "lazytensor_nn.h"
 #include "model.h"
 
-/* Until lt_nn_optim_set_param_weight_decay is merged: two optimizers. */
-#ifndef GPT_FALLBACK_DECAY
-#define GPT_FALLBACK_DECAY 1
-#endif
-
 enum { EVAL_CHUNK = 32 };
 
 static uint64_t splitmix64(uint64_t *s) {
@@ -53,7 +48,6 @@ double gpt_lr_at(double lr, int64_t s, int64_t steps, int64_t warmup) {
 void gpt_trainer_free(gpt_trainer *tr) {
   if (!tr) return;
   lt_nn_optim_free(tr->opt);
-  lt_nn_optim_free(tr->opt_plain);
   if (tr->m.free) tr->m.free(&tr->m);
   memset(tr, 0, sizeof *tr);
 }
@@ -86,23 +80,6 @@ int gpt_trainer_init(gpt_trainer *tr, lt_device dev, const lt_nn_text *text, con
   lt_nn_optim_config oc = lt_nn_optim_defaults(LT_NN_ADAMW);
   oc.lr = lr;
   oc.weight_decay = weight_decay;
-#if GPT_FALLBACK_DECAY
-  lt_tensor *dec[MODEL_MAX_TENSORS], *plain[MODEL_MAX_TENSORS];
-  int nd = 0, np = 0;
-  for (int i = 0; i < tr->m.nparams; i++) {
-    if (model_gpt_decays(&tr->m, i))
-      dec[nd++] = tr->m.params[i];
-    else
-      plain[np++] = tr->m.params[i];
-  }
-  tr->opt = lt_nn_optim_create(&oc, dec, nd);
-  oc.weight_decay = 0;
-  tr->opt_plain = tr->opt ? lt_nn_optim_create(&oc, plain, np) : NULL;
-  if (!tr->opt || !tr->opt_plain) {
-    gpt_trainer_free(tr);
-    return lt_last_status() ? lt_last_status() : LT_ENOMEM;
-  }
-#else
   tr->opt = lt_nn_optim_create(&oc, tr->m.params, tr->m.nparams);
   rc = tr->opt ? LT_OK : lt_last_status() ? lt_last_status() : LT_ENOMEM;
   for (int i = 0; rc == LT_OK && i < tr->m.nparams; i++)
@@ -111,15 +88,10 @@ int gpt_trainer_init(gpt_trainer *tr, lt_device dev, const lt_nn_text *text, con
     gpt_trainer_free(tr);
     return rc;
   }
-#endif
   return LT_OK;
 }
 
-int gpt_trainer_set_lr(gpt_trainer *tr, double lr) {
-  int rc = lt_nn_optim_set_lr(tr->opt, lr);
-  if (rc == LT_OK && tr->opt_plain) rc = lt_nn_optim_set_lr(tr->opt_plain, lr);
-  return rc;
-}
+int gpt_trainer_set_lr(gpt_trainer *tr, double lr) { return lt_nn_optim_set_lr(tr->opt, lr); }
 
 /* Mean token cross-entropy of the model on windows x, y [B, T]. */
 static lt_tensor *window_loss(const train_model *m, lt_tensor *x, lt_tensor *y, bool train) {
@@ -143,9 +115,7 @@ lt_tensor *gpt_trainer_step(gpt_trainer *tr) {
   if (!loss || lt_backward(loss) != LT_OK) return NULL;
   if (tr->clip > 0 && lt_nn_clip_grad_norm(tr->m.params, tr->m.nparams, tr->clip, 2.0, NULL))
     return NULL;
-  if (lt_nn_optim_step(tr->opt) != LT_OK) return NULL;
-  if (tr->opt_plain && lt_nn_optim_step(tr->opt_plain) != LT_OK) return NULL;
-  return loss;
+  return lt_nn_optim_step(tr->opt) == LT_OK ? loss : NULL;
 }
 
 int gpt_evaluate(const gpt_trainer *tr, bool validation, int64_t max_windows, double *loss) {
