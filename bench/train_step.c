@@ -133,7 +133,7 @@ static int gpt_main(const char *threads, const char *be, torch_run peer, torch_r
   lt_nn_text text;
   bool real = lt_nn_text_load(NULL, &text) == LT_OK;
   if (!real && synthetic_text(&text) != LT_OK) return die("synthetic text");
-  gpt_config c = {text.vocab_size, 64, 128, 4, 4, 4};
+  gpt_config c = {text.vocab_size, 64, 128, 4, 4, 4, false};
   gpt_trainer tr;
   if (gpt_trainer_init(&tr, dev, &text, &c, GPT_BATCH, 1e-3, 0.1, 1.0, 1) != LT_OK)
     return die("model");

@@ -43,7 +43,7 @@ static int setup(void **state) {
 }
 #define DTEST(f) cmocka_unit_test_setup_teardown(f, setup, tu_teardown_wait)
 
-static gpt_config tiny(void) { return (gpt_config){g_text.vocab_size, 8, 16, 1, 2, 4}; }
+static gpt_config tiny(void) { return (gpt_config){g_text.vocab_size, 8, 16, 1, 2, 4, false}; }
 
 /* One step traced and queued; its loss (the caller's reference), read
  * later so that tracing overlaps the executions as in a run. */
@@ -134,6 +134,74 @@ static void test_generation_compiles_once_and_is_seeded(void **state) {
   gpt_trainer_free(&tr);
 }
 
+/* Logits and parameter grads of the loss on ids [2, t], read into host
+ * arrays (logits: 2 t V floats; grads: wte's and the first block's qkv
+ * weight's). */
+static void forward_backward(train_model *m, const int64_t *ids, int64_t t, float *logits,
+                             float *g_wte, float *g_qkv) {
+  lt_scope_begin();
+  lt_tensor *x = lt_from_data(CPU0, LT_I64, SHAPE(2, t), 2, ids);
+  lt_tensor *out = m->forward(m, x, true);
+  assert_non_null(out);
+  int64_t v = lt_dim(out, -1);
+  /* a loss that weighs every logit differently, so that each gets a grad */
+  lt_tensor *w =
+      lt_sin(lt_reshape(lt_arange(CPU0, LT_F32, 0, (double)(2 * t * v), 1), SHAPE(2, t, v), 3));
+  lt_tensor *loss = lt_sum(lt_mul(out, w), NULL, 0, false);
+  assert_int_equal(lt_backward(loss), LT_OK);
+  assert_int_equal(lt_to_data(out, logits, (size_t)(2 * t * v) * sizeof(float)), LT_OK);
+  lt_tensor *gw = lt_grad(m->params[0]), *gq = lt_grad(m->params[4]);
+  assert_non_null(gw);
+  assert_non_null(gq);
+  assert_int_equal(lt_to_data(gw, g_wte, (size_t)lt_numel(gw) * sizeof(float)), LT_OK);
+  assert_int_equal(lt_to_data(gq, g_qkv, (size_t)lt_numel(gq) * sizeof(float)), LT_OK);
+  lt_scope_end();
+  for (int i = 0; i < m->nparams; i++) lt_zero_grad(m->params[i]);
+}
+
+static double max_diff(const float *a, const float *b, int64_t n) {
+  double d = 0;
+  for (int64_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - (double)b[i]));
+  return d;
+}
+
+/* The fused ops (lt_embedding, lt_scaled_dot_product_attention causal,
+ * lt_gelu_tanh) against their compositions of other ops: the same logits
+ * and grads, at the full context and at a shorter one (sliced positions and
+ * mask). */
+static void test_fused_ops_match_composite(void **state) {
+  (void)state;
+  gpt_config c = tiny();
+  c.layers = 2;
+  train_model m;
+  assert_int_equal(model_gpt_init(&m, CPU0, &c), LT_OK);
+  assert_int_equal(lt_nn_params_sync(m.params, m.nparams), LT_OK);
+  assert_int_equal(model_gpt_config(&m)->context, c.context);
+  const int64_t ids[16] = {0, 3, 3, 1, 5, 2, 0, 4, 6, 6, 1, 0, 2, 5, 3, 1};
+  int64_t v = c.vocab, w = c.width;
+  float *l1 = calloc((size_t)(16 * v), 4), *l2 = calloc((size_t)(16 * v), 4);
+  float *e1 = calloc((size_t)(v * w), 4), *e2 = calloc((size_t)(v * w), 4);
+  float *q1 = calloc((size_t)(3 * w * w), 4), *q2 = calloc((size_t)(3 * w * w), 4);
+  for (int64_t t = 8; t >= 5; t -= 3) { /* context 8, then 5 of it */
+    int64_t sub[16];
+    for (int r = 0; r < 2; r++)
+      for (int64_t j = 0; j < t; j++) sub[r * t + j] = ids[r * 8 + j];
+    model_gpt_set_composite(&m, false);
+    forward_backward(&m, sub, t, l1, e1, q1);
+    model_gpt_set_composite(&m, true);
+    forward_backward(&m, sub, t, l2, e2, q2);
+    double dl = max_diff(l1, l2, 2 * t * v), de = max_diff(e1, e2, v * w),
+           dq = max_diff(q1, q2, 3 * w * w);
+    if (dl > 1e-4 || de > 1e-4 || dq > 1e-4)
+      fail_msg("t %lld: logits differ by %g, wte grads by %g, qkv grads by %g", (long long)t, dl,
+               de, dq);
+    /* the grads are not all zero: the comparison means something */
+    assert_true(max_diff(e1, e1 + 1, v * w - 1) > 1e-3);
+  }
+  free(l1), free(l2), free(e1), free(e2), free(q1), free(q2);
+  m.free(&m);
+}
+
 static void test_lr_schedule(void **state) {
   (void)state;
   /* warm-up 10 of 111 steps, then a half cosine over steps 10..110 */
@@ -160,6 +228,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       DTEST(test_loss_falls_and_step_compiles_once),
       DTEST(test_generation_compiles_once_and_is_seeded),
+      DTEST(test_fused_ops_match_composite),
       DTEST(test_lr_schedule),
       DTEST(test_bad_config),
   };

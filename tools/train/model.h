@@ -66,12 +66,18 @@ int model_cnn_init(train_model *m, lt_device dev, int64_t rows, int64_t cols, in
  * dropout). */
 typedef struct gpt_config {
   int64_t vocab, context, width, layers, heads, mlp_ratio;
+  /* Build the embedding lookup (index_select), attention (an additive
+   * causal mask, matmul, softmax) and the tanh gelu (its formula) from
+   * other ops instead of lt_embedding, lt_scaled_dot_product_attention and
+   * lt_gelu_tanh: the oracle of the fused ops (tests/test_gpt.c). */
+  bool composite;
 } gpt_config;
 int model_gpt_init(train_model *m, lt_device dev, const gpt_config *c);
 /* Whether parameter i of a GPT is a weight matrix of a linear layer (the
  * parameters AdamW decays; not biases, norms or embeddings). */
 bool model_gpt_decays(const train_model *m, int i);
 const gpt_config *model_gpt_config(const train_model *m);
+void model_gpt_set_composite(train_model *m, bool on); /* gpt_config.composite from now on */
 
 /* GPT training (train_gpt.c), shared by lazytensor-train --model gpt,
  * bench/train_step --model gpt and tests/test_gpt.c. AdamW (betas 0.9,

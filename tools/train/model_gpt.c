@@ -9,20 +9,6 @@
 
 #include "model.h"
 
-/* 1 builds the op from other ops instead of the library's: the embedding
- * from index_select, attention from an additive causal mask, matmul and
- * softmax, the tanh gelu from its formula (oracles of the fused forms: a run
- * with them matches one without). */
-#ifndef GPT_FALLBACK_EMBEDDING
-#define GPT_FALLBACK_EMBEDDING 0
-#endif
-#ifndef GPT_FALLBACK_ATTENTION
-#define GPT_FALLBACK_ATTENTION 0
-#endif
-#ifndef GPT_FALLBACK_GELU
-#define GPT_FALLBACK_GELU 0
-#endif
-
 /* 2 embeddings, 12 tensors a block, 4 at the end */
 enum { GPT_MAX_LAYERS = (MODEL_MAX_TENSORS - 6) / 12 };
 
@@ -37,25 +23,23 @@ typedef struct gpt {
   gpt_block blocks[GPT_MAX_LAYERS];
   lt_nn_layernorm lnf;
   lt_nn_linear head;
-  lt_tensor
-      *causal; /* fallback only: [context, context] f32, 0 on and below the diagonal, -inf above */
+  /* composite only: [context, context] f32, 0 on and below the diagonal,
+   * -inf above */
+  lt_tensor *causal;
   bool decays[MODEL_MAX_TENSORS];
 } gpt;
 
 /* rows of w picked by ids [B, T] -> [B, T, C] */
-static lt_tensor *embed(lt_tensor *ids, lt_tensor *w) {
-#if GPT_FALLBACK_EMBEDDING
+static lt_tensor *embed(const gpt *g, lt_tensor *ids, lt_tensor *w) {
+  if (!g->c.composite) return lt_embedding(ids, w);
   if (!ids) return NULL;
   lt_tensor *flat = lt_reshape(ids, (const int64_t[]){-1}, 1);
   return lt_reshape(lt_index_select(w, 0, flat),
                     (const int64_t[]){lt_dim(ids, 0), lt_dim(ids, 1), lt_dim(w, 1)}, 3);
-#else
-  return lt_embedding(ids, w);
-#endif
 }
 
-static lt_tensor *gelu_tanh(lt_tensor *x) {
-#if GPT_FALLBACK_GELU
+static lt_tensor *gelu_tanh(const gpt *g, lt_tensor *x) {
+  if (!g->c.composite) return lt_nn_gelu_tanh(x);
   if (!x) return NULL;
   lt_device dev = lt_get_device(x);
   lt_tensor *x3 = lt_mul(lt_mul(x, x), x);
@@ -63,14 +47,11 @@ static lt_tensor *gelu_tanh(lt_tensor *x) {
                          lt_scalar(dev, LT_F32, sqrt(2.0 / 3.14159265358979323846)));
   return lt_mul(lt_mul(x, lt_scalar(dev, LT_F32, 0.5)),
                 lt_add(lt_tanh(in), lt_scalar(dev, LT_F32, 1.0)));
-#else
-  return lt_nn_gelu_tanh(x);
-#endif
 }
 
 /* causal attention of q, k, v [B, H, T, D] -> [B, H, T, D] */
 static lt_tensor *attend(const gpt *g, lt_tensor *q, lt_tensor *k, lt_tensor *v) {
-#if GPT_FALLBACK_ATTENTION
+  if (!g->c.composite) return lt_scaled_dot_product_attention(q, k, v, NULL, true, NAN);
   if (!q || !k || !v) return NULL;
   int64_t t = lt_dim(q, 2), d = lt_dim(q, 3);
   lt_tensor *mask = g->causal;
@@ -79,10 +60,6 @@ static lt_tensor *attend(const gpt *g, lt_tensor *q, lt_tensor *k, lt_tensor *v)
   lt_tensor *s = lt_mul(lt_matmul(q, lt_transpose(k, -2, -1)),
                         lt_scalar(lt_get_device(q), LT_F32, 1.0 / sqrt((double)d)));
   return lt_matmul(lt_softmax(lt_add(s, mask), -1), v);
-#else
-  (void)g;
-  return lt_scaled_dot_product_attention(q, k, v, NULL, true, NAN);
-#endif
 }
 
 /* x + attn(ln1(x)) for x [B, T, C] */
@@ -107,12 +84,12 @@ static lt_tensor *gpt_forward(const train_model *m, lt_tensor *ids, bool train) 
   int64_t t = lt_dim(ids, 1);
   lt_tensor *pos = g->wpe;
   if (t != g->c.context) pos = lt_slice(pos, NULL, (const int64_t[]){t, g->c.width}, NULL);
-  lt_tensor *x = lt_add(embed(ids, g->wte), pos);
+  lt_tensor *x = lt_add(embed(g, ids, g->wte), pos);
   for (int64_t l = 0; l < g->c.layers; l++) {
     const gpt_block *b = &g->blocks[l];
     x = self_attention(g, b, x);
     lt_tensor *hdn = lt_nn_linear_forward(&b->fc, lt_nn_layernorm_forward(&b->ln2, x));
-    x = lt_add(x, lt_nn_linear_forward(&b->fc2, gelu_tanh(hdn)));
+    x = lt_add(x, lt_nn_linear_forward(&b->fc2, gelu_tanh(g, hdn)));
   }
   return lt_nn_linear_forward(&g->head, lt_nn_layernorm_forward(&g->lnf, x));
 }
@@ -150,18 +127,9 @@ static void gpt_free(train_model *m) {
 
 /* An embedding table [num, dim] ~ N(0, 1) (torch.nn.Embedding's init). */
 static lt_tensor *embedding_table(lt_device dev, int64_t num, int64_t dim) {
-#if GPT_FALLBACK_EMBEDDING
-  lt_tensor *w = lt_rand_normal(dev, LT_F32, (const int64_t[]){num, dim}, 2, 0.0, 1.0);
-  if (w && lt_set_requires_grad(w, true) != LT_OK) {
-    lt_release(w);
-    return NULL;
-  }
-  return w;
-#else
   lt_nn_embedding e;
   if (lt_nn_embedding_init(&e, dev, LT_F32, num, dim) != LT_OK) return NULL;
   return e.weight; /* the layer owns nothing else */
-#endif
 }
 
 static void add_param(train_model *m, gpt *g, lt_tensor *t, bool decays) {
@@ -172,6 +140,11 @@ static void add_param(train_model *m, gpt *g, lt_tensor *t, bool decays) {
 bool model_gpt_decays(const train_model *m, int i) {
   const gpt *g = m ? m->impl : NULL;
   return g && i >= 0 && i < m->nparams && g->decays[i];
+}
+
+void model_gpt_set_composite(train_model *m, bool on) {
+  gpt *g = m ? m->impl : NULL;
+  if (g) g->c.composite = on;
 }
 
 const gpt_config *model_gpt_config(const train_model *m) {
@@ -230,7 +203,7 @@ int model_gpt_init(train_model *m, lt_device dev, const gpt_config *c) {
   add_param(m, g, g->lnf.bias, false);
   add_param(m, g, g->head.weight, true);
   add_param(m, g, g->head.bias, false);
-#if GPT_FALLBACK_ATTENTION
+  /* made whatever the mode, so that model_gpt_set_composite may switch */
   int64_t t = c->context;
   float *mask = malloc((size_t)(t * t) * sizeof *mask);
   if (!mask) return LT_ENOMEM;
@@ -239,6 +212,5 @@ int model_gpt_init(train_model *m, lt_device dev, const gpt_config *c) {
   g->causal = lt_from_data(dev, LT_F32, (const int64_t[]){t, t}, 2, mask);
   free(mask);
   if (!g->causal) return lt_last_status();
-#endif
   return LT_OK;
 }

@@ -260,7 +260,10 @@ static void gpt_usage(FILE *f) {
           ")\n"
           "  --save FILE         write the parameters after training\n"
           "  --cache-dir DIR     keep compiled graphs in DIR across runs\n"
-          "  --keep-denormals    do not flush denormals to zero\n");
+          "  --keep-denormals    do not flush denormals to zero\n"
+          "  --composite-ops     attention, tanh gelu and the embedding lookup built from\n"
+          "                      other ops (matmul, mask, softmax; the formula;\n"
+          "                      index_select) instead of the fused library ops\n");
 }
 
 static bool opt_i64(const char *s, int64_t lo, int64_t *out) {
@@ -290,7 +293,7 @@ static int gpt_parse(int argc, char **argv, gpt_options *o) {
   o->eval_every = 500;
   o->eval_windows = 256;
   o->log_every = 100;
-  o->c = (gpt_config){0, 64, 128, 4, 4, 4};
+  o->c = (gpt_config){0, 64, 128, 4, 4, 4, false};
   o->lr = 1e-3;
   o->weight_decay = 0.1;
   o->clip = 1.0;
@@ -305,6 +308,10 @@ static int gpt_parse(int argc, char **argv, gpt_options *o) {
     }
     if (!strcmp(a, "--keep-denormals")) {
       o->keep_denormals = true;
+      continue;
+    }
+    if (!strcmp(a, "--composite-ops")) {
+      o->c.composite = true;
       continue;
     }
     char name[64];
