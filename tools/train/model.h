@@ -79,7 +79,7 @@ bool model_gpt_decays(const train_model *m, int i);
 const gpt_config *model_gpt_config(const train_model *m);
 void model_gpt_set_composite(train_model *m, bool on); /* gpt_config.composite from now on */
 
-/* GPT training (train_gpt.c), shared by lazytensor-train --model gpt,
+/* GPT training (gpt_trainer.c), shared by lazytensor-train --model gpt,
  * bench/train_step --model gpt and tests/test_gpt.c. AdamW (betas 0.9,
  * 0.999, eps 1e-8) with weight decay on the weight matrices only, gradient
  * clipping by the global 2-norm inside the step graph, batches of random
@@ -121,7 +121,7 @@ int gpt_evaluate(const gpt_trainer *tr, bool validation, int64_t max_windows, do
  * most likely token. */
 int gpt_generate(const train_model *m, const lt_nn_text *text, const char *prompt, int64_t n,
                  double temperature, uint64_t seed, char *out);
-/* lazytensor-train --model gpt: the whole run (argv as main's). */
+/* lazytensor-train --model gpt (train_gpt.c): the whole run (argv as main's). */
 int train_gpt_main(int argc, char **argv);
 
 #endif
