@@ -80,6 +80,14 @@ static void expect_near(const char *what, lt_tensor *t, const double *want, int6
   free(got);
 }
 
+/* got against want, both n values. */
+static void expect_near_arrays(const char *what, const double *got, const double *want, int64_t n,
+                               double tol) {
+  for (int64_t i = 0; i < n; i++)
+    if (!tu_near(got[i], want[i], tol))
+      fail_msg("%s: element %lld: got %.9g, want %.9g", what, (long long)i, got[i], want[i]);
+}
+
 /* The attention as the library's own composition of public ops. */
 static lt_tensor *composed(lt_tensor *q, lt_tensor *k, lt_tensor *v, lt_tensor *mask, bool causal,
                            double scale) {
@@ -154,13 +162,25 @@ static void run_case(const fwd_case *c, lt_dtype dt) {
 static void test_forward(void **state) {
   (void)state;
   const fwd_case cases[] = {
-      {2, 4, 4, 3, 3, MASK_NONE, false, NAN, 1.0},    {2, 4, 4, 3, 5, MASK_NONE, true, NAN, 1.0},
-      {3, 5, 7, 4, 2, MASK_BOOL, false, NAN, 1.0},    {3, 7, 5, 4, 2, MASK_ADD, false, 0.5, 1.0},
-      {1, 1, 9, 5, 3, MASK_NONE, false, NAN, 1.0},    {1, 1, 1, 1, 1, MASK_NONE, true, NAN, 1.0},
-      {2, 9, 3, 2, 4, MASK_NONE, true, 0, 1.0},       {2, 6, 11, 3, 3, MASK_NONE, true, 2.0, 1.0},
-      {2, 33, 47, 5, 7, MASK_NONE, true, NAN, 1.0},   {2, 40, 70, 8, 6, MASK_BOOL, false, NAN, 1.0},
-      {1, 17, 65, 8, 9, MASK_ADD, false, NAN, 1.0},   {2, 5, 6, 3, 3, MASK_NONE, false, NAN, 100.0},
+      {2, 4, 4, 3, 3, MASK_NONE, false, NAN, 1.0},
+      {2, 4, 4, 3, 5, MASK_NONE, true, NAN, 1.0},
+      {3, 5, 7, 4, 2, MASK_BOOL, false, NAN, 1.0},
+      {3, 7, 5, 4, 2, MASK_ADD, false, 0.5, 1.0},
+      {1, 1, 9, 5, 3, MASK_NONE, false, NAN, 1.0},
+      {1, 1, 1, 1, 1, MASK_NONE, true, NAN, 1.0},
+      {2, 9, 3, 2, 4, MASK_NONE, true, 0, 1.0},
+      {2, 6, 11, 3, 3, MASK_NONE, true, 2.0, 1.0},
+      {2, 33, 47, 5, 7, MASK_NONE, true, NAN, 1.0},
+      {2, 40, 70, 8, 6, MASK_BOOL, false, NAN, 1.0},
+      {1, 17, 65, 8, 9, MASK_ADD, false, NAN, 1.0},
+      {2, 5, 6, 3, 3, MASK_NONE, false, NAN, 100.0},
       {2, 64, 64, 32, 32, MASK_NONE, true, NAN, 1.0},
+      /* several query and key blocks of the cpu kernel (32 x 64): the
+       * running maximum and sum are rescaled from block to block */
+      {1, 70, 150, 8, 8, MASK_NONE, true, NAN, 1.0},
+      {1, 66, 130, 4, 5, MASK_ADD, false, NAN, 1.0},
+      {2, 33, 129, 3, 2, MASK_BOOL, false, NAN, 1.0},
+      {1, 150, 70, 5, 3, MASK_NONE, true, NAN, 1.0},
   };
   for (int be = 0; be < tu_nbackends(); be++) {
     lt__backend_force(kBackends[be]);
@@ -179,6 +199,8 @@ static void test_large_scores(void **state) {
       {2, 5, 6, 2, 3, MASK_NONE, false, 1.0, 70.0},
       {2, 5, 6, 2, 3, MASK_NONE, true, 1.0, 70.0},
       {1, 3, 37, 1, 2, MASK_ADD, false, 1.0, 100.0},
+      {1, 5, 140, 2, 3, MASK_NONE, false, 1.0, 70.0},
+      {1, 70, 140, 2, 3, MASK_NONE, true, 1.0, 70.0},
   };
   for (int be = 0; be < tu_nbackends(); be++) {
     lt__backend_force(kBackends[be]);
@@ -219,6 +241,68 @@ static void test_fully_masked_rows(void **state) {
     }
     lt__backend_force(NULL);
   }
+}
+
+/* Rows whose first visible key lies in a later key block of the cpu kernel
+ * (the running maximum starts at -inf there), or only in the first and the
+ * last. */
+static void test_mask_in_later_block(void **state) {
+  (void)state;
+  const int64_t L = 3, S = 130, E = 2, Ev = 3;
+  double *q = vals(L * E, 0.2, 3), *k = vals(S * E, 1.2, 3), *v = vals(S * Ev, 2.2, 1);
+  double *m = calloc((size_t)(L * S), sizeof(double));
+  m[0 * S + 100] = 1;
+  m[1 * S + 0] = m[1 * S + 129] = 1;
+  for (int64_t j = 64; j < S; j++) m[2 * S + j] = 1;
+  double want[3 * 3];
+  oracle(q, k, v, m, MASK_BOOL, false, 0.9, 1, L, S, E, Ev, want);
+  for (int be = 0; be < tu_nbackends(); be++) {
+    lt__backend_force(kBackends[be]);
+    lt_scope_begin();
+    lt_tensor *o = lt_scaled_dot_product_attention(
+        mk(LT_F32, SHAPE(L, E), 2, q), mk(LT_F32, SHAPE(S, E), 2, k),
+        mk(LT_F32, SHAPE(S, Ev), 2, v), lt_cast(mk(LT_F64, SHAPE(L, S), 2, m), LT_BOOL), false,
+        0.9);
+    expect_near("later block", o, want, L * Ev, 1e-5);
+    lt_scope_end();
+    lt__backend_force(NULL);
+  }
+  free(q), free(k), free(v), free(m);
+}
+
+/* A NaN score makes its row NaN (softmax's), and only its row. */
+static void test_nan_scores(void **state) {
+  (void)state;
+  const int64_t L = 3, S = 70, E = 2, Ev = 2;
+  double *q = vals(L * E, 0.5, 1), *k = vals(S * E, 1.5, 1), *v = vals(S * Ev, 2.5, 1);
+  k[66 * E] = NAN; /* key 66: every row's score there is NaN (in the second key block) */
+  q[1 * E] = -NAN; /* row 1: all its scores are NaN, with the sign bit */
+  double want[3 * 2];
+  oracle(q, k, v, NULL, MASK_NONE, false, 0.5, 1, L, S, E, Ev, want);
+  k[66 * E] = 0.25;
+  double want2[3 * 2];
+  oracle(q, k, v, NULL, MASK_NONE, true, 0.5, 1, L, S, E, Ev, want2);
+  assert_true(isnan(want[0]) && isnan(want[2]) && isnan(want[4]));
+  assert_true(isnan(want2[2]) && !isnan(want2[0]) && !isnan(want2[4]));
+  for (int be = 0; be < tu_nbackends(); be++) {
+    lt__backend_force(kBackends[be]);
+    lt_scope_begin();
+    k[66 * E] = NAN;
+    expect_near("nan key",
+                lt_scaled_dot_product_attention(mk(LT_F32, SHAPE(L, E), 2, q),
+                                                mk(LT_F32, SHAPE(S, E), 2, k),
+                                                mk(LT_F32, SHAPE(S, Ev), 2, v), NULL, false, 0.5),
+                want, L * Ev, 1e-5);
+    k[66 * E] = 0.25;
+    expect_near("nan query row",
+                lt_scaled_dot_product_attention(mk(LT_F32, SHAPE(L, E), 2, q),
+                                                mk(LT_F32, SHAPE(S, E), 2, k),
+                                                mk(LT_F32, SHAPE(S, Ev), 2, v), NULL, true, 0.5),
+                want2, L * Ev, 1e-5);
+    lt_scope_end();
+    lt__backend_force(NULL);
+  }
+  free(q), free(k), free(v);
 }
 
 /* Batch dims broadcast among q, k, v; the mask broadcasts to the scores. The
@@ -378,6 +462,69 @@ static void test_grad_broadcast(void **state) {
   }
 }
 
+/* As a model uses it: f32 heads split from one projection by reshape and
+ * permute (non-contiguous operands), causal, trained through a loss; values
+ * and gradients equal those of the library's own composition. */
+static void test_model_like_f32(void **state) {
+  (void)state;
+  const int64_t B = 2, T = 9, H = 2, D = 4, C = H * D;
+  double *x = vals(B * T * 3 * C, 0.8, 1.5);
+  for (int be = 0; be < tu_nbackends(); be++) {
+    lt__backend_force(kBackends[be]);
+    double *got[2] = {NULL, NULL}, *grads[2] = {NULL, NULL};
+    for (int fused = 0; fused < 2; fused++) {
+      lt_scope_begin();
+      lt_tensor *qkv = mk(LT_F32, SHAPE(B, T, 3 * C), 3, x);
+      lt_set_requires_grad(qkv, true);
+      /* [B, T, 3, H, D] -> [3, B, H, T, D] */
+      lt_tensor *heads =
+          lt_permute(lt_reshape(qkv, SHAPE(B, T, 3, H, D), 5), (int[]){2, 0, 3, 1, 4}, 5);
+      lt_tensor *parts[3];
+      assert_int_equal(lt_chunk(heads, 3, 0, parts, 3), 3);
+      lt_tensor *q = lt_squeeze(parts[0], 0), *k = lt_squeeze(parts[1], 0),
+                *v = lt_squeeze(parts[2], 0);
+      lt_tensor *o = fused ? lt_scaled_dot_product_attention(q, k, v, NULL, true, NAN)
+                           : composed(q, k, v, NULL, true, 1 / sqrt((double)D));
+      lt_tensor *y = lt_reshape(lt_permute(o, (int[]){0, 2, 1, 3}, 4), SHAPE(B, T, C), 3);
+      assert_int_equal(lt_backward(lt_sum(lt_mul(y, lt_sin(y)), NULL, 0, false)), LT_OK);
+      got[fused] = tu_values(y);
+      grads[fused] = tu_values(lt_grad(qkv));
+      lt_scope_end();
+    }
+    expect_near_arrays("model-like values", got[1], got[0], B * T * C, 2e-5);
+    expect_near_arrays("model-like gradients", grads[1], grads[0], B * T * 3 * C, 2e-4);
+    for (int i = 0; i < 2; i++) free(got[i]), free(grads[i]);
+    lt__backend_force(NULL);
+  }
+  free(x);
+}
+
+/* Eager mode: the op runs at once, and autograd still reaches its operands. */
+static void test_eager(void **state) {
+  (void)state;
+  const int64_t L = 3, S = 4, E = 2, Ev = 2;
+  double *q = vals(L * E, 0.3, 1), *k = vals(S * E, 1.3, 1), *v = vals(S * Ev, 2.3, 1);
+  double want[3 * 2];
+  oracle(q, k, v, NULL, MASK_NONE, true, 1 / sqrt(2.0), 1, L, S, E, Ev, want);
+  double *grads[2];
+  for (int eager = 0; eager < 2; eager++) {
+    lt_set_eager(eager);
+    lt_scope_begin();
+    lt_tensor *tq = mk(LT_F32, SHAPE(L, E), 2, q);
+    lt_set_requires_grad(tq, true);
+    lt_tensor *o = lt_scaled_dot_product_attention(tq, mk(LT_F32, SHAPE(S, E), 2, k),
+                                                   mk(LT_F32, SHAPE(S, Ev), 2, v), NULL, true, NAN);
+    /* backward before reading o: a read cuts a lazy graph */
+    assert_int_equal(lt_backward(lt_sum(lt_mul(o, o), NULL, 0, false)), LT_OK);
+    expect_near("eager", o, want, L * Ev, 1e-5);
+    grads[eager] = tu_values(lt_grad(tq));
+    lt_scope_end();
+    lt_set_eager(false);
+  }
+  expect_near_arrays("eager gradient", grads[1], grads[0], L * E, 1e-6);
+  free(grads[0]), free(grads[1]), free(q), free(k), free(v);
+}
+
 /* Second order: the gradient rule is made of differentiable ops. The
  * gradient of an inner loss with respect to q (k, v, the mask) is checked as
  * a function of its inputs by finite differences. */
@@ -463,11 +610,15 @@ int main(void) {
       TU_TEST(test_forward),
       TU_TEST(test_large_scores),
       TU_TEST(test_fully_masked_rows),
+      TU_TEST(test_nan_scores),
+      TU_TEST(test_mask_in_later_block),
       TU_TEST(test_broadcast),
       TU_TEST(test_dtypes_and_shapes),
       TU_TEST(test_errors),
       TU_TEST(test_grad),
       TU_TEST(test_grad_broadcast),
+      TU_TEST(test_model_like_f32),
+      TU_TEST(test_eager),
       TU_TEST(test_second_order),
       TU_TEST(test_kernels_check_instructions),
   };

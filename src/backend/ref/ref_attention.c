@@ -11,7 +11,7 @@
 #include "ref.h"
 
 int ref_attention(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
-  attn_plan p;
+  attn_plan p = {0};
   int rc = attn_plan_make(ins, out, in, &p);
   if (rc != LT_OK) return rc;
   if (out->numel == 0) return LT_OK;
