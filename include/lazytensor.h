@@ -580,6 +580,12 @@ LT_API int lt_program_save(const lt_program *p, const char *path);
  * graph is compiled again from its IR. NULL with the error set (LT_ENOTFOUND
  * for a missing file, LT_EINVAL for a truncated, corrupted or foreign one). */
 LT_API lt_program *lt_program_load(const char *path);
+/* The number of inputs (output false) or outputs (true) of p; -1 for NULL. */
+LT_API int lt_program_count(const lt_program *p, bool output);
+/* The dtype and shape of input or output i of p (shape: room for LT_MAX_DIMS).
+ * LT_EINVAL when i is out of range. */
+LT_API int lt_program_signature(const lt_program *p, bool output, int i, lt_dtype *dt,
+                                int64_t *shape, int *ndim);
 
 /* ---- autograd --------------------------------------------------------------------------- */
 /* Reverse mode over the IR: lt_backward(loss) differentiates the loss's pending

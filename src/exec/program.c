@@ -205,3 +205,22 @@ oom:
   lt__device_release(ctx);
   return lt__err(LT_ENOMEM, "%s: out of memory", fn);
 }
+
+int lt_program_count(const lt_program *p, bool output) {
+  if (!p) return -1;
+  return output ? p->nout : p->nin;
+}
+
+int lt_program_signature(const lt_program *p, bool output, int i, lt_dtype *dt, int64_t *shape,
+                         int *ndim) {
+  const char *fn = "lt_program_signature";
+  if (!p || !dt || !shape || !ndim) return lt__err_null(fn);
+  int n = output ? p->nout : p->nin;
+  if (i < 0 || i >= n)
+    return lt__err(LT_EINVAL, "%s: %s %d of %d", fn, output ? "output" : "input", i, n);
+  const shape_sig *s = output ? &p->out_sig[i] : &p->in_sig[i];
+  *dt = (lt_dtype)s->dtype;
+  *ndim = s->ndim;
+  memcpy(shape, s->shape, (size_t)s->ndim * sizeof *shape);
+  return LT_OK;
+}
