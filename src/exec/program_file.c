@@ -25,6 +25,7 @@
 #include "../core/lt_alloc.h"
 #include "../core/lt_dtype.h"
 #include "../core/lt_error.h"
+#include "../core/lt_shape.h"
 #include "program_file.h"
 #include "program_internal.h"
 
@@ -445,6 +446,7 @@ int lt_program_save(const lt_program *p, const char *path) {
 
 typedef struct load_state {
   lt_device dev;
+  const lt_backend *be;
   int nin, nout;
   lt__shape_sig *in_sig, *out_sig;
   uint32_t nnodes;
@@ -520,14 +522,34 @@ static const char *parse_sign(rbuf *r, load_state *s) {
   return NULL;
 }
 
-static lt_tensor *make_param(lt_device dev, const lt__shape_sig *sig, const void *bytes) {
-  lt_tensor *t = bytes ? lt_from_data(dev, (lt_dtype)sig->dtype, sig->shape, sig->ndim, bytes)
-                       : lt__zeros_data(dev, (lt_dtype)sig->dtype, sig->shape, sig->ndim);
-  if (t && !lt__tensor_ir(t)) { /* uploads: the graph's leaves are device data */
-    lt__tensor_discard(t);
+/* A parameter of the rebuilt graph as a tensor over a device buffer. A
+ * constant gets its bytes; an input gets a READY buffer without storage: it
+ * only stands for the caller's input (compiling reads no data, and a run
+ * binds the caller's buffers), so a file cannot make the loader allocate
+ * more than the file's own bytes. */
+static lt_tensor *make_param(const lt_backend *be, lt_device dev, const lt__shape_sig *sig,
+                             const void *bytes) {
+  if (!lt__shape_fits(sig->shape, sig->ndim)) {
+    lt__err(LT_EINVAL, "a shape with too many elements");
     return NULL;
   }
-  return t;
+  lt_buffer *b = NULL;
+  if (bytes) {
+    if (lt__buffer_alloc(be, dev, (lt_dtype)sig->dtype, sig->shape, sig->ndim, &b) != LT_OK)
+      return NULL;
+    if (b->nbytes && be->to_device(b, bytes, b->nbytes) != LT_OK) {
+      lt__buffer_release(b);
+      return NULL;
+    }
+  } else {
+    b = lt__buffer_new(be, dev, (lt_dtype)sig->dtype, sig->shape, sig->ndim);
+    if (!b) {
+      lt__err(LT_ENOMEM, "out of memory");
+      return NULL;
+    }
+    lt__buffer_publish(b);
+  }
+  return lt__tensor_from_buffer(dev, b);
 }
 
 static const char *parse_consts(rbuf *r, load_state *s, char *why, size_t nwhy) {
@@ -538,19 +560,19 @@ static const char *parse_consts(rbuf *r, load_state *s, char *why, size_t nwhy) 
   if (!s->params) return "out of memory";
   s->nconsts = n;
   for (int i = 0; i < s->nin; i++)
-    if (!(s->params[i] = make_param(s->dev, &s->in_sig[i], NULL))) return lt_last_error();
+    if (!(s->params[i] = make_param(s->be, s->dev, &s->in_sig[i], NULL))) return lt_last_error();
   for (uint32_t c = 0; c < n; c++) {
     lt__shape_sig sig;
     if (!r_sig(r, &sig)) return "bad constant signature";
     uint64_t nbytes = r_u64(r);
-    int64_t numel = lt__numel(sig.shape, sig.ndim);
-    if (r->bad || numel < 0 || nbytes != (uint64_t)numel * lt_dtype_size((lt_dtype)sig.dtype)) {
+    if (r->bad || !lt__shape_fits(sig.shape, sig.ndim) ||
+        nbytes != (uint64_t)lt__numel(sig.shape, sig.ndim) * lt_dtype_size((lt_dtype)sig.dtype)) {
       snprintf(why, nwhy, "constant %u: its byte count does not match its shape", c);
       return why;
     }
     const uint8_t *bytes = r_take(r, (size_t)nbytes);
     if (!bytes) return "a constant runs past its section";
-    if (!(s->params[s->nin + c] = make_param(s->dev, &sig, bytes))) return lt_last_error();
+    if (!(s->params[s->nin + c] = make_param(s->be, s->dev, &sig, bytes))) return lt_last_error();
   }
   if (r->pos != r->n) return "bytes left over in the constants section";
   return NULL;
@@ -698,7 +720,7 @@ lt_program *lt__program_load_bytes(const uint8_t *b, size_t size, const char *wh
   bool same_env = libv == lt__program_file_lib_version() && ophash == lt__op_table_hash() &&
                   strcmp(name, be->name) == 0 && env == env_key(be);
   r.pos = LT_PGM_HEADER_BYTES;
-  load_state s = {.dev = dev};
+  load_state s = {.dev = dev, .be = be};
   rbuf sec[LT_PGM_NSECTIONS];
   for (int i = 0; i < LT_PGM_NSECTIONS && !why; i++) why = r_section(&r, kTags[i], &sec[i]);
   if (!why && r.pos != r.n) why = "bytes after the last section";
