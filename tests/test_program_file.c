@@ -389,6 +389,12 @@ static void test_rejects_damaged_files(void **state) {
   put_u64(b + LT_PGM_OFF_LENGTH, n + 16);
   fix_checksum(b, n + 16);
   expect_rejected(b, n + 16, "after the last section", "bytes after the sections");
+  /* an op this library does not know (as from a newer library): named in the error */
+  memcpy(b, good, n);
+  size_t name_at = at[1] + 16 + 12 + 3; /* section header, counts, first op's number and length */
+  b[name_at] = 'Z';
+  fix_checksum(b, n);
+  expect_rejected(b, n, "unknown to this library", "unknown op name");
   /* a text file */
   const char *text = "hello, this is not a program\n";
   expect_rejected((const uint8_t *)text, strlen(text), "bad magic", "text");

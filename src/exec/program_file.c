@@ -297,6 +297,20 @@ static int write_graph(wbuf *w, const lt_program *p, save_graph *g) {
   size_t at = w_section(w, LT_PGM_SEC_GRAPH);
   w_u32(w, (uint32_t)g->nnodes);
   w_u32(w, (uint32_t)p->nout);
+  /* the ops used, by name: a loader maps them to its own table's numbers */
+  bool used[LT_OP_COUNT] = {false};
+  uint32_t nused = 0;
+  for (size_t i = 0; i < g->nnodes; i++)
+    if (!used[g->order[i]->op]) used[g->order[i]->op] = true, nused++;
+  w_u32(w, nused);
+  for (int op = 0; op < LT_OP_COUNT; op++) {
+    if (!used[op]) continue;
+    const char *name = lt__op_name((lt_op)op);
+    size_t len = strlen(name);
+    w_u16(w, (uint16_t)op);
+    w_u8(w, (uint8_t)len);
+    w_bytes(w, name, len);
+  }
   for (size_t i = 0; i < g->nnodes; i++) {
     const lt_node *n = g->order[i];
     w_u16(w, n->op);
@@ -454,9 +468,11 @@ typedef struct load_state {
   uint32_t nconsts;
   lt_tensor **params; /* nin inputs, then the constants */
   lt_tensor **outs;
+  int16_t *opmap; /* the file's op number -> this library's op, or -1 */
 } load_state;
 
 static void load_state_free(load_state *s) {
+  lt__free(s->opmap, 65536 * sizeof *s->opmap);
   if (s->nodes)
     for (uint32_t i = 0; i < s->nnodes; i++) lt__node_release(s->nodes[i]);
   lt__free(s->nodes, (size_t)s->nnodes * sizeof *s->nodes);
@@ -581,20 +597,40 @@ static const char *parse_consts(rbuf *r, load_state *s, char *why, size_t nwhy) 
 /* Rebuilds the nodes (the constants exist already: leaves read them). */
 static const char *parse_graph(rbuf *r, load_state *s, char *why, size_t nwhy) {
   uint32_t nnodes = r_u32(r), nroots = r_u32(r);
-  if (r->bad || nnodes == 0 || nnodes > (r->n - r->pos) / 16) return "bad node count";
   if (nroots != (uint32_t)s->nout) return "root count differs from the output count";
+  /* the file's op numbers, by name, to this library's */
+  uint32_t nused = r_u32(r);
+  if (r->bad || nused == 0 || nused > LT_OP_COUNT) return "bad op name count";
+  for (uint32_t k = 0; k < nused; k++) {
+    uint16_t num = r_u16(r);
+    uint8_t len = r_u8(r);
+    const uint8_t *name = r_take(r, len);
+    if (!name) return "truncated op name table";
+    int found = -1;
+    for (int op = 0; op < LT_OP_COUNT && found < 0; op++) {
+      const char *mine = lt__op_name((lt_op)op);
+      if (strlen(mine) == len && memcmp(mine, name, len) == 0) found = op;
+    }
+    if (found < 0) {
+      snprintf(why, nwhy, "op '%.*s' is unknown to this library", (int)len, (const char *)name);
+      return why;
+    }
+    if (s->opmap[num] >= 0) return "an op number named twice";
+    s->opmap[num] = (int16_t)found;
+  }
+  if (r->bad || nnodes == 0 || nnodes > (r->n - r->pos) / 16) return "bad node count";
   s->nodes = lt__calloc((size_t)nnodes * sizeof *s->nodes);
   if (!s->nodes) return "out of memory";
   s->nnodes = nnodes;
   size_t np = (size_t)s->nin + s->nconsts;
   for (uint32_t i = 0; i < nnodes; i++) {
-    uint16_t op = r_u16(r);
+    int op = s->opmap[r_u16(r)];
     uint8_t dt = r_u8(r), ndim = r_u8(r);
     uint16_t nops = r_u16(r), nattrs = r_u16(r);
     uint64_t bits = r_u64(r);
     snprintf(why, nwhy, "node %u: malformed", i);
-    if (r->bad || op >= LT_OP_COUNT || !lt__dtype_valid(dt) || ndim > LT_MAX_DIMS ||
-        nattrs > kMaxAttrs || (op == LT_OP_DATA && nops != 0))
+    if (r->bad || op < 0 || !lt__dtype_valid(dt) || ndim > LT_MAX_DIMS || nattrs > kMaxAttrs ||
+        (op == LT_OP_DATA && nops != 0))
       return why;
     int64_t shape[LT_MAX_DIMS] = {0};
     for (int d = 0; d < ndim; d++) shape[d] = (int64_t)r_u64(r);
@@ -726,6 +762,8 @@ lt_program *lt__program_load_bytes(const uint8_t *b, size_t size, const char *wh
   if (!why && r.pos != r.n) why = "bytes after the last section";
   if (!why) why = parse_sign(&sec[0], &s);
   if (!why) why = parse_consts(&sec[2], &s, whybuf, sizeof whybuf);
+  if (!why && !(s.opmap = lt__malloc(65536 * sizeof *s.opmap))) why = "out of memory";
+  if (!why) memset(s.opmap, 0xff, 65536 * sizeof *s.opmap);
   if (!why) why = parse_graph(&sec[1], &s, whybuf, sizeof whybuf);
   lt_program *p = NULL;
   if (!why) {
