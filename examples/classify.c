@@ -60,8 +60,7 @@ int main(int argc, char **argv) {
     lt_tensor *outs[8] = {NULL};
     int rc = x && nout <= 8 ? lt_program_run(p, &x, 1, outs) : LT_EINVAL;
     if (rc == LT_OK) rc = lt_to_data(outs[0], logits, (size_t)(batch * classes) * sizeof *logits);
-    for (int i = 0; i < nout && rc == LT_OK; i++) lt_release(outs[i]);
-    lt_scope_end();
+    lt_scope_end(); /* releases x and the outputs */
     if (rc != LT_OK) {
       fail("run");
       goto out;
