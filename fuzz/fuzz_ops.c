@@ -295,7 +295,8 @@ static lt_tensor *index_op(state *s, reader *r) {
   case 12:
     return lt_masked_fill(a, b, value(r));
   case 13: /* diagonals from far below to far above */
-    return flag(r) ? lt_tril(a, pick(r, 9) - 4) : lt_triu(a, (int64_t)(pick(r, 9) - 4) * ((int64_t)1 << 40));
+    return flag(r) ? lt_tril(a, pick(r, 9) - 4)
+                   : lt_triu(a, (int64_t)(pick(r, 9) - 4) * ((int64_t)1 << 40));
   case 14:
     return lt_embedding(a, b);
   default:

@@ -569,6 +569,23 @@ LT_API lt_key lt_program_key(const lt_program *p);
  * tensors to outputs. LT_ENOTFOUND when the key was evicted from the cache. */
 LT_API int lt_program_run(lt_program *p, lt_tensor *const *inputs, int nin, lt_tensor **outputs);
 LT_API void lt_program_free(lt_program *p);
+/* Writes p to path (replaced atomically): its graph as IR, the dtypes and
+ * shapes of its inputs and outputs, the values it captured (weights,
+ * scalars) and, when the backend can serialize it, the compiled code for this
+ * CPU. The format is versioned and checksummed (docs/DEPLOY.md). */
+LT_API int lt_program_save(const lt_program *p, const char *path);
+/* A program from a file lt_program_save wrote, on lt_cpu(0), run with
+ * lt_program_run like any other. The saved code is used when the file was
+ * written by this library version, op table, backend and CPU; otherwise the
+ * graph is compiled again from its IR. NULL with the error set (LT_ENOTFOUND
+ * for a missing file, LT_EINVAL for a truncated, corrupted or foreign one). */
+LT_API lt_program *lt_program_load(const char *path);
+/* The number of inputs (output false) or outputs (true) of p; -1 for NULL. */
+LT_API int lt_program_count(const lt_program *p, bool output);
+/* The dtype and shape of input or output i of p (shape: room for LT_MAX_DIMS).
+ * LT_EINVAL when i is out of range. */
+LT_API int lt_program_signature(const lt_program *p, bool output, int i, lt_dtype *dt,
+                                int64_t *shape, int *ndim);
 
 /* ---- autograd --------------------------------------------------------------------------- */
 /* Reverse mode over the IR: lt_backward(loss) differentiates the loss's pending

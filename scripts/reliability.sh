@@ -24,8 +24,8 @@ echo "== reliability: libFuzzer targets (clang, ASan+UBSan), ${fuzz_seconds}s ea
 cmake -S . -B "$fuzz_build" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
   -DLT_SANITIZE=address,undefined -DLT_BUILD_FUZZERS=ON -DLT_BUILD_TESTS=OFF \
   -DLT_BUILD_BENCH=OFF -DLT_LLVM_STATIC=OFF -DLT_WERROR=ON >/dev/null
-cmake --build "$fuzz_build" -j "$jobs" --target fuzz_ops fuzz_cache_entry fuzz_idx >/dev/null
-for t in fuzz_ops fuzz_cache_entry fuzz_idx; do
+cmake --build "$fuzz_build" -j "$jobs" --target fuzz_ops fuzz_cache_entry fuzz_idx fuzz_program_load >/dev/null
+for t in fuzz_ops fuzz_cache_entry fuzz_idx fuzz_program_load; do
   mkdir -p "$tmp/$t"
   log=$tmp/$t.log
   if ! ASAN_OPTIONS=detect_leaks=1 "$fuzz_build/$t" -max_total_time="$fuzz_seconds" \

@@ -6,23 +6,9 @@
 
 #include "../core/lt_alloc.h"
 #include "../core/lt_error.h"
-#include "../core/lt_node.h"
-#include "exec_internal.h"
+#include "program_internal.h"
 
-typedef struct shape_sig {
-  uint8_t dtype, ndim;
-  int64_t shape[LT_MAX_DIMS];
-} shape_sig;
-
-struct lt_program {
-  lt_device dev;
-  lt_graph_key key;
-  int nparams;
-  int *param_input;     /* per parameter: the input index, or -1: captured */
-  lt_buffer **captured; /* per parameter: the captured buffer, or NULL */
-  int nin, nout;
-  shape_sig *in_sig, *out_sig;
-};
+typedef lt__shape_sig shape_sig;
 
 static shape_sig sig_of(const lt_tensor *t) {
   shape_sig s = {t->dtype, t->ndim, {0}};
@@ -39,6 +25,12 @@ static bool sig_equal(const shape_sig *a, const shape_sig *b) {
 void lt_program_free(lt_program *p) {
   if (!p) return;
   for (int i = 0; i < p->nparams; i++) lt__buffer_release(p->captured[i]);
+  if (p->roots)
+    for (int i = 0; i < p->nout; i++) lt__node_release(p->roots[i]);
+  if (p->in_buf)
+    for (int i = 0; i < p->nin; i++) lt__buffer_release(p->in_buf[i]);
+  lt__free(p->roots, (size_t)p->nout * sizeof(lt_node *));
+  lt__free(p->in_buf, (size_t)(p->nin + 1) * sizeof(lt_buffer *));
   lt__free(p->param_input, (size_t)p->nparams * sizeof(int));
   lt__free(p->captured, (size_t)p->nparams * sizeof(lt_buffer *));
   lt__free(p->in_sig, (size_t)p->nin * sizeof(shape_sig));
@@ -96,9 +88,13 @@ lt_program *lt_program_create(lt_tensor *const *outputs, int nout, lt_tensor *co
   p->nout = nout;
   p->in_sig = lt__calloc((size_t)(nin + 1) * sizeof(shape_sig));
   p->out_sig = lt__calloc((size_t)nout * sizeof(shape_sig));
-  if (!p->in_sig || !p->out_sig) goto fail;
+  p->roots = lt__calloc((size_t)nout * sizeof(lt_node *));
+  p->in_buf = lt__calloc((size_t)(nin + 1) * sizeof(lt_buffer *));
+  if (!p->in_sig || !p->out_sig || !p->roots || !p->in_buf) goto fail;
   for (int i = 0; i < nin; i++) p->in_sig[i] = sig_of(inputs[i]);
   for (int i = 0; i < nout; i++) p->out_sig[i] = sig_of(outputs[i]);
+  for (int i = 0; i < nout; i++) p->roots[i] = lt__node_retain(roots[i]);
+  for (int i = 0; i < nin; i++) p->in_buf[i] = lt__buffer_retain(inputs[i]->buf);
   if (lt__device_acquire(ctx, false) != LT_OK) goto fail;
   lt_buffer **params = NULL;
   lt_cache_entry *e = NULL;
@@ -208,4 +204,23 @@ oom:
   lt__job_free(job);
   lt__device_release(ctx);
   return lt__err(LT_ENOMEM, "%s: out of memory", fn);
+}
+
+int lt_program_count(const lt_program *p, bool output) {
+  if (!p) return -1;
+  return output ? p->nout : p->nin;
+}
+
+int lt_program_signature(const lt_program *p, bool output, int i, lt_dtype *dt, int64_t *shape,
+                         int *ndim) {
+  const char *fn = "lt_program_signature";
+  if (!p || !dt || !shape || !ndim) return lt__err_null(fn);
+  int n = output ? p->nout : p->nin;
+  if (i < 0 || i >= n)
+    return lt__err(LT_EINVAL, "%s: %s %d of %d", fn, output ? "output" : "input", i, n);
+  const shape_sig *s = output ? &p->out_sig[i] : &p->in_sig[i];
+  *dt = (lt_dtype)s->dtype;
+  *ndim = s->ndim;
+  memcpy(shape, s->shape, (size_t)s->ndim * sizeof *shape);
+  return LT_OK;
 }

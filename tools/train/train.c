@@ -34,7 +34,7 @@ typedef struct options {
   double lr, momentum, weight_decay;
   bool lr_set, wd_set, nesterov, keep_denormals, cosine, cnn;
   uint64_t seed;
-  const char *threads, *backend, *data, *save, *load, *cache_dir;
+  const char *threads, *backend, *data, *save, *load, *cache_dir, *export_path;
 } options;
 
 static void usage(FILE *f) {
@@ -69,6 +69,10 @@ static void usage(FILE *f) {
           "  --save FILE         write the parameters (and batch norm's running statistics)\n"
           "                      after training (format: lazytensor_nn.h)\n"
           "  --load FILE         read them before training\n"
+          "  --export FILE       after training, save the eval-mode inference program (input\n"
+          "                      images [B, features] f32, output logits [B, classes]; B: the\n"
+          "                      evaluation's batch) with its weights (lt_program_save;\n"
+          "                      examples/classify.c runs it)\n"
           "  --limit-steps N     stop after N training steps in all (tests)\n"
           "  --test-limit N      evaluate on the first N test samples only\n"
           "  --log-every N       steps between progress updates (default 10 on a tty, else 100)\n"
@@ -131,10 +135,10 @@ static int parse_args(int argc, char **argv, options *o) {
     } else {
       snprintf(name, sizeof name, "%s", a);
       static const char *const known[] = {
-          "--hidden",       "--layers",    "--batch",     "--epochs",   "--limit-steps",
-          "--test-limit",   "--log-every", "--seed",      "--lr",       "--momentum",
-          "--weight-decay", "--optimizer", "--threads",   "--backend",  "--data",
-          "--save",         "--load",      "--cache-dir", "--schedule", "--model"};
+          "--hidden",    "--layers",  "--batch", "--epochs",   "--limit-steps",  "--test-limit",
+          "--log-every", "--seed",    "--lr",    "--momentum", "--weight-decay", "--optimizer",
+          "--threads",   "--backend", "--data",  "--save",     "--load",         "--cache-dir",
+          "--schedule",  "--model",   "--export"};
       bool is_known = false;
       for (size_t k = 0; k < sizeof known / sizeof *known; k++) is_known |= !strcmp(name, known[k]);
       if (!is_known) goto bad;
@@ -191,6 +195,8 @@ static int parse_args(int argc, char **argv, options *o) {
       o->save = val;
     else if (!strcmp(name, "--load"))
       o->load = val;
+    else if (!strcmp(name, "--export"))
+      o->export_path = val;
     else if (!strcmp(name, "--cache-dir"))
       o->cache_dir = val;
     else if (!strcmp(name, "--model")) {
@@ -315,6 +321,24 @@ static bool wants_gpt(int argc, char **argv) {
     if (!strcmp(argv[i], "--model") && i + 1 < argc && !strcmp(argv[i + 1], "gpt")) return true;
   }
   return false;
+}
+
+/* --export: the eval-mode forward over a batch of the evaluation's size (the
+ * whole evaluated test set, or one chunk) as a program whose only input is
+ * the images; the weights are captured, so the file holds them. */
+static int export_program(const train_model *m, lt_device dev, const lt_nn_dataset *test,
+                          int64_t ntest, const char *path) {
+  int64_t batch = m->eval_chunk ? m->eval_chunk : ntest;
+  lt_scope_begin();
+  lt_tensor *x = lt_nn_dataset_images(test, dev, 0, batch);
+  lt_tensor *logits = x ? m->forward(m, x, false) : NULL;
+  lt_program *p = logits ? lt_program_create(&logits, 1, &x, 1) : NULL;
+  int rc = p ? lt_program_save(p, path) : lt_last_status();
+  lt_program_free(p);
+  lt_scope_end();
+  if (rc == LT_OK)
+    printf("exported the inference program (batch %lld) to %s\n", (long long)batch, path);
+  return rc;
 }
 
 int main(int argc, char **argv) {
@@ -517,6 +541,10 @@ int main(int argc, char **argv) {
       goto out;
     }
     printf("saved %d tensors to %s\n", m.nstate, o.save);
+  }
+  if (o.export_path && export_program(&m, dev, &test, ntest, o.export_path) != LT_OK) {
+    fail("--export");
+    goto out;
   }
   printf("summary: %lld steps, %.1f steps/s, final test accuracy %.4f\n", (long long)total,
          train_s > 0 ? (double)total / train_s : 0.0, final_acc);
