@@ -1303,6 +1303,11 @@ cpu_native_fn cpu_native_find(int op, int dtype, int in_dtype) {
   case LT_OP_MAX_POOL2D_ARGMAX:
     return dtype == LT_I64 && (in_dtype == LT_F32 || in_dtype == LT_F64) ? cpu_max_pool2d_argmax
                                                                          : NULL;
+  case LT_OP_ALL_REDUCE:
+  case LT_OP_ALL_GATHER:
+  case LT_OP_REDUCE_SCATTER:
+  case LT_OP_BROADCAST:
+    return same ? cpu_collective : NULL;
   default:
     return NULL;
   }

@@ -24,6 +24,8 @@ int ref_grad_ops(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
 int ref_scan(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in); /* ref_scan.c */
 int ref_sort(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in); /* ref_scan.c */
 int ref_conv(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in); /* ref_conv.c */
+int ref_collective(const lt_instr *ins, lt_buffer *out,
+                   lt_buffer *const *in); /* ref_collective.c */
 
 /* ---- element access ---- */
 static inline bool ref_is_float(int dt) { return dt == LT_F32 || dt == LT_F64; }
