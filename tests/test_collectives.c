@@ -112,8 +112,7 @@ typedef struct values_ctx {
 /* The expected element j of rank r's result. */
 static double expected(int kind, int op, int axis, int root, int n, int r, const int64_t *shape,
                        int ndim, int64_t j, lt_dtype dt) {
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; d++) outer *= shape[d];
+  int64_t inner = 1;
   for (int d = axis + 1; d < ndim; d++) inner *= shape[d];
   switch (kind) {
   case K_ALL_REDUCE:
