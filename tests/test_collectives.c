@@ -221,8 +221,9 @@ static void test_values_two_and_three(void **state) {
 
 /* ---- one compile for the world ------------------------------------------------------------ */
 
+/* x_r = r + i, 7 elements; z = all_reduce(x * x, sum) + x over *arg ranks. */
 static int compile_replica(int r, lt_device dev, void *arg) {
-  (void)arg;
+  int n = *(const int *)arg;
   lt_scope_begin();
   float v[7];
   for (int i = 0; i < 7; i++) v[i] = (float)(r + i);
@@ -231,8 +232,9 @@ static int compile_replica(int r, lt_device dev, void *arg) {
   lt_tensor *z = lt_add(y, x);
   float out[7];
   int rc = z ? lt_to_data(z, out, sizeof out) : lt_last_status();
-  for (int i = 0; rc == LT_OK && i < 7; i++) { /* sum over 3 ranks of (k+i)^2, plus r+i */
-    float want = (float)(i * i + (1 + i) * (1 + i) + (2 + i) * (2 + i) + r + i);
+  for (int i = 0; rc == LT_OK && i < 7; i++) {
+    float want = (float)(r + i);
+    for (int k = 0; k < n; k++) want += (float)((k + i) * (k + i));
     if (out[i] != want) rc = -1;
   }
   lt_scope_end();
@@ -244,10 +246,11 @@ static void test_replicas_share_one_executable(void **state) {
   lt_world *w = NULL;
   assert_int_equal(lt_world_local(3, &w), LT_OK);
   int64_t before = tu_counter("UncachedCompile");
-  int rc = lt_world_run(w, compile_replica, NULL);
+  const int n = 3;
+  int rc = lt_world_run(w, compile_replica, (void *)&n);
   if (rc != LT_OK) fail_msg("%s", lt_last_error());
   assert_int_equal(tu_counter("UncachedCompile") - before, 1);
-  rc = lt_world_run(w, compile_replica, NULL); /* and hit it next time */
+  rc = lt_world_run(w, compile_replica, (void *)&n); /* and hit it next time */
   if (rc != LT_OK) fail_msg("%s", lt_last_error());
   assert_int_equal(tu_counter("UncachedCompile") - before, 1);
   lt_world_free(w);
@@ -279,6 +282,12 @@ static void test_async_steps(void **state) {
   assert_int_equal(lt_world_local(2, &w), LT_OK);
   int rc = lt_world_run(w, step_replica, NULL);
   if (rc != LT_OK) fail_msg("%s", lt_last_error());
+  /* eager mode: each op (collectives too) runs at once on the device's worker */
+  const int n = 2;
+  lt_set_eager(true);
+  rc = lt_world_run(w, compile_replica, (void *)&n);
+  lt_set_eager(false);
+  if (rc != LT_OK) fail_msg("eager: %s", lt_last_error());
   lt_world_free(w);
 }
 
