@@ -98,7 +98,8 @@ LT_API int lt_dp_broadcast_params(lt_tensor *const *params, int n);
  * the step graph and lt_nn_optim_step_grads runs on the averages; then the
  * parameters' grads are dropped, as lt_nn_optim_step. With every replica
  * taking the mean loss of its shard of equal size, the parameters follow
- * those of one replica taking the whole batch. */
+ * those of one replica taking the whole batch. Every replica must hold
+ * grads on the same parameters (its all-reduces must match the others'). */
 LT_API int lt_dp_optim_step(lt_nn_optim *o);
 
 #ifdef __cplusplus
