@@ -53,7 +53,9 @@ typedef int (*lt_replica_fn)(int rank, lt_device dev, void *ctx);
 /* Runs fn(rank, device, ctx) for every rank at once, each on a thread of its
  * own, and waits for all of them. LT_OK when every replica returned LT_OK;
  * else the status of the replica that failed first, with its message
- * prefixed by "rank <r>: ". */
+ * prefixed by "rank <r>: ". A replica whose fn has returned (and whose
+ * device has run what it queued) joins no more collectives: the others'
+ * collectives that wait for it fail at once instead of at the timeout. */
 LT_API int lt_world_run(lt_world *w, lt_replica_fn fn, void *ctx);
 /* Waits for the work in flight on the world's devices (without taking their
  * errors: they stay for the next sync), then frees the world; its devices

@@ -371,9 +371,14 @@ static int mismatch_replica(int r, lt_device dev, void *arg) {
   return rc;
 }
 
+/* Rank 1 never joins: it returns at once (*arg == 0) or stalls for *arg ms first. */
 static int skip_replica(int r, lt_device dev, void *arg) {
-  (void)arg;
-  if (r == 1) return LT_OK; /* never joins */
+  int stall_ms = *(const int *)arg;
+  if (r == 1) {
+    struct timespec ts = {stall_ms / 1000, (stall_ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    return LT_OK;
+  }
   lt_scope_begin();
   float v[2] = {1, 2}, out[2];
   lt_tensor *x = lt_from_data(dev, LT_F32, SHAPE(2), 1, v);
@@ -408,13 +413,28 @@ static void test_a_replica_that_skips_times_out(void **state) {
   lt_world *w = NULL;
   assert_int_equal(lt_world_local(2, &w), LT_OK);
   assert_int_equal(lt_world_set_timeout_ms(w, 200), LT_OK);
+  /* stalls: rank 0 gives up after the timeout */
+  int stall_ms = 700;
   double t0 = now_s();
-  assert_int_equal(lt_world_run(w, skip_replica, NULL), LT_EEXEC);
+  assert_int_equal(lt_world_run(w, skip_replica, &stall_ms), LT_EEXEC);
   double dt = now_s() - t0;
   tu_expect_substr(lt_last_error(), "rank 0: ");
   tu_expect_substr(lt_last_error(), "waited 200 ms");
   tu_expect_substr(lt_last_error(), "rank(s) 1 never joined");
   assert_true(dt >= 0.19 && dt < 5.0);
+  lt_world_free(w);
+
+  /* returns without joining: rank 0 fails as soon as it is gone, not at the
+   * (long) timeout */
+  assert_int_equal(lt_world_local(2, &w), LT_OK);
+  assert_int_equal(lt_world_set_timeout_ms(w, 20000), LT_OK);
+  stall_ms = 0;
+  t0 = now_s();
+  assert_int_equal(lt_world_run(w, skip_replica, &stall_ms), LT_EEXEC);
+  dt = now_s() - t0;
+  tu_expect_substr(lt_last_error(), "rank 0: ");
+  tu_expect_substr(lt_last_error(), "rank(s) 1, whose replica function returned");
+  assert_true(dt < 5.0);
   lt_world_free(w);
 }
 

@@ -15,7 +15,9 @@
  *   leave    a rank returns only when every rank is done: the others read
  *            its input and write its output until then
  * Only arrival waits on other replicas' progress, so only it is bounded; the
- * compute phase is bounded by the work itself. A timeout or a disagreement
+ * compute phase is bounded by the work itself. A rank known to be gone (its
+ * lt_world_run function returned) fails the wait at once. A timeout, a gone
+ * rank or a disagreement
  * breaks the world for good (its ranks' sequences no longer line up), and
  * every later collective fails at once with that message. */
 #include <pthread.h>
@@ -40,6 +42,9 @@ struct lt_world {
   uint64_t round;      /* rounds completed */
   int arrived, done;
   bool open; /* every rank arrived and the calls agree: compute */
+  /* Ranks whose lt_world_run function returned and whose device is idle:
+   * they will join no collective again, so waiting for them fails at once. */
+  bool gone[LT_MAX_DEVICES];
   int broken;
   char broken_msg[1024];
   lt_coll_call *slot[LT_MAX_DEVICES];
@@ -216,6 +221,28 @@ static int fail_broken(lt_world *w) {
   return lt__err(st, "%s", msg);
 }
 
+/* Under w's lock: breaks w when a rank that has not joined this round is
+ * gone (its replica function returned), so the waiters fail now rather than
+ * at the timeout. */
+static bool fail_if_gone(lt_world *w, int rank, const lt_coll_call *call, uint64_t round) {
+  char gone[200] = "", d[160], msg[1024];
+  size_t k = 0;
+  for (int q = 0; q < w->n && k < sizeof gone - 8; q++)
+    if (w->gone[q] && !w->slot[q])
+      k += (size_t)snprintf(gone + k, sizeof gone - k, "%s%d", k ? ", " : "", q);
+  if (!k) return false;
+  describe(call, d, sizeof d);
+  snprintf(msg, sizeof msg,
+           "collective #%llu (%s): rank %d waits for rank(s) %s, whose replica function returned "
+           "without joining it (a replica that failed or skipped a collective); the world is "
+           "broken",
+           (unsigned long long)round, d, rank, gone);
+  w->slot[rank] = NULL;
+  w->arrived--;
+  breakdown(w, LT_EEXEC, msg);
+  return true;
+}
+
 static int shm_run(void *state, int rank, lt_coll_call *call) {
   lt_world *w = state;
   pthread_mutex_lock(&w->lock);
@@ -249,6 +276,7 @@ static int shm_run(void *state, int rank, lt_coll_call *call) {
     deadline.tv_sec += (time_t)(w->timeout_ms / 1000 + ns / 1000000000);
     deadline.tv_nsec = (long)(ns % 1000000000);
     while (!w->open && !w->broken) {
+      if (fail_if_gone(w, rank, call, round)) return fail_broken(w);
       if (pthread_cond_timedwait(&w->cond, &w->lock, &deadline) != 0 && !w->open && !w->broken) {
         char missing[200] = "", d[160], msg[1024];
         size_t k = 0;
@@ -388,6 +416,14 @@ static void *replica_main(void *arg) {
     r->failed_at = lt__now_ns();
     snprintf(r->msg, sizeof r->msg, "%s", lt_last_error());
   }
+  /* Its queued steps may still run collectives: it is gone once they are done
+   * (waited for without taking their errors, which stay for the next sync). */
+  lt_exec_dev *ctx = lt__exec_dev("lt_world_run", lt_cpu(r->rank));
+  if (ctx && lt__device_acquire(ctx, false) == LT_OK) lt__device_release(ctx);
+  pthread_mutex_lock(&r->w->lock);
+  r->w->gone[r->rank] = true;
+  pthread_cond_broadcast(&r->w->cond);
+  pthread_mutex_unlock(&r->w->lock);
   return NULL;
 }
 
@@ -396,15 +432,19 @@ int lt_world_run(lt_world *w, lt_replica_fn fn, void *ctx) {
   replica *rs = lt__calloc((size_t)w->n * sizeof *rs);
   if (!rs) return lt__err(LT_ENOMEM, "lt_world_run: out of memory");
   int rc = LT_OK;
+  pthread_mutex_lock(&w->lock);
+  memset(w->gone, 0, sizeof w->gone);
+  pthread_mutex_unlock(&w->lock);
   for (int r = 0; r < w->n; r++) {
     rs[r] = (replica){.w = w, .fn = fn, .ctx = ctx, .rank = r};
     if (pthread_create(&rs[r].thread, NULL, replica_main, &rs[r]) != 0) {
       rs[r].status = LT_ENOMEM;
       rs[r].failed_at = lt__now_ns();
       snprintf(rs[r].msg, sizeof rs[r].msg, "could not start its thread");
-      /* the others would wait for it in their collectives: break the world */
+      /* the others would wait for it in their collectives */
       pthread_mutex_lock(&w->lock);
-      breakdown(w, LT_EEXEC, "a replica's thread could not be started; the world is broken");
+      w->gone[r] = true;
+      pthread_cond_broadcast(&w->cond);
       pthread_mutex_unlock(&w->lock);
       continue;
     }
