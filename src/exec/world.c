@@ -145,6 +145,17 @@ static void compute(lt_coll_call *const *s, int n, int r) {
   switch (c->kind) {
   case LT_COLL_ALL_REDUCE: {
     int64_t m = numel(c->in_shape, c->ndim), lo = m * r / n, hi = m * (r + 1) / n;
+    if (dt == LT_F32 && (c->redop == LT_COLL_SUM || c->redop == LT_COLL_MEAN)) {
+      /* the common case (gradients): the same sums as reduce_one, without
+       * its per-element dispatch */
+      for (int64_t i = lo; i < hi; i++) {
+        double acc = ((const float *)s[0]->in)[i];
+        for (int k = 1; k < n; k++) acc += ((const float *)s[k]->in)[i];
+        float v = (float)(c->redop == LT_COLL_MEAN ? acc / n : acc);
+        for (int k = 0; k < n; k++) ((float *)s[k]->out)[i] = v;
+      }
+      break;
+    }
     for (int64_t i = lo; i < hi; i++) {
       reduce_one(s, n, c->redop, dt, i, s[0]->out, i);
       for (int k = 1; k < n; k++)
