@@ -15,6 +15,15 @@
  * conv / batch norm / ReLU / max-pool twice, linear, dropout, linear; training
  * mode), against the same CNN in torch, and prints the same three lines named
  * train_step_cnn, train_step_cnn_best and train_step_cnn_peak_rss.
+ * --model gpt times lazytensor-train's GPT step (tools/train/train_gpt.c:
+ * forward, cross-entropy over [B*T, V], backward, clipping, AdamW; batch 32
+ * random windows of 64 characters of Debian's fortunes, random bytes when
+ * absent) as train_step_gpt, train_step_gpt_best and train_step_gpt_peak_rss,
+ * and the trace of one step against its execution:
+ *   bench train_step_gpt_trace <ms> ms ratio <trace / execute> vs exec
+ * trace: from the step's first op to lt_mark_step's return (tracing, graph
+ * hashing, the cache lookup, queueing), measured on steps that start with the
+ * device idle; exec: the executions' mean ExecuteTime over those steps.
  * Backend: --backend ref|cpu, else $LT_BACKEND. A step's time is the wall
  * time between successive lt_mark_step returns: with asynchronous execution
  * that is the steady-state cost of a step (tracing overlaps the last one). */
@@ -37,7 +46,7 @@
 #define LT_SOURCE_DIR "."
 #endif
 
-enum { WARMUP = 5, STEPS = 30, BATCH = 128 };
+enum { WARMUP = 5, STEPS = 30, BATCH = 128, GPT_BATCH = 32, TRACE_STEPS = 7 };
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -57,14 +66,18 @@ typedef struct torch_run {
 /* bench/train_step_torch.py at a thread count; ms < 0 when torch is absent.
  * Debian's python3-torch lives beside /usr/bin/python3, which may not be the
  * python3 first on PATH. */
-static torch_run run_torch(const char *threads, int64_t hidden, const char *data, bool cnn) {
+static torch_run run_torch(const char *threads, int64_t hidden, const char *data, const char *model,
+                           const char *text) {
   torch_run r = {-1, -1, NAN, atoi(threads)};
-  char cmd[1024];
+  char cmd[1400];
+  bool gpt = !strcmp(model, "gpt");
   snprintf(cmd, sizeof cmd,
            "for py in /usr/bin/python3 python3; do $py -c 'import torch' 2>/dev/null && break; "
-           "done; $py '%s/bench/train_step_torch.py' --threads %s --hidden %lld%s %s%s 2>/dev/null",
-           LT_SOURCE_DIR, threads, (long long)hidden, cnn ? " --model cnn" : "",
-           data ? "--data " : "", data ? data : "");
+           "done; $py '%s/bench/train_step_torch.py' --threads %s --hidden %lld --model %s%s "
+           "%s%s%s%s 2>/dev/null",
+           LT_SOURCE_DIR, threads, (long long)hidden, model, gpt ? " --batch 32" : "",
+           data && !gpt ? "--data " : "", data && !gpt ? data : "", text ? "--text " : "",
+           text ? text : "");
   FILE *p = popen(cmd, "r");
   if (!p) return r;
   char line[256];
@@ -85,10 +98,122 @@ static lt_tensor *cnn_step(train_model *m, lt_nn_optim *opt, lt_tensor *x, lt_te
   return loss;
 }
 
+static int cmp_double_median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n / 2;
+}
+
+/* A stand-in corpus when the fortunes are absent: random bytes of 96
+ * values (the timing does not depend on the text). */
+static int synthetic_text(lt_nn_text *t) {
+  memset(t, 0, sizeof *t);
+  int64_t n = 1 << 16;
+  t->bytes = malloc((size_t)n);
+  t->ids = malloc((size_t)n);
+  if (!t->bytes || !t->ids) return LT_ENOMEM;
+  uint64_t x = 88172645463325252ull;
+  for (int64_t i = 0; i < n; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    t->ids[i] = (uint8_t)(x % 96);
+    t->bytes[i] = (uint8_t)(32 + t->ids[i]);
+  }
+  for (int i = 0; i < 96; i++) t->vocab[i] = (uint8_t)(32 + i);
+  t->vocab_size = 96;
+  t->n = n;
+  t->n_train = n * 9 / 10;
+  t->files = 0;
+  return LT_OK;
+}
+
+/* bench/train_step --model gpt: the step time, then the trace of a step
+ * against its execution. */
+static int gpt_main(const char *threads, const char *be, torch_run peer, torch_run best) {
+  lt_device dev = lt_cpu(0);
+  lt_set_seed(dev, 1);
+  lt_nn_text text;
+  bool real = lt_nn_text_load(NULL, &text) == LT_OK;
+  if (!real && synthetic_text(&text) != LT_OK) return die("synthetic text");
+  gpt_config c = {text.vocab_size, 64, 128, 4, 4, 4, false};
+  gpt_trainer tr;
+  if (gpt_trainer_init(&tr, dev, &text, &c, GPT_BATCH, 1e-3, 0.1, 1.0, 1) != LT_OK)
+    return die("model");
+  if (lt_mark_step(dev) != LT_OK || lt_wait_device_ops(dev) != LT_OK) return die("init");
+  double times[WARMUP + STEPS], last = bench_now_ms();
+  lt_tensor *loss_keep = NULL;
+  for (int s = 0; s < WARMUP + STEPS; s++) {
+    lt_scope_begin();
+    lt_tensor *loss = gpt_trainer_step(&tr);
+    if (!loss) return die("step");
+    lt_release(loss_keep);
+    loss_keep = lt_retain(loss);
+    lt_scope_end();
+    if (lt_mark_step(dev) != LT_OK) return die("mark_step");
+    double t = bench_now_ms();
+    times[s] = t - last;
+    last = t;
+  }
+  /* The trace alone: each step starts with the device idle, so that no wait
+   * for the step before counts as tracing. */
+  double trace[TRACE_STEPS];
+  lt_metric_stats e0, e1;
+  if (lt_wait_device_ops(dev) != LT_OK) return die("wait");
+  lt_get_metric("ExecuteTime", &e0);
+  for (int s = 0; s < TRACE_STEPS; s++) {
+    double t0 = bench_now_ms();
+    lt_scope_begin();
+    lt_tensor *loss = gpt_trainer_step(&tr);
+    if (!loss) return die("step");
+    lt_release(loss_keep);
+    loss_keep = lt_retain(loss);
+    lt_scope_end();
+    if (lt_mark_step(dev) != LT_OK) return die("mark_step");
+    trace[s] = bench_now_ms() - t0;
+    if (lt_wait_device_ops(dev) != LT_OK) return die("wait");
+  }
+  lt_get_metric("ExecuteTime", &e1);
+  double exec_ms =
+      e1.count > e0.count ? (e1.total - e0.total) / 1e6 / (double)(e1.count - e0.count) : NAN;
+  double trace_ms = trace[cmp_double_median(trace, TRACE_STEPS)];
+  double final_loss = NAN;
+  lt_item(loss_keep, 0, &final_loss);
+  lt_release(loss_keep);
+  double ours = times[WARMUP + cmp_double_median(times + WARMUP, STEPS)];
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  double our_rss = (double)ru.ru_maxrss / 1024.0;
+  printf(
+      "# train_step: %s, backend %s, threads %s, model gpt (context 64, width 128, 4 layers, 4 "
+      "heads, batch %d), uncached compiles %lld, final loss %.4f\n",
+      real ? "fortunes" : "synthetic text", be && *be ? be : "default", threads, GPT_BATCH,
+      counter("UncachedCompile"), final_loss);
+  gpt_trainer_free(&tr);
+  lt_nn_text_free(&text);
+  const char *name = "train_step_gpt";
+  if (peer.ms > 0) {
+    printf("bench %s %.3f ms ratio %.2f vs torch\n", name, ours, peer.ms / ours);
+    printf("bench %s_best %.3f ms ratio %.2f vs torch_best\n", name, ours, best.ms / ours);
+    if (peer.rss_kb > 0)
+      printf("bench %s_peak_rss %.1f MiB ratio %.2f vs torch\n", name, our_rss,
+             peer.rss_kb / 1024.0 / our_rss);
+    printf(
+        "# torch: %.3f ms per step at %s threads, best %.3f ms at %d, peak RSS %.1f MiB, "
+        "final loss %.4f\n",
+        peer.ms, threads, best.ms, best.threads, peer.rss_kb / 1024.0, peer.loss);
+  } else {
+    printf("bench %s %.3f ms\n", name, ours);
+    printf("bench %s_peak_rss %.1f MiB\n", name, our_rss);
+    printf("# torch not importable by python3: no peer figure\n");
+  }
+  printf("bench %s_trace %.3f ms ratio %.3f vs exec\n", name, trace_ms, trace_ms / exec_ms);
+  printf("# trace: median of %d steps started on an idle device; exec: mean ExecuteTime %.3f ms\n",
+         TRACE_STEPS, exec_ms);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *threads = getenv("LT_NUM_THREADS"), *backend = NULL, *data = NULL;
   int64_t hidden = 512;
-  bool cnn = false;
+  bool cnn = false, gpt = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--threads"))
       threads = argv[i + 1];
@@ -99,12 +224,14 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--hidden"))
       hidden = atoll(argv[i + 1]);
     else if (!strcmp(argv[i], "--model") &&
-             (!strcmp(argv[i + 1], "mlp") || !strcmp(argv[i + 1], "cnn")))
+             (!strcmp(argv[i + 1], "mlp") || !strcmp(argv[i + 1], "cnn") ||
+              !strcmp(argv[i + 1], "gpt"))) {
       cnn = !strcmp(argv[i + 1], "cnn");
-    else {
+      gpt = !strcmp(argv[i + 1], "gpt");
+    } else {
       fprintf(stderr,
               "usage: train_step [--threads N] [--backend ref|cpu] [--data DIR] "
-              "[--hidden N] [--model mlp|cnn]\n");
+              "[--hidden N] [--model mlp|cnn|gpt]\n");
       return 2;
     }
   }
@@ -124,14 +251,17 @@ int main(int argc, char **argv) {
   char probe[1024];
   snprintf(probe, sizeof probe, "%s/t10k-images-idx3-ubyte.gz", data);
   bool have_data = access(probe, R_OK) == 0;
+  const char *model = gpt ? "gpt" : cnn ? "cnn" : "mlp";
+  const char *text = gpt && access(LT_NN_FORTUNES_DIR, R_OK) == 0 ? LT_NN_FORTUNES_DIR : NULL;
   /* The peer first, in child processes, while none of our threads exist. */
-  torch_run peer = run_torch(threads, hidden, have_data ? data : NULL, cnn), best = peer;
+  torch_run peer = run_torch(threads, hidden, have_data ? data : NULL, model, text), best = peer;
   for (int t = 1; t < atoi(threads); t++) {
     char tb[16];
     snprintf(tb, sizeof tb, "%d", t);
-    torch_run r = run_torch(tb, hidden, have_data ? data : NULL, cnn);
+    torch_run r = run_torch(tb, hidden, have_data ? data : NULL, model, text);
     if (r.ms > 0 && (best.ms <= 0 || r.ms < best.ms)) best = r, best.threads = t;
   }
+  if (gpt) return gpt_main(threads, be, peer, best);
   lt_device dev = lt_cpu(0);
   lt_set_seed(dev, 1);
   lt_nn_dataset ds;

@@ -314,7 +314,7 @@ static const int64_t *pair(reader *r, int64_t *v) {
 static lt_tensor *window_op(state *s, reader *r) {
   lt_tensor *a = any(s, r), *b = any(s, r);
   int64_t k[2], st[2], p[2], d[2], o[2];
-  switch (pick(r, 6)) {
+  switch (pick(r, 7)) {
   case 0:
     return lt_conv2d(a, b, flag(r) ? any(s, r) : NULL, pair(r, st), pair(r, p), pair(r, d),
                      pick(r, 4));
@@ -327,6 +327,9 @@ static lt_tensor *window_op(state *s, reader *r) {
     return lt_avg_pool2d(a, pair(r, k), pair(r, st), pair(r, p), flag(r), flag(r), pick(r, 4) - 1);
   case 4:
     return lt_adaptive_avg_pool2d(a, pair(r, o));
+  case 5: /* q, k, v, an optional mask, causal, a scale (NaN: the default) */
+    return lt_scaled_dot_product_attention(a, b, any(s, r), flag(r) ? any(s, r) : NULL, flag(r),
+                                           flag(r) ? value(r) : NAN);
   default:
     return lt_flatten(a, axis(r), axis(r));
   }

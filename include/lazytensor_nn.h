@@ -300,6 +300,37 @@ LT_API int lt_nn_loader_next(lt_nn_loader *l, lt_tensor **x, lt_tensor **y);
 LT_API const int64_t *lt_nn_loader_order(const lt_nn_loader *l);
 LT_API void lt_nn_loader_free(lt_nn_loader *l);
 
+/* ---- text corpora (character-level language models) ------------------------------------- */
+/* A byte corpus for character-level models: the regular files of a
+ * directory (symbolic links, names starting with '.' and ending in ".dat" or
+ * ".u8" skipped, subdirectories not entered) in byte order of their names,
+ * concatenated. Tokens are bytes: the vocabulary is the distinct bytes of the
+ * corpus in increasing order and ids[i] is bytes[i]'s place in it. The first
+ * n_train = n * 9 / 10 tokens are the training split, the rest the
+ * validation split (a split by position, as the tokens come). */
+typedef struct lt_nn_text {
+  uint8_t *bytes;     /* n bytes */
+  uint8_t *ids;       /* n token ids in [0, vocab_size) */
+  int64_t n, n_train; /* tokens, and those of the training split */
+  uint8_t vocab[256]; /* vocab[id] is the byte of token id */
+  int vocab_size;
+  int files; /* files read */
+} lt_nn_text;
+/* The text of Debian's `fortunes` package (its plain fortune files). */
+#define LT_NN_FORTUNES_DIR "/usr/share/games/fortunes"
+/* Reads dir (NULL: LT_NN_FORTUNES_DIR). A missing or unreadable directory,
+ * or one without a file, or one holding less than 2 bytes, fails with
+ * LT_EINVAL and a message naming the directory and, for the default one, the
+ * package (`fortunes`). */
+LT_API int lt_nn_text_load(const char *dir, lt_nn_text *out);
+LT_API void lt_nn_text_free(lt_nn_text *t); /* NULL is accepted */
+/* count windows of len + 1 tokens starting at starts[i] (each with
+ * starts[i] + len + 1 <= n, LT_EINVAL otherwise): *x gets tokens [s, s + len)
+ * and *y the next-token targets [s + 1, s + len + 1), both [count, len] i64
+ * host tensors (new references, owned by the open scope if any). */
+LT_API int lt_nn_text_windows(const lt_nn_text *t, lt_device dev, const int64_t *starts,
+                              int64_t count, int64_t len, lt_tensor **x, lt_tensor **y);
+
 #ifdef __cplusplus
 }
 #endif

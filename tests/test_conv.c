@@ -537,6 +537,31 @@ static void test_conv_second_order(void **state) {
   tg_check("conv2d second order (weight)", conv_grad_fn, &(inner){&c, true}, wrt_w, 2, 1e-5);
 }
 
+/* Second order through max_pool2d: the gradient reaching v (a
+ * POOL_SCATTER_ADD of the pooled gradient), differentiated again, by the
+ * multiplier u (through its rule, a POOL_GATHER) and by v. Overlapping
+ * windows (3x3, stride 1): an element may be the maximum of several. */
+static lt_tensor *pool_grad_fn(lt_tensor *const *in, void *ud) {
+  const pool_case *c = ud;
+  lt_tensor *v = in[0];
+  lt_set_requires_grad(v, true);
+  lt_tensor *y = lt_max_pool2d(v, c->k, c->s, c->p, c->d, c->ceil);
+  if (!y) return NULL;
+  if (lt_backward(lt_sum(lt_sin(lt_mul(y, in[1])), NULL, 0, false)) != LT_OK) return NULL;
+  lt_tensor *g = lt_mul(lt_grad(v), lt_scalar(CPU0, LT_F64, 1.0));
+  lt_zero_grad(v);
+  lt_zero_grad(in[1]); /* the inner backward reached u too: only the outer one counts */
+  return g;
+}
+
+static void test_max_pool2d_second_order(void **state) {
+  (void)state;
+  pool_case c = {{1, 2, 4, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, false, 0};
+  tg_input ins[2] = {{c.xs, 4, tg_vals(40, 0.35), false, LT_F64},
+                     {SHAPE(1, 2, 4, 5), 4, tg_vals(40, 0.7), true, LT_F64}};
+  tg_check("max_pool2d second order (multiplier)", pool_grad_fn, &c, ins, 2, 1e-6);
+}
+
 /* ---- argument errors ------------------------------------------------------------------------ */
 
 /* Each call fails with status st and a message naming the function and
@@ -687,6 +712,20 @@ static void test_kernels_check_instructions(void **state) {
   tu_expect_exec_error(raw(LT_OP_CONV2D, x, w, LT_F32, ys, g3, 7), "groups");
   tu_expect_exec_error(raw(LT_OP_CONV2D, x, w, LT_F32, ys, big, 7), "out of range");
   tu_expect_exec_error(raw(LT_OP_CONV2D, x, w, LT_F32, SHAPE(1, 2, 4, 3), ok, 7), "output size");
+  /* CONV2D_BIAS: the bias is [O] of x's dtype; 3 operands */
+  lt_tensor *b2 = lt_full(CPU0, LT_F32, SHAPE(2), 1, 0.5),
+            *b3 = lt_full(CPU0, LT_F32, SHAPE(3), 1, 0.5);
+  double wantb[18];
+  for (int i = 0; i < 18; i++) wantb[i] = 18.5;
+  lt_node *bops[3] = {lt__ir_as(x, LT_F32), lt__ir_as(w, LT_F32), lt__ir_as(b2, LT_F32)};
+  tu_expect(lt__make(CPU0, LT_OP_CONV2D_BIAS, LT_F32, ys, 4, bops, 3, ok, 7, 0.0), LT_F32, ys, 4,
+            wantb, 0);
+  lt_node *bad3[3] = {lt__ir_as(x, LT_F32), lt__ir_as(w, LT_F32), lt__ir_as(b3, LT_F32)};
+  tu_expect_exec_error(lt__make(CPU0, LT_OP_CONV2D_BIAS, LT_F32, ys, 4, bad3, 3, ok, 7, 0.0),
+                       "bias must be [O]");
+  lt_node *bad7[3] = {lt__ir_as(x, LT_F32), lt__ir_as(w, LT_F32), lt__ir_as(b2, LT_F32)};
+  tu_expect_exec_error(lt__make(CPU0, LT_OP_CONV2D_BIAS, LT_F32, ys, 4, bad7, 3, ok, 6, 0.0),
+                       "malformed instruction");
   tu_expect_exec_error(raw(LT_OP_CONV2D_GRAD_WEIGHT, x, gy4, LT_F32, SHAPE(2, 2, 3, 3), ok, 7),
                        "output size");
   tu_expect_exec_error(raw(LT_OP_CONV2D_GRAD_INPUT, gy1, w1, LT_F32, SHAPE(1, 4, 3, 3), ok, 7),
@@ -699,6 +738,32 @@ static void test_kernels_check_instructions(void **state) {
                        "malformed instruction");
   tu_expect_exec_error(raw(LT_OP_MAX_POOL2D_ARGMAX, x, NULL, LT_I64, SHAPE(1, 4, 4, 2), pool, 8),
                        "output size");
+  /* the plane gather / scatter of max_pool2d's values: no attrs; every index
+   * inside its plane (4 x 5 x 5: 25 a plane) */
+  lt_tensor *ix = lt_from_data(CPU0, LT_I64, SHAPE(1, 4, 1), 3, (int64_t[]){0, 24, 7, 3});
+  lt_tensor *ibad = lt_from_data(CPU0, LT_I64, SHAPE(1, 4, 1), 3, (int64_t[]){0, 25, 7, 3});
+  lt_tensor *v3 = lt_full(CPU0, LT_F32, SHAPE(1, 4, 1), 3, 2.0);
+  lt_node *pg[2] = {lt__ir_as(x, LT_F32), lt__ir_as(ix, LT_I64)};
+  tu_expect(lt__make(CPU0, LT_OP_POOL_GATHER, LT_F32, SHAPE(1, 4, 1), 3, pg, 2, NULL, 0, 0.0),
+            LT_F32, SHAPE(1, 4, 1), 3, (double[]){1, 1, 1, 1}, 0);
+  lt_node *pgb[2] = {lt__ir_as(x, LT_F32), lt__ir_as(ibad, LT_I64)};
+  tu_expect_exec_error(
+      lt__make(CPU0, LT_OP_POOL_GATHER, LT_F32, SHAPE(1, 4, 1), 3, pgb, 2, NULL, 0, 0.0),
+      "index out of its plane");
+  lt_node *pga[2] = {lt__ir_as(x, LT_F32), lt__ir_as(ix, LT_I64)};
+  tu_expect_exec_error(
+      lt__make(CPU0, LT_OP_POOL_GATHER, LT_F32, SHAPE(1, 4, 1), 3, pga, 2, ok, 1, 0.0),
+      "malformed instruction");
+  /* scatters into [1, 4, 2, 2]: 4 a plane */
+  lt_tensor *ibad4 = lt_from_data(CPU0, LT_I64, SHAPE(1, 4, 1), 3, (int64_t[]){0, 4, 2, 1});
+  lt_node *ps[2] = {lt__ir_as(v3, LT_F32), lt__ir_as(ibad4, LT_I64)};
+  tu_expect_exec_error(
+      lt__make(CPU0, LT_OP_POOL_SCATTER_ADD, LT_F32, SHAPE(1, 4, 2, 2), 4, ps, 2, NULL, 0, 0.0),
+      "index out of its plane");
+  lt_node *psw[2] = {lt__ir_as(v3, LT_F32), lt__ir_as(ix, LT_I64)}; /* 2 planes, idx has 4 */
+  tu_expect_exec_error(
+      lt__make(CPU0, LT_OP_POOL_SCATTER_ADD, LT_F32, SHAPE(1, 2, 2, 2), 4, psw, 2, NULL, 0, 0.0),
+      "channel counts differ");
   /* padding 1 with dilation 3 over 2 rows: a window of padding only */
   lt_tensor *x2 = lt_ones(CPU0, LT_F32, SHAPE(1, 1, 2, 2), 4);
   const int64_t hole[8] = {2, 2, 2, 2, 1, 1, 3, 3};
@@ -721,6 +786,7 @@ int main(void) {
       TU_TEST(test_pool_gradients),
       TU_TEST(test_max_pool2d_gradient_routing),
       TU_TEST(test_conv_second_order),
+      TU_TEST(test_max_pool2d_second_order),
       TU_TEST(test_conv_errors),
       TU_TEST(test_pool_errors),
       TU_TEST(test_kernels_check_instructions),

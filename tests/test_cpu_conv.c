@@ -25,6 +25,7 @@
 
 #include "../src/backend/cpu/cpu_conv.h"
 #include "../src/core/lt_buffer.h"
+#include "../src/core/lt_node.h"
 
 #define DECLINE CPU_NATIVE_DECLINED
 
@@ -330,6 +331,69 @@ static void test_conv_bad(void **state) {
   free(x), free(w), free(y);
 }
 
+/* CONV2D_BIAS: the forward primitive adds bias[o] (an operand read where it
+ * is) to every element of channel o; against the forward without bias plus
+ * the bias, on an odd problem and the CNN's (batch 128: several slices). */
+static void check_bias(const prob *p) {
+  dims d = dims_of(p);
+  int64_t xn = p->n * p->c * p->h * p->w, yn = p->n * p->o * d.oh * d.ow,
+          wn = p->o * d.cg * p->kh * p->kw;
+  float *x = rnd(xn, 1), *w = rnd(wn, 2), *b = rnd(p->o, 3), *y0 = rnd(yn, 4), *y = rnd(yn, 5);
+  assert_int_equal(run_dir(p, FWD, x, w, y0), LT_OK);
+  int64_t rs[4], as[4], bs[4];
+  shapes(p, FWD, rs, as, bs);
+  int64_t attrs[7] = {p->sh, p->sw, p->ph, p->pw, p->dh, p->dw, p->g};
+  lt_instr ins;
+  mkins(&ins, LT_F32, rs, 3, attrs, 7);
+  ins.op = LT_OP_CONV2D_BIAS;
+  lt_buffer ob, ab, wb, bb;
+  mkbuf(&ob, LT_F32, rs, y);
+  mkbuf(&ab, LT_F32, as, x);
+  mkbuf(&wb, LT_F32, bs, w);
+  mkbuf(&bb, LT_F32, (const int64_t[4]){p->o, 1, 1, 1}, b);
+  bb.ndim = 1;
+  lt_buffer *in[3] = {&ab, &wb, &bb};
+  assert_int_equal(cpu_conv2d_fwd(&ins, &ob, in), LT_OK);
+  int64_t plane = d.oh * d.ow;
+  for (int64_t e = 0; e < yn; e++) {
+    double want = (double)y0[e] + b[e / plane % p->o];
+    if (fabs(y[e] - want) > 1e-6 * (fabs(want) + 1))
+      fail_msg("element %lld: %.9g, expected %.9g", (long long)e, (double)y[e], want);
+  }
+  /* declined: a bias of the wrong length or dtype, or missing */
+  bb.shape[0] = bb.numel = p->o + 1;
+  assert_int_equal(cpu_conv2d_fwd(&ins, &ob, in), DECLINE);
+  bb.shape[0] = bb.numel = p->o;
+  bb.dtype = LT_F64;
+  assert_int_equal(cpu_conv2d_fwd(&ins, &ob, in), DECLINE);
+  bb.dtype = LT_F32;
+  ins.noperands = 2;
+  assert_int_equal(cpu_conv2d_fwd(&ins, &ob, in), DECLINE);
+  free(x), free(w), free(b), free(y0), free(y);
+}
+
+static void test_conv_bias(void **state) {
+  (void)state;
+  if (!tu_cpu_allowed()) skip();
+  check_bias(&P(3, 4, 7, 9, 6, 3, 2, 2, 1, 1, 2, 1, 2, 2));
+  check_bias(&P(128, 1, 28, 28, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1));
+  check_bias(&P(128, 32, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1));
+  /* C = 0: the output is the bias alone */
+  float b[3] = {1.5f, -2, 0.25f}, y[2 * 3 * 16], x[1], w[1];
+  int64_t attrs[7] = {1, 1, 1, 1, 1, 1, 1}, ys[4] = {2, 3, 4, 4};
+  lt_instr ins;
+  mkins(&ins, LT_F32, ys, 3, attrs, 7);
+  ins.op = LT_OP_CONV2D_BIAS;
+  lt_buffer ob, ab, wb, bb;
+  mkbuf(&ob, LT_F32, ys, y);
+  mkbuf(&ab, LT_F32, (const int64_t[4]){2, 0, 4, 4}, x);
+  mkbuf(&wb, LT_F32, (const int64_t[4]){3, 0, 3, 3}, w);
+  mkbuf(&bb, LT_F32, (const int64_t[4]){3, 1, 1, 1}, b);
+  bb.ndim = 1;
+  assert_int_equal(cpu_conv2d_fwd(&ins, &ob, (lt_buffer *[]){&ab, &wb, &bb}), LT_OK);
+  for (int i = 0; i < 96; i++) assert_true(y[i] == b[i / 16 % 3]);
+}
+
 static void test_conv_cache(void **state) {
   (void)state;
   if (!tu_cpu_allowed()) skip();
@@ -617,6 +681,8 @@ static void test_pool_shapes(void **state) {
   check_pool(2, 1, 9, 10, (const int64_t[8]){3, 3, 2, 2, 1, 1, 2, 2}, true, v);
   check_pool(2, 1, 9, 10, (const int64_t[8]){2, 2, 2, 2, 0, 0, 1, 1}, true, v);
   check_pool(1, 2, 9, 10, (const int64_t[8]){2, 2, 2, 2, 0, 0, 1, 1}, false, v);
+  /* rows of 9 windows: two blocks of four lanes and an overlapping last one */
+  check_pool(2, 1, 4, 18, (const int64_t[8]){2, 2, 2, 2, 0, 0, 1, 1}, false, v);
 }
 
 static void test_pool_bad(void **state) {
@@ -639,16 +705,100 @@ static void test_pool_bad(void **state) {
   assert_int_equal(run_pool(LT_F32, xs, x, 8, 8, pad_only, 8, y), DECLINE);
 }
 
+/* ---- plane gather and scatter (max_pool2d's values and their gradient) ------------------ */
+
+/* POOL_GATHER (v [n, c, h, w] -> [n, c, per]) or POOL_SCATTER_ADD ([n, c,
+ * per] -> [n, c, h, w]) through idx on buffers made here. */
+static int run_planes(bool gather, lt_dtype dt, int64_t n, int64_t c, int64_t h, int64_t w,
+                      int64_t per, const int64_t *idx, const void *src, void *dst) {
+  int64_t big[4] = {n, c, h, w}, small[4] = {n, c, per, 1};
+  lt_buffer bb, ib, sb;
+  mkbuf(&bb, dt, big, gather ? (void *)src : dst);
+  mkbuf(&ib, LT_I64, small, (void *)idx);
+  mkbuf(&sb, dt, small, gather ? dst : (void *)src);
+  ib.ndim = sb.ndim = 3;
+  lt_instr ins;
+  mkins(&ins, dt, gather ? small : big, 2, NULL, 0);
+  ins.ndim = gather ? 3 : 4;
+  ins.op = gather ? LT_OP_POOL_GATHER : LT_OP_POOL_SCATTER_ADD;
+  lt_buffer *in[2] = {gather ? &bb : &sb, &ib};
+  return gather ? cpu_pool_gather(&ins, &sb, in) : cpu_pool_scatter_add(&ins, &bb, in);
+}
+
+/* Against plain loops: the gather copies, the scatter sums each position's
+ * terms in double in index order and rounds once (ref's rule); planes with
+ * and without repeated indices, -0.0 (0 + -0 is +0), both dtypes, and a
+ * size that runs on the pool. */
+static void test_pool_planes(void **state) {
+  (void)state;
+  const int64_t n = 16, c = 32, h = 6, w = 5, hw = 30, per = 12, planes = n * c;
+  int64_t *idx = malloc((size_t)(planes * per) * sizeof *idx);
+  float *v = rnd(planes * hw, 11), *g = rnd(planes * per, 12);
+  float *got = malloc((size_t)(planes * hw) * sizeof *got);
+  double *vd = malloc((size_t)(planes * hw) * sizeof *vd),
+         *gd = malloc((size_t)(planes * per) * sizeof *gd);
+  double *gotd = malloc((size_t)(planes * hw) * sizeof *gotd), *acc = malloc(sizeof(double) * 30);
+  uint32_t s = 5;
+  for (int64_t q = 0; q < planes; q++)
+    for (int64_t i = 0; i < per; i++) {
+      s = s * 1664525u + 1013904223u;
+      /* even planes: distinct indices (2 i + 1 or 2 i); odd: random, repeats */
+      idx[q * per + i] = q % 2 == 0 ? 2 * i + (s >> 31) : (int64_t)((s >> 8) % (uint32_t)hw);
+    }
+  for (int64_t i = 0; i < planes * per; i++) {
+    g[i] *= 1e3f; /* sums of repeats round differently in f32 */
+    if (i % 7 == 0) g[i] = -0.0f;
+    gd[i] = g[i];
+  }
+  for (int64_t i = 0; i < planes * hw; i++) vd[i] = v[i];
+  /* gather */
+  assert_int_equal(run_planes(true, LT_F32, n, c, h, w, per, idx, v, got), LT_OK);
+  assert_int_equal(run_planes(true, LT_F64, n, c, h, w, per, idx, vd, gotd), LT_OK);
+  for (int64_t q = 0; q < planes; q++)
+    for (int64_t i = 0; i < per; i++) {
+      assert_true(got[q * per + i] == v[q * hw + idx[q * per + i]]);
+      assert_true(gotd[q * per + i] == vd[q * hw + idx[q * per + i]]);
+    }
+  /* scatter */
+  for (int dt = 0; dt < 2; dt++) {
+    if (dt)
+      assert_int_equal(run_planes(false, LT_F64, n, c, h, w, per, idx, gd, gotd), LT_OK);
+    else
+      assert_int_equal(run_planes(false, LT_F32, n, c, h, w, per, idx, g, got), LT_OK);
+    for (int64_t q = 0; q < planes; q++) {
+      for (int64_t e = 0; e < hw; e++) acc[e] = 0;
+      for (int64_t i = 0; i < per; i++) acc[idx[q * per + i]] += gd[q * per + i];
+      for (int64_t e = 0; e < hw; e++) {
+        double want = dt ? acc[e] : (double)(float)acc[e],
+               have = dt ? gotd[q * hw + e] : got[q * hw + e];
+        if (memcmp(&want, &have, sizeof want) != 0)
+          fail_msg("%s plane %lld element %lld: %.9g, expected %.9g", dt ? "f64" : "f32",
+                   (long long)q, (long long)e, have, want);
+      }
+    }
+  }
+  /* an index outside its plane, a bad shape: declined */
+  idx[5 * per + 3] = hw;
+  assert_int_equal(run_planes(true, LT_F32, n, c, h, w, per, idx, v, got), DECLINE);
+  assert_int_equal(run_planes(false, LT_F32, n, c, h, w, per, idx, g, got), DECLINE);
+  idx[5 * per + 3] = -1;
+  assert_int_equal(run_planes(false, LT_F64, n, c, h, w, per, idx, gd, gotd), DECLINE);
+  idx[5 * per + 3] = 0;
+  assert_int_equal(run_planes(true, LT_I32, n, c, h, w, per, idx, v, got), DECLINE);
+  free(idx), free(v), free(g), free(got), free(vd), free(gd), free(gotd), free(acc);
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--conv-child") == 0) return thread_child(argv[2]);
   g_self = argv[0];
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_conv_shapes),      cmocka_unit_test(test_conv_cnn_batch128),
-      cmocka_unit_test(test_conv_big_weights), cmocka_unit_test(test_conv_grad_input_sizes),
-      cmocka_unit_test(test_conv_empty),       cmocka_unit_test(test_conv_bad),
-      cmocka_unit_test(test_conv_cache),       cmocka_unit_test(test_conv_cache_threads),
-      cmocka_unit_test(test_conv_threads),     cmocka_unit_test(test_pool_hand),
-      cmocka_unit_test(test_pool_shapes),      cmocka_unit_test(test_pool_bad),
+      cmocka_unit_test(test_conv_shapes),        cmocka_unit_test(test_conv_cnn_batch128),
+      cmocka_unit_test(test_conv_big_weights),   cmocka_unit_test(test_conv_grad_input_sizes),
+      cmocka_unit_test(test_conv_empty),         cmocka_unit_test(test_conv_bad),
+      cmocka_unit_test(test_conv_bias),          cmocka_unit_test(test_conv_cache),
+      cmocka_unit_test(test_conv_cache_threads), cmocka_unit_test(test_conv_threads),
+      cmocka_unit_test(test_pool_hand),          cmocka_unit_test(test_pool_shapes),
+      cmocka_unit_test(test_pool_bad),           cmocka_unit_test(test_pool_planes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -597,6 +597,49 @@ static void test_conv_pool(void **state) {
   assert_int_equal(g_failures - g_failures_before, 0);
 }
 
+/* ---- attention: q [2, 3, 5, 4], k [2, 3, 7, 4], v [1, 3, 7, 6], mask [5, 7] ---- */
+
+/* q is scaled down so that scores stay within what f32 sums match ref to. */
+static int b_attention(lt_tensor **in, const void *ud, lt_tensor **outs) {
+  int which = *(const int *)ud;
+  lt_tensor *q = lt_mul(in[0], lt_scalar(CPU0, lt_get_dtype(in[0]), 0.02));
+  lt_tensor *k = in[1], *v = in[2], *m = in[3];
+  switch (which) {
+  case 0: /* causal, and a fused user of the result */
+    outs[0] = lt_scaled_dot_product_attention(q, k, v, NULL, true, NAN);
+    break;
+  case 1: /* an additive mask, an explicit scale */
+    outs[0] = lt_scaled_dot_product_attention(q, k, v, m, false, 0.7);
+    break;
+  default: /* a bool mask (rows may see nothing: NaN on both) */
+    outs[0] = lt_scaled_dot_product_attention(q, k, v, lt_gt(m, lt_scalar(CPU0, LT_F32, 2.0)),
+                                              false, NAN);
+    break;
+  }
+  if (!outs[0]) fail_msg("attention case %d: %s", which, lt_last_error());
+  outs[1] = lt_relu(lt_add(outs[0], outs[0]));
+  return 2;
+}
+
+static void test_attention(void **state) {
+  (void)state;
+  const lt_dtype dts[2] = {LT_F32, LT_F64};
+  for (int d = 0; d < 2; d++)
+    for (int which = 0; which < 3; which++) {
+      input in[4];
+      g_rng = 31 + (uint64_t)d * 10 + (uint64_t)which;
+      input_fill(&in[0], dts[d], SHAPE(2, 3, 5, 4), 4, false);
+      input_fill(&in[1], dts[d], SHAPE(2, 3, 7, 4), 4, false);
+      input_fill(&in[2], dts[d], SHAPE(1, 3, 7, 6), 4, false);
+      input_fill(&in[3], dts[d], SHAPE(5, 7), 2, false);
+      char what[64];
+      snprintf(what, sizeof what, "attention %s case %d", lt_dtype_name(dts[d]), which);
+      diff(what, 0, in, 4, b_attention, &which, true);
+      input_free(in, 4);
+    }
+  assert_int_equal(g_failures - g_failures_before, 0);
+}
+
 /* ---- shape and index ops, fused with elementwise users ---- */
 
 static int b_shapes(lt_tensor **in, const void *ud, lt_tensor **outs) {
@@ -901,6 +944,7 @@ int main(void) {
       cmocka_unit_test_setup(test_reductions, setup),
       cmocka_unit_test_setup(test_matmul, setup),
       cmocka_unit_test_setup(test_conv_pool, setup),
+      cmocka_unit_test_setup(test_attention, setup),
       cmocka_unit_test_setup(test_shape_index, setup),
       cmocka_unit_test_setup(test_random_dags, setup),
       cmocka_unit_test_setup(test_scan_sort, setup),

@@ -91,16 +91,30 @@
   X(ARGSORT,       "argsort",       REDUCE,  1, INDEX, none,    sort,        NATIVE)   \
   /* contraction: [..., n, k] x [..., k, m] (rank >= 2), batch dims broadcast */ \
   X(MATMUL,        "matmul",        MATMUL,  2, SAME,  matmul,  matmul,      GEMM)     \
+  /* attention (q [B,L,E], k [B,S,E], v [B,S,Ev][, mask [B,L,S]]) -> [B,L,Ev]: \
+   * softmax(q k^T * fattr + bias) v; attrs {causal, mask kind: 0 none, 1 bool \
+   * (false: -inf), 2 additive}; a row that sees nothing is NaN */ \
+  X(ATTENTION,     "attention",     MATMUL, -1, SAME,  attention, attention, NATIVE) \
   /* convolution, NCHW (family CONV): attrs {sh, sw, ph, pw, dh, dw, groups}; \
    * conv2d (x [N,C,H,W], w [O,C/g,kh,kw]) -> [N,O,OH,OW]; its input gradient \
    * (gy, w) -> [N,C,H,W] (conv_transpose2d); its weight gradient (x, gy) -> \
    * [O,C/g,kh,kw]; the node's shape gives the sizes the attrs do not. \
+   * conv2d_bias (x, w, b [O]) is conv2d plus b[o] on each output channel \
+   * (one pass: the bias is not an elementwise loop over the output). \
    * max_pool2d_argmax: attrs {kh, kw, sh, sw, ph, pw, dh, dw}, per window the \
-   * index h*W+w of its first largest element (its last NaN if it holds any) */ \
+   * index h*W+w of its first largest element (its last NaN if it holds any); \
+   * pool_gather (v [N,C,H,W], idx i64 [N,C,P]) -> [N,C,P]: v's plane read at \
+   * the flat indices (max_pool2d's values, idx its argmax of any shape with \
+   * P elements a plane); pool_scatter_add (g [N,C,P], idx) -> [N,C,H,W] (the \
+   * node's shape): zeros plus each g at its index, summed in double for f32 \
+   * where indices repeat (pool_gather's gradient, and the other way round) */ \
   X(CONV2D,             "conv2d",             CONV,    2, SAME,  conv,   conv,        NATIVE)   \
+  X(CONV2D_BIAS,        "conv2d_bias",        CONV,    3, SAME,  conv,   conv,        NATIVE)   \
   X(CONV2D_GRAD_INPUT,  "conv2d_grad_input",  CONV,    2, SAME,  conv,   conv,        NATIVE)   \
   X(CONV2D_GRAD_WEIGHT, "conv2d_grad_weight", CONV,    2, SAME,  conv,   conv,        NATIVE)   \
   X(MAX_POOL2D_ARGMAX,  "max_pool2d_argmax",  CONV,    1, INDEX, none,   conv,        NATIVE)   \
+  X(POOL_GATHER,        "pool_gather",        CONV,    2, SAME,  conv,   conv,        NATIVE)   \
+  X(POOL_SCATTER_ADD,   "pool_scatter_add",   CONV,    2, SAME,  conv,   conv,        NATIVE)   \
   /* shape: reshape keeps row-major order; permute attrs = perm; expand is a \
    * numpy broadcast; slice attrs = starts then steps; concat attrs[0] = axis; \
    * pad attrs = before/after pairs, fattr = value */ \

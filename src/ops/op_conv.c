@@ -1,10 +1,11 @@
 /* Convolution and pooling (NCHW): lt_conv2d, lt_conv_transpose2d,
  * lt_max_pool2d, lt_avg_pool2d, lt_adaptive_avg_pool2d, lt_flatten.
  *
- * Primitives (op table, family CONV): conv2d is CONV2D; conv_transpose2d is
- * CONV2D_GRAD_INPUT (the transpose of a convolution); max_pool2d is a GATHER
- * of each plane through MAX_POOL2D_ARGMAX's window maxima, so its gradient is
- * gather's (a scatter-add to each window's argmax). The rest are composites:
+ * Primitives (op table, family CONV): conv2d is CONV2D (CONV2D_BIAS with a
+ * bias); conv_transpose2d is
+ * CONV2D_GRAD_INPUT (the transpose of a convolution); max_pool2d is a
+ * POOL_GATHER of each plane through MAX_POOL2D_ARGMAX's window maxima, so its
+ * gradient is a POOL_SCATTER_ADD to each window's argmax. The rest are composites:
  * avg_pool2d sums each window by a CONV2D with a ones kernel over the planes
  * and divides by a divisor fixed at trace time; adaptive_avg_pool2d is slices
  * and means, axis by axis (a window's mean is the mean of its rows' means);
@@ -183,9 +184,15 @@ lt_tensor *lt_conv2d(lt_tensor *x, lt_tensor *weight, lt_tensor *bias, const int
   int64_t ys[4] = {xs[0], o, rh / s[0] + 1, rw / s[1] + 1};
   if (lt__check_size(fn, ys, 4) != LT_OK) return NULL;
   int64_t attrs[7] = {s[0], s[1], p[0], p[1], d[0], d[1], groups};
-  lt_node *ops[2] = {as_shape(x, dt, xs, 4), lt__ir_as(weight, dt)};
-  lt_node *y = lt__node_make(LT_OP_CONV2D, dt, ys, 4, ops, 2, attrs, 7, 0.0);
-  return finish_conv(x, y, bias, dt);
+  /* The bias is an operand of the convolution (CONV2D_BIAS), not an add
+   * after it: the cpu backend's primitive adds it while it writes the output,
+   * where an add would be a loop of its own over the whole output (a
+   * following batch norm reads the sum several times, so it is stored). */
+  lt_node *ops[3] = {as_shape(x, dt, xs, 4), lt__ir_as(weight, dt),
+                     bias ? lt__ir_as(bias, dt) : NULL};
+  lt_node *y = lt__node_make(bias ? LT_OP_CONV2D_BIAS : LT_OP_CONV2D, dt, ys, 4, ops, bias ? 3 : 2,
+                             attrs, 7, 0.0);
+  return finish_conv(x, y, NULL, dt);
 }
 
 lt_tensor *lt_conv_transpose2d(lt_tensor *x, lt_tensor *weight, lt_tensor *bias,
@@ -337,13 +344,11 @@ lt_tensor *lt_max_pool2d(lt_tensor *x, const int64_t *kernel, const int64_t *str
   int64_t attrs[8] = {a.k[0], a.k[1], a.s[0], a.s[1], a.p[0], a.p[1], a.d[0], a.d[1]};
   lt_node *xn = as_shape(x, dt, a.xs, 4);
   lt_node *arg = lt__node_make(LT_OP_MAX_POOL2D_ARGMAX, LT_I64, ys, 4, &xn, 1, attrs, 8, 0.0);
-  /* values: each plane [H * W] gathered through its windows' flat indices */
-  int64_t planes[3] = {a.xs[0], a.xs[1], a.xs[2] * a.xs[3]};
-  int64_t picks[3] = {a.xs[0], a.xs[1], a.out[0] * a.out[1]};
-  int64_t axis = 2;
-  lt_node *ops[2] = {as_shape(x, dt, planes, 3), lt__node_reshape(arg, picks, 3)};
-  lt_node *v = lt__node_make(LT_OP_GATHER, dt, picks, 3, ops, 2, &axis, 1, 0.0);
-  return lt__wrap(x->dev, unbatch(lt__node_reshape(v, ys, 4), x->ndim));
+  /* values: each plane read at its windows' flat indices (POOL_GATHER: its
+   * gradient writes each plane's gradient directly, a POOL_SCATTER_ADD) */
+  lt_node *ops[2] = {as_shape(x, dt, a.xs, 4), arg};
+  lt_node *v = lt__node_make(LT_OP_POOL_GATHER, dt, ys, 4, ops, 2, NULL, 0, 0.0);
+  return lt__wrap(x->dev, unbatch(v, x->ndim));
 }
 
 /* A data leaf of dt and shape [n0, n1] holding v (NEW reference). */

@@ -66,12 +66,18 @@ static int check_eps(const char *fn, double eps) {
 
 /* The mean of x over the axes in mask (keepdim) and the sum of squared
  * deviations from it (keepdim): two passes. count: elements per group. x is
- * consumed. */
+ * consumed.
+ *
+ * The mean inside the deviations is a constant to autograd: the sum of
+ * squares' derivative by the mean, -2 sum(x - mean), is zero for every x (as
+ * are all its derivatives), but differentiated it would cost the backward one
+ * more reduction over x per layer, a full pass over the activations. torch's
+ * backward formula leaves it out the same way. */
 static void moments(lt_node *x, int64_t mask, int64_t count, lt_node **mean, lt_node **sqdev) {
   lt_dtype dt = x ? (lt_dtype)x->dtype : LT_F32;
   *mean = lt__node_bin(LT_OP_DIV, lt__node_reduce(LT_OP_SUM, ref(x), mask, true),
                        kc(dt, (double)count));
-  lt_node *d = lt__node_bin(LT_OP_SUB, x, ref(*mean));
+  lt_node *d = lt__node_bin(LT_OP_SUB, x, lt__node_detached(ref(*mean)));
   *sqdev = lt__node_reduce(LT_OP_SUM, lt__node_bin(LT_OP_MUL, d, ref(d)), mask, true);
 }
 

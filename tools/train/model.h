@@ -9,7 +9,7 @@
 #include "lazytensor.h"
 #include "lazytensor_nn.h"
 
-enum { MODEL_MAX_TENSORS = 64 };
+enum { MODEL_MAX_TENSORS = 128 };
 
 typedef struct train_model train_model;
 struct train_model {
@@ -55,5 +55,73 @@ int model_mlp_init(train_model *m, lt_device dev, int64_t features, int64_t hidd
  * conv 3x3 (padding 1) / batch norm / ReLU / max-pool 2 (32 and 64
  * channels), flatten, linear to 128, ReLU, dropout 0.25, linear to classes. */
 int model_cnn_init(train_model *m, lt_device dev, int64_t rows, int64_t cols, int64_t classes);
+
+/* The character-level GPT of issue #15 (model_gpt.c): learned token and
+ * position embeddings, `layers` pre-norm blocks x + attn(ln1(x)) and
+ * x + mlp(ln2(x)) (causal self-attention over `heads` heads, one [C, 3C]
+ * projection for q, k, v and one [C, C] out; MLP C-4C-C with tanh gelu), a
+ * final layer norm and a linear head to the vocabulary (no weight tying).
+ * PyTorch's default inits. Its forward takes token ids [B, T] (i64, T <=
+ * context) and gives logits [B, T, vocab]; `train` changes nothing (no
+ * dropout). */
+typedef struct gpt_config {
+  int64_t vocab, context, width, layers, heads, mlp_ratio;
+  /* Build the embedding lookup (index_select), attention (an additive
+   * causal mask, matmul, softmax) and the tanh gelu (its formula) from
+   * other ops instead of lt_embedding, lt_scaled_dot_product_attention and
+   * lt_gelu_tanh: the oracle of the fused ops (tests/test_gpt.c). */
+  bool composite;
+} gpt_config;
+int model_gpt_init(train_model *m, lt_device dev, const gpt_config *c);
+/* Whether parameter i of a GPT is a weight matrix of a linear layer (the
+ * parameters AdamW decays; not biases, norms or embeddings). */
+bool model_gpt_decays(const train_model *m, int i);
+const gpt_config *model_gpt_config(const train_model *m);
+void model_gpt_set_composite(train_model *m, bool on); /* gpt_config.composite from now on */
+
+/* GPT training (gpt_trainer.c), shared by lazytensor-train --model gpt,
+ * bench/train_step --model gpt and tests/test_gpt.c. AdamW (betas 0.9,
+ * 0.999, eps 1e-8) with weight decay on the weight matrices only, gradient
+ * clipping by the global 2-norm inside the step graph, batches of random
+ * windows of the training split drawn from a host RNG. */
+typedef struct gpt_trainer {
+  train_model m;
+  gpt_config c;
+  lt_nn_optim *opt; /* AdamW; decay 0 for the parameters that are no matrices */
+  const lt_nn_text *text;
+  lt_device dev;
+  int64_t batch;
+  double clip;  /* max global grad norm; 0: no clipping */
+  uint64_t rng; /* the host RNG of the windows (splitmix64 state) */
+} gpt_trainer;
+/* The model (pending init draws from dev's RNG: the caller's next step
+ * barrier runs them) and its optimizer. On failure tr is freed. */
+int gpt_trainer_init(gpt_trainer *tr, lt_device dev, const lt_nn_text *text, const gpt_config *c,
+                     int64_t batch, double lr, double weight_decay, double clip, uint64_t seed);
+void gpt_trainer_free(gpt_trainer *tr);
+/* Traces one training step (forward, loss, backward, clipping, AdamW) on
+ * the next batch; nothing runs until the caller's step barrier. The mean
+ * loss (owned by the open scope), or NULL. */
+lt_tensor *gpt_trainer_step(gpt_trainer *tr);
+/* The learning rate is graph data: changing it never recompiles. */
+int gpt_trainer_set_lr(gpt_trainer *tr, double lr);
+/* Step s's rate of a run of `steps`: linear warm-up to lr over `warmup`
+ * steps ((s + 1) / warmup), then a half cosine from lr down to lr / 10 at
+ * the last step. */
+double gpt_lr_at(double lr, int64_t s, int64_t steps, int64_t warmup);
+/* The fixed evaluation windows of a split: the first windows of context + 1
+ * tokens at stride context from the split's start (validation: n_train;
+ * training: 0), at most max_windows, rounded down to a multiple of the chunk
+ * min(32, windows) that each graph evaluates. *loss: the mean token loss. */
+int gpt_evaluate(const gpt_trainer *tr, bool validation, int64_t max_windows, double *loss);
+/* Samples n tokens after prompt (its bytes that are in the vocabulary;
+ * none: a newline, or token 0) into out (n bytes): one fixed-shape graph
+ * per token, compiled once: the last `context` tokens, right-padded, the
+ * position to read and the temperature as data. temperature 0 takes the
+ * most likely token. */
+int gpt_generate(const train_model *m, const lt_nn_text *text, const char *prompt, int64_t n,
+                 double temperature, uint64_t seed, char *out);
+/* lazytensor-train --model gpt (train_gpt.c): the whole run (argv as main's). */
+int train_gpt_main(int argc, char **argv);
 
 #endif

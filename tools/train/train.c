@@ -42,10 +42,12 @@ static void usage(FILE *f) {
           "usage: lazytensor-train [options]\n"
           "Trains an MLP or a CNN on Fashion-MNIST; prints test accuracy per epoch and a\n"
           "summary.\n"
-          "  --model mlp|cnn     mlp (default): linear layers with ReLU; cnn: conv 3x3 32,\n"
+          "  --model mlp|cnn|gpt mlp (default): linear layers with ReLU; cnn: conv 3x3 32,\n"
           "                      batch norm, ReLU, max-pool 2, conv 3x3 64, batch norm,\n"
           "                      ReLU, max-pool 2, linear 3136-128, ReLU, dropout 0.25,\n"
-          "                      linear 128-10 (tested in eval mode)\n"
+          "                      linear 128-10 (tested in eval mode); gpt: a character-level\n"
+          "                      transformer on Debian's fortunes (its options:\n"
+          "                      --model gpt --help)\n"
           "  --hidden N          mlp hidden layer width (default 512)\n"
           "  --layers N          mlp hidden layers (default 2: 784-512-512-10)\n"
           "  --batch N           batch size (default 128; the last partial batch of an\n"
@@ -306,7 +308,17 @@ static void progress_show(progress *pg, int64_t epoch, int64_t epochs, int64_t s
   fflush(stdout);
 }
 
+/* Whether the command line asks for --model gpt (train_gpt.c runs it). */
+static bool wants_gpt(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--model=gpt")) return true;
+    if (!strcmp(argv[i], "--model") && i + 1 < argc && !strcmp(argv[i + 1], "gpt")) return true;
+  }
+  return false;
+}
+
 int main(int argc, char **argv) {
+  if (wants_gpt(argc, argv)) return train_gpt_main(argc, argv);
   options o;
   int prc = parse_args(argc, argv, &o);
   if (prc) return prc > 0 ? 0 : 2;

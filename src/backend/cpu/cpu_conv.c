@@ -50,6 +50,7 @@ enum { FWD, BWD_DATA, BWD_WEIGHT };
 /* A problem, all int64 so that it compares with memcmp (the cache key). */
 typedef struct geom {
   int64_t kind, n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, g;
+  int64_t bias; /* FWD of CONV2D_BIAS: the primitive adds operand 2, [O], to each channel */
 } geom;
 
 /* ---- checking the instruction ------------------------------------------------------------- */
@@ -75,7 +76,8 @@ static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) 
 /* The problem of a conv instruction, when everything about it agrees. */
 static bool read_geom(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in, int kind,
                       geom *g) {
-  if (!ins || !out || !in || ins->nattrs != 7 || !ins->attrs || ins->noperands != 2 ||
+  bool bias = kind == FWD && ins && ins->op == LT_OP_CONV2D_BIAS;
+  if (!ins || !out || !in || ins->nattrs != 7 || !ins->attrs || ins->noperands != (bias ? 3 : 2) ||
       ins->dtype != LT_F32 || ins->ndim != 4)
     return false;
   int64_t a[3][4];
@@ -104,7 +106,11 @@ static bool read_geom(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in,
               .pw = at[3],
               .dh = at[4],
               .dw = at[5],
-              .g = at[6]};
+              .g = at[6],
+              .bias = bias};
+  if (bias && (!in[2] || in[2]->dtype != LT_F32 || in[2]->ndim != 1 || in[2]->shape[0] != g->o ||
+               in[2]->numel != g->o || (g->o && !in[2]->data)))
+    return false;
   return y[0] == g->n && y[1] == g->o && g->c % g->g == 0 && g->o % g->g == 0 &&
          wt[1] * g->g == g->c && g->kh >= 1 && g->kw >= 1 &&
          out_size(g->h, g->kh, g->sh, g->ph, g->dh) == g->oh &&
@@ -133,6 +139,7 @@ typedef struct conv_prim {
   dnnl_primitive_t prim, reorder[3];
   int arg[3];
   dnnl_memory_desc_t user_md[3], md[3], scratch_md[4]; /* [0] the conv's, [1 + i] reorder i's */
+  dnnl_memory_desc_t bias_md;                          /* plain [O], read where it is (key.bias) */
   size_t tmp[3], scratch; /* bytes of the reordered copies; the largest scratchpad */
 } conv_prim;
 
@@ -196,8 +203,10 @@ static conv_prim *prim_create(const geom *k) {
   const dnnl_dim_t *wdims = grouped ? wd : wd + 1;
   int wnd = grouped ? 5 : 4;
   dnnl_format_tag_t wtag = grouped ? dnnl_goihw : dnnl_oihw;
-  dnnl_memory_desc_t x, y, w, xa, ya, wa;
+  dnnl_memory_desc_t x, y, w, xa, ya, wa, b;
+  dnnl_dims_t bd = {k->o};
   bool ok =
+      (!k->bias || dnnl_memory_desc_init_by_tag(&b, 1, bd, dnnl_f32, dnnl_a) == dnnl_success) &&
       dnnl_memory_desc_init_by_tag(&x, 4, xd, dnnl_f32, dnnl_nchw) == dnnl_success &&
       dnnl_memory_desc_init_by_tag(&y, 4, yd, dnnl_f32, dnnl_nchw) == dnnl_success &&
       dnnl_memory_desc_init_by_tag(&w, wnd, wdims, dnnl_f32, wtag) == dnnl_success &&
@@ -222,8 +231,9 @@ static conv_prim *prim_create(const geom *k) {
     dnnl_status_t s;
     if (k->kind == FWD) {
       s = dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference,
-                                                     dnnl_convolution_direct, &xa, &wa, NULL, &ya,
-                                                     st, dil, pl, pr);
+                                                     dnnl_convolution_direct, &xa, &wa,
+                                                     k->bias ? &b : NULL, &ya, st, dil, pl, pr);
+      if (k->bias) p->bias_md = b;
       p->arg[0] = DNNL_ARG_SRC, p->arg[1] = DNNL_ARG_WEIGHTS, p->arg[2] = DNNL_ARG_DST;
       p->user_md[0] = x, p->user_md[1] = w, p->user_md[2] = y;
     } else if (k->kind == BWD_DATA) {
@@ -346,8 +356,9 @@ static bool add_mem(dnnl_exec_arg_t *args, int *n, int arg, const dnnl_memory_de
   return true;
 }
 
-/* One run of p: result = conv(a, b), on the calling thread. */
-static int prim_run(const conv_prim *p, const float *a, const float *b, float *res) {
+/* One run of p: result = conv(a, b) (+ bias), on the calling thread. */
+static int prim_run(const conv_prim *p, const float *a, const float *b, const float *bias,
+                    float *res) {
   cpu_gemm_one_thread();
   void *user[3] = {(void *)a, (void *)b, res};
   size_t total = p->scratch + p->tmp[0] + p->tmp[1] + p->tmp[2];
@@ -358,13 +369,15 @@ static int prim_run(const conv_prim *p, const float *a, const float *b, float *r
   tmp[1] = tmp[0] + p->tmp[0];
   tmp[2] = tmp[1] + p->tmp[1];
   dnnl_stream_t stream = NULL;
-  dnnl_memory_t keep[12];
+  dnnl_memory_t keep[13];
   int nkeep = 0;
   bool ok = dnnl_stream_create(&stream, g_engine, dnnl_stream_default_flags) == dnnl_success;
-  dnnl_exec_arg_t cargs[4];
+  dnnl_exec_arg_t cargs[5];
   int nc = 0;
   if (ok && p->scratch_md[0].ndims)
     ok = add_mem(cargs, &nc, DNNL_ARG_SCRATCHPAD, &p->scratch_md[0], scratch, keep, &nkeep);
+  if (ok && p->key.bias)
+    ok = add_mem(cargs, &nc, DNNL_ARG_BIAS, &p->bias_md, (void *)bias, keep, &nkeep);
   for (int i = 0; ok && i < 3; i++) {
     void *data = p->reorder[i] ? tmp[i] : user[i];
     ok = add_mem(cargs, &nc, p->arg[i], &p->md[i], data, keep, &nkeep);
@@ -400,7 +413,7 @@ typedef struct slice_job {
   const geom *g;
   conv_prim *prim[2];
   int64_t base, rem;
-  const float *a, *b;
+  const float *a, *b, *bias;
   float *res, *partial; /* partial: backward-weights' slices 1.. */
   atomic_int rc;
 } slice_job;
@@ -415,11 +428,12 @@ static void slice_part(void **ctx, int64_t lo, int64_t hi) {
     const conv_prim *p = j->prim[i < j->rem ? 0 : 1];
     int rc;
     if (g->kind == FWD)
-      rc = prim_run(p, j->a + n0 * xs, j->b, j->res + n0 * ys);
+      rc = prim_run(p, j->a + n0 * xs, j->b, j->bias, j->res + n0 * ys);
     else if (g->kind == BWD_DATA)
-      rc = prim_run(p, j->a + n0 * ys, j->b, j->res + n0 * xs);
+      rc = prim_run(p, j->a + n0 * ys, j->b, NULL, j->res + n0 * xs);
     else
-      rc = prim_run(p, j->a + n0 * xs, j->b + n0 * ys, i == 0 ? j->res : j->partial + (i - 1) * ws);
+      rc = prim_run(p, j->a + n0 * xs, j->b + n0 * ys, NULL,
+                    i == 0 ? j->res : j->partial + (i - 1) * ws);
     if (rc != LT_OK) atomic_store(&j->rc, rc);
   }
 }
@@ -432,7 +446,10 @@ static int conv_run(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in, i
   cpu_gemm_one_thread();
   if (out->numel == 0) return LT_OK;
   if (in[0]->numel == 0 || in[1]->numel == 0) { /* an empty sum (or all padding) */
-    memset(out->data, 0, (size_t)out->numel * sizeof(float));
+    float *y = out->data;
+    const float *bias = g.bias ? in[2]->data : NULL;
+    int64_t plane = g.oh * g.ow; /* kind FWD when bias: y is [N, O, OH, OW] */
+    for (int64_t e = 0; e < out->numel; e++) y[e] = bias ? bias[e / plane % g.o] : 0.0f;
     return LT_OK;
   }
   int64_t macs = g.n * g.o * g.oh * g.ow; /* < 2^62: each factor < 2^31 and numel fits */
@@ -462,6 +479,7 @@ static int conv_run(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in, i
                  .rem = g.n % ns,
                  .a = in[0]->data,
                  .b = in[1]->data,
+                 .bias = g.bias ? in[2]->data : NULL,
                  .res = out->data};
   atomic_init(&j.rc, LT_OK);
   geom k = g;

@@ -151,11 +151,16 @@ static irv scale_narrow(cpu_ir *ir, irv y, irv t) {
   return OP("bitcast i32 %s to float", b.s);
 }
 
-/* exp: below -104 the result rounds to 0, above 89 to inf. */
+/* exp: below -104 the result rounds to 0, above 89 to inf. Below -104 the
+ * polynomial runs on 0 instead and 0 is selected: the clamped -104 made a
+ * product underflow in every lane of a masked (-inf) score, and x86 takes a
+ * slow microcode path for each (a causal softmax ran 2-3x slower). */
 irv ir_expf(cpu_ir *ir, irv x) {
   irv xc = clamp_keep_nan(ir, x, -104.0, 89.0);
+  irv low = OP("fcmp olt float %s, %s", x.s, ir_f32(-104.0).s);
+  xc = fsel(ir, low, ir_f32(0.0), xc);
   exp_red e = exp_reduce(ir, xc, true);
-  return scale_wide(ir, exp_poly(ir, e.r), e.t);
+  return fsel(ir, low, ir_f32(0.0), scale_wide(ir, exp_poly(ir, e.r), e.t));
 }
 
 /* log: x = 2^e m with m in [sqrt(1/2), sqrt 2) read off the bits (x's bits

@@ -8,7 +8,10 @@
  * only compared. Planes (n, c) are split over the pool. The common 2x2
  * stride-2 window without padding or dilation has its own loop. */
 #include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cpu.h"
 #include "cpu_conv.h"
@@ -25,9 +28,46 @@ typedef struct pool_job {
   bool f64;
 } pool_job;
 
+/* The 2x2 windows of one output row, n of them, whose top-left corners are
+ * r0[2 i] (r1 is the row below, base the index of r0[0] in the plane). f32
+ * runs four windows at a time in vector lanes, choosing by masks instead of
+ * branches: which of four neighbours is largest is data (near random for a
+ * trained activation), and the mispredicted branches cost more than the
+ * loop's memory traffic. The rule is the scalar one, lane by lane: a NaN
+ * compares unequal to itself. */
+typedef float v4f __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+
+static inline v4i pick_i(v4i m, v4i v, v4i o) { return (v & m) | (o & ~m); }
+
+static int64_t quad_row_f32(const float *r0, const float *r1, int64_t *y, int64_t n, int64_t base,
+                            int64_t W) {
+  int64_t i = 0;
+  if (W > INT32_MAX - 1) return 0;
+  const v4i one = {1, 1, 1, 1}, down = one * (int32_t)W, diag = down + one;
+  for (; i < n && n >= 4; i += 4) {
+    if (i + 4 > n) i = n - 4; /* the last four again: rewriting a window is harmless */
+    const float *p = r0 + 2 * i, *q = r1 + 2 * i;
+    v4f a0 = {p[0], p[2], p[4], p[6]}, a1 = {p[1], p[3], p[5], p[7]};
+    v4f b0 = {q[0], q[2], q[4], q[6]}, b1 = {q[1], q[3], q[5], q[7]};
+    v4f best = a0;
+    v4i off = {0, 0, 0, 0};
+    v4i t = (a1 > best) | (a1 != a1);
+    best = (v4f)pick_i(t, (v4i)a1, (v4i)best);
+    off = pick_i(t, one, off);
+    t = (b0 > best) | (b0 != b0);
+    best = (v4f)pick_i(t, (v4i)b0, (v4i)best);
+    off = pick_i(t, down, off);
+    t = (b1 > best) | (b1 != b1);
+    off = pick_i(t, diag, off);
+    for (int k = 0; k < 4; k++) y[i + k] = base + 2 * (i + k) + off[k];
+  }
+  return n >= 4 ? n : 0;
+}
+
 /* One plane of dtype T: the general window loop, or the 2x2 one where the
  * whole window is real (a ceil-mode last row or column is not). */
-#define POOL_PLANE(NAME, T)                                                                 \
+#define POOL_PLANE(NAME, T, QUAD)                                                           \
   static void NAME(const pool_job *j, const T *x, int64_t *y) {                             \
     int64_t W = j->w;                                                                       \
     for (int64_t oh = 0; oh < j->oh; oh++) {                                                \
@@ -35,7 +75,10 @@ typedef struct pool_job {
       int64_t *yr = y + oh * j->ow;                                                         \
       if (j->quad && he - hf == 2) {                                                        \
         const T *r0 = x + hf * W, *r1 = r0 + W;                                             \
-        for (; ow < j->ow && j->wend[ow] - j->wfirst[ow] == 2; ow++) {                      \
+        int64_t nq = j->ow; /* windows wholly inside: all but a ceil-mode last */           \
+        while (nq > 0 && j->wend[nq - 1] - j->wfirst[nq - 1] != 2) nq--;                    \
+        ow = QUAD(r0, r1, yr, nq, hf * W, W);                                               \
+        for (; ow < nq; ow++) {                                                             \
           int64_t c = 2 * ow, idx = hf * W + c;                                             \
           T best = r0[c];                                                                   \
           if (r0[c + 1] > best || isnan(r0[c + 1])) best = r0[c + 1], idx = hf * W + c + 1; \
@@ -56,8 +99,10 @@ typedef struct pool_job {
       }                                                                                     \
     }                                                                                       \
   }
-POOL_PLANE(plane_f32, float)
-POOL_PLANE(plane_f64, double)
+/* f64 keeps the scalar 2x2 loop (no model of ours pools in f64) */
+#define NO_QUAD(r0, r1, y, n, base, W) 0
+POOL_PLANE(plane_f32, float, quad_row_f32)
+POOL_PLANE(plane_f64, double, NO_QUAD)
 
 static void pool_chunk(void **slots, int64_t lo, int64_t hi) {
   const pool_job *j = slots[0];
@@ -150,4 +195,145 @@ int cpu_max_pool2d_argmax(const lt_instr *ins, lt_buffer *out, lt_buffer *const 
   }
   free(r);
   return rc;
+}
+
+/* ---- POOL_GATHER and POOL_SCATTER_ADD ------------------------------------------------------ */
+
+/* A plane gather or scatter: big [N, C, H, W] (the gather's operand, the
+ * scatter's result), idx i64 and small of one shape [N, C, ...] (the
+ * gather's result, the scatter's operand). */
+typedef struct plane_job {
+  const int64_t *idx;
+  const void *src;
+  void *dst;
+  int64_t hw, per; /* a big plane's elements; a small plane's */
+  bool f64;
+  atomic_int bad; /* an index outside its plane: declined (ref reports it) */
+} plane_job;
+
+static bool plane_shapes(const lt_instr *ins, const lt_buffer *big, const lt_buffer *idx,
+                         const lt_buffer *small, lt_buffer *out, plane_job *j) {
+  if (!ins || !out || !big || !idx || !small || ins->noperands != 2 || ins->nattrs != 0 ||
+      big->ndim != 4 || idx->ndim < 2 || idx->ndim != small->ndim || idx->dtype != LT_I64 ||
+      (big->dtype != LT_F32 && big->dtype != LT_F64) || small->dtype != big->dtype ||
+      ins->dtype != out->dtype || ins->ndim != out->ndim)
+    return false;
+  for (int d = 0; d < out->ndim; d++)
+    if (ins->shape[d] != out->shape[d]) return false;
+  int64_t bn = 1, sn = 1;
+  for (int d = 0; d < 4; d++)
+    if (big->shape[d] < 0 || __builtin_mul_overflow(bn, big->shape[d], &bn)) return false;
+  for (int d = 0; d < idx->ndim; d++)
+    if (idx->shape[d] != small->shape[d] || idx->shape[d] < 0 ||
+        __builtin_mul_overflow(sn, idx->shape[d], &sn))
+      return false;
+  if (bn != big->numel || sn != idx->numel || sn != small->numel ||
+      idx->shape[0] != big->shape[0] || idx->shape[1] != big->shape[1] || (bn && !big->data) ||
+      (sn && (!idx->data || !small->data)))
+    return false;
+  int64_t planes = big->shape[0] * big->shape[1];
+  *j = (plane_job){.idx = idx->data,
+                   .hw = big->shape[2] * big->shape[3],
+                   .per = planes ? sn / planes : 0,
+                   .f64 = big->dtype == LT_F64};
+  atomic_init(&j->bad, 0);
+  return true;
+}
+
+#define GATHER_PLANES(NAME, T)                             \
+  static void NAME(void **slots, int64_t lo, int64_t hi) { \
+    plane_job *j = slots[0];                               \
+    for (int64_t q = lo; q < hi; q++) {                    \
+      const T *x = (const T *)j->src + q * j->hw;          \
+      const int64_t *k = j->idx + q * j->per;              \
+      T *y = (T *)j->dst + q * j->per;                     \
+      uint64_t out_of_plane = 0;                           \
+      for (int64_t i = 0; i < j->per; i++) {               \
+        uint64_t e = (uint64_t)k[i];                       \
+        out_of_plane |= e >= (uint64_t)j->hw;              \
+        y[i] = x[e < (uint64_t)j->hw ? e : 0];             \
+      }                                                    \
+      if (out_of_plane) atomic_store(&j->bad, 1);          \
+    }                                                      \
+  }
+GATHER_PLANES(gather_f32, float)
+GATHER_PLANES(gather_f64, double)
+
+int cpu_pool_gather(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+  plane_job j;
+  if (!in || !plane_shapes(ins, in[0], in ? in[1] : NULL, out, out, &j)) return DECLINE;
+  if (out->numel == 0) return LT_OK;
+  if (j.hw == 0) return DECLINE; /* every index is out of its (empty) plane */
+  j.src = in[0]->data;
+  j.dst = out->data;
+  void *slots[1] = {&j};
+  cpu_pool_run(j.f64 ? gather_f64 : gather_f32, slots, in[0]->shape[0] * in[0]->shape[1], j.per);
+  return atomic_load(&j.bad) ? DECLINE : LT_OK;
+}
+
+/* f32: each plane's values are stored straight into the zeroed plane (0 + g,
+ * as ref's double sum rounds a single term) while a mark per element notes a
+ * second hit; a plane with one (overlapping windows) is redone with double
+ * sums rounded once, so the result is ref's either way. f64 sums in the
+ * plane itself, in ref's order. */
+static void scatter_planes(void **slots, int64_t lo, int64_t hi) {
+  plane_job *j = slots[0];
+  uint8_t *mark = NULL;
+  double *acc = NULL;
+  if (!j->f64 && !(mark = malloc((size_t)j->hw))) {
+    atomic_store(&j->bad, 1);
+    return;
+  }
+  for (int64_t q = lo; q < hi; q++) {
+    const int64_t *k = j->idx + q * j->per;
+    uint64_t hw = (uint64_t)j->hw, out_of_plane = 0;
+    if (j->f64) {
+      const double *g = (const double *)j->src + q * j->per;
+      double *y = (double *)j->dst + q * j->hw;
+      memset(y, 0, (size_t)j->hw * sizeof *y);
+      for (int64_t i = 0; i < j->per; i++) {
+        uint64_t e = (uint64_t)k[i];
+        out_of_plane |= e >= hw;
+        y[e < hw ? e : 0] += e < hw ? g[i] : 0.0;
+      }
+    } else {
+      const float *g = (const float *)j->src + q * j->per;
+      float *y = (float *)j->dst + q * j->hw;
+      memset(y, 0, (size_t)j->hw * sizeof *y);
+      memset(mark, 0, (size_t)j->hw);
+      uint8_t again = 0;
+      for (int64_t i = 0; i < j->per; i++) {
+        uint64_t e = (uint64_t)k[i];
+        out_of_plane |= e >= hw;
+        e = e < hw ? e : 0;
+        again |= mark[e];
+        mark[e] = 1;
+        y[e] = 0.0f + g[i];
+      }
+      if (again && !out_of_plane) {
+        if (!acc && !(acc = malloc((size_t)j->hw * sizeof *acc))) {
+          atomic_store(&j->bad, 1);
+          break;
+        }
+        memset(acc, 0, (size_t)j->hw * sizeof *acc);
+        for (int64_t i = 0; i < j->per; i++) acc[k[i]] += g[i];
+        for (int64_t e = 0; e < j->hw; e++) y[e] = (float)acc[e];
+      }
+    }
+    if (out_of_plane) atomic_store(&j->bad, 1);
+  }
+  free(mark);
+  free(acc);
+}
+
+int cpu_pool_scatter_add(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+  plane_job j;
+  if (!in || !plane_shapes(ins, out, in[1], in[0], out, &j)) return DECLINE;
+  if (out->numel == 0) return LT_OK;
+  if (j.hw == 0 || (j.per && !in[0]->data)) return DECLINE;
+  j.src = in[0]->data;
+  j.dst = out->data;
+  void *slots[1] = {&j};
+  cpu_pool_run(scatter_planes, slots, out->shape[0] * out->shape[1], j.hw + j.per);
+  return atomic_load(&j.bad) ? DECLINE : LT_OK;
 }

@@ -31,6 +31,7 @@
 #include "../../core/lt_philox.h"
 #include "../../core/lt_shape.h"
 #include "cpu.h"
+#include "cpu_attention.h"
 #include "cpu_conv.h"
 
 #define DECLINE CPU_NATIVE_DECLINED
@@ -1295,6 +1296,7 @@ cpu_native_fn cpu_native_find(int op, int dtype, int in_dtype) {
   /* convolutions through oneDNN (f32 only: f64 takes the fallback); not
    * byte-equal to ref, as GEMM (cpu_conv.h) */
   case LT_OP_CONV2D:
+  case LT_OP_CONV2D_BIAS:
     return dtype == LT_F32 && same ? cpu_conv2d_fwd : NULL;
   case LT_OP_CONV2D_GRAD_INPUT:
     return dtype == LT_F32 && same ? cpu_conv2d_bwd_data : NULL;
@@ -1303,6 +1305,13 @@ cpu_native_fn cpu_native_find(int op, int dtype, int in_dtype) {
   case LT_OP_MAX_POOL2D_ARGMAX:
     return dtype == LT_I64 && (in_dtype == LT_F32 || in_dtype == LT_F64) ? cpu_max_pool2d_argmax
                                                                          : NULL;
+  /* blocked online softmax (f32 only: f64 takes the fallback); within f32
+   * rounding of ref, as GEMM (cpu_attention.h) */
+  case LT_OP_ATTENTION:
+    return dtype == LT_F32 && same ? cpu_attention : NULL;
+  case LT_OP_POOL_GATHER:
+  case LT_OP_POOL_SCATTER_ADD:
+    return same && fl ? (op == LT_OP_POOL_GATHER ? cpu_pool_gather : cpu_pool_scatter_add) : NULL;
   case LT_OP_ALL_REDUCE:
   case LT_OP_ALL_GATHER:
   case LT_OP_REDUCE_SCATTER:

@@ -1,4 +1,5 @@
-/* ref kernels of the CONV family (NCHW): LT_OP_CONV2D, LT_OP_CONV2D_GRAD_INPUT,
+/* ref kernels of the CONV family (NCHW): LT_OP_CONV2D (and CONV2D_BIAS), LT_OP_CONV2D_GRAD_INPUT,
+ * LT_OP_POOL_GATHER, LT_OP_POOL_SCATTER_ADD,
  * LT_OP_CONV2D_GRAD_WEIGHT and LT_OP_MAX_POOL2D_ARGMAX.
  *
  * Every output element is computed on its own as a sum over the input
@@ -12,6 +13,7 @@
  * read. */
 #include <math.h>
 
+#include "../../core/lt_alloc.h"
 #include "../../core/lt_error.h"
 #include "ref.h"
 
@@ -60,7 +62,9 @@ typedef struct conv_plan {
  * output_padding), whose extra positions no window reaches. */
 static int plan_conv(const lt_instr *ins, const lt_buffer *x, const lt_buffer *y,
                      const lt_buffer *w, conv_plan *p) {
-  if (ins->noperands != 2 || ins->nattrs != 7) return bad(ins, "needs 2 operands and 7 attrs");
+  int nops = ins->op == LT_OP_CONV2D_BIAS ? 3 : 2;
+  if ((int)ins->noperands != nops || ins->nattrs != 7)
+    return bad(ins, nops == 3 ? "needs 3 operands and 7 attrs" : "needs 2 operands and 7 attrs");
   if (!rank4(x) || !rank4(y) || !rank4(w)) return bad(ins, "operands must have rank 4");
   if (!ref_is_float(x->dtype) || x->dtype != y->dtype || x->dtype != w->dtype)
     return bad(ins, "operands must share one float dtype");
@@ -79,7 +83,7 @@ static int plan_conv(const lt_instr *ins, const lt_buffer *x, const lt_buffer *y
   if (w->shape[0] != p->o || w->shape[1] != p->cg) return bad(ins, "weight shape");
   int64_t wh = windows(&p->h), ww = windows(&p->w);
   if (wh < 0 || ww < 0) return bad(ins, "attributes out of range");
-  bool exact = ins->op == LT_OP_CONV2D;
+  bool exact = ins->op == LT_OP_CONV2D || ins->op == LT_OP_CONV2D_BIAS;
   if (exact ? (p->h.out != wh || p->w.out != ww) : (p->h.out > wh || p->w.out > ww))
     return bad(ins, "output size does not follow from the input and the attrs");
   return LT_OK;
@@ -89,11 +93,15 @@ static inline int64_t at4(const lt_buffer *b, int64_t i0, int64_t i1, int64_t i2
   return ((i0 * b->shape[1] + i1) * b->shape[2] + i2) * b->shape[3] + i3;
 }
 
+/* CONV2D, and CONV2D_BIAS: the same sum plus bias[o] (in[2], [O]). */
 static int conv2d(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   const lt_buffer *x = in[0], *w = in[1];
   conv_plan p;
   int rc = plan_conv(ins, x, out, w, &p);
   if (rc != LT_OK) return rc;
+  const lt_buffer *bias = ins->op == LT_OP_CONV2D_BIAS ? in[2] : NULL;
+  if (bias && (bias->ndim != 1 || bias->shape[0] != p.o || bias->dtype != x->dtype))
+    return bad(ins, "bias must be [O] of the input's dtype");
   for (int64_t n = 0; n < p.n; n++)
     for (int64_t o = 0; o < p.o; o++) {
       int64_t c0 = o / p.og * p.cg;
@@ -110,6 +118,7 @@ static int conv2d(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
                 acc += ref_getf(x, at4(x, n, c0 + c, h, v)) * ref_getf(w, at4(w, o, c, i, j));
               }
             }
+          if (bias) acc += ref_getf(bias, o);
           ref_setf(out, at4(out, n, o, a, b), acc);
         }
     }
@@ -234,9 +243,69 @@ static int max_pool_argmax(const lt_instr *ins, lt_buffer *out, lt_buffer *const
   return LT_OK;
 }
 
+/* ---- a plane's values at flat indices, and back ------------------------------------------ */
+
+/* The planes of a pool gather / scatter: big [N, C, H, W] (the gather's
+ * operand, the scatter's result), idx [N, C, ...] (i64, in [0, H W)), small
+ * (idx's shape: the gather's result, the scatter's operand). */
+static int plan_planes(const lt_instr *ins, const lt_buffer *big, const lt_buffer *idx,
+                       const lt_buffer *small, int64_t *planes, int64_t *hw, int64_t *per) {
+  if (ins->noperands != 2 || ins->nattrs != 0) return bad(ins, "needs 2 operands and no attrs");
+  if (!rank4(big) || idx->ndim < 2 || idx->ndim != small->ndim)
+    return bad(ins, "needs a rank-4 plane tensor and an index of its [N, C, ...]");
+  if (!ref_is_float(big->dtype) || big->dtype != small->dtype || idx->dtype != LT_I64)
+    return bad(ins, "needs float values and i64 indices");
+  for (int d = 0; d < idx->ndim; d++)
+    if (idx->shape[d] != small->shape[d]) return bad(ins, "index and values differ in shape");
+  if (idx->shape[0] != big->shape[0] || idx->shape[1] != big->shape[1])
+    return bad(ins, "batch or channel counts differ");
+  *planes = big->shape[0] * big->shape[1];
+  *hw = big->shape[2] * big->shape[3];
+  *per = *planes ? idx->numel / *planes : 0;
+  return LT_OK;
+}
+
+static int pool_gather(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+  int64_t planes, hw, per;
+  int rc = plan_planes(ins, in[0], in[1], out, &planes, &hw, &per);
+  if (rc != LT_OK) return rc;
+  for (int64_t q = 0; q < planes; q++)
+    for (int64_t i = 0; i < per; i++) {
+      int64_t k = ref_geti(in[1], q * per + i);
+      if (k < 0 || k >= hw) return bad(ins, "index out of its plane");
+      ref_setf(out, q * per + i, ref_getf(in[0], q * hw + k));
+    }
+  return LT_OK;
+}
+
+/* Each plane's sums in double, in index order, rounded once (as SCATTER_ADD). */
+static int pool_scatter_add(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+  int64_t planes, hw, per;
+  int rc = plan_planes(ins, out, in[1], in[0], &planes, &hw, &per);
+  if (rc != LT_OK) return rc;
+  size_t bytes = (size_t)(hw > 0 ? hw : 1) * sizeof(double);
+  double *acc = lt__malloc(bytes);
+  if (!acc) return lt__err(LT_ENOMEM, "pool_scatter_add: out of memory");
+  for (int64_t q = 0; q < planes && rc == LT_OK; q++) {
+    for (int64_t k = 0; k < hw; k++) acc[k] = 0;
+    for (int64_t i = 0; i < per; i++) {
+      int64_t k = ref_geti(in[1], q * per + i);
+      if (k < 0 || k >= hw) {
+        rc = bad(ins, "index out of its plane");
+        break;
+      }
+      acc[k] += ref_getf(in[0], q * per + i);
+    }
+    for (int64_t k = 0; k < hw; k++) ref_setf(out, q * hw + k, acc[k]);
+  }
+  lt__free(acc, bytes);
+  return rc;
+}
+
 int ref_conv(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   switch (ins->op) {
   case LT_OP_CONV2D:
+  case LT_OP_CONV2D_BIAS:
     return conv2d(ins, out, in);
   case LT_OP_CONV2D_GRAD_INPUT:
     return grad_input(ins, out, in);
@@ -244,6 +313,10 @@ int ref_conv(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
     return grad_weight(ins, out, in);
   case LT_OP_MAX_POOL2D_ARGMAX:
     return max_pool_argmax(ins, out, in);
+  case LT_OP_POOL_GATHER:
+    return pool_gather(ins, out, in);
+  case LT_OP_POOL_SCATTER_ADD:
+    return pool_scatter_add(ins, out, in);
   default:
     return lt__err(LT_EEXEC, "conv: op %d is not a convolution or pooling op", ins->op);
   }

@@ -1,0 +1,374 @@
+/* lazytensor-train --model gpt: a character-level GPT (model_gpt.c) on the
+ * text of Debian's fortunes package (lt_nn_text_load), with the recipe of
+ * issue #15 (AdamW 1e-3, betas 0.9/0.999, weight decay 0.1 on the weight
+ * matrices, clipping at global norm 1, 100 warm-up steps then a cosine to
+ * a tenth, batch 32 random windows of 65 characters). bench/train_gpt_torch.py
+ * is the PyTorch peer of the same run.
+ *
+ * Graphs of a run, each compiled once: (1) the parameters' init, (2) the
+ * training step (the rate is data), (3) the evaluation forward (fixed
+ * windows in chunks of one shape), (4) the generation step (a fixed-shape
+ * window; the position to read and the temperature are data). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
+#include "lazytensor.h"
+#include "lazytensor_nn.h"
+#include "model.h"
+
+typedef struct gpt_options {
+  int64_t steps, batch, warmup, eval_every, eval_windows, generate, log_every;
+  gpt_config c;
+  double lr, weight_decay, clip, temperature;
+  uint64_t seed;
+  bool keep_denormals;
+  const char *threads, *backend, *data, *prompt, *save, *cache_dir;
+} gpt_options;
+
+static void gpt_usage(FILE *f) {
+  fprintf(f,
+          "usage: lazytensor-train --model gpt [options]\n"
+          "Trains a character-level GPT on the text of Debian's fortunes package; prints the\n"
+          "training and validation loss, then --generate N sampled characters.\n"
+          "  --steps N           training steps (default 2000)\n"
+          "  --batch N           random windows per step (default 32)\n"
+          "  --lr X              peak learning rate of AdamW (default 1e-3): linear warm-up\n"
+          "                      over --warmup steps, then a half cosine down to X / 10\n"
+          "  --warmup N          warm-up steps (default 100)\n"
+          "  --weight-decay X    AdamW's decay of the weight matrices (default 0.1; biases,\n"
+          "                      norms and embeddings get none)\n"
+          "  --clip X            clip the grads' global norm to X (default 1; 0: off)\n"
+          "  --context N         tokens per window (default 64)\n"
+          "  --width N           model width (default 128)\n"
+          "  --layers N          transformer blocks (default 4)\n"
+          "  --heads N           attention heads (default 4)\n"
+          "  --seed N            seed of the device RNG (init), the windows and sampling\n"
+          "                      (default 1)\n"
+          "  --eval-every N      steps between evaluations (default 500; 0: at the end only)\n"
+          "  --eval-windows N    validation windows (default 256: the first N windows of\n"
+          "                      65 characters at stride 64 from the split's start)\n"
+          "  --log-every N       steps between progress lines (default 100)\n"
+          "  --generate N        sample N characters after training (default 0)\n"
+          "  --temperature X     sampling temperature (default 1; 0: most likely)\n"
+          "  --prompt TEXT       text the sample continues (default a newline)\n"
+          "  --threads N         sets LT_NUM_THREADS\n"
+          "  --backend ref|cpu   sets LT_BACKEND\n"
+          "  --data DIR          text directory (default " LT_NN_FORTUNES_DIR
+          ")\n"
+          "  --save FILE         write the parameters after training\n"
+          "  --cache-dir DIR     keep compiled graphs in DIR across runs\n"
+          "  --keep-denormals    do not flush denormals to zero\n"
+          "  --composite-ops     attention, tanh gelu and the embedding lookup built from\n"
+          "                      other ops (matmul, mask, softmax; the formula;\n"
+          "                      index_select) instead of the fused library ops\n");
+}
+
+static bool opt_i64(const char *s, int64_t lo, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || end == s || *end || v < lo) return false;
+  *out = v;
+  return true;
+}
+
+static bool opt_f64(const char *s, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !isfinite(v) || v < 0) return false;
+  *out = v;
+  return true;
+}
+
+/* 0 on success, 1 after --help, -1 on a bad command line. */
+static int gpt_parse(int argc, char **argv, gpt_options *o) {
+  memset(o, 0, sizeof *o);
+  o->steps = 2000;
+  o->batch = 32;
+  o->warmup = 100;
+  o->eval_every = 500;
+  o->eval_windows = 256;
+  o->log_every = 100;
+  o->c = (gpt_config){0, 64, 128, 4, 4, 4, false};
+  o->lr = 1e-3;
+  o->weight_decay = 0.1;
+  o->clip = 1.0;
+  o->temperature = 1.0;
+  o->seed = 1;
+  o->prompt = "\n";
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *val;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      gpt_usage(stdout);
+      return 1;
+    }
+    if (!strcmp(a, "--keep-denormals")) {
+      o->keep_denormals = true;
+      continue;
+    }
+    if (!strcmp(a, "--composite-ops")) {
+      o->c.composite = true;
+      continue;
+    }
+    char name[64];
+    const char *eq = strchr(a, '=');
+    if (strncmp(a, "--", 2) != 0) goto bad;
+    if (eq) {
+      snprintf(name, sizeof name, "%.*s", (int)(eq - a), a);
+      val = eq + 1;
+    } else {
+      snprintf(name, sizeof name, "%s", a);
+      if (i + 1 >= argc) {
+        fprintf(stderr, "lazytensor-train: %s needs a value (see --model gpt --help)\n", a);
+        return -1;
+      }
+      val = argv[++i];
+    }
+    bool ok = true;
+    int64_t iv = 0;
+    if (!strcmp(name, "--model"))
+      ok = !strcmp(val, "gpt");
+    else if (!strcmp(name, "--steps"))
+      ok = opt_i64(val, 0, &o->steps);
+    else if (!strcmp(name, "--batch"))
+      ok = opt_i64(val, 1, &o->batch) && o->batch <= 4096;
+    else if (!strcmp(name, "--warmup"))
+      ok = opt_i64(val, 0, &o->warmup);
+    else if (!strcmp(name, "--eval-every"))
+      ok = opt_i64(val, 0, &o->eval_every);
+    else if (!strcmp(name, "--eval-windows"))
+      ok = opt_i64(val, 1, &o->eval_windows);
+    else if (!strcmp(name, "--log-every"))
+      ok = opt_i64(val, 1, &o->log_every);
+    else if (!strcmp(name, "--generate"))
+      ok = opt_i64(val, 0, &o->generate);
+    else if (!strcmp(name, "--context"))
+      ok = opt_i64(val, 1, &o->c.context) && o->c.context <= 4096;
+    else if (!strcmp(name, "--width"))
+      ok = opt_i64(val, 1, &o->c.width);
+    else if (!strcmp(name, "--layers"))
+      ok = opt_i64(val, 0, &o->c.layers);
+    else if (!strcmp(name, "--heads"))
+      ok = opt_i64(val, 1, &o->c.heads);
+    else if (!strcmp(name, "--seed")) {
+      ok = opt_i64(val, 0, &iv);
+      o->seed = (uint64_t)iv;
+    } else if (!strcmp(name, "--lr"))
+      ok = opt_f64(val, &o->lr);
+    else if (!strcmp(name, "--weight-decay"))
+      ok = opt_f64(val, &o->weight_decay);
+    else if (!strcmp(name, "--clip"))
+      ok = opt_f64(val, &o->clip);
+    else if (!strcmp(name, "--temperature"))
+      ok = opt_f64(val, &o->temperature);
+    else if (!strcmp(name, "--prompt"))
+      o->prompt = val;
+    else if (!strcmp(name, "--threads"))
+      ok = opt_i64(val, 1, &iv) && (o->threads = val);
+    else if (!strcmp(name, "--backend"))
+      ok = (!strcmp(val, "ref") || !strcmp(val, "cpu")) && (o->backend = val);
+    else if (!strcmp(name, "--data"))
+      o->data = val;
+    else if (!strcmp(name, "--save"))
+      o->save = val;
+    else if (!strcmp(name, "--cache-dir"))
+      o->cache_dir = val;
+    else
+      goto bad;
+    if (!ok) {
+      fprintf(stderr, "lazytensor-train: bad value '%s' for %s\n", val, name);
+      return -1;
+    }
+    continue;
+  bad:
+    fprintf(stderr, "lazytensor-train: unknown option '%s' for --model gpt (see --help)\n", a);
+    return -1;
+  }
+  if (o->c.width % o->c.heads) {
+    fprintf(stderr, "lazytensor-train: --width %lld is not a multiple of --heads %lld\n",
+            (long long)o->c.width, (long long)o->c.heads);
+    return -1;
+  }
+  return 0;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static long long gpt_counter(const char *name) {
+  int64_t v = -1;
+  lt_get_counter(name, &v);
+  return (long long)v;
+}
+
+static double gpt_metric_ms(const char *name) {
+  lt_metric_stats st;
+  return lt_get_metric(name, &st) == LT_OK ? st.total / 1e6 : 0.0;
+}
+
+static int gpt_fail(const char *what) {
+  fflush(stdout);
+  const char *e = lt_last_error();
+  fprintf(stderr, "lazytensor-train: %s: %s\n", what, *e ? e : "failed (see above)");
+  return 1;
+}
+
+int train_gpt_main(int argc, char **argv) {
+  gpt_options o;
+  int prc = gpt_parse(argc, argv, &o);
+  if (prc) return prc > 0 ? 0 : 2;
+#if defined(__SSE__)
+  if (!o.keep_denormals) _mm_setcsr(_mm_getcsr() | 0x8040); /* FTZ | DAZ, as train.c */
+#endif
+  if (o.threads) setenv("LT_NUM_THREADS", o.threads, 1);
+  if (o.backend) setenv("LT_BACKEND", o.backend, 1);
+  if (o.cache_dir && lt_set_persistent_cache(o.cache_dir, false) != LT_OK)
+    return gpt_fail("--cache-dir");
+  lt_device dev = lt_cpu(0);
+  lt_set_seed(dev, o.seed);
+  lt_nn_text text;
+  if (lt_nn_text_load(o.data, &text) != LT_OK) return gpt_fail("corpus");
+  o.c.vocab = text.vocab_size;
+  gpt_trainer tr;
+  int status = 1;
+  lt_tensor *acc = NULL, *prev = NULL;
+  if (gpt_trainer_init(&tr, dev, &text, &o.c, o.batch, o.lr, o.weight_decay, o.clip, o.seed) !=
+      LT_OK) {
+    lt_nn_text_free(&text);
+    return gpt_fail("model");
+  }
+  const char *be = getenv("LT_BACKEND");
+  printf("lazytensor-train: %lld characters from %d files (%lld train, %lld validation), ",
+         (long long)text.n, text.files, (long long)text.n_train,
+         (long long)(text.n - text.n_train));
+  tr.m.describe(&tr.m, stdout);
+  printf(
+      ", adamw lr %g (warm-up %lld, cosine to %g), weight decay %g, clip %g, batch %lld, %lld "
+      "steps, backend %s, threads %s\n",
+      o.lr, (long long)o.warmup, o.lr / 10, o.weight_decay, o.clip, (long long)o.batch,
+      (long long)o.steps, be && *be ? be : "default",
+      getenv("LT_NUM_THREADS") ? getenv("LT_NUM_THREADS") : "default");
+  double zero = 0;
+  acc = lt_from_data(dev, LT_F64, NULL, 0, &zero);
+  /* Graph 1: the parameters' init (and the uploads). */
+  if (!acc || lt_mark_step(dev) != LT_OK || lt_wait_device_ops(dev) != LT_OK) {
+    gpt_fail("init");
+    goto out;
+  }
+  double t0 = now_s(), last_t = t0, last_sum = 0, train_s = 0, val = NAN, trn = NAN;
+  int64_t last_step = 0;
+  for (int64_t s = 0; s < o.steps; s++) {
+    if (gpt_trainer_set_lr(&tr, gpt_lr_at(o.lr, s, o.steps, o.warmup)) != LT_OK) {
+      gpt_fail("learning rate");
+      goto out;
+    }
+    lt_scope_begin();
+    lt_tensor *loss = gpt_trainer_step(&tr);
+    lt_tensor *next = loss ? lt_add(acc, lt_cast(loss, LT_F64)) : NULL;
+    if (next) lt_retain(next);
+    lt_scope_end();
+    if (!next) {
+      gpt_fail("training step");
+      goto out;
+    }
+    lt_release(prev);
+    prev = acc;
+    acc = next;
+    if (lt_mark_step(dev) != LT_OK) {
+      gpt_fail("training step (mark_step)");
+      goto out;
+    }
+    bool log = (s + 1) % o.log_every == 0 || s + 1 == o.steps;
+    bool eval = o.eval_every && (s + 1) % o.eval_every == 0 && s + 1 < o.steps;
+    if (!log && !eval) continue;
+    /* the running sum through this step (waits for it) */
+    double sum;
+    if (lt_item(acc, 0, &sum) != LT_OK) {
+      gpt_fail("reading the loss");
+      goto out;
+    }
+    double t = now_s();
+    printf("step %lld/%lld  lr %.2e  train loss %.4f  %.2f steps/s\n", (long long)(s + 1),
+           (long long)o.steps, gpt_lr_at(o.lr, s, o.steps, o.warmup),
+           (sum - last_sum) / (double)(s + 1 - last_step),
+           (double)(s + 1 - last_step) / (t - last_t));
+    last_sum = sum;
+    last_step = s + 1;
+    if (eval) {
+      if (gpt_evaluate(&tr, true, o.eval_windows, &val) != LT_OK) {
+        gpt_fail("evaluation");
+        goto out;
+      }
+      printf("step %lld/%lld  validation loss %.4f\n", (long long)(s + 1), (long long)o.steps, val);
+    }
+    fflush(stdout);
+    last_t = now_s(); /* the evaluation is not training */
+    train_s += t - t0;
+    t0 = last_t;
+  }
+  if (lt_wait_device_ops(dev) != LT_OK) {
+    gpt_fail("training step");
+    goto out;
+  }
+  train_s += now_s() - t0;
+  if (gpt_evaluate(&tr, false, o.eval_windows, &trn) != LT_OK ||
+      gpt_evaluate(&tr, true, o.eval_windows, &val) != LT_OK) {
+    gpt_fail("evaluation");
+    goto out;
+  }
+  /* the parseable line, the same as bench/train_gpt_torch.py's */
+  printf("final: steps %lld train_loss %.4f val_loss %.4f\n", (long long)o.steps, trn, val);
+  if (o.generate > 0) {
+    char *sample = malloc((size_t)o.generate + 1);
+    if (!sample) {
+      fprintf(stderr, "lazytensor-train: out of memory\n");
+      goto out;
+    }
+    double g0 = now_s();
+    int rc = gpt_generate(&tr.m, &text, o.prompt, o.generate, o.temperature, o.seed, sample);
+    if (rc != LT_OK) {
+      free(sample);
+      gpt_fail("generation");
+      goto out;
+    }
+    sample[o.generate] = 0;
+    printf("--- %lld characters sampled at temperature %g in %.2f s ---\n%s%s\n---\n",
+           (long long)o.generate, o.temperature, now_s() - g0, o.prompt, sample);
+    free(sample);
+  }
+  if (o.save) {
+    if (lt_nn_save(o.save, tr.m.state, tr.m.nstate) != LT_OK) {
+      gpt_fail("--save");
+      goto out;
+    }
+    printf("saved %d tensors to %s\n", tr.m.nstate, o.save);
+  }
+  printf("summary: %lld steps, %.2f steps/s\n", (long long)o.steps,
+         train_s > 0 ? (double)o.steps / train_s : 0.0);
+  printf("summary: compiles %lld uncached, %lld cached (cache hits)\n",
+         gpt_counter("UncachedCompile"), gpt_counter("CachedCompile"));
+  printf("summary: trace %.1f ms, lock wait %.1f ms, compile %.1f ms, execute %.1f ms\n",
+         gpt_metric_ms("TraceTime"), gpt_metric_ms("DeviceLockWait"), gpt_metric_ms("CompileTime"),
+         gpt_metric_ms("ExecuteTime"));
+  status = 0;
+out:
+  lt_wait_device_ops(dev);
+  lt_release(prev);
+  lt_release(acc);
+  gpt_trainer_free(&tr);
+  lt_nn_text_free(&text);
+  return status;
+}
