@@ -28,13 +28,15 @@ cmake --build "$prefix/consumer/build" >/dev/null
 "$prefix/consumer/build/ex" | grep -q "sum = 8"
 echo "CMake find_package consumer: ok"
 
-# Both public headers, in either order, with the shared library.
+# The public headers, in any order, with the shared library.
 cat >"$prefix/both.c" <<'C'
 #include <lazytensor_nn.h>
+#include <lazytensor_dist.h>
 #include <lazytensor.h>
 #include <stdio.h>
 int main(void) {
   lt_nn_optim_config cfg = lt_nn_optim_defaults(LT_NN_ADAM);
+  if (lt_world_size(NULL) != 0) return 3;
   int64_t v = -1;
   if (lt_get_counter("CreateTensor", &v) != LT_OK || v != 0) return 1;
   if (lt_get_counter("NoSuchCounter", &v) != LT_ENOTFOUND) return 2;
@@ -74,7 +76,7 @@ echo "deprecated names: ok"
 # and nothing internal.
 so=$(find "$prefix" -name 'liblazytensor.so*' -type f | head -n 1)
 exported=$(nm -D --defined-only "$so" | awk '$2 ~ /^[TtWiDdBbRrVv]$/ {print $3}' | sort -u)
-public=$(cat "$prefix/include/lazytensor.h" "$prefix/include/lazytensor_nn.h" |
+public=$(cat "$prefix/include/lazytensor.h" "$prefix/include/lazytensor_nn.h" "$prefix/include/lazytensor_dist.h" |
   sed -n 's/^LT_API[^(]*[ *]\(lt_[A-Za-z0-9_]*\)(.*/\1/p' | sort -u)
 if [ "$(wc -l <<<"$public")" -lt 100 ]; then
   echo "only $(wc -l <<<"$public") public functions found in the headers" >&2

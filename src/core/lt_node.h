@@ -28,11 +28,12 @@ typedef enum lt_op_family {
   LT_FAM_TERNARY, /* where */
   LT_FAM_REDUCE,  /* reductions over axes, arg reductions, softmax */
   LT_FAM_MATMUL,
-  LT_FAM_SHAPE,   /* data movement without arithmetic */
-  LT_FAM_INDEX,   /* reads at computed positions */
-  LT_FAM_RANDOM,  /* counter-based draws from a seed operand */
-  LT_FAM_SCATTER, /* writes at computed positions (indexing transposes) */
-  LT_FAM_CONV,    /* convolutions and their gradients, pooling windows (NCHW) */
+  LT_FAM_SHAPE,      /* data movement without arithmetic */
+  LT_FAM_INDEX,      /* reads at computed positions */
+  LT_FAM_RANDOM,     /* counter-based draws from a seed operand */
+  LT_FAM_SCATTER,    /* writes at computed positions (indexing transposes) */
+  LT_FAM_CONV,       /* convolutions and their gradients, pooling windows (NCHW) */
+  LT_FAM_COLLECTIVE, /* exchanges between the replicas of a world (lt_collective.h) */
 } lt_op_family;
 
 /* Result dtype rules (the table's RESULT column). */

@@ -138,7 +138,15 @@
    * with src added (scatter_add, index_add) or placed (unslice) */ \
   X(SCATTER_ADD,   "scatter_add",   SCATTER, 2, SAME,  indexed, grad_ops,    NATIVE)   \
   X(INDEX_ADD,     "index_add",     SCATTER, 2, SAME,  indexed, grad_ops,    NATIVE)   \
-  X(UNSLICE,       "unslice",       SCATTER, 1, SAME,  unslice, grad_ops,    NATIVE)
+  X(UNSLICE,       "unslice",       SCATTER, 1, SAME,  unslice, grad_ops,    NATIVE)   \
+  /* collectives over the replicas of a world (lazytensor_dist.h, \
+   * docs/SCALE_OUT.md): all_reduce attrs {redop}; all_gather {axis, size}; \
+   * reduce_scatter {redop, axis, size}; broadcast {root}. redop: 0 sum, \
+   * 1 mean, 2 max, 3 min; size: the world size the node was traced for */ \
+  X(ALL_REDUCE,     "all_reduce",     COLLECTIVE, 1, SAME, collective, collective, NATIVE) \
+  X(ALL_GATHER,     "all_gather",     COLLECTIVE, 1, SAME, collective, collective, NATIVE) \
+  X(REDUCE_SCATTER, "reduce_scatter", COLLECTIVE, 1, SAME, collective, collective, NATIVE) \
+  X(BROADCAST,      "broadcast",      COLLECTIVE, 1, SAME, none,       collective, NATIVE)
 /* clang-format on */
 
 #endif

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "../core/lt_alloc.h"
+#include "../core/lt_collective.h"
 #include "../core/lt_error.h"
 #include "exec_internal.h"
 #include "lt_metrics.h"
@@ -113,8 +114,12 @@ static int execute(lt_exec_job *job) {
   int rc = lt__fault_fire(LT_FAULT_EXECUTE)
                ? lt__err(LT_EEXEC, "execution failed: injected fault (lt_inject_fault)")
                : check_call(be, job);
-  if (rc == LT_OK)
+  if (rc == LT_OK) {
+    /* collective kernels find their world through the device running them */
+    lt__coll_set_current(job->ctx->core->dev.index);
     rc = be->execute(job->entry->exe, job->params, job->nparams, job->outs, job->nouts);
+    lt__coll_set_current(-1);
+  }
   lt__timer_add(LT_TIMER_EXECUTE, lt__now_ns() - t0);
   for (int r = 0; rc == LT_OK && r < job->nouts; r++)
     if (!job->outs[r]->data) /* defensive: a backend must fill every output */

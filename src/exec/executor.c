@@ -248,16 +248,67 @@ static int graph_key(const lt_backend *be, bool force, lt_node *const *roots, in
   return LT_OK;
 }
 
+/* Keys being compiled now. Replicas trace one graph at once and look it up
+ * together: the first compiles it, the others wait for it and find it in the
+ * cache (one compile for the world, as one executable serves every cpu
+ * device). A key that does not fit the table compiles without this. */
+#define MAX_INFLIGHT 64
+static pthread_mutex_t g_inflight_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_inflight_cond = PTHREAD_COND_INITIALIZER;
+static lt_graph_key g_inflight[MAX_INFLIGHT];
+static int g_ninflight;
+
+static int inflight_find(lt_graph_key key) {
+  for (int i = 0; i < g_ninflight; i++)
+    if (g_inflight[i].lo == key.lo && g_inflight[i].hi == key.hi) return i;
+  return -1;
+}
+
+/* After a miss: waits while another thread compiles key, then returns its
+ * entry (referenced) if it landed in the cache; else claims key (*claimed)
+ * and returns NULL. */
+static lt_cache_entry *inflight_claim(lt_graph_key key, bool *claimed) {
+  *claimed = false;
+  pthread_mutex_lock(&g_inflight_lock);
+  while (inflight_find(key) >= 0) pthread_cond_wait(&g_inflight_cond, &g_inflight_lock);
+  /* again: it may have been compiled between the caller's miss and now */
+  lt_cache_entry *e = lt__cache_get(key);
+  if (!e && g_ninflight < MAX_INFLIGHT) {
+    g_inflight[g_ninflight++] = key;
+    *claimed = true;
+  }
+  pthread_mutex_unlock(&g_inflight_lock);
+  return e;
+}
+
+static void inflight_done(lt_graph_key key) {
+  pthread_mutex_lock(&g_inflight_lock);
+  int i = inflight_find(key);
+  if (i >= 0) g_inflight[i] = g_inflight[--g_ninflight];
+  pthread_cond_broadcast(&g_inflight_cond);
+  pthread_mutex_unlock(&g_inflight_lock);
+}
+
+static lt_cache_entry *compile_miss(const lt_backend *be, lt_graph_key key, const lt_graph *g);
+
 /* Compiles on a miss; returns a referenced cache entry or NULL with the error set. */
 static lt_cache_entry *find_or_compile(const lt_backend *be, lt_graph_key key, const lt_graph *g,
                                        const char *reason) {
   lt_cache_entry *e = lt__cache_get(key);
+  bool claimed = false;
+  if (!e) e = inflight_claim(key, &claimed);
   lt__value_add(LT_VALUE_GRAPH_SIZE, g->nnodes);
   lt__debug_graph(g, key, reason, e == NULL);
   if (e) {
     lt__count(LT_CTR_CACHED_COMPILE, 1);
     return e;
   }
+  e = compile_miss(be, key, g);
+  if (claimed) inflight_done(key);
+  return e;
+}
+
+static lt_cache_entry *compile_miss(const lt_backend *be, lt_graph_key key, const lt_graph *g) {
   lt_executable *exe = NULL;
   if (lt__disk_cache_enabled(be) && lt__disk_cache_load(be, key, &exe) == LT_OK)
     return lt__cache_put(key, be, exe); /* compiled by an earlier process */

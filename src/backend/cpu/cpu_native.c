@@ -1312,6 +1312,11 @@ cpu_native_fn cpu_native_find(int op, int dtype, int in_dtype) {
   case LT_OP_POOL_GATHER:
   case LT_OP_POOL_SCATTER_ADD:
     return same && fl ? (op == LT_OP_POOL_GATHER ? cpu_pool_gather : cpu_pool_scatter_add) : NULL;
+  case LT_OP_ALL_REDUCE:
+  case LT_OP_ALL_GATHER:
+  case LT_OP_REDUCE_SCATTER:
+  case LT_OP_BROADCAST:
+    return same ? cpu_collective : NULL;
   default:
     return NULL;
   }

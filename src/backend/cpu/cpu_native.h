@@ -32,6 +32,10 @@ typedef int (*cpu_native_fn)(const lt_instr *ins, lt_buffer *out, lt_buffer *con
  * NULL when there is none (the fallback runs the node). */
 cpu_native_fn cpu_native_find(int op, int dtype, int in_dtype);
 
+/* The collectives (cpu_collective.c): every dtype, through the world's
+ * transport. */
+int cpu_collective(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+
 /* Whether op has a kernel for some dtypes. */
 bool cpu_native_has(int op);
 

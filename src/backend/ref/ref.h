@@ -26,6 +26,8 @@ int ref_sort(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in); /* ref_
 int ref_conv(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in); /* ref_conv.c */
 /* ref_attention.c */
 int ref_attention(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+/* ref_collective.c */
+int ref_collective(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
 
 /* ---- element access ---- */
 static inline bool ref_is_float(int dt) { return dt == LT_F32 || dt == LT_F64; }

@@ -1,0 +1,111 @@
+/* lazytensor_dist: replicas, collectives in the graph and data-parallel
+ * training, on top of lazytensor.h and lazytensor_nn.h.
+ *
+ * A world is a group of replicas, each running the same program on its own
+ * device. Today a world lives in one process: lt_world_local(n) makes the
+ * devices CPU:0..CPU:n-1 its ranks 0..n-1, and collectives go through shared
+ * memory. (The interface is meant to serve a world of processes over MPI as
+ * well, one replica per process; see docs/SCALE_OUT.md.)
+ *
+ * Collectives are IR ops: lt_all_reduce and the others only record a node,
+ * which runs when its graph does, like any other op. Every replica must trace
+ * the same collectives in the same order (in practice: the same program, as
+ * under torch.distributed): the k-th collective run by each rank is matched
+ * with the k-th of every other rank. Replicas that disagree (another op,
+ * dtype or shape) fail with a message naming both; a replica that does not
+ * come makes the others fail after the world's timeout (LT_COLLECTIVE_TIMEOUT_MS,
+ * default 30000) instead of waiting forever. A world whose collective failed
+ * stays failed (its replicas no longer agree on the order): free it.
+ *
+ * Errors are as in lazytensor.h: a status and lt_last_error(); a collective
+ * on a device of no world fails at trace time with LT_EDEVICE. */
+#ifndef LAZYTENSOR_DIST_H
+#define LAZYTENSOR_DIST_H
+
+#include "lazytensor.h"
+#include "lazytensor_nn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- worlds ------------------------------------------------------------------------------ */
+typedef struct lt_world lt_world;
+
+/* A world of n replicas (1 <= n <= LT_MAX_DEVICES) in this process: rank r
+ * runs on CPU:r. LT_EINVAL when n is out of range or one of the devices
+ * belongs to another world already. The devices' cpu thread pool is shared
+ * (LT_NUM_THREADS threads for all replicas). */
+LT_API int lt_world_local(int n, lt_world **out);
+/* The number of replicas (0 for NULL). */
+LT_API int lt_world_size(const lt_world *w);
+/* The device of rank r; {LT_DEVICE_CPU, -1} for a bad rank or NULL world. */
+LT_API lt_device lt_world_device(const lt_world *w, int rank);
+/* The rank of dev in whatever world it belongs to, or -1 when none. */
+LT_API int lt_world_rank_of(lt_device dev);
+/* How long a replica waits in a collective for the others before failing
+ * (ms > 0; the default is LT_COLLECTIVE_TIMEOUT_MS or 30000). */
+LT_API int lt_world_set_timeout_ms(lt_world *w, int64_t ms);
+
+/* The work of one replica: trace (and step) on dev. Returns LT_OK or a
+ * negative status with lt_last_error() set. */
+typedef int (*lt_replica_fn)(int rank, lt_device dev, void *ctx);
+/* Runs fn(rank, device, ctx) for every rank at once, each on a thread of its
+ * own, and waits for all of them. LT_OK when every replica returned LT_OK;
+ * else the status of the replica that failed first, with its message
+ * prefixed by "rank <r>: ". A replica whose fn has returned (and whose
+ * device has run what it queued) joins no more collectives: the others'
+ * collectives that wait for it fail at once instead of at the timeout. */
+LT_API int lt_world_run(lt_world *w, lt_replica_fn fn, void *ctx);
+/* Waits for the work in flight on the world's devices (without taking their
+ * errors: they stay for the next sync), then frees the world; its devices
+ * belong to no world again. NULL is accepted. Not while lt_world_run runs. */
+LT_API void lt_world_free(lt_world *w);
+
+/* ---- collectives (IR ops) ---------------------------------------------------------------- */
+typedef enum lt_reduce_op {
+  LT_REDUCE_SUM = 0,
+  LT_REDUCE_MEAN = 1, /* float dtypes only */
+  LT_REDUCE_MAX = 2,  /* NaN wins, as torch.maximum */
+  LT_REDUCE_MIN = 3,
+} lt_reduce_op;
+
+/* Each element reduced over the ranks (in rank order; floats accumulate in
+ * double), the result on every rank: t's shape and dtype. Integer dtypes
+ * (u8, i8, i32, i64: sums wrap) and floats; bool is refused (LT_EDTYPE).
+ * Gradient: sum -> all_reduce(g, sum); mean -> all_reduce(g, mean); max and
+ * min have none (lt_backward fails with LT_EINVAL). */
+LT_API lt_tensor *lt_all_reduce(lt_tensor *t, lt_reduce_op op);
+/* The ranks' tensors concatenated along axis in rank order (torch's
+ * all_gather_into_tensor): t's shape with that axis times the world size.
+ * Every dtype; t has rank >= 1. Gradient: reduce_scatter(g, sum, axis). */
+LT_API lt_tensor *lt_all_gather(lt_tensor *t, int axis);
+/* Reduces over the ranks as lt_all_reduce, then keeps chunk `rank` of the
+ * result along axis (whose size must divide by the world size, else
+ * LT_ESHAPE). Gradient: sum -> all_gather(g, axis); mean -> all_gather(g,
+ * axis) / size; max and min have none. */
+LT_API lt_tensor *lt_reduce_scatter(lt_tensor *t, lt_reduce_op op, int axis);
+/* Rank root's t on every rank (the other ranks' values are ignored, their
+ * shapes and dtypes must agree). Every dtype. No gradient (it is meant for
+ * setting values up, outside a differentiated graph). */
+LT_API lt_tensor *lt_broadcast(lt_tensor *t, int root);
+
+/* ---- data-parallel training --------------------------------------------------------------- */
+/* Sets each of the n parameters to rank 0's value (lt_assign of a
+ * broadcast): call it on every replica after the parameters are made and
+ * before the first step, then step (lt_mark_step) so that they are equal. */
+LT_API int lt_dp_broadcast_params(lt_tensor *const *params, int n);
+/* One optimizer update from the gradients averaged over the replicas: for
+ * each of o's parameters with a grad, all_reduce(grad, mean) is traced into
+ * the step graph and lt_nn_optim_step_grads runs on the averages; then the
+ * parameters' grads are dropped, as lt_nn_optim_step. With every replica
+ * taking the mean loss of its shard of equal size, the parameters follow
+ * those of one replica taking the whole batch. Every replica must hold
+ * grads on the same parameters (its all-reduces must match the others'). */
+LT_API int lt_dp_optim_step(lt_nn_optim *o);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

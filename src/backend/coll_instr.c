@@ -1,0 +1,83 @@
+/* Collective instructions (coll_instr.h): the node's attributes checked (an
+ * instruction may come from bytes of the persistent cache), then one call of
+ * the world's transport.
+ *
+ * Node layout (lt_op_table.h): ALL_REDUCE {redop}; ALL_GATHER {axis, size};
+ * REDUCE_SCATTER {redop, axis, size}; BROADCAST {root}. The world size the
+ * node was traced for is in its attributes (and its shape): a world of
+ * another size fails here rather than write out of bounds. */
+#include <string.h>
+
+#include "coll_instr.h"
+#include "../core/lt_collective.h"
+#include "../core/lt_error.h"
+
+static int bad(const lt_instr *ins, const char *why) {
+  return lt__err(LT_EEXEC, "%s: %s", lt__op_name((lt_op)ins->op), why);
+}
+
+int lt__coll_run_instr(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+  if (ins->noperands != 1 || !in[0]) return bad(ins, "takes one operand");
+  const lt_buffer *a = in[0];
+  lt_coll_call c;
+  memset(&c, 0, sizeof c);
+  c.dtype = ins->dtype;
+  c.ndim = ins->ndim;
+  if (a->dtype != ins->dtype || a->ndim != ins->ndim) return bad(ins, "operand does not fit");
+  memcpy(c.in_shape, a->shape, (size_t)a->ndim * sizeof(int64_t));
+  memcpy(c.out_shape, ins->shape, (size_t)ins->ndim * sizeof(int64_t));
+  c.in = a->data;
+  c.out = out->data;
+  int64_t size = 0;
+  switch (ins->op) {
+  case LT_OP_ALL_REDUCE:
+    c.kind = LT_COLL_ALL_REDUCE;
+    if (ins->nattrs != 1 || ins->attrs[0] < 0 || ins->attrs[0] > LT_COLL_MIN)
+      return bad(ins, "bad attributes");
+    c.redop = (uint8_t)ins->attrs[0];
+    if (memcmp(c.in_shape, c.out_shape, (size_t)c.ndim * sizeof(int64_t)) != 0)
+      return bad(ins, "result shape differs from the operand's");
+    break;
+  case LT_OP_BROADCAST:
+    c.kind = LT_COLL_BROADCAST;
+    if (ins->nattrs != 1 || ins->attrs[0] < 0 || ins->attrs[0] >= LT_MAX_DEVICES)
+      return bad(ins, "bad attributes");
+    c.root = (int)ins->attrs[0];
+    if (memcmp(c.in_shape, c.out_shape, (size_t)c.ndim * sizeof(int64_t)) != 0)
+      return bad(ins, "result shape differs from the operand's");
+    break;
+  case LT_OP_ALL_GATHER:
+  case LT_OP_REDUCE_SCATTER: {
+    bool gather = ins->op == LT_OP_ALL_GATHER;
+    c.kind = gather ? LT_COLL_ALL_GATHER : LT_COLL_REDUCE_SCATTER;
+    int base = gather ? 0 : 1;
+    if (ins->nattrs != base + 2) return bad(ins, "bad attributes");
+    if (!gather) {
+      if (ins->attrs[0] < 0 || ins->attrs[0] > LT_COLL_MIN) return bad(ins, "bad attributes");
+      c.redop = (uint8_t)ins->attrs[0];
+    }
+    int64_t axis = ins->attrs[base];
+    size = ins->attrs[base + 1];
+    if (axis < 0 || axis >= c.ndim || size < 1 || size > LT_MAX_DEVICES)
+      return bad(ins, "bad attributes");
+    c.axis = (int)axis;
+    for (int d = 0; d < c.ndim; d++) {
+      int64_t want = d != axis ? c.in_shape[d]
+                     : gather  ? c.in_shape[d] * size
+                               : c.in_shape[d] / size;
+      if (c.out_shape[d] != want || (!gather && d == axis && c.in_shape[d] % size))
+        return bad(ins, "result shape does not fit the operand and world size");
+    }
+    break;
+  }
+  default:
+    return bad(ins, "not a collective");
+  }
+  lt_coll_binding b;
+  if (size && lt__coll_binding(lt__coll_current(), &b) && b.size != size)
+    return lt__err(LT_EEXEC, "%s: traced for a world of %lld replicas, run in one of %d",
+                   lt__op_name((lt_op)ins->op), (long long)size, b.size);
+  if (c.kind == LT_COLL_BROADCAST && lt__coll_binding(lt__coll_current(), &b) && c.root >= b.size)
+    return lt__err(LT_EEXEC, "broadcast: root %d, in a world of %d replicas", c.root, b.size);
+  return lt__coll_run(lt__op_name((lt_op)ins->op), &c);
+}

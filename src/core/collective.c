@@ -1,0 +1,71 @@
+/* Device-to-world bindings and the dispatch of collective kernels to their
+ * world's transport (lt_collective.h). */
+#include <pthread.h>
+
+#include "lt_collective.h"
+#include "lt_error.h"
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static lt_coll_binding g_bind[LT_MAX_DEVICES];
+static uint64_t g_seq[LT_MAX_DEVICES]; /* collectives run per device since it was bound */
+static _Thread_local int tl_current = -1;
+
+int lt__coll_bind(int dev, const lt_transport *t, void *state, int rank, int size) {
+  if (dev < 0 || dev >= LT_MAX_DEVICES || !t || rank < 0 || rank >= size)
+    return lt__err(LT_EINVAL, "collectives: bad binding of device %d (rank %d of %d)", dev, rank,
+                   size);
+  pthread_mutex_lock(&g_lock);
+  bool taken = g_bind[dev].transport != NULL;
+  if (!taken) {
+    g_bind[dev] = (lt_coll_binding){t, state, rank, size};
+    g_seq[dev] = 0;
+  }
+  pthread_mutex_unlock(&g_lock);
+  if (taken) return lt__err(LT_EINVAL, "CPU:%d already belongs to a world", dev);
+  return LT_OK;
+}
+
+void lt__coll_unbind(int dev) {
+  if (dev < 0 || dev >= LT_MAX_DEVICES) return;
+  pthread_mutex_lock(&g_lock);
+  g_bind[dev] = (lt_coll_binding){0};
+  pthread_mutex_unlock(&g_lock);
+}
+
+bool lt__coll_binding(int dev, lt_coll_binding *out) {
+  if (dev < 0 || dev >= LT_MAX_DEVICES) return false;
+  pthread_mutex_lock(&g_lock);
+  lt_coll_binding b = g_bind[dev];
+  pthread_mutex_unlock(&g_lock);
+  if (out) *out = b;
+  return b.transport != NULL;
+}
+
+void lt__coll_set_current(int dev) { tl_current = dev; }
+int lt__coll_current(void) { return tl_current; }
+
+int lt__coll_run(const char *fn, lt_coll_call *call) {
+  int dev = tl_current;
+  if (dev < 0 || dev >= LT_MAX_DEVICES)
+    return lt__err(LT_EEXEC, "%s: no device is executing on this thread", fn);
+  pthread_mutex_lock(&g_lock);
+  lt_coll_binding b = g_bind[dev];
+  call->seq = g_seq[dev]++;
+  pthread_mutex_unlock(&g_lock);
+  if (!b.transport)
+    return lt__err(LT_EEXEC,
+                   "%s on CPU:%d: the device belongs to no world (create one with "
+                   "lt_world_local first)",
+                   fn, dev);
+  return b.transport->run(b.state, b.rank, call);
+}
+
+const char *lt__coll_kind_name(int kind) {
+  static const char *names[] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast"};
+  return kind >= 0 && kind < 4 ? names[kind] : "?";
+}
+
+const char *lt__coll_redop_name(int redop) {
+  static const char *names[] = {"sum", "mean", "max", "min"};
+  return redop >= 0 && redop < 4 ? names[redop] : "?";
+}

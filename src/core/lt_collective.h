@@ -1,0 +1,94 @@
+/* Collectives below the executor: what a collective kernel (ref or cpu) asks
+ * for, the transport interface that answers it, and which world each device
+ * belongs to.
+ *
+ * A kernel does not know its device (an executable runs on any cpu device),
+ * so the executor names the device whose job it is running on this thread
+ * (lt__coll_set_current), and lt__coll_run finds that device's binding: a
+ * transport, its state and the device's rank. A transport is a table of
+ * functions: the shared-memory one of an in-process world (src/exec/world.c)
+ * today; an MPI one (one replica per process) can bind the process's device
+ * the same way. Kernels never name a transport.
+ *
+ * Matching: every replica runs the same executable, so its collectives come
+ * in the same program order; a transport pairs the k-th call of each rank
+ * (call->seq, counted per device since it joined its world) and checks that
+ * the calls agree (kind, reduction, dtype, shapes, axis, root). */
+#ifndef LT_COLLECTIVE_H
+#define LT_COLLECTIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lazytensor.h"
+
+typedef enum lt_coll_kind {
+  LT_COLL_ALL_REDUCE = 0,
+  LT_COLL_ALL_GATHER = 1,
+  LT_COLL_REDUCE_SCATTER = 2,
+  LT_COLL_BROADCAST = 3,
+} lt_coll_kind;
+
+/* Reductions (the values of the public lt_reduce_op). */
+typedef enum lt_coll_redop {
+  LT_COLL_SUM = 0,
+  LT_COLL_MEAN = 1,
+  LT_COLL_MAX = 2,
+  LT_COLL_MIN = 3,
+} lt_coll_redop;
+
+/* One rank's part of one collective. Buffers are contiguous, row-major.
+ *   all_reduce      out = reduce over ranks of in (shapes equal)
+ *   all_gather      out = concat over ranks of in along axis
+ *   reduce_scatter  out = chunk `rank` (along axis) of reduce over ranks of in
+ *   broadcast       out = root's in */
+typedef struct lt_coll_call {
+  uint8_t kind;  /* lt_coll_kind */
+  uint8_t redop; /* lt_coll_redop (all_reduce, reduce_scatter) */
+  uint8_t dtype; /* lt_dtype of in and out */
+  uint8_t ndim;  /* of in (out has the same rank) */
+  int axis;      /* all_gather, reduce_scatter */
+  int root;      /* broadcast */
+  int64_t in_shape[LT_MAX_DIMS];
+  int64_t out_shape[LT_MAX_DIMS];
+  const void *in;
+  void *out;
+  uint64_t seq; /* filled by lt__coll_run: this device's count of collectives */
+} lt_coll_call;
+
+typedef struct lt_transport {
+  const char *name;
+  /* Runs rank's part of call (blocking until every rank has joined it, or
+   * failing after the transport's timeout). LT_OK, or a negative status
+   * with the error recorded (lt__err) naming the collective and the rank. */
+  int (*run)(void *state, int rank, lt_coll_call *call);
+} lt_transport;
+
+/* A device's membership of a world. */
+typedef struct lt_coll_binding {
+  const lt_transport *transport;
+  void *state;
+  int rank, size;
+} lt_coll_binding;
+
+/* Binds device index dev to a world as rank of size (LT_EINVAL when it is
+ * bound already), or unbinds it. */
+int lt__coll_bind(int dev, const lt_transport *t, void *state, int rank, int size);
+void lt__coll_unbind(int dev);
+/* Whether dev belongs to a world; *out (may be NULL) gets its binding. */
+bool lt__coll_binding(int dev, lt_coll_binding *out);
+
+/* The device whose execution runs on this thread (-1: none), set by the
+ * executor around each execution. */
+void lt__coll_set_current(int dev);
+int lt__coll_current(void);
+
+/* Runs call for the current device through its world's transport; fn names
+ * the op in errors (LT_EEXEC when no device is current or it has no world). */
+int lt__coll_run(const char *fn, lt_coll_call *call);
+
+/* Names of kinds and reductions, for messages. */
+const char *lt__coll_kind_name(int kind);
+const char *lt__coll_redop_name(int redop);
+
+#endif
