@@ -19,8 +19,9 @@ static int fail(const char *what) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2 || argc > 3) {
-    fprintf(stderr, "usage: lazytensor-classify PROGRAM_FILE [FASHION_MNIST_DIR]\n");
+  if (argc < 2 || argc > 4) {
+    fprintf(stderr,
+            "usage: lazytensor-classify PROGRAM_FILE [FASHION_MNIST_DIR [PREDICTIONS_OUT]]\n");
     return 2;
   }
   lt_program *p = lt_program_load(argv[1]);
@@ -46,10 +47,15 @@ int main(int argc, char **argv) {
     return fail("test set");
   }
   int status = 1;
+  FILE *pred = NULL; /* one predicted class per line, to compare with another runner's */
   float *logits = malloc((size_t)(batch * classes) * sizeof *logits);
   if (!logits || test.features != in_shape[1]) {
     fprintf(stderr, "lazytensor-classify: %s\n",
             logits ? "the program's input width is not the images' size" : "out of memory");
+    goto out;
+  }
+  if (argc > 3 && !(pred = fopen(argv[3], "w"))) {
+    perror(argv[3]);
     goto out;
   }
   int64_t hits = 0;
@@ -71,12 +77,15 @@ int main(int argc, char **argv) {
       for (int64_t c = 1; c < classes; c++)
         if (row[c] > row[best]) best = c;
       hits += best == test.labels[s + i];
+      if (pred) fprintf(pred, "%lld\n", (long long)best);
     }
   }
   printf("classified %lld test images: accuracy %.4f\n", (long long)test.n,
          (double)hits / (double)test.n);
-  status = 0;
+  status = pred && fclose(pred) != 0 ? 1 : 0;
+  pred = NULL;
 out:
+  if (pred) fclose(pred);
   free(logits);
   lt_nn_dataset_free(&test);
   lt_program_free(p);

@@ -39,8 +39,8 @@ static unsigned char *read_idx(const char *path, int ndims, long *dims) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: classify_aot IMAGES_IDX LABELS_IDX (uncompressed)\n");
+  if (argc != 3 && argc != 4) {
+    fprintf(stderr, "usage: classify_aot IMAGES_IDX LABELS_IDX [PREDICTIONS_OUT] (uncompressed)\n");
     return 2;
   }
   long idims[3], ldims[1];
@@ -57,6 +57,9 @@ int main(int argc, char **argv) {
   float *x = malloc(sizeof(float) * (size_t)model_INPUT_NUMEL);
   float *y = malloc(sizeof(float) * (size_t)model_OUTPUT_NUMEL);
   if (!x || !y) return 1;
+  /* One predicted class per line, to compare with the JIT's. */
+  FILE *pred = argc > 3 ? fopen(argv[3], "w") : NULL;
+  if (argc > 3 && !pred) return 1;
   long hits = 0;
   for (long s = 0; s < n; s += batch) {
     memset(x, 0, sizeof(float) * (size_t)model_INPUT_NUMEL);
@@ -68,9 +71,11 @@ int main(int argc, char **argv) {
       for (long c = 1; c < classes; c++)
         if (y[i * classes + c] > y[i * classes + best]) best = c;
       hits += best == labels[s + i];
+      if (pred) fprintf(pred, "%ld\n", best);
     }
   }
   printf("classified %ld test images: accuracy %.4f\n", n, (double)hits / (double)n);
+  if (pred && fclose(pred) != 0) return 1;
   free(x);
   free(y);
   free(images);
