@@ -10,7 +10,7 @@
 static char g_dir[64];
 
 static void write_text(const char *dir, const char *name, const char *text) {
-  char path[160];
+  char path[320]; /* room for any g_dir and name: no truncation */
   snprintf(path, sizeof path, "%s/%s", dir, name);
   FILE *f = fopen(path, "wb");
   assert_non_null(f);
