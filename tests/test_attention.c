@@ -8,6 +8,7 @@
 #include "../src/backend/cpu/cpu_api.h"
 #include "../src/backend/ref/ref_api.h"
 #include "../src/ops/lt_ops.h"
+#include "../src/ops/op_attention.h"
 
 static const lt_backend *const kBackends[2] = {&lt__ref_backend, &lt__cpu_backend};
 
@@ -499,6 +500,58 @@ static void test_model_like_f32(void **state) {
   free(x);
 }
 
+/* The op under reshapes of its result. */
+static int result_op(lt_tensor *o) {
+  const lt_node *n = lt__tensor_ir(o);
+  while (n && n->op == LT_OP_RESHAPE) n = n->operands[0].node;
+  return n ? n->op : -1;
+}
+
+/* Training at short sequences builds the composite (the probabilities kept
+ * for the backward); inference, long sequences and the tests' switch keep
+ * the ATTENTION node. Both forms give the same values and gradients. */
+static void test_training_form(void **state) {
+  (void)state;
+  const int64_t B = 2, H = 2, T = 7, D = 3;
+  double *x = vals(B * H * T * D * 3, 0.4, 1.2);
+  double *got[2], *grads[2];
+  for (int fused = 0; fused < 2; fused++) {
+    lt__attn_set_fused_always(fused);
+    lt_scope_begin();
+    lt_tensor *qkv = mk(LT_F32, SHAPE(3, B, T, H, D), 5, x);
+    lt_set_requires_grad(qkv, true);
+    lt_tensor *parts[3];
+    assert_int_equal(lt_chunk(lt_transpose(qkv, 2, 3), 3, 0, parts, 3), 3);
+    lt_tensor *q = lt_squeeze(parts[0], 0), *k = lt_squeeze(parts[1], 0),
+              *v = lt_squeeze(parts[2], 0);
+    lt_tensor *o = lt_scaled_dot_product_attention(q, k, v, NULL, true, NAN);
+    assert_int_equal(result_op(o), fused ? LT_OP_ATTENTION : LT_OP_MATMUL);
+    assert_int_equal(lt_backward(lt_sum(lt_mul(o, lt_cos(o)), NULL, 0, false)), LT_OK);
+    got[fused] = tu_values(o);
+    grads[fused] = tu_values(lt_grad(qkv));
+    /* no autograd: the fused node */
+    lt_no_grad_begin();
+    lt_tensor *inf = lt_scaled_dot_product_attention(q, k, v, NULL, true, NAN);
+    lt_no_grad_end();
+    assert_int_equal(result_op(inf), LT_OP_ATTENTION);
+    lt_scope_end();
+  }
+  lt__attn_set_fused_always(false);
+  expect_near_arrays("training form values", got[1], got[0], B * H * T * D, 1e-5);
+  expect_near_arrays("training form gradients", grads[1], grads[0], 3 * B * H * T * D, 1e-4);
+  /* long sequences: the fused node also in training (more than 128 x 128
+   * scores a batch entry) */
+  lt_scope_begin();
+  lt_tensor *lq = lt_full(CPU0, LT_F32, SHAPE(1, 129, 1), 3, 0.5);
+  lt_set_requires_grad(lq, true);
+  lt_tensor *lo = lt_scaled_dot_product_attention(lq, lq, lq, NULL, true, NAN);
+  assert_int_equal(result_op(lo), LT_OP_ATTENTION);
+  lt_scope_end();
+  lt__attn_set_fused_always(true);
+  for (int i = 0; i < 2; i++) free(got[i]), free(grads[i]);
+  free(x);
+}
+
 /* Eager mode: the op runs at once, and autograd still reaches its operands. */
 static void test_eager(void **state) {
   (void)state;
@@ -606,6 +659,9 @@ static void test_kernels_check_instructions(void **state) {
 }
 
 int main(void) {
+  /* the ATTENTION node and its gradient rule everywhere, but in
+   * test_training_form */
+  lt__attn_set_fused_always(true);
   const struct CMUnitTest tests[] = {
       TU_TEST(test_forward),
       TU_TEST(test_large_scores),
@@ -618,6 +674,7 @@ int main(void) {
       TU_TEST(test_grad),
       TU_TEST(test_grad_broadcast),
       TU_TEST(test_model_like_f32),
+      TU_TEST(test_training_form),
       TU_TEST(test_eager),
       TU_TEST(test_second_order),
       TU_TEST(test_kernels_check_instructions),

@@ -585,6 +585,60 @@ static void test_mlp_matches_hand_derivation(void **state) {
   tu_expect(lt_grad(t[4]), LT_F64, SHAPE(NO), 1, dB2, 1e-12);
 }
 
+/* Gradients of blocks of one tensor: the parts of a split (each block
+ * adjacent to the next: autograd sums them as one concat), two adjacent
+ * blocks that leave the rest of the axis zero, and two blocks with a gap or
+ * an overlap (a plain sum). */
+typedef enum { B_SPLIT, B_ADJACENT, B_GAP, B_OVERLAP } block_kind;
+
+static lt_tensor *blocks_fn(lt_tensor *const *in, void *ud) {
+  lt_tensor *a = in[0];
+  lt_tensor *p[3] = {NULL, NULL, NULL};
+  switch ((block_kind)(intptr_t)ud) {
+  case B_SPLIT:
+    if (lt_split_size(a, 2, 2, p, 3) != 3) return NULL;
+    return lt_add(lt_mul(p[2], p[0]), lt_exp(p[1]));
+  case B_ADJACENT:
+    return lt_mul(lt_slice(a, SHAPE(0, 0, 3), SHAPE(2, 3, 5), NULL),
+                  lt_slice(a, SHAPE(0, 0, 1), SHAPE(2, 3, 3), NULL));
+  case B_GAP:
+    return lt_mul(lt_slice(a, SHAPE(0, 0, 0), SHAPE(2, 3, 2), NULL),
+                  lt_slice(a, SHAPE(0, 0, 4), SHAPE(2, 3, 6), NULL));
+  case B_OVERLAP:
+    return lt_mul(lt_slice(a, SHAPE(0, 0, 0), SHAPE(2, 3, 3), NULL),
+                  lt_slice(a, SHAPE(0, 0, 2), SHAPE(2, 3, 5), NULL));
+  }
+  return NULL;
+}
+
+static void test_block_gradients(void **state) {
+  (void)state;
+  static const char *names[] = {"split parts", "adjacent blocks", "blocks with a gap",
+                                "overlapping blocks"};
+  double *x = tg_vals(36, 0.3);
+  for (int k = B_SPLIT; k <= B_OVERLAP; k++) {
+    tg_input in = {SHAPE(2, 3, 6), 3, x, true, LT_F64};
+    tg_check(names[k], blocks_fn, (void *)(intptr_t)k, &in, 1, 1e-5);
+  }
+  /* the split's gradient is one concat of the parts' gradients, not a sum
+   * of zero-padded blocks; adjacent blocks one concat under one unslice */
+  for (int k = B_SPLIT; k <= B_ADJACENT; k++) {
+    lt_tensor *a = lt_from_data(CPU0, LT_F64, SHAPE(2, 3, 6), 3, x);
+    assert_int_equal(lt_set_requires_grad(a, true), LT_OK);
+    lt_tensor *y = blocks_fn(&a, (void *)(intptr_t)k);
+    assert_int_equal(lt_backward(lt_sum(y, NULL, 0, false)), LT_OK);
+    const lt_node *g = lt__tensor_ir(lt_grad(a));
+    assert_non_null(g);
+    if (k == B_ADJACENT) {
+      assert_int_equal(g->op, LT_OP_UNSLICE);
+      g = g->operands[0].node;
+    }
+    assert_int_equal(g->op, LT_OP_CONCAT);
+    assert_int_equal(g->noperands, k == B_SPLIT ? 3 : 2);
+    lt_release(a);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TU_TEST(test_sum_mean_logsumexp),
@@ -596,6 +650,7 @@ int main(void) {
       TU_TEST(test_matmul),
       TU_TEST(test_shape_ops),
       TU_TEST(test_concat_stack),
+      TU_TEST(test_block_gradients),
       TU_TEST(test_gather_index_select),
       TU_TEST(test_gradient_op_values),
       TU_TEST(test_gradient_op_kernels),

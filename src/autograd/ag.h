@@ -52,6 +52,14 @@ lt_node *ag_const(lt_dtype dt, const int64_t *shape, int ndim, double v);
 lt_node *ag_reduce_to(lt_node *g, const int64_t *shape, int ndim);
 /* Broadcasts a to shape (EXPAND; a no-op when equal). */
 lt_node *ag_expand(lt_node *a, const int64_t *shape, int ndim);
+/* a + b when both are blocks of one zero shape side by side along one axis
+ * (UNSLICEs of step 1, as the gradients of a split's parts): one CONCAT of
+ * their sources, under an UNSLICE unless together they fill the shape. A
+ * sum of zero-padded blocks is a pass over each padding and an add per
+ * block; the concat writes each element once (ag_shape.c). Consumes a and b
+ * and returns the new node; NULL, consuming nothing, when they are not such
+ * blocks (or on failure, with the error recorded). */
+lt_node *ag_merge_blocks(lt_node *a, lt_node *b);
 /* n retained (borrowed node used as an operand of a new node). */
 static inline lt_node *ag_ref(const lt_node *n) { return lt__node_retain((lt_node *)n); }
 /* The node's k-th operand, retained. */

@@ -186,3 +186,86 @@ int ag_rule_unslice(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = operand(n, 0);
   return done1(out, unary_node(LT_OP_SLICE, G(g), a->shape, a->ndim, n->attrs, n->nattrs));
 }
+
+/* ---- sums of blocks ---------------------------------------------------------- */
+
+/* x as a block of step 1 inside a zero shape: an UNSLICE of step 1 (its
+ * source and starts), or a node of the whole shape (itself, starts 0). */
+static bool as_block(const lt_node *x, const lt_node **src, const int64_t **starts) {
+  static const int64_t zeros[LT_MAX_DIMS];
+  if (x->op != LT_OP_UNSLICE) {
+    *src = x;
+    *starts = zeros;
+    return true;
+  }
+  if (x->noperands != 1 || x->nattrs != 2 * x->ndim) return false;
+  for (int d = 0; d < x->ndim; d++)
+    if (x->attrs[x->ndim + d] != 1) return false;
+  *src = x->operands[0].node;
+  *starts = x->attrs;
+  return true;
+}
+
+/* Whether x is a CONCAT along axis ax, whose operands a merge splices in. */
+static bool concat_on(const lt_node *x, int ax) {
+  return x->op == LT_OP_CONCAT && x->nattrs == 1 && x->attrs[0] == ax;
+}
+
+/* Appends x's parts along axis ax (a CONCAT's operands, else x), retained. */
+static int concat_parts(const lt_node *x, int ax, lt_node **parts, int n) {
+  if (!concat_on(x, ax)) {
+    parts[n] = ag_ref(x);
+    return n + 1;
+  }
+  for (int k = 0; k < x->noperands; k++) parts[n++] = ag_arg(x, k);
+  return n;
+}
+
+enum { MERGE_MAX_PARTS = 64 };
+
+lt_node *ag_merge_blocks(lt_node *a, lt_node *b) {
+  if (!a || !b || a->dtype != b->dtype || a->ndim != b->ndim || a->ndim == 0 ||
+      (a->op != LT_OP_UNSLICE && b->op != LT_OP_UNSLICE))
+    return NULL;
+  int nd = a->ndim;
+  if (memcmp(a->shape, b->shape, (size_t)nd * sizeof(int64_t))) return NULL;
+  const lt_node *sa, *sb;
+  const int64_t *pa, *pb;
+  if (!as_block(a, &sa, &pa) || !as_block(b, &sb, &pb)) return NULL;
+  /* side by side along exactly one axis, equal elsewhere */
+  int ax = -1;
+  for (int d = 0; d < nd; d++) {
+    if (pa[d] == pb[d] && sa->shape[d] == sb->shape[d]) continue;
+    if (ax >= 0) return NULL;
+    ax = d;
+  }
+  if (ax < 0 || sa->shape[ax] < 1 || sb->shape[ax] < 1) return NULL;
+  const lt_node *first = sa, *second = sb;
+  const int64_t *start = pa;
+  if (pa[ax] + sa->shape[ax] == pb[ax]) {
+  } else if (pb[ax] + sb->shape[ax] == pa[ax]) {
+    first = sb, second = sa, start = pb;
+  } else {
+    return NULL;
+  }
+  int count = (concat_on(first, ax) ? first->noperands : 1) +
+              (concat_on(second, ax) ? second->noperands : 1);
+  if (count > MERGE_MAX_PARTS) return NULL;
+  lt_node *parts[MERGE_MAX_PARTS];
+  int n = concat_parts(second, ax, parts, concat_parts(first, ax, parts, 0));
+  int64_t shape[LT_MAX_DIMS], attrs[2 * LT_MAX_DIMS], axis = ax;
+  bool whole = true;
+  for (int d = 0; d < nd; d++) {
+    shape[d] = d == ax ? sa->shape[d] + sb->shape[d] : sa->shape[d];
+    attrs[d] = start[d];
+    attrs[nd + d] = 1;
+    whole = whole && start[d] == 0 && shape[d] == a->shape[d];
+  }
+  lt_node *cat =
+      lt__node_make(LT_OP_CONCAT, (lt_dtype)a->dtype, shape, nd, parts, n, &axis, 1, 0.0);
+  lt_node *r = whole ? cat : unary_node(LT_OP_UNSLICE, cat, a->shape, nd, attrs, 2 * nd);
+  if (!r) return NULL;
+  lt__node_release(a);
+  lt__node_release(b);
+  return r;
+}

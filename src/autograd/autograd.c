@@ -231,7 +231,11 @@ static int accumulate(ag_state *s, int i, lt_node *g) {
                    lt__shape_str(g->shape, g->ndim, a, sizeof a),
                    lt__shape_str(n->shape, n->ndim, b, sizeof b), lt__op_name((lt_op)n->op));
   }
-  s->grads[i] = s->grads[i] ? lt__node_bin(LT_OP_ADD, s->grads[i], g) : g;
+  lt_node *merged = s->grads[i] ? ag_merge_blocks(s->grads[i], g) : NULL;
+  if (merged)
+    s->grads[i] = merged;
+  else
+    s->grads[i] = s->grads[i] ? lt__node_bin(LT_OP_ADD, s->grads[i], g) : g;
   return s->grads[i] ? LT_OK : LT_ENOMEM;
 }
 

@@ -29,6 +29,10 @@ bool lt__device_ctx_ok(lt_device dev);
  * eager mode the new value is computed at once (its failure is the op's). */
 lt_tensor *lt__wrap(lt_device dev, lt_node *node);
 
+/* Whether node n's value depends on a requires-grad tensor (op_common.c;
+ * a bounded walk that answers yes past its budget). */
+bool lt__carries_grad(const lt_node *n);
+
 /* Eager mode: queues t's pending value for execution at once (op_eager.c),
  * keeping the history autograd needs. */
 int lt__eager_run(lt_tensor *t);

@@ -25,4 +25,9 @@ lt_node *lt__attn_transpose(lt_node *x);
 /* x @ y (consumed) for rank-3 operands of equal batch size. */
 lt_node *lt__attn_matmul(lt_node *x, lt_node *y);
 
+/* Tests: true makes lt_scaled_dot_product_attention build the ATTENTION
+ * node always, also where training at short sequences builds the composite
+ * (op_attention.c), so that the node's gradient rule stays exercised. */
+void lt__attn_set_fused_always(bool on);
+
 #endif

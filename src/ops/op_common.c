@@ -120,3 +120,31 @@ lt_tensor *lt__make(lt_device dev, lt_op op, lt_dtype dt, const int64_t *shape, 
 }
 
 bool lt__device_ctx_ok(lt_device dev) { return lt__device_ctx("lt_scalar", dev) != NULL; }
+
+/* Whether the value of n depends on a requires-grad tensor, so that autograd
+ * may need its history. The walk stops at data leaves and at values made
+ * constant by lt_detach or a no-grad scope. Past a budget of nodes the answer is
+ * yes (eager graphs are an op over a few leaves; a yes only keeps some
+ * history, or picks a training form, that was not needed). No node marks: another thread's walk may
+ * be marking shared nodes (the RNG chain) meanwhile. */
+bool lt__carries_grad(const lt_node *n) {
+  enum { kBudget = 256 };
+  const lt_node *stack[kBudget];
+  int sp = 0, seen = 0;
+  stack[sp++] = n;
+  while (sp) {
+    const lt_node *cur = stack[--sp];
+    if (++seen > kBudget) return true;
+    if (cur->grad_id == LT__GRAD_ID_CONST) continue;
+    if (cur->grad_id > 0) return true;
+    if (cur->op == LT_OP_DATA) {
+      if (cur->origin) return true;
+      continue;
+    }
+    for (int i = 0; i < cur->noperands; i++) {
+      if (sp == kBudget) return true;
+      stack[sp++] = cur->operands[i].node;
+    }
+  }
+  return false;
+}

@@ -14,37 +14,9 @@
 #include "lt_ops.h"
 #include "op_nograd.h"
 
-/* Whether the value of n depends on a requires-grad tensor, so that autograd
- * may need its history. The walk stops at data leaves and at values made
- * constant by lt_detach or a no-grad scope. Eager graphs are an op over a few
- * leaves; past a budget of nodes the answer is yes, which only keeps some
- * history that was not needed. No node marks: another thread's walk may be
- * marking shared nodes (the RNG chain) meanwhile. */
-static bool carries_grad(lt_node *n) {
-  enum { kBudget = 256 };
-  lt_node *stack[kBudget];
-  int sp = 0, seen = 0;
-  stack[sp++] = n;
-  while (sp) {
-    lt_node *cur = stack[--sp];
-    if (++seen > kBudget) return true;
-    if (cur->grad_id == LT__GRAD_ID_CONST) continue;
-    if (cur->grad_id > 0) return true;
-    if (cur->op == LT_OP_DATA) {
-      if (cur->origin) return true;
-      continue;
-    }
-    for (int i = 0; i < cur->noperands; i++) {
-      if (sp == kBudget) return true;
-      stack[sp++] = cur->operands[i].node;
-    }
-  }
-  return false;
-}
-
 int lt__eager_run(lt_tensor *t) {
   lt_node *n = lt__node_retain(t->ir);
-  bool history = carries_grad(n);
+  bool history = lt__carries_grad(n);
   int rc = lt__sync_internal(&t, 1, false, false, "eager");
   if (rc == LT_OK && history && t->buf && !t->requires_grad && !t->data_node) {
     lt_node *leaf = lt__node_data(t->buf);

@@ -13,7 +13,7 @@
 #include "cpu.h"
 
 #define PROF_MAX 4096
-#define PROF_SHOW 25
+#define PROF_SHOW 25 /* LT_CPU_PROFILE=N with N > 1 shows N */
 
 typedef struct prof_entry {
   uint64_t uid;
@@ -25,6 +25,7 @@ typedef struct prof_entry {
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static bool g_on;
+static int g_show = PROF_SHOW;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static prof_entry g_entries[PROF_MAX];
 static int g_n;
@@ -41,7 +42,7 @@ static void report(void) {
   for (int i = 0; i < g_n; i++) total += g_entries[i].ns;
   qsort(g_entries, (size_t)g_n, sizeof *g_entries, by_time);
   fprintf(stderr, "# cpu profile: %.3f ms in %d kernels\n", (double)total * 1e-6, g_n);
-  for (int i = 0; i < g_n && i < PROF_SHOW; i++) {
+  for (int i = 0; i < g_n && i < g_show; i++) {
     const prof_entry *p = &g_entries[i];
     fprintf(stderr, "# %5.1f%% %9.3f ms %7llu calls  exe %llx k%-3d %-6s %s\n",
             total ? 100.0 * (double)p->ns / (double)total : 0.0, (double)p->ns * 1e-6,
@@ -54,6 +55,7 @@ static void report(void) {
 static void init(void) {
   const char *s = getenv("LT_CPU_PROFILE");
   g_on = s && *s && strcmp(s, "0") != 0;
+  if (g_on && atoi(s) > 1) g_show = atoi(s);
   if (g_on) atexit(report);
 }
 
@@ -70,9 +72,11 @@ uint64_t cpu_profile_now(void) {
 
 static void describe(const cpu_kernel *k, char *buf, size_t n) {
   if (k->kind == CK_BLAS) {
-    snprintf(buf, n, "%s %lldx%lldx%lld%s%s%s", k->mm.f64 ? "f64" : "f32", (long long)k->mm.n,
-             (long long)k->mm.m, (long long)k->mm.k, k->mm.ta ? " At" : "", k->mm.tb ? " Bt" : "",
-             k->epilogue ? " +epilogue" : "");
+    int64_t nb = 1;
+    for (int d = 0; d < k->mm.nbatch_dims; d++) nb *= k->mm.batch_shape[d];
+    snprintf(buf, n, "%s %lldx%lldx%lld batch %lld%s%s%s", k->mm.f64 ? "f64" : "f32",
+             (long long)k->mm.n, (long long)k->mm.m, (long long)k->mm.k, (long long)nb,
+             k->mm.ta ? " At" : "", k->mm.tb ? " Bt" : "", k->epilogue ? " +epilogue" : "");
   } else if (k->kind == CK_REF) {
     snprintf(buf, n, "%s", lt__op_name(k->ins.op));
   } else {
