@@ -153,6 +153,7 @@ _SIGS = {
     "lt_sync": (I, [PT, I, B]),
     "lt_mark_step": (I, [Device]),
     "lt_wait_device_ops": (I, [Device]),
+    "lt_clear_pending": (I, [Device]),
     "lt_set_eager": (None, [B]),
     # autograd
     "lt_set_requires_grad": (I, [T, B]),

@@ -587,6 +587,12 @@ def mark_step():
     check(lib.lt_mark_step(_CPU))
 
 
+def clear_pending():
+    """Drops every live tensor's pending graph (lt_clear_pending): reading one
+    then fails. Returns how many were cleared."""
+    return check(lib.lt_clear_pending(_CPU))
+
+
 def wait_device_ops():
     check(lib.lt_wait_device_ops(_CPU))
 
