@@ -172,13 +172,22 @@ def _scalar_for(t, v):
 
 def _binop(name, swap=False):
     fn = getattr(lib, "lt_" + name)
+    new = object.__new__
 
     def op(self, other):
-        o = _scalar_for(self, other)
-        if o is NotImplemented:
-            return NotImplemented
-        a, b = (o, self) if swap else (self, o)
-        return wrap(fn(a._ptr, b._ptr))
+        # the common case first, inline: this is the per-op cost of tracing
+        if other.__class__ is Tensor:
+            p = fn(other._ptr, self._ptr) if swap else fn(self._ptr, other._ptr)
+        else:
+            o = _scalar_for(self, other)
+            if o is NotImplemented:
+                return NotImplemented
+            p = fn(o._ptr, self._ptr) if swap else fn(self._ptr, o._ptr)
+        if not p:
+            raise _error()
+        t = new(Tensor)
+        t._ptr = p
+        return t
 
     op.__name__ = name
     return op
@@ -199,10 +208,14 @@ class Tensor:
         t = tensor(data, dtype)
         self._ptr, t._ptr = t._ptr, None
 
-    def __del__(self):
-        ptr = getattr(self, "_ptr", None)
-        if ptr and lib is not None:
-            lib.lt_release(ptr)
+    def __del__(self, _release=lib.lt_release):
+        # _release bound at definition: still there while the interpreter exits
+        try:
+            ptr = self._ptr
+        except AttributeError:  # __init__ failed before setting it
+            return
+        if ptr:
+            _release(ptr)
             self._ptr = None
 
     # ---- facts
