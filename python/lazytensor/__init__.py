@@ -8,7 +8,7 @@
 
 Ops record a lazy graph; values are computed when read (numpy(), item()) or at
 lt.mark_step(). A failed call raises LazyTensorError with lt_last_error()'s
-message. See python/README.md.
+message (README.md, section Python, has more).
 """
 from . import data, nn
 from .tensor import (BOOL, F32, F64, I8, I32, I64, U8, LazyTensorError, Tensor, arange, bool_, cat,
