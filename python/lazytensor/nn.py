@@ -159,6 +159,65 @@ def dropout(x, p=0.5, training=True):
     return wrap(lib.lt_nn_dropout(x._ptr, p, training))
 
 
+def _pair(v, default=None):
+    """An {h, w} array for the C API (None: NULL, the library's default)."""
+    if v is None:
+        return default
+    if isinstance(v, int):
+        v = (v, v)
+    return (ctypes.c_int64 * 2)(*v)
+
+
+def _opt(t):
+    return t._ptr if t is not None else None
+
+
+def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """torch.nn.functional.conv2d (NCHW; weight [O, C / groups, kh, kw])."""
+    return wrap(lib.lt_conv2d(x._ptr, weight._ptr, _opt(bias), _pair(stride), _pair(padding),
+                              _pair(dilation), groups))
+
+
+def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    return wrap(lib.lt_conv_transpose2d(x._ptr, weight._ptr, _opt(bias), _pair(stride),
+                                        _pair(padding), _pair(output_padding), _pair(dilation),
+                                        groups))
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    return wrap(lib.lt_max_pool2d(x._ptr, _pair(kernel_size), _pair(stride), _pair(padding),
+                                  _pair(dilation), ceil_mode))
+
+
+def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    return wrap(lib.lt_avg_pool2d(x._ptr, _pair(kernel_size), _pair(stride), _pair(padding),
+                                  ceil_mode, count_include_pad, divisor_override or 0))
+
+
+def adaptive_avg_pool2d(x, output_size):
+    return wrap(lib.lt_adaptive_avg_pool2d(x._ptr, _pair(output_size)))
+
+
+def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    return wrap(lib.lt_batch_norm(x._ptr, _opt(running_mean), _opt(running_var), _opt(weight),
+                                  _opt(bias), training, momentum, eps))
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    shape = (ctypes.c_int64 * len(normalized_shape))(*normalized_shape)
+    return wrap(lib.lt_layer_norm(x._ptr, shape, len(normalized_shape), _opt(weight), _opt(bias),
+                                  eps))
+
+
+def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
+    return wrap(lib.lt_group_norm(x._ptr, num_groups, _opt(weight), _opt(bias), eps))
+
+
 def clip_grad_norm_(params, max_norm, norm_type=2.0):
     """Scales the grads in place (lazily); returns the total norm as a Tensor."""
     params = list(params)
@@ -251,5 +310,6 @@ class AdamW(Optimizer):
 
 __all__ = ["Module", "Linear", "Embedding", "ReLU", "GELU", "Dropout", "Sequential", "relu",
            "cross_entropy", "accuracy", "mse_loss", "nll_loss", "scaled_dot_product_attention",
-           "embedding", "dropout", "clip_grad_norm_", "save", "load", "Optimizer", "SGD", "Adam",
+           "embedding", "dropout", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d",
+           "adaptive_avg_pool2d", "batch_norm", "layer_norm", "group_norm", "clip_grad_norm_", "save", "load", "Optimizer", "SGD", "Adam",
            "AdamW", "Tensor", "_scalar_for"]

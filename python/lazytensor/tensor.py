@@ -532,6 +532,13 @@ class Tensor:
     def scatter_add(self, dim, index, src):
         return wrap(lib.lt_scatter_add(self._ptr, dim, index._ptr, src._ptr))
 
+    def index_add(self, dim, index, src, alpha=1.0):
+        return wrap(lib.lt_index_add(self._ptr, dim, index._ptr, src._ptr, float(alpha)))
+
+    def bernoulli(self):
+        """0/1 draws with self's probabilities (the device's RNG)."""
+        return wrap(lib.lt_bernoulli(self._ptr))
+
     def one_hot(self, num_classes, dtype=I64):
         return wrap(lib.lt_one_hot(self._ptr, num_classes, _dtype_code(dtype)))
 

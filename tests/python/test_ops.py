@@ -253,6 +253,55 @@ def test_nn_functional():
     assert np.array_equal(lt.nn.dropout(x, 0.5, training=False).numpy(), A)
 
 
+def conv2d_ref(x, w, b, stride, pad):
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    out = np.zeros((n, o, oh, ow), np.float64)
+    for i in range(oh):
+        for j in range(ow):
+            win = xp[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
+            out[:, :, i, j] = np.einsum("nchw,ochw->no", win, w)
+    return out + b[None, :, None, None]
+
+
+def test_conv_pool_norm():
+    x = RNG.standard_normal((2, 3, 6, 6)).astype(np.float32)
+    w = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    b = RNG.standard_normal(4).astype(np.float32)
+    tx = lt.from_numpy(x)
+    close(lt.nn.conv2d(tx, lt.from_numpy(w), lt.from_numpy(b), stride=2, padding=1),
+          conv2d_ref(x, w, b, 2, 1), 1e-4)
+    blocks = x.reshape(2, 3, 3, 2, 3, 2)
+    close(lt.nn.max_pool2d(tx, 2), blocks.max((3, 5)))
+    close(lt.nn.avg_pool2d(tx, 2), blocks.mean((3, 5)), 1e-6)
+    close(lt.nn.adaptive_avg_pool2d(tx, 1), x.mean((2, 3), keepdims=True), 1e-6)
+    # conv_transpose2d of a 1x1 kernel, stride 1: a per-pixel matmul
+    wt = RNG.standard_normal((3, 2, 1, 1)).astype(np.float32)
+    close(lt.nn.conv_transpose2d(tx, lt.from_numpy(wt)),
+          np.einsum("nchw,co->nohw", x, wt[:, :, 0, 0]), 1e-5)
+    m, v = x.mean((0, 2, 3)), x.var((0, 2, 3))
+    ref = (x - m[None, :, None, None]) / np.sqrt(v[None, :, None, None] + 1e-5)
+    close(lt.nn.batch_norm(tx, None, None, training=True), ref, 1e-4)
+    close(lt.nn.batch_norm(tx, lt.from_numpy(m), lt.from_numpy(v)), ref, 1e-4)
+    lm, lv = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    close(lt.nn.layer_norm(tx, 6), (x - lm) / np.sqrt(lv + 1e-5), 1e-4)
+    g = x.reshape(2, 1, -1)
+    gn = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5))
+    close(lt.nn.group_norm(tx, 1), gn.reshape(x.shape), 1e-4)
+
+
+def test_index_add_and_random():
+    out = lt.zeros(3, 2).index_add(0, lt.tensor([2, 0, 2]), lt.ones(3, 2), alpha=2.0).numpy()
+    np.testing.assert_array_equal(out, [[2, 2], [0, 0], [4, 4]])
+    lt.manual_seed(9)
+    draws = lt.full((2000,), 0.25).bernoulli().numpy()
+    assert set(np.unique(draws)) <= {0, 1} and abs(draws.mean() - 0.25) < 0.05
+    d = lt.nn.dropout(lt.ones(2000), 0.5, training=True).numpy()
+    assert set(np.unique(d)) <= {0, 2} and abs(d.mean() - 1) < 0.1
+
+
 def test_layers():
     lt.manual_seed(1)
     lin = lt.nn.Linear(4, 3)
