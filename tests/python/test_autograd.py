@@ -116,3 +116,28 @@ def test_training_reduces_loss():
         v = loss.item()
         first = v if first is None else first
     assert v < 0.5 * first
+
+
+def test_adamw_clip_assign_save_load(tmp_path):
+    p = lt.tensor([3.0, 4.0], dtype=lt.F64, requires_grad=True)
+    (p * p).sum().backward()  # grad (6, 8): norm 10
+    norm = lt.nn.clip_grad_norm_([p], 1.0)
+    np.testing.assert_allclose(norm.item(), 10.0)
+    np.testing.assert_allclose(p.grad.numpy(), [0.6, 0.8], rtol=1e-5)
+    opt = lt.nn.AdamW([p], lr=0.1, weight_decay=0.5)
+    opt.step()
+    lt.mark_step()
+    # decay first (p *= 1 - lr * wd), then Adam's first step (lr * sign(grad))
+    np.testing.assert_allclose(p.numpy(), [3 * 0.95 - 0.1, 4 * 0.95 - 0.1], rtol=1e-6)
+    q = lt.zeros(2, dtype=lt.F64)
+    q.assign_(p * 2.0)
+    lt.sync(q)
+    np.testing.assert_allclose(q.numpy(), 2 * p.numpy())
+    path = str(tmp_path / "params.bin")
+    lt.nn.save(path, [p, q])
+    a, b = lt.zeros(2, dtype=lt.F64), lt.zeros(2, dtype=lt.F64)
+    lt.nn.load(path, [a, b])
+    np.testing.assert_array_equal(a.numpy(), p.numpy())
+    np.testing.assert_array_equal(b.numpy(), q.numpy())
+    with pytest.raises(lt.LazyTensorError):
+        lt.nn.load(str(tmp_path / "missing.bin"), [a])
