@@ -452,6 +452,7 @@ int main(int argc, char **argv) {
   int64_t planned = o.epochs * (train.n / o.batch);
   if (o.limit_steps && o.limit_steps < planned) planned = o.limit_steps;
   double train_s = 0, final_acc = NAN, cur_lr = oc.lr;
+  double prev_lr = oc.lr; /* the rate of the step before the current one (the log's rows) */
   bool stop = false;
   for (int64_t e = 1; e <= o.epochs && !stop; e++) {
     int64_t nb = lt_nn_loader_epoch(loader);
@@ -475,6 +476,7 @@ int main(int argc, char **argv) {
         break;
       }
       /* The rate is a graph parameter: changing it every step recompiles nothing. */
+      prev_lr = cur_lr;
       if (o.cosine && planned > 0)
         cur_lr = 0.5 * oc.lr * (1 + cos(3.14159265358979323846 * (double)total / (double)planned));
       if (o.cosine && planned > 0 && lt_nn_optim_set_lr(opt, cur_lr) != LT_OK) {
@@ -516,7 +518,7 @@ int main(int argc, char **argv) {
         double wloss = (sum - pg.last_sum) / (double)(upto - pg.last_step);
         double wrate = (double)(total - pg.last_total) / (t - pg.last_t);
         progress_show(&pg, e, o.epochs, s + 1, nb, total, wloss, wrate);
-        if (runlog_row(&rlog, upto, e, wloss, cur_lr, wrate, NAN)) goto out;
+        if (runlog_row(&rlog, upto, e, wloss, prev_lr, wrate, NAN)) goto out;
         pg.last_t = t;
         pg.last_total = total;
         pg.last_sum = sum;
