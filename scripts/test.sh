@@ -56,6 +56,11 @@ for t in build/test_*; do
 done
 rm -f /tmp/lt-valgrind-$$.log
 
+echo "== python binding (pytest over build/liblazytensor.so; exit 77: skipped)"
+prc=0
+bash tests/python_check.sh build || prc=$?
+[ "$prc" -eq 0 ] || [ "$prc" -eq 77 ] || exit "$prc"
+
 bash scripts/reliability.sh
 echo "== test suite"
 ctest --test-dir build -j "$jobs" --output-on-failure

@@ -25,6 +25,7 @@
 #include "lazytensor.h"
 #include "lazytensor_nn.h"
 #include "model.h"
+#include "runlog.h"
 
 #define MAX_LAYERS 16
 
@@ -35,6 +36,7 @@ typedef struct options {
   bool lr_set, wd_set, nesterov, keep_denormals, cosine, cnn;
   uint64_t seed;
   const char *threads, *backend, *data, *save, *load, *cache_dir, *export_path;
+  const char *log_path, *plot_path;
 } options;
 
 static void usage(FILE *f) {
@@ -78,6 +80,12 @@ static void usage(FILE *f) {
           "  --log-every N       steps between progress updates (default 10 on a tty, else 100)\n"
           "  --cache-dir DIR     keep compiled graphs in DIR (created if missing) and reuse\n"
           "                      them in later runs: a warm start compiles nothing\n"
+          "  --log FILE          write the training log as CSV (step,epoch,loss,lr,\n"
+          "                      steps_per_s,test_acc: a row per progress update and one\n"
+          "                      per epoch with its mean loss and test accuracy)\n"
+          "  --plot FILE         draw the log's loss and accuracy curves as a PNG (needs\n"
+          "                      cairo at build time; without --log the log goes to\n"
+          "                      FILE.csv)\n"
           "  --keep-denormals    do not flush denormals to zero (see below)\n"
           "Denormals are flushed to zero (FTZ/DAZ, as torch.set_flush_denormal(True)) in\n"
           "every thread: Adam's first moment of an input whose grad stays 0 decays\n"
@@ -135,10 +143,10 @@ static int parse_args(int argc, char **argv, options *o) {
     } else {
       snprintf(name, sizeof name, "%s", a);
       static const char *const known[] = {
-          "--hidden",    "--layers",  "--batch", "--epochs",   "--limit-steps",  "--test-limit",
-          "--log-every", "--seed",    "--lr",    "--momentum", "--weight-decay", "--optimizer",
-          "--threads",   "--backend", "--data",  "--save",     "--load",         "--cache-dir",
-          "--schedule",  "--model",   "--export"};
+          "--hidden",    "--layers",  "--batch",  "--epochs",   "--limit-steps",  "--test-limit",
+          "--log-every", "--seed",    "--lr",     "--momentum", "--weight-decay", "--optimizer",
+          "--threads",   "--backend", "--data",   "--save",     "--load",         "--cache-dir",
+          "--schedule",  "--model",   "--export", "--log",      "--plot"};
       bool is_known = false;
       for (size_t k = 0; k < sizeof known / sizeof *known; k++) is_known |= !strcmp(name, known[k]);
       if (!is_known) goto bad;
@@ -197,6 +205,10 @@ static int parse_args(int argc, char **argv, options *o) {
       o->load = val;
     else if (!strcmp(name, "--export"))
       o->export_path = val;
+    else if (!strcmp(name, "--log"))
+      o->log_path = val;
+    else if (!strcmp(name, "--plot"))
+      o->plot_path = val;
     else if (!strcmp(name, "--cache-dir"))
       o->cache_dir = val;
     else if (!strcmp(name, "--model")) {
@@ -376,6 +388,14 @@ int main(int argc, char **argv) {
   const char *be = getenv("LT_BACKEND");
 
   int status = 1;
+  runlog rlog = {NULL, NULL};
+  char log_buf[4096];
+  const char *log_file = runlog_path(o.log_path, o.plot_path, log_buf, sizeof log_buf);
+  if ((o.log_path || o.plot_path) && (!log_file || runlog_open(&rlog, log_file, "test_acc"))) {
+    lt_nn_dataset_free(&train);
+    lt_nn_dataset_free(&test);
+    return 1;
+  }
   train_model m;
   lt_nn_optim *opt = NULL;
   lt_nn_loader *loader = NULL;
@@ -431,7 +451,8 @@ int main(int argc, char **argv) {
   /* The schedule's length: every step the run will take. */
   int64_t planned = o.epochs * (train.n / o.batch);
   if (o.limit_steps && o.limit_steps < planned) planned = o.limit_steps;
-  double train_s = 0, final_acc = NAN;
+  double train_s = 0, final_acc = NAN, cur_lr = oc.lr;
+  double prev_lr = oc.lr; /* the rate of the step before the current one (the log's rows) */
   bool stop = false;
   for (int64_t e = 1; e <= o.epochs && !stop; e++) {
     int64_t nb = lt_nn_loader_epoch(loader);
@@ -455,11 +476,10 @@ int main(int argc, char **argv) {
         break;
       }
       /* The rate is a graph parameter: changing it every step recompiles nothing. */
-      if (o.cosine && planned > 0 &&
-          lt_nn_optim_set_lr(
-              opt,
-              0.5 * oc.lr * (1 + cos(3.14159265358979323846 * (double)total / (double)planned))) !=
-              LT_OK) {
+      prev_lr = cur_lr;
+      if (o.cosine && planned > 0)
+        cur_lr = 0.5 * oc.lr * (1 + cos(3.14159265358979323846 * (double)total / (double)planned));
+      if (o.cosine && planned > 0 && lt_nn_optim_set_lr(opt, cur_lr) != LT_OK) {
         fail("learning rate");
         goto out;
       }
@@ -495,9 +515,10 @@ int main(int argc, char **argv) {
         }
         double t = now_s();
         /* the step rate over the window since the last line */
-        progress_show(&pg, e, o.epochs, s + 1, nb, total,
-                      (sum - pg.last_sum) / (double)(upto - pg.last_step),
-                      (double)(total - pg.last_total) / (t - pg.last_t));
+        double wloss = (sum - pg.last_sum) / (double)(upto - pg.last_step);
+        double wrate = (double)(total - pg.last_total) / (t - pg.last_t);
+        progress_show(&pg, e, o.epochs, s + 1, nb, total, wloss, wrate);
+        if (runlog_row(&rlog, upto, e, wloss, prev_lr, wrate, NAN)) goto out;
         pg.last_t = t;
         pg.last_total = total;
         pg.last_sum = sum;
@@ -523,6 +544,9 @@ int main(int argc, char **argv) {
       goto out;
     }
     final_acc = a;
+    if (steps && runlog_row(&rlog, total, e, (sum_end - epoch_sum0) / (double)steps, cur_lr,
+                            (double)steps / (dt > 0 ? dt : 1), a))
+      goto out;
     printf("epoch %lld: %lld steps in %.2f s (%.1f steps/s), mean loss %.4f, test accuracy %.4f\n",
            (long long)e, (long long)steps, dt, (double)steps / (dt > 0 ? dt : 1),
            steps ? (sum_end - epoch_sum0) / (double)steps : NAN, a);
@@ -557,6 +581,8 @@ int main(int argc, char **argv) {
          metric_ms("ExecuteTime"));
   status = 0;
 out:
+  /* also after a failure: the curve so far */
+  if ((o.log_path || o.plot_path) && runlog_finish(&rlog, o.log_path, o.plot_path)) status = 1;
   lt_wait_device_ops(dev);
   lt_release(prev);
   lt_release(acc);

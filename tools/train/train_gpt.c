@@ -24,6 +24,7 @@
 #include "lazytensor.h"
 #include "lazytensor_nn.h"
 #include "model.h"
+#include "runlog.h"
 
 typedef struct gpt_options {
   int64_t steps, batch, warmup, eval_every, eval_windows, generate, log_every;
@@ -31,7 +32,7 @@ typedef struct gpt_options {
   double lr, weight_decay, clip, temperature;
   uint64_t seed;
   bool keep_denormals;
-  const char *threads, *backend, *data, *prompt, *save, *cache_dir;
+  const char *threads, *backend, *data, *prompt, *save, *cache_dir, *log_path, *plot_path;
 } gpt_options;
 
 static void gpt_usage(FILE *f) {
@@ -66,6 +67,11 @@ static void gpt_usage(FILE *f) {
           ")\n"
           "  --save FILE         write the parameters after training\n"
           "  --cache-dir DIR     keep compiled graphs in DIR across runs\n"
+          "  --log FILE          write the training log as CSV (step,epoch,loss,lr,\n"
+          "                      steps_per_s,val_loss: a row per progress line, val_loss on\n"
+          "                      the rows of an evaluation and on the last row)\n"
+          "  --plot FILE         draw the log's training and validation loss as a PNG\n"
+          "                      (without --log the log goes to FILE.csv)\n"
           "  --keep-denormals    do not flush denormals to zero\n"
           "  --composite-ops     attention, tanh gelu and the embedding lookup built from\n"
           "                      other ops (matmul, mask, softmax; the formula;\n"
@@ -183,6 +189,10 @@ static int gpt_parse(int argc, char **argv, gpt_options *o) {
       o->save = val;
     else if (!strcmp(name, "--cache-dir"))
       o->cache_dir = val;
+    else if (!strcmp(name, "--log"))
+      o->log_path = val;
+    else if (!strcmp(name, "--plot"))
+      o->plot_path = val;
     else
       goto bad;
     if (!ok) {
@@ -245,9 +255,17 @@ int train_gpt_main(int argc, char **argv) {
   gpt_trainer tr;
   int status = 1;
   lt_tensor *acc = NULL, *prev = NULL;
+  runlog rlog = {NULL, NULL};
+  char log_buf[4096];
+  const char *log_file = runlog_path(o.log_path, o.plot_path, log_buf, sizeof log_buf);
+  if ((o.log_path || o.plot_path) && (!log_file || runlog_open(&rlog, log_file, "val_loss"))) {
+    lt_nn_text_free(&text);
+    return 1;
+  }
   if (gpt_trainer_init(&tr, dev, &text, &o.c, o.batch, o.lr, o.weight_decay, o.clip, o.seed) !=
       LT_OK) {
     lt_nn_text_free(&text);
+    runlog_close(&rlog);
     return gpt_fail("model");
   }
   const char *be = getenv("LT_BACKEND");
@@ -270,6 +288,7 @@ int train_gpt_main(int argc, char **argv) {
   }
   double t0 = now_s(), last_t = t0, last_sum = 0, train_s = 0, val = NAN, trn = NAN;
   int64_t last_step = 0;
+  double last_loss = NAN, last_rate = NAN; /* the last step's row waits for the final evaluation */
   for (int64_t s = 0; s < o.steps; s++) {
     if (gpt_trainer_set_lr(&tr, gpt_lr_at(o.lr, s, o.steps, o.warmup)) != LT_OK) {
       gpt_fail("learning rate");
@@ -301,10 +320,12 @@ int train_gpt_main(int argc, char **argv) {
       goto out;
     }
     double t = now_s();
+    double wloss = (sum - last_sum) / (double)(s + 1 - last_step);
+    double wrate = (double)(s + 1 - last_step) / (t - last_t);
     printf("step %lld/%lld  lr %.2e  train loss %.4f  %.2f steps/s\n", (long long)(s + 1),
-           (long long)o.steps, gpt_lr_at(o.lr, s, o.steps, o.warmup),
-           (sum - last_sum) / (double)(s + 1 - last_step),
-           (double)(s + 1 - last_step) / (t - last_t));
+           (long long)o.steps, gpt_lr_at(o.lr, s, o.steps, o.warmup), wloss, wrate);
+    last_loss = wloss;
+    last_rate = wrate;
     last_sum = sum;
     last_step = s + 1;
     if (eval) {
@@ -314,6 +335,9 @@ int train_gpt_main(int argc, char **argv) {
       }
       printf("step %lld/%lld  validation loss %.4f\n", (long long)(s + 1), (long long)o.steps, val);
     }
+    if (s + 1 < o.steps && runlog_row(&rlog, s + 1, 1, wloss, gpt_lr_at(o.lr, s, o.steps, o.warmup),
+                                      wrate, eval ? val : NAN))
+      goto out;
     fflush(stdout);
     last_t = now_s(); /* the evaluation is not training */
     train_s += t - t0;
@@ -331,6 +355,9 @@ int train_gpt_main(int argc, char **argv) {
   }
   /* the parseable line, the same as bench/train_gpt_torch.py's */
   printf("final: steps %lld train_loss %.4f val_loss %.4f\n", (long long)o.steps, trn, val);
+  if (o.steps > 0 && runlog_row(&rlog, o.steps, 1, last_loss,
+                                gpt_lr_at(o.lr, o.steps - 1, o.steps, o.warmup), last_rate, val))
+    goto out;
   if (o.generate > 0) {
     char *sample = malloc((size_t)o.generate + 1);
     if (!sample) {
@@ -365,6 +392,7 @@ int train_gpt_main(int argc, char **argv) {
          gpt_metric_ms("ExecuteTime"));
   status = 0;
 out:
+  if ((o.log_path || o.plot_path) && runlog_finish(&rlog, o.log_path, o.plot_path)) status = 1;
   lt_wait_device_ops(dev);
   lt_release(prev);
   lt_release(acc);

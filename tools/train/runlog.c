@@ -1,0 +1,167 @@
+/* The training log's CSV (runlog.h): writing it as training runs, and
+ * reading it back for the plot. No cairo here: the log works without it. */
+#include "runlog.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int runlog_open(runlog *l, const char *path, const char *metric) {
+  l->f = fopen(path, "w");
+  l->path = NULL;
+  if (!l->f) {
+    fprintf(stderr, "lazytensor-train: --log %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  l->path = strdup(path);
+  fprintf(l->f, "step,epoch,loss,lr,steps_per_s,%s\n", metric);
+  return 0;
+}
+
+/* A field: %.9g keeps a float's value exactly; empty for NAN. */
+static void field(FILE *f, double v, bool last) {
+  if (!isnan(v)) fprintf(f, "%.9g", v);
+  fputc(last ? '\n' : ',', f);
+}
+
+int runlog_row(runlog *l, int64_t step, int64_t epoch, double loss, double lr, double rate,
+               double metric) {
+  if (!l->f) return 0;
+  fprintf(l->f, "%lld,%lld,", (long long)step, (long long)epoch);
+  field(l->f, loss, false);
+  field(l->f, lr, false);
+  field(l->f, rate, false);
+  field(l->f, metric, true);
+  /* flushed per row: a run stopped early still leaves its curve */
+  if (fflush(l->f) != 0 || ferror(l->f)) {
+    fprintf(stderr, "lazytensor-train: --log %s: %s\n", l->path ? l->path : "", strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+int runlog_close(runlog *l) {
+  int rc = 0;
+  if (l->f && fclose(l->f) != 0) rc = -1;
+  l->f = NULL;
+  free(l->path);
+  l->path = NULL;
+  return rc;
+}
+
+const char *runlog_path(const char *log_path, const char *png_path, char *buf, size_t len) {
+  if (log_path) return log_path;
+  if (!png_path) return NULL;
+  if ((size_t)snprintf(buf, len, "%s.csv", png_path) >= len) return NULL;
+  return buf;
+}
+
+int runlog_finish(runlog *l, const char *log_path, const char *png_path) {
+  char buf[4096];
+  const char *csv = runlog_path(log_path, png_path, buf, sizeof buf);
+  if (runlog_close(l)) {
+    fprintf(stderr, "lazytensor-train: --log %s: write failed\n", csv ? csv : "");
+    return -1;
+  }
+  if (csv) printf("log: %s\n", csv);
+  if (!png_path || !csv) return 0;
+  char err[512];
+  if (plot_render(csv, png_path, 900, 540, NULL, err, sizeof err)) {
+    fprintf(stderr, "lazytensor-train: --plot %s: %s\n", png_path, err);
+    return -1;
+  }
+  printf("plot: %s\n", png_path);
+  return 0;
+}
+
+void runlog_data_free(runlog_data *d) {
+  free(d->step);
+  free(d->epoch);
+  free(d->loss);
+  free(d->lr);
+  free(d->rate);
+  free(d->metric);
+  memset(d, 0, sizeof *d);
+}
+
+/* One field of a row; empty (or only spaces) reads as NAN. */
+static bool parse_field(char **p, double *out, bool last) {
+  char *s = *p, *end;
+  char *sep = strchr(s, last ? '\n' : ',');
+  if (!sep && last) sep = s + strlen(s);
+  if (!sep) return false;
+  while (s < sep && *s == ' ') s++;
+  if (s == sep || (s + 1 == sep && *s == '\r')) {
+    *out = NAN;
+  } else {
+    errno = 0;
+    *out = strtod(s, &end);
+    while (end < sep && (*end == ' ' || *end == '\r')) end++;
+    if (errno || end != sep) return false;
+  }
+  *p = *sep ? sep + 1 : sep;
+  return true;
+}
+
+int runlog_read(const char *path, runlog_data *d, char *err, size_t errlen) {
+  memset(d, 0, sizeof *d);
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    return -1;
+  }
+  char line[512];
+  int rc = -1;
+  size_t cap = 0;
+  if (!fgets(line, sizeof line, f)) {
+    snprintf(err, errlen, "%s: empty", path);
+    goto out;
+  }
+  line[strcspn(line, "\r\n")] = 0;
+  if (!strcmp(line, "step,epoch,loss,lr,steps_per_s,test_acc"))
+    d->metric_is_acc = true;
+  else if (strcmp(line, "step,epoch,loss,lr,steps_per_s,val_loss")) {
+    snprintf(err, errlen, "%s: not a lazytensor-train log (header '%s')", path, line);
+    goto out;
+  }
+  for (size_t row = 2; fgets(line, sizeof line, f); row++) {
+    if (line[0] == '\n' || line[0] == 0) continue;
+    if (d->n == cap) {
+      cap = cap ? 2 * cap : 64;
+      double **cols[] = {&d->step, &d->epoch, &d->loss, &d->lr, &d->rate, &d->metric};
+      for (int c = 0; c < 6; c++) {
+        double *g = realloc(*cols[c], cap * sizeof(double));
+        if (!g) {
+          snprintf(err, errlen, "out of memory");
+          goto out;
+        }
+        *cols[c] = g;
+      }
+    }
+    char *p = line;
+    size_t i = d->n;
+    if (!parse_field(&p, &d->step[i], false) || !parse_field(&p, &d->epoch[i], false) ||
+        !parse_field(&p, &d->loss[i], false) || !parse_field(&p, &d->lr[i], false) ||
+        !parse_field(&p, &d->rate[i], false) || !parse_field(&p, &d->metric[i], true) ||
+        isnan(d->step[i])) {
+      snprintf(err, errlen, "%s: line %zu: expected 6 numeric fields", path, row);
+      goto out;
+    }
+    d->n++;
+  }
+  rc = 0;
+out:
+  fclose(f);
+  if (rc) runlog_data_free(d);
+  return rc;
+}
+
+#ifndef LT_HAVE_CAIRO
+int plot_render(const char *csv_path, const char *png_path, int width, int height,
+                plot_layout *layout, char *err, size_t errlen) {
+  (void)csv_path, (void)png_path, (void)width, (void)height, (void)layout;
+  snprintf(err, errlen, "built without cairo (install libcairo2-dev and reconfigure)");
+  return -1;
+}
+#endif
