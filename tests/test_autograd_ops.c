@@ -635,8 +635,7 @@ static void test_block_gradients(void **state) {
     }
     assert_int_equal(g->op, LT_OP_CONCAT);
     assert_int_equal(g->noperands, k == B_SPLIT ? 3 : 2);
-    lt_release(a);
-  }
+  } /* the test's scope owns a and the results */
 }
 
 int main(void) {

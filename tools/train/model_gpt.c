@@ -209,7 +209,10 @@ int model_gpt_init(train_model *m, lt_device dev, const gpt_config *c) {
   if (!mask) return LT_ENOMEM;
   for (int64_t i = 0; i < t; i++)
     for (int64_t j = 0; j < t; j++) mask[i * t + j] = j <= i ? 0.0f : -INFINITY;
-  g->causal = lt_from_data(dev, LT_F32, (const int64_t[]){t, t}, 2, mask);
+  /* the model owns one reference whether or not the caller has a scope open */
+  lt_scope_begin();
+  g->causal = lt_retain(lt_from_data(dev, LT_F32, (const int64_t[]){t, t}, 2, mask));
+  lt_scope_end();
   free(mask);
   if (!g->causal) return lt_last_status();
   return LT_OK;

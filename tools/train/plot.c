@@ -3,6 +3,7 @@
  * right axis, against steps; ticks, grid, labels and a legend. Built only
  * where CMake found cairo (LT_HAVE_CAIRO); runlog.c has the stub otherwise. */
 #include <cairo.h>
+#include <fontconfig/fontconfig.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -190,4 +191,9 @@ int plot_render(const char *csv_path, const char *png_path, int width, int heigh
   }
   runlog_data_free(&d);
   return rc;
+}
+
+void plot_release_caches(void) {
+  cairo_debug_reset_static_data();
+  FcFini();
 }

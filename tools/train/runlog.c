@@ -67,7 +67,9 @@ int runlog_finish(runlog *l, const char *log_path, const char *png_path) {
   if (csv) printf("log: %s\n", csv);
   if (!png_path || !csv) return 0;
   char err[512];
-  if (plot_render(csv, png_path, 900, 540, NULL, err, sizeof err)) {
+  int rc = plot_render(csv, png_path, 900, 540, NULL, err, sizeof err);
+  plot_release_caches(); /* the run draws once, at its end */
+  if (rc) {
     fprintf(stderr, "lazytensor-train: --plot %s: %s\n", png_path, err);
     return -1;
   }
@@ -164,4 +166,5 @@ int plot_render(const char *csv_path, const char *png_path, int width, int heigh
   snprintf(err, errlen, "built without cairo (install libcairo2-dev and reconfigure)");
   return -1;
 }
+void plot_release_caches(void) {}
 #endif

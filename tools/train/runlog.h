@@ -70,6 +70,9 @@ static inline double plot_map_acc(const plot_layout *p, double acc) {
  * (also when built without cairo). */
 int plot_render(const char *csv_path, const char *png_path, int width, int height,
                 plot_layout *layout, char *err, size_t errlen);
+/* Gives cairo's and fontconfig's caches back (after the last plot_render of
+ * the process), so that leak checkers find nothing of theirs left. */
+void plot_release_caches(void);
 
 /* The end of a run with --log/--plot: closes the log and, when png_path is
  * set, draws it (900x540) and says where. log_path may be NULL when the log
