@@ -3,7 +3,8 @@
 # sudo when not root). Skips apt entirely when everything is already there.
 set -euo pipefail
 deps=(build-essential cmake pkg-config clang clang-format valgrind libcmocka-dev libxxhash-dev llvm-19-dev
-  libopenblas-dev libdnnl-dev zlib1g-dev libzstd-dev dataset-fashion-mnist fortunes)
+  libopenblas-dev libdnnl-dev zlib1g-dev libzstd-dev dataset-fashion-mnist fortunes
+  libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${deps[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
