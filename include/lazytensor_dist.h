@@ -2,10 +2,10 @@
  * training, on top of lazytensor.h and lazytensor_nn.h.
  *
  * A world is a group of replicas, each running the same program on its own
- * device. Today a world lives in one process: lt_world_local(n) makes the
- * devices CPU:0..CPU:n-1 its ranks 0..n-1, and collectives go through shared
- * memory. (The interface is meant to serve a world of processes over MPI as
- * well, one replica per process; see docs/SCALE_OUT.md.)
+ * device. lt_world_local(n) makes the devices CPU:0..CPU:n-1 of this process
+ * its ranks 0..n-1, collectives going through shared memory; lt_world_mpi
+ * makes the processes of an MPI job its ranks, one replica per process on
+ * its CPU:0, collectives going through MPI (docs/SCALE_OUT.md).
  *
  * Collectives are IR ops: lt_all_reduce and the others only record a node,
  * which runs when its graph does, like any other op. Every replica must trace
