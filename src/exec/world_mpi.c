@@ -19,6 +19,7 @@
  * Threads: the executor's worker thread (or a reading caller) issues the
  * calls, one at a time per device; a mutex serialises them anyway, so
  * MPI_THREAD_SERIALIZED is enough. */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,9 +170,13 @@ static int wait_req(mpi_state *s, MPI_Request *req, int64_t deadline_ns, int ran
                (unsigned long long)seq, what, rank, (long long)s->timeout_ms, stage);
       break;
     }
-    if (spins > 2000) { /* latency first, then leave the core to the others */
+    /* Latency first, then leave the core to the others: the peer may be
+     * computing on this very core (oversubscribed hosts, --oversubscribe). */
+    if (spins > 2000) {
       struct timespec ts = {0, 20000};
       nanosleep(&ts, NULL);
+    } else if (spins > 100) {
+      sched_yield();
     }
   }
   s->send = s->recv = NULL; /* abandoned to MPI */
