@@ -315,7 +315,7 @@ static int shm_run(void *state, int rank, lt_coll_call *call) {
   return LT_OK;
 }
 
-static const lt_transport kShm = {"shared-memory", shm_run};
+static const lt_transport kShm = {"shared-memory", shm_run, true};
 
 /* ---- worlds ---- */
 

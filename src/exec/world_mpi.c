@@ -303,7 +303,7 @@ static int mpi_run(void *state, int rank, lt_coll_call *call) {
   return rc;
 }
 
-static const lt_transport kMpi = {"mpi", mpi_run};
+static const lt_transport kMpi = {"mpi", mpi_run, false};
 
 int lt_world_mpi(lt_world **out) {
   if (!out) return lt__err(LT_EINVAL, "lt_world_mpi: out is NULL");
