@@ -34,8 +34,9 @@ typedef struct lt_world lt_world;
 
 /* A world of n replicas (1 <= n <= LT_MAX_DEVICES) in this process: rank r
  * runs on CPU:r. LT_EINVAL when n is out of range or one of the devices
- * belongs to another world already. The devices' cpu thread pool is shared
- * (LT_NUM_THREADS threads for all replicas). */
+ * belongs to another world already. The cores are shared out: each replica's
+ * parallel kernels run on a cpu thread pool of its own of LT_NUM_THREADS / n
+ * threads (at least 1). */
 LT_API int lt_world_local(int n, lt_world **out);
 /* A world of processes over MPI (Open MPI 4.1; the library must have been
  * built with it, else LT_EINVAL saying so): one replica per process, rank
