@@ -2,10 +2,10 @@
  * training, on top of lazytensor.h and lazytensor_nn.h.
  *
  * A world is a group of replicas, each running the same program on its own
- * device. Today a world lives in one process: lt_world_local(n) makes the
- * devices CPU:0..CPU:n-1 its ranks 0..n-1, and collectives go through shared
- * memory. (The interface is meant to serve a world of processes over MPI as
- * well, one replica per process; see docs/SCALE_OUT.md.)
+ * device. lt_world_local(n) makes the devices CPU:0..CPU:n-1 of this process
+ * its ranks 0..n-1, collectives going through shared memory; lt_world_mpi
+ * makes the processes of an MPI job its ranks, one replica per process on
+ * its CPU:0, collectives going through MPI (docs/SCALE_OUT.md).
  *
  * Collectives are IR ops: lt_all_reduce and the others only record a node,
  * which runs when its graph does, like any other op. Every replica must trace
@@ -34,9 +34,28 @@ typedef struct lt_world lt_world;
 
 /* A world of n replicas (1 <= n <= LT_MAX_DEVICES) in this process: rank r
  * runs on CPU:r. LT_EINVAL when n is out of range or one of the devices
- * belongs to another world already. The devices' cpu thread pool is shared
- * (LT_NUM_THREADS threads for all replicas). */
+ * belongs to another world already. The cores are shared out: each replica's
+ * parallel kernels run on a cpu thread pool of its own of LT_NUM_THREADS / n
+ * threads (at least 1). */
 LT_API int lt_world_local(int n, lt_world **out);
+/* A world of processes over MPI (Open MPI 4.1; the library must have been
+ * built with it, else LT_EINVAL saying so): one replica per process, rank
+ * and size those of MPI_COMM_WORLD, this process's replica on CPU:0 (which
+ * must belong to no other world). Run the program under mpirun. Initialises
+ * MPI (MPI_THREAD_MULTIPLE requested, at least MPI_THREAD_SERIALIZED
+ * required: the executor's worker thread issues the calls) unless the
+ * program did; lt_world_free then finalises it. Collectives are MPI's
+ * non-blocking ones on a duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN,
+ * polled until the world's timeout: a peer that died or stalls makes this
+ * one fail with LT_EEXEC and a message instead of hanging. Every rank
+ * checks that the others run the same collective before any data moves.
+ * lt_world_device(w, r) is CPU:0 for this process's rank and
+ * {LT_DEVICE_CPU, -1} for the others'. */
+LT_API int lt_world_mpi(lt_world **out);
+/* This process's rank: its MPI rank in an MPI world, 0 in an in-process
+ * world (whose ranks all live here; rank 0 is the one that prints), -1 for
+ * NULL. */
+LT_API int lt_world_rank(const lt_world *w);
 /* The number of replicas (0 for NULL). */
 LT_API int lt_world_size(const lt_world *w);
 /* The device of rank r; {LT_DEVICE_CPU, -1} for a bad rank or NULL world. */
@@ -51,7 +70,8 @@ LT_API int lt_world_set_timeout_ms(lt_world *w, int64_t ms);
  * negative status with lt_last_error() set. */
 typedef int (*lt_replica_fn)(int rank, lt_device dev, void *ctx);
 /* Runs fn(rank, device, ctx) for every rank at once, each on a thread of its
- * own, and waits for all of them. LT_OK when every replica returned LT_OK;
+ * own, and waits for all of them (in an MPI world: this process's rank only,
+ * on the calling thread). LT_OK when every replica returned LT_OK;
  * else the status of the replica that failed first, with its message
  * prefixed by "rank <r>: ". A replica whose fn has returned (and whose
  * device has run what it queued) joins no more collectives: the others'
@@ -59,7 +79,10 @@ typedef int (*lt_replica_fn)(int rank, lt_device dev, void *ctx);
 LT_API int lt_world_run(lt_world *w, lt_replica_fn fn, void *ctx);
 /* Waits for the work in flight on the world's devices (without taking their
  * errors: they stay for the next sync), then frees the world; its devices
- * belong to no world again. NULL is accepted. Not while lt_world_run runs. */
+ * belong to no world again. An MPI world finalises MPI if lt_world_mpi
+ * initialised it, except when a collective failed (MPI cannot finalise with
+ * a dead peer: the process then exits without it). NULL is accepted. Not while lt_world_run runs.
+ */
 LT_API void lt_world_free(lt_world *w);
 
 /* ---- collectives (IR ops) ---------------------------------------------------------------- */

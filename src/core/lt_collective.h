@@ -62,6 +62,9 @@ typedef struct lt_transport {
    * failing after the transport's timeout). LT_OK, or a negative status
    * with the error recorded (lt__err) naming the collective and the rank. */
   int (*run)(void *state, int rank, lt_coll_call *call);
+  /* Whether all of the world's ranks live in this process (their devices
+   * then share its cores: the cpu backend gives each its share). */
+  bool in_process;
 } lt_transport;
 
 /* A device's membership of a world. */

@@ -32,23 +32,8 @@
 #include "../core/lt_dtype.h"
 #include "../core/lt_error.h"
 #include "exec_internal.h"
+#include "world_internal.h"
 #include "lt_metrics.h"
-
-struct lt_world {
-  int n;
-  int64_t timeout_ms;
-  pthread_mutex_t lock;
-  pthread_cond_t cond; /* CLOCK_MONOTONIC: a wall-clock jump does not cut a wait short */
-  uint64_t round;      /* rounds completed */
-  int arrived, done;
-  bool open; /* every rank arrived and the calls agree: compute */
-  /* Ranks whose lt_world_run function returned and whose device is idle:
-   * they will join no collective again, so waiting for them fails at once. */
-  bool gone[LT_MAX_DEVICES];
-  int broken;
-  char broken_msg[1024];
-  lt_coll_call *slot[LT_MAX_DEVICES];
-};
 
 /* ---- element access (every dtype through double or int64) ---- */
 
@@ -330,11 +315,11 @@ static int shm_run(void *state, int rank, lt_coll_call *call) {
   return LT_OK;
 }
 
-static const lt_transport kShm = {"shared-memory", shm_run};
+static const lt_transport kShm = {"shared-memory", shm_run, true};
 
 /* ---- worlds ---- */
 
-static int64_t env_timeout_ms(void) {
+int64_t lt__coll_env_timeout_ms(void) {
   const char *s = getenv("LT_COLLECTIVE_TIMEOUT_MS");
   long long v = s && *s ? atoll(s) : 0;
   return v > 0 ? (int64_t)v : 30000;
@@ -350,7 +335,8 @@ int lt_world_local(int n, lt_world **out) {
   lt_world *w = lt__calloc(sizeof *w);
   if (!w) return lt__err(LT_ENOMEM, "lt_world_local: out of memory");
   w->n = n;
-  w->timeout_ms = env_timeout_ms();
+  w->self = -1;
+  w->timeout_ms = lt__coll_env_timeout_ms();
   pthread_mutex_init(&w->lock, NULL);
   pthread_condattr_t attr;
   pthread_condattr_init(&attr);
@@ -376,7 +362,13 @@ int lt_world_size(const lt_world *w) { return w ? w->n : 0; }
 
 lt_device lt_world_device(const lt_world *w, int rank) {
   if (!w || rank < 0 || rank >= w->n) return (lt_device){LT_DEVICE_CPU, -1};
+  if (w->mpi) return rank == w->self ? lt_cpu(0) : (lt_device){LT_DEVICE_CPU, -1};
   return lt_cpu(rank);
+}
+
+int lt_world_rank(const lt_world *w) {
+  if (!w) return -1;
+  return w->mpi ? w->self : 0;
 }
 
 int lt_world_rank_of(lt_device dev) {
@@ -389,6 +381,7 @@ int lt_world_set_timeout_ms(lt_world *w, int64_t ms) {
   if (!w) return lt__err(LT_EINVAL, "lt_world_set_timeout_ms: world is NULL");
   if (ms <= 0)
     return lt__err(LT_EINVAL, "lt_world_set_timeout_ms: %lld ms; must be > 0", (long long)ms);
+  if (w->mpi) return lt__mpi_set_timeout_ms(w, ms);
   pthread_mutex_lock(&w->lock);
   w->timeout_ms = ms;
   pthread_mutex_unlock(&w->lock);
@@ -397,6 +390,10 @@ int lt_world_set_timeout_ms(lt_world *w, int64_t ms) {
 
 void lt_world_free(lt_world *w) {
   if (!w) return;
+  if (w->mpi) {
+    lt__mpi_free(w);
+    return;
+  }
   for (int r = 0; r < w->n; r++) {
     lt_exec_dev *ctx = lt__exec_dev("lt_world_free", lt_cpu(r));
     if (ctx && lt__device_acquire(ctx, false) == LT_OK) lt__device_release(ctx);
@@ -440,6 +437,13 @@ static void *replica_main(void *arg) {
 
 int lt_world_run(lt_world *w, lt_replica_fn fn, void *ctx) {
   if (!w || !fn) return lt__err(LT_EINVAL, "lt_world_run: NULL world or function");
+  if (w->mpi) { /* this process's replica only, on the calling thread */
+    int st = fn(w->self, lt_cpu(0), ctx);
+    if (st == LT_OK) return LT_OK;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", lt_last_error());
+    return lt__err(st, "rank %d: %s", w->self, msg);
+  }
   replica *rs = lt__calloc((size_t)w->n * sizeof *rs);
   if (!rs) return lt__err(LT_ENOMEM, "lt_world_run: out of memory");
   int rc = LT_OK;

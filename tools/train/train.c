@@ -87,6 +87,9 @@ static void usage(FILE *f) {
           "                      cairo at build time; without --log the log goes to\n"
           "                      FILE.csv)\n"
           "  --keep-denormals    do not flush denormals to zero (see below)\n"
+          "  --data-parallel     data-parallel MLP, one replica per process (under mpirun)\n"
+          "  --devices N         data-parallel MLP, N replicas in this process (both:\n"
+          "                      --batch per replica; see tools/train/train_dp.c)\n"
           "Denormals are flushed to zero (FTZ/DAZ, as torch.set_flush_denormal(True)) in\n"
           "every thread: Adam's first moment of an input whose grad stays 0 decays\n"
           "through the subnormal range, which otherwise doubles the step time.\n");
@@ -353,7 +356,12 @@ static int export_program(const train_model *m, lt_device dev, const lt_nn_datas
   return rc;
 }
 
+/* The data-parallel mode (train_dp.c): --data-parallel, --devices N. */
+bool train_dp_wanted(int argc, char **argv);
+int train_dp_main(int argc, char **argv);
+
 int main(int argc, char **argv) {
+  if (train_dp_wanted(argc, argv)) return train_dp_main(argc, argv);
   if (wants_gpt(argc, argv)) return train_gpt_main(argc, argv);
   options o;
   int prc = parse_args(argc, argv, &o);

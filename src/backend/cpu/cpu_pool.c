@@ -1,58 +1,97 @@
-/* The thread pool: LT_NUM_THREADS workers (default: the CPUs this process may
- * run on), the caller being one of them. A job is a kernel over [0, extent)
- * cut into chunks that threads take from an atomic counter. Small jobs run
- * on the caller alone. Workers sleep on a condition variable between jobs.
- * The GEMM libraries run one thread per call (cpu_gemm.c), their products cut
- * into parts for this pool: one set of threads for the whole backend. */
+/* The thread pools: LT_NUM_THREADS workers (default: the CPUs this process
+ * may run on), the caller being one of them. A job is a kernel over
+ * [0, extent) cut into chunks that threads take from an atomic counter. Small
+ * jobs run on the caller alone. Workers sleep on a condition variable between
+ * jobs. The GEMM libraries run one thread per call (cpu_gemm.c), their
+ * products cut into parts for these pools.
+ *
+ * One pool serves every device, except the replicas of an in-process world
+ * (lt_world_local): each device of a world of n gets a pool of its own with
+ * its share of the threads (LT_NUM_THREADS / n, at least 1), so that the
+ * replicas' parallel kernels run at the same time instead of taking turns on
+ * one pool. The pool is picked by the device executing on this thread
+ * (lt__coll_current, set by the executor). A device's pool is made when its
+ * share is first needed and kept (sleeping) after its world is freed; a
+ * later world with another share makes another. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "../../core/lt_collective.h"
 #include "cpu.h"
 
 #define MAX_THREADS 256
 #define MIN_WORK 32768 /* elements below which a job runs on the caller */
 
+typedef struct pool {
+  int threads;
+  pthread_mutex_t job_lock; /* one job at a time */
+  pthread_mutex_t lock;
+  pthread_cond_t wake, done;
+  uint64_t gen;
+  int active; /* workers still on the current job */
+  struct {
+    cpu_kernel_fn fn;
+    void **slots;
+    int64_t extent, chunk, nchunks;
+    atomic_llong next;
+  } job;
+  struct pool *prev; /* an older pool of the same device (kept: its threads sleep on it) */
+} pool;
+
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static int g_threads = 1;
-static pthread_mutex_t g_job_lock = PTHREAD_MUTEX_INITIALIZER; /* one job at a time */
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t g_wake = PTHREAD_COND_INITIALIZER, g_done = PTHREAD_COND_INITIALIZER;
-static uint64_t g_gen;
-static int g_active; /* workers still on the current job */
+static pool g_pool = {1,
+                      PTHREAD_MUTEX_INITIALIZER,
+                      PTHREAD_MUTEX_INITIALIZER,
+                      PTHREAD_COND_INITIALIZER,
+                      PTHREAD_COND_INITIALIZER,
+                      0,
+                      0,
+                      {0},
+                      NULL};
+static pthread_mutex_t g_dev_lock = PTHREAD_MUTEX_INITIALIZER;
+static pool *g_dev_pool[LT_MAX_DEVICES]; /* per device of an in-process world */
 
-static struct {
-  cpu_kernel_fn fn;
-  void **slots;
-  int64_t extent, chunk, nchunks;
-  atomic_llong next;
-} g_job;
-
-static void run_chunks(void) {
+static void run_chunks(pool *p) {
   for (;;) {
-    long long c = atomic_fetch_add(&g_job.next, 1);
-    if (c >= g_job.nchunks) break;
-    int64_t lo = c * g_job.chunk, hi = lo + g_job.chunk;
-    if (hi > g_job.extent) hi = g_job.extent;
-    g_job.fn(g_job.slots, lo, hi);
+    long long c = atomic_fetch_add(&p->job.next, 1);
+    if (c >= p->job.nchunks) break;
+    int64_t lo = c * p->job.chunk, hi = lo + p->job.chunk;
+    if (hi > p->job.extent) hi = p->job.extent;
+    p->job.fn(p->job.slots, lo, hi);
   }
 }
 
 static void *worker(void *arg) {
-  (void)arg;
+  pool *p = arg;
   uint64_t seen = 0;
-  pthread_mutex_lock(&g_lock);
+  pthread_mutex_lock(&p->lock);
   for (;;) {
-    while (g_gen == seen) pthread_cond_wait(&g_wake, &g_lock);
-    seen = g_gen;
-    pthread_mutex_unlock(&g_lock);
-    run_chunks();
-    pthread_mutex_lock(&g_lock);
-    if (--g_active == 0) pthread_cond_signal(&g_done);
+    while (p->gen == seen) pthread_cond_wait(&p->wake, &p->lock);
+    seen = p->gen;
+    pthread_mutex_unlock(&p->lock);
+    run_chunks(p);
+    pthread_mutex_lock(&p->lock);
+    if (--p->active == 0) pthread_cond_signal(&p->done);
   }
   return NULL;
+}
+
+/* Starts up to n - 1 workers on p; returns the threads it has (caller included). */
+static int start_workers(pool *p, int n) {
+  int started = 1;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  for (int i = 1; i < n; i++) {
+    pthread_t t;
+    if (pthread_create(&t, &attr, worker, p) != 0) break;
+    started++;
+  }
+  pthread_attr_destroy(&attr);
+  return started;
 }
 
 static void pool_init(void) {
@@ -66,48 +105,64 @@ static void pool_init(void) {
   if (n < 1) n = 1;
   if (n > MAX_THREADS) n = MAX_THREADS;
   cpu_gemm_init();
-  int started = 1;
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  for (int i = 1; i < n; i++) {
-    pthread_t t;
-    if (pthread_create(&t, &attr, worker, NULL) != 0) break;
-    started++;
-  }
-  pthread_attr_destroy(&attr);
-  g_threads = started;
+  g_pool.threads = start_workers(&g_pool, n);
 }
 
-int cpu_pool_threads(void) {
+/* The pool of the device executing on this thread. */
+static pool *current_pool(void) {
   pthread_once(&g_once, pool_init);
-  return g_threads;
+  int dev = lt__coll_current();
+  lt_coll_binding b;
+  if (dev < 0 || dev >= LT_MAX_DEVICES || !lt__coll_binding(dev, &b) || !b.transport->in_process ||
+      b.size < 2)
+    return &g_pool;
+  int share = g_pool.threads / b.size;
+  if (share < 1) share = 1;
+  pthread_mutex_lock(&g_dev_lock);
+  pool *p = g_dev_pool[dev];
+  if (!p || p->threads != share) {
+    pool *q = calloc(1, sizeof *q);
+    if (q) {
+      pthread_mutex_init(&q->job_lock, NULL);
+      pthread_mutex_init(&q->lock, NULL);
+      pthread_cond_init(&q->wake, NULL);
+      pthread_cond_init(&q->done, NULL);
+      q->prev = p;
+      q->threads = start_workers(q, share);
+      g_dev_pool[dev] = p = q;
+    }
+  }
+  pthread_mutex_unlock(&g_dev_lock);
+  return p ? p : &g_pool;
 }
 
-/* One job on every thread, the caller included; returns when all chunks ran. */
-static void dispatch(cpu_kernel_fn fn, void **slots, int64_t extent, int64_t chunk) {
-  pthread_mutex_lock(&g_job_lock);
-  g_job.fn = fn;
-  g_job.slots = slots;
-  g_job.extent = extent;
-  g_job.chunk = chunk;
-  g_job.nchunks = (extent + chunk - 1) / chunk;
-  atomic_store(&g_job.next, 0);
-  pthread_mutex_lock(&g_lock);
-  g_active = g_threads - 1;
-  g_gen++;
-  pthread_cond_broadcast(&g_wake);
-  pthread_mutex_unlock(&g_lock);
-  run_chunks();
-  pthread_mutex_lock(&g_lock);
-  while (g_active > 0) pthread_cond_wait(&g_done, &g_lock);
-  pthread_mutex_unlock(&g_lock);
-  pthread_mutex_unlock(&g_job_lock);
+int cpu_pool_threads(void) { return current_pool()->threads; }
+
+/* One job on every thread of p, the caller included; returns when all chunks ran. */
+static void dispatch(pool *p, cpu_kernel_fn fn, void **slots, int64_t extent, int64_t chunk) {
+  pthread_mutex_lock(&p->job_lock);
+  p->job.fn = fn;
+  p->job.slots = slots;
+  p->job.extent = extent;
+  p->job.chunk = chunk;
+  p->job.nchunks = (extent + chunk - 1) / chunk;
+  atomic_store(&p->job.next, 0);
+  pthread_mutex_lock(&p->lock);
+  p->active = p->threads - 1;
+  p->gen++;
+  pthread_cond_broadcast(&p->wake);
+  pthread_mutex_unlock(&p->lock);
+  run_chunks(p);
+  pthread_mutex_lock(&p->lock);
+  while (p->active > 0) pthread_cond_wait(&p->done, &p->lock);
+  pthread_mutex_unlock(&p->lock);
+  pthread_mutex_unlock(&p->job_lock);
 }
 
 void cpu_pool_run(cpu_kernel_fn fn, void **slots, int64_t extent, int64_t unit_cost) {
   if (extent <= 0) return;
-  int nt = cpu_pool_threads();
+  pool *p = current_pool();
+  int nt = p->threads;
   int64_t work = extent * (unit_cost > 0 ? unit_cost : 1);
   if (nt == 1 || extent == 1 || work < MIN_WORK) {
     fn(slots, 0, extent);
@@ -122,16 +177,17 @@ void cpu_pool_run(cpu_kernel_fn fn, void **slots, int64_t extent, int64_t unit_c
   if (chunks > extent) chunks = extent;
   int64_t chunk = (extent + chunks - 1) / chunks;
   if (unit_cost <= 1 && chunk > 64) chunk = (chunk + 63) & ~(int64_t)63; /* whole cache lines */
-  dispatch(fn, slots, extent, chunk);
+  dispatch(p, fn, slots, extent, chunk);
 }
 
 void cpu_pool_run_parts(cpu_kernel_fn fn, void **ctx, int64_t nparts) {
   if (nparts <= 0) return;
-  if (cpu_pool_threads() == 1 || nparts == 1) {
+  pool *p = current_pool();
+  if (p->threads == 1 || nparts == 1) {
     fn(ctx, 0, nparts);
     return;
   }
-  dispatch(fn, ctx, nparts, 1);
+  dispatch(p, fn, ctx, nparts, 1);
 }
 
 void cpu_loop_run(const cpu_kernel *k, void **table) {

@@ -1,0 +1,39 @@
+/* The world object shared by the in-process worlds (world.c) and the MPI
+ * world (world_mpi.c). */
+#ifndef LT_WORLD_INTERNAL_H
+#define LT_WORLD_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lazytensor_dist.h"
+#include "../core/lt_collective.h"
+
+struct lt_world {
+  int n;
+  /* An MPI world (one replica per process) when mpi is set: this process
+   * is rank self, on CPU:0; else every rank lives here (self is -1). */
+  void *mpi;
+  int self;
+  int64_t timeout_ms;
+  pthread_mutex_t lock;
+  pthread_cond_t cond; /* CLOCK_MONOTONIC: a wall-clock jump does not cut a wait short */
+  uint64_t round;      /* rounds completed */
+  int arrived, done;
+  bool open; /* every rank arrived and the calls agree: compute */
+  /* Ranks whose lt_world_run function returned and whose device is idle:
+   * they will join no collective again, so waiting for them fails at once. */
+  bool gone[LT_MAX_DEVICES];
+  int broken;
+  char broken_msg[1024];
+  lt_coll_call *slot[LT_MAX_DEVICES];
+};
+
+/* LT_COLLECTIVE_TIMEOUT_MS, or 30000 when unset or bad. */
+int64_t lt__coll_env_timeout_ms(void);
+/* The MPI world's parts (world_mpi.c; stubs when built without MPI). */
+int lt__mpi_set_timeout_ms(lt_world *w, int64_t ms);
+void lt__mpi_free(lt_world *w);
+
+#endif

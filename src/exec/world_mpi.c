@@ -1,0 +1,415 @@
+/* The MPI world (lazytensor_dist.h: lt_world_mpi): one replica per process
+ * on CPU:0, its collectives through MPI.
+ *
+ * Each call runs in two stages, both non-blocking MPI collectives polled with
+ * MPI_Test against the world's deadline (MPI's own collectives never time
+ * out, and a dead peer on the shared-memory path gives no error at all):
+ *   check  an all-gather of every rank's description of its call (kind,
+ *          reduction, dtype, shape, axis, root, sequence number), so ranks
+ *          that disagree fail with both descriptions instead of mixing
+ *          values or hanging in mismatched MPI calls
+ *   data   the collective itself on buffers this transport owns: the
+ *          caller's input is copied in (packed chunk-major for a gather or
+ *          scatter along axis != 0) and the result copied out
+ * Owning the buffers matters on failure: a request that timed out cannot be
+ * cancelled, and MPI may still write into it if the peer comes back, so
+ * the buffers of a failed call are abandoned (leaked), never the executor's.
+ * A failure breaks the world for good, as in-process.
+ *
+ * Threads: the executor's worker thread (or a reading caller) issues the
+ * calls, one at a time per device; a mutex serialises them anyway, so
+ * MPI_THREAD_SERIALIZED is enough. */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../core/lt_alloc.h"
+#include "../core/lt_dtype.h"
+#include "../core/lt_error.h"
+#include "exec_internal.h"
+#include "lt_metrics.h"
+#include "world_internal.h"
+
+#ifdef LT_HAVE_MPI
+#include <mpi.h>
+
+enum { DESC_LEN = 8 + LT_MAX_DIMS };
+
+typedef struct mpi_state {
+  MPI_Comm comm;
+  int size;
+  MPI_Op fmax, fmin; /* NaN-propagating max and min of floats (torch.maximum) */
+  bool we_init;      /* lt_world_mpi initialised MPI: lt_world_free finalises it */
+  pthread_mutex_t lock;
+  int64_t timeout_ms;
+  int broken;
+  char broken_msg[1024];
+  void *send, *recv; /* staging buffers, grown as needed */
+  size_t send_cap, recv_cap;
+} mpi_state;
+
+/* ---- NaN-propagating max and min (MPI_MAX ignores NaN order) ---- */
+
+#define MINMAX_FN(name, T, CMP)                                         \
+  static void name(void *in, void *inout, int *len, MPI_Datatype *dt) { \
+    (void)dt;                                                           \
+    const T *a = in;                                                    \
+    T *b = inout;                                                       \
+    for (int i = 0; i < *len; i++) {                                    \
+      if (b[i] != b[i]) continue;                                       \
+      if (a[i] != a[i] || a[i] CMP b[i]) b[i] = a[i];                   \
+    }                                                                   \
+  }
+MINMAX_FN(max_f32, float, >)
+MINMAX_FN(min_f32, float, <)
+MINMAX_FN(max_f64, double, >)
+MINMAX_FN(min_f64, double, <)
+
+/* One op for both float dtypes: dispatch on the datatype. */
+static void fmax_op(void *in, void *inout, int *len, MPI_Datatype *dt) {
+  if (*dt == MPI_FLOAT)
+    max_f32(in, inout, len, dt);
+  else
+    max_f64(in, inout, len, dt);
+}
+static void fmin_op(void *in, void *inout, int *len, MPI_Datatype *dt) {
+  if (*dt == MPI_FLOAT)
+    min_f32(in, inout, len, dt);
+  else
+    min_f64(in, inout, len, dt);
+}
+
+static MPI_Datatype mpi_type(int dt) {
+  switch (dt) {
+  case LT_F32:
+    return MPI_FLOAT;
+  case LT_F64:
+    return MPI_DOUBLE;
+  case LT_I32:
+    return MPI_INT32_T;
+  case LT_I64:
+    return MPI_INT64_T;
+  case LT_I8:
+    return MPI_INT8_T;
+  default: /* u8, bool */
+    return MPI_UINT8_T;
+  }
+}
+
+static int64_t numel(const int64_t *shape, int ndim) {
+  int64_t m = 1;
+  for (int d = 0; d < ndim; d++) m *= shape[d];
+  return m;
+}
+
+/* "all_reduce(sum) f32[2, 3]" */
+static void describe_desc(const int64_t *d, char *buf, size_t n) {
+  char shape[96];
+  int64_t sh[LT_MAX_DIMS];
+  int nd = (int)d[3] < 0 || (int)d[3] > LT_MAX_DIMS ? 0 : (int)d[3];
+  for (int k = 0; k < nd; k++) sh[k] = d[8 + k];
+  lt__shape_str(sh, nd, shape, sizeof shape);
+  char extra[40] = "";
+  if (d[0] == LT_COLL_ALL_REDUCE || d[0] == LT_COLL_REDUCE_SCATTER)
+    snprintf(extra, sizeof extra, "(%s)", lt__coll_redop_name((int)d[1]));
+  char where[40] = "";
+  if (d[0] == LT_COLL_ALL_GATHER || d[0] == LT_COLL_REDUCE_SCATTER)
+    snprintf(where, sizeof where, " axis %d", (int)d[4]);
+  else if (d[0] == LT_COLL_BROADCAST)
+    snprintf(where, sizeof where, " root %d", (int)d[5]);
+  snprintf(buf, n, "%s%s%s %s%s", lt__coll_kind_name((int)d[0]), extra, where,
+           lt_dtype_name((lt_dtype)d[2]), shape);
+}
+
+static void make_desc(const lt_coll_call *c, int64_t *d) {
+  memset(d, 0, DESC_LEN * sizeof *d);
+  d[0] = c->kind;
+  d[1] = (c->kind == LT_COLL_ALL_REDUCE || c->kind == LT_COLL_REDUCE_SCATTER) ? c->redop : 0;
+  d[2] = c->dtype;
+  d[3] = c->ndim;
+  d[4] = (c->kind == LT_COLL_ALL_GATHER || c->kind == LT_COLL_REDUCE_SCATTER) ? c->axis : 0;
+  d[5] = c->kind == LT_COLL_BROADCAST ? c->root : 0;
+  d[6] = (int64_t)c->seq;
+  for (int k = 0; k < c->ndim; k++) d[8 + k] = c->in_shape[k];
+}
+
+/* Under s->lock: breaks the world with msg and returns its status. */
+static int breakdown(mpi_state *s, const char *msg) {
+  if (!s->broken) {
+    s->broken = LT_EEXEC;
+    snprintf(s->broken_msg, sizeof s->broken_msg, "%s", msg);
+  }
+  return lt__err(s->broken, "%s", s->broken_msg);
+}
+
+/* Polls req until done, an MPI error or the deadline. On failure the staging
+ * buffers are abandoned (the request may still use them). */
+static int wait_req(mpi_state *s, MPI_Request *req, int64_t deadline_ns, int rank, uint64_t seq,
+                    const char *what, const char *stage) {
+  char msg[1024];
+  for (long spins = 0;; spins++) {
+    int flag = 0;
+    int rc = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+      char es[MPI_MAX_ERROR_STRING];
+      int len = 0;
+      MPI_Error_string(rc, es, &len);
+      snprintf(msg, sizeof msg,
+               "collective #%llu (%s): rank %d: MPI failed during the %s: %s (a peer process that "
+               "died?); the world is broken",
+               (unsigned long long)seq, what, rank, stage, es);
+      break;
+    }
+    if (flag) return LT_OK;
+    if (lt__now_ns() > deadline_ns) {
+      snprintf(msg, sizeof msg,
+               "collective #%llu (%s): rank %d waited %lld ms for the other processes during the "
+               "%s; a peer stopped, died or skipped a collective; the world is broken",
+               (unsigned long long)seq, what, rank, (long long)s->timeout_ms, stage);
+      break;
+    }
+    /* Latency first, then leave the core to the others: the peer may be
+     * computing on this very core (oversubscribed hosts, --oversubscribe). */
+    if (spins > 2000) {
+      struct timespec ts = {0, 20000};
+      nanosleep(&ts, NULL);
+    } else if (spins > 100) {
+      sched_yield();
+    }
+  }
+  s->send = s->recv = NULL; /* abandoned to MPI */
+  s->send_cap = s->recv_cap = 0;
+  return breakdown(s, msg);
+}
+
+static bool grow(void **p, size_t *cap, size_t need) {
+  if (need <= *cap) return true;
+  void *q = realloc(*p, need);
+  if (!q) return false;
+  *p = q;
+  *cap = need;
+  return true;
+}
+
+static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
+  if (s->broken) return lt__err(s->broken, "%s", s->broken_msg);
+  char what[160];
+  int64_t mine[DESC_LEN];
+  make_desc(c, mine);
+  describe_desc(mine, what, sizeof what);
+  int64_t deadline = lt__now_ns() + s->timeout_ms * 1000000;
+
+  /* check: every rank runs the same collective */
+  size_t dbytes = (size_t)size * DESC_LEN * sizeof(int64_t);
+  if (!grow(&s->recv, &s->recv_cap, dbytes) || !grow(&s->send, &s->send_cap, sizeof mine))
+    return lt__err(LT_ENOMEM, "collective %s: out of memory", what);
+  memcpy(s->send, mine, sizeof mine);
+  MPI_Request req;
+  int rc =
+      MPI_Iallgather(s->send, DESC_LEN, MPI_INT64_T, s->recv, DESC_LEN, MPI_INT64_T, s->comm, &req);
+  if (rc != MPI_SUCCESS) return breakdown(s, "MPI_Iallgather failed to start; the world is broken");
+  if (wait_req(s, &req, deadline, rank, c->seq, what, "check of the ranks' calls") != LT_OK)
+    return s->broken;
+  const int64_t *all = s->recv;
+  for (int k = 0; k < size; k++) {
+    if (memcmp(all + (size_t)k * DESC_LEN, mine, sizeof mine) == 0) continue;
+    char a[160], msg[1024];
+    describe_desc(all + (size_t)k * DESC_LEN, a, sizeof a);
+    snprintf(msg, sizeof msg,
+             "collective #%llu: the replicas disagree: rank %d runs %s (its #%lld), rank %d runs "
+             "%s (its #%llu); every replica must trace the same collectives in the same order",
+             (unsigned long long)c->seq, k, a, (long long)all[(size_t)k * DESC_LEN + 6], rank, what,
+             (unsigned long long)c->seq);
+    return breakdown(s, msg);
+  }
+
+  /* data */
+  int dt = c->dtype;
+  size_t esz = lt_dtype_size((lt_dtype)dt);
+  int64_t m = numel(c->in_shape, c->ndim), mo = numel(c->out_shape, c->ndim);
+  if (m > 0x7fffffff || mo > 0x7fffffff)
+    return breakdown(s, "collective larger than 2^31 elements: not supported over MPI");
+  int64_t outer = 1, inner = 1;
+  if (c->kind == LT_COLL_ALL_GATHER || c->kind == LT_COLL_REDUCE_SCATTER) {
+    for (int d = 0; d < c->axis; d++) outer *= c->in_shape[d];
+    for (int d = c->axis + 1; d < c->ndim; d++) inner *= c->in_shape[d];
+  }
+  if (!grow(&s->send, &s->send_cap, (size_t)m * esz + 1) ||
+      !grow(&s->recv, &s->recv_cap, (size_t)(c->kind == LT_COLL_BROADCAST ? m : mo) * esz + 1))
+    return lt__err(LT_ENOMEM, "collective %s: out of memory", what);
+  MPI_Datatype ty = mpi_type(dt);
+  bool fl = dt == LT_F32 || dt == LT_F64;
+  MPI_Op op = MPI_SUM;
+  if (c->redop == LT_COLL_MAX) op = fl ? s->fmax : MPI_MAX;
+  if (c->redop == LT_COLL_MIN) op = fl ? s->fmin : MPI_MIN;
+  switch (c->kind) {
+  case LT_COLL_ALL_REDUCE:
+    memcpy(s->send, c->in, (size_t)m * esz);
+    rc = MPI_Iallreduce(s->send, s->recv, (int)m, ty, op, s->comm, &req);
+    break;
+  case LT_COLL_ALL_GATHER:
+    memcpy(s->send, c->in, (size_t)m * esz);
+    rc = MPI_Iallgather(s->send, (int)m, ty, s->recv, (int)m, ty, s->comm, &req);
+    break;
+  case LT_COLL_REDUCE_SCATTER: {
+    /* chunk-major: block q of the send buffer is chunk q along axis */
+    int64_t len = c->in_shape[c->axis], blk = len / size * inner;
+    for (int q = 0; q < size; q++)
+      for (int64_t o = 0; o < outer; o++)
+        memcpy((char *)s->send + (size_t)((q * outer + o) * blk) * esz,
+               (const char *)c->in + (size_t)(o * len * inner + q * blk) * esz, (size_t)blk * esz);
+    rc = MPI_Ireduce_scatter_block(s->send, s->recv, (int)mo, ty, op, s->comm, &req);
+    break;
+  }
+  default: /* broadcast */
+    if (rank == c->root) memcpy(s->recv, c->in, (size_t)m * esz);
+    rc = MPI_Ibcast(s->recv, (int)m, ty, c->root, s->comm, &req);
+    break;
+  }
+  if (rc != MPI_SUCCESS)
+    return breakdown(s, "an MPI collective failed to start; the world is broken");
+  if (wait_req(s, &req, deadline, rank, c->seq, what, "transfer") != LT_OK) return s->broken;
+
+  if (c->kind == LT_COLL_ALL_GATHER && outer > 1) {
+    /* recv is rank-major [size][outer][chunk]; out is [outer][size][chunk] */
+    size_t chunk = (size_t)(c->in_shape[c->axis] * inner) * esz;
+    for (int q = 0; q < size; q++)
+      for (int64_t o = 0; o < outer; o++)
+        memcpy((char *)c->out + ((size_t)o * (size_t)size + (size_t)q) * chunk,
+               (const char *)s->recv + ((size_t)q * (size_t)outer + (size_t)o) * chunk, chunk);
+  } else {
+    size_t bytes = (size_t)(c->kind == LT_COLL_BROADCAST ? m : mo) * esz;
+    if (bytes) memcpy(c->out, s->recv, bytes);
+  }
+  if (c->redop == LT_COLL_MEAN &&
+      (c->kind == LT_COLL_ALL_REDUCE || c->kind == LT_COLL_REDUCE_SCATTER)) {
+    for (int64_t i = 0; i < mo; i++) {
+      if (dt == LT_F32)
+        ((float *)c->out)[i] = (float)((double)((float *)c->out)[i] / size);
+      else
+        ((double *)c->out)[i] /= size;
+    }
+  }
+  return LT_OK;
+}
+
+static int mpi_run(void *state, int rank, lt_coll_call *call) {
+  mpi_state *s = state;
+  pthread_mutex_lock(&s->lock);
+  int rc = mpi_run_locked(s, rank, s->size, call);
+  pthread_mutex_unlock(&s->lock);
+  return rc;
+}
+
+static const lt_transport kMpi = {"mpi", mpi_run, false};
+
+int lt_world_mpi(lt_world **out) {
+  if (!out) return lt__err(LT_EINVAL, "lt_world_mpi: out is NULL");
+  *out = NULL;
+  if (!lt__exec_dev("lt_world_mpi", lt_cpu(0))) return LT_EDEVICE;
+  if (lt__coll_binding(0, NULL))
+    return lt__err(LT_EINVAL, "lt_world_mpi: CPU:0 already belongs to a world");
+  int inited = 0, provided = 0;
+  bool we_init = false;
+  MPI_Initialized(&inited);
+  if (!inited) {
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+      return lt__err(LT_EINVAL, "lt_world_mpi: MPI_Init_thread failed");
+    we_init = true;
+  } else {
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (fin)
+      return lt__err(LT_EINVAL, "lt_world_mpi: MPI was finalised already (by lt_world_free?)");
+    MPI_Query_thread(&provided);
+  }
+  if (provided < MPI_THREAD_SERIALIZED)
+    return lt__err(LT_EINVAL,
+                   "lt_world_mpi: MPI provides thread level %d; the executor's worker thread "
+                   "issues the collectives, which needs MPI_THREAD_SERIALIZED or more",
+                   provided);
+  mpi_state *s = calloc(1, sizeof *s);
+  lt_world *w = lt__calloc(sizeof *w);
+  if (!s || !w) {
+    free(s);
+    lt__free(w, sizeof *w);
+    return lt__err(LT_ENOMEM, "lt_world_mpi: out of memory");
+  }
+  s->we_init = we_init;
+  s->timeout_ms = lt__coll_env_timeout_ms();
+  pthread_mutex_init(&s->lock, NULL);
+  MPI_Comm_dup(MPI_COMM_WORLD, &s->comm);
+  MPI_Comm_set_errhandler(s->comm, MPI_ERRORS_RETURN);
+  MPI_Op_create(fmax_op, 1, &s->fmax);
+  MPI_Op_create(fmin_op, 1, &s->fmin);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(s->comm, &rank);
+  MPI_Comm_size(s->comm, &size);
+  s->size = size;
+  w->n = size;
+  w->self = rank;
+  w->mpi = s;
+  w->timeout_ms = s->timeout_ms;
+  pthread_mutex_init(&w->lock, NULL);
+  pthread_cond_init(&w->cond, NULL);
+  if (lt__coll_bind(0, &kMpi, s, rank, size) != LT_OK) {
+    char why[256];
+    snprintf(why, sizeof why, "%s", lt_last_error());
+    w->mpi = NULL;
+    lt__mpi_free(w);
+    return lt__err(LT_EINVAL, "lt_world_mpi: %s", why);
+  }
+  *out = w;
+  return LT_OK;
+}
+
+int lt__mpi_set_timeout_ms(lt_world *w, int64_t ms) {
+  mpi_state *s = w->mpi;
+  pthread_mutex_lock(&s->lock);
+  s->timeout_ms = w->timeout_ms = ms;
+  pthread_mutex_unlock(&s->lock);
+  return LT_OK;
+}
+
+void lt__mpi_free(lt_world *w) {
+  mpi_state *s = w->mpi;
+  if (s) {
+    lt_exec_dev *ctx = lt__exec_dev("lt_world_free", lt_cpu(0));
+    if (ctx && lt__device_acquire(ctx, false) == LT_OK) lt__device_release(ctx);
+    lt__coll_unbind(0);
+    if (!s->broken) { /* a broken world may have requests MPI still holds, or a dead peer */
+      MPI_Op_free(&s->fmax);
+      MPI_Op_free(&s->fmin);
+      MPI_Comm_free(&s->comm);
+      free(s->send);
+      free(s->recv);
+      if (s->we_init) MPI_Finalize();
+    }
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+  }
+  pthread_cond_destroy(&w->cond);
+  pthread_mutex_destroy(&w->lock);
+  lt__free(w, sizeof *w);
+}
+
+#else /* built without MPI */
+
+int lt_world_mpi(lt_world **out) {
+  if (out) *out = NULL;
+  return lt__err(LT_EINVAL,
+                 "lt_world_mpi: this lazytensor was built without MPI (install "
+                 "libopenmpi-dev and rebuild: CMake finds it with find_package(MPI))");
+}
+
+int lt__mpi_set_timeout_ms(lt_world *w, int64_t ms) {
+  (void)w;
+  (void)ms;
+  return LT_OK;
+}
+
+void lt__mpi_free(lt_world *w) { (void)w; }
+
+#endif

@@ -1,0 +1,340 @@
+/* The MPI world (lt_world_mpi) under `mpirun -np 2`, run by tests/mpi/run.sh
+ * from ctest. One program, three modes (argv[1]):
+ *   collectives  every collective, reduction and dtype against hand values
+ *   dp           2 ranks x batch B for 20 Adam steps end with the parameters
+ *                of 1 device x batch 2B (computed here on CPU:1, outside the
+ *                world) within 1e-5 relative
+ *   kill         rank 1 kills itself (SIGKILL) after one collective; rank 0's
+ *                next collective must fail with a message within 30 s
+ * Each rank prints "rank <r>: ok" (kill: "survivor: failed in <ms> ms: ...")
+ * and exits 0 on success, 1 on a failure. */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lazytensor_dist.h"
+#include "lazytensor_nn.h"
+
+static int g_rank = -1, g_fail = 0;
+
+#define CHECK(cond, ...)                                               \
+  do {                                                                 \
+    if (!(cond)) {                                                     \
+      fprintf(stderr, "rank %d: %s:%d: ", g_rank, __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                                    \
+      fprintf(stderr, " (last error: %s)\n", lt_last_error());         \
+      g_fail = 1;                                                      \
+    }                                                                  \
+  } while (0)
+
+/* ---- typed buffers through double (integers cast, so sums wrap as the dtype) ---- */
+static void put(void *p, lt_dtype dt, int i, double v) {
+  switch (dt) {
+  case LT_F32:
+    ((float *)p)[i] = (float)v;
+    break;
+  case LT_F64:
+    ((double *)p)[i] = v;
+    break;
+  case LT_I32:
+    ((int32_t *)p)[i] = (int32_t)(uint32_t)(int64_t)v;
+    break;
+  case LT_I64:
+    ((int64_t *)p)[i] = (int64_t)v;
+    break;
+  case LT_I8:
+    ((int8_t *)p)[i] = (int8_t)(uint8_t)(int64_t)v;
+    break;
+  case LT_BOOL:
+    ((uint8_t *)p)[i] = v != 0;
+    break;
+  default:
+    ((uint8_t *)p)[i] = (uint8_t)(int64_t)v;
+    break;
+  }
+}
+static double get(const void *p, lt_dtype dt, int i) {
+  switch (dt) {
+  case LT_F32:
+    return ((const float *)p)[i];
+  case LT_F64:
+    return ((const double *)p)[i];
+  case LT_I32:
+    return ((const int32_t *)p)[i];
+  case LT_I64:
+    return (double)((const int64_t *)p)[i];
+  case LT_I8:
+    return ((const int8_t *)p)[i];
+  default:
+    return ((const uint8_t *)p)[i];
+  }
+}
+
+/* Each rank's 6 values and the hand-computed reductions over the 2 ranks. */
+typedef struct vals {
+  double in[2][6], sum[6], max[6], min[6];
+} vals;
+static const vals kSigned = {{{1, -2, 3, 4, -5, 6}, {10, 20, -30, 40, 50, -60}},
+                             {11, 18, -27, 44, 45, -54},
+                             {10, 20, 3, 40, 50, 6},
+                             {1, -2, -30, 4, -5, -60}};
+/* u8: no negatives; sums past 255 wrap (200 + 100 = 44, 5 + 255 = 4) */
+static const vals kU8 = {{{1, 2, 200, 4, 5, 6}, {10, 100, 100, 0, 255, 7}},
+                         {11, 102, 300, 4, 260, 13},
+                         {10, 100, 200, 4, 255, 7},
+                         {1, 2, 100, 0, 5, 6}};
+/* i8: 100 + 100 wraps to -56, 6 + -128 = -122 */
+static const vals kI8 = {{{1, -2, 3, 100, -5, 6}, {10, 20, -30, 100, 50, -128}},
+                         {11, 18, -27, 200, 45, -122},
+                         {10, 20, 3, 100, 50, 6},
+                         {1, -2, -30, 100, -5, -128}};
+static const vals kBool = {{{1, 0, 1, 0, 0, 1}, {0, 0, 1, 1, 0, 1}}, {0}, {0}, {0}};
+
+static const vals *vals_of(lt_dtype dt) {
+  return dt == LT_U8 ? &kU8 : dt == LT_I8 ? &kI8 : dt == LT_BOOL ? &kBool : &kSigned;
+}
+
+static lt_tensor *input(lt_dtype dt, const int64_t *shape, int ndim) {
+  unsigned char buf[6 * 8];
+  for (int i = 0; i < 6; i++) put(buf, dt, i, vals_of(dt)->in[g_rank][i]);
+  return lt_from_data(lt_cpu(0), dt, shape, ndim, buf);
+}
+
+/* Reads t (n elements of dt) and compares with want (cast to dt first). */
+static void expect(lt_tensor *t, lt_dtype dt, const double *want, int n, const char *what) {
+  unsigned char got[12 * 8], w[12 * 8];
+  CHECK(t != NULL, "%s %s: no tensor", what, lt_dtype_name(dt));
+  if (!t) return;
+  int rc = lt_to_data(t, got, (size_t)n * lt_dtype_size(dt));
+  CHECK(rc == LT_OK, "%s %s: read failed", what, lt_dtype_name(dt));
+  if (rc != LT_OK) return;
+  for (int i = 0; i < n; i++) {
+    put(w, dt, i, want[i]);
+    CHECK(get(got, dt, i) == get(w, dt, i), "%s %s [%d]: got %g, want %g", what, lt_dtype_name(dt),
+          i, get(got, dt, i), get(w, dt, i));
+  }
+}
+
+static void test_collectives(void) {
+  static const lt_dtype kAll[] = {LT_F32, LT_F64, LT_I32, LT_I64, LT_U8, LT_I8, LT_BOOL};
+  const int64_t s23[2] = {2, 3}, s32[2] = {3, 2};
+  for (size_t d = 0; d < sizeof kAll / sizeof *kAll; d++) {
+    lt_dtype dt = kAll[d];
+    const vals *v = vals_of(dt);
+    bool fl = dt == LT_F32 || dt == LT_F64;
+    lt_scope_begin();
+    if (dt != LT_BOOL) {
+      expect(lt_all_reduce(input(dt, s23, 2), LT_REDUCE_SUM), dt, v->sum, 6, "all_reduce sum");
+      expect(lt_all_reduce(input(dt, s23, 2), LT_REDUCE_MAX), dt, v->max, 6, "all_reduce max");
+      expect(lt_all_reduce(input(dt, s23, 2), LT_REDUCE_MIN), dt, v->min, 6, "all_reduce min");
+      if (fl) {
+        double mean[6];
+        for (int i = 0; i < 6; i++) mean[i] = v->sum[i] / 2;
+        expect(lt_all_reduce(input(dt, s23, 2), LT_REDUCE_MEAN), dt, mean, 6, "all_reduce mean");
+      }
+      /* reduce_scatter along axis 0 of [2, 3]: row `rank` of the sum */
+      expect(lt_reduce_scatter(input(dt, s23, 2), LT_REDUCE_SUM, 0), dt, v->sum + 3 * g_rank, 3,
+             "reduce_scatter sum axis 0");
+      /* along axis 1 of [3, 2]: column `rank` of the sum */
+      double col[3], colmax[3];
+      for (int i = 0; i < 3; i++) {
+        col[i] = v->sum[i * 2 + g_rank];
+        colmax[i] = v->max[i * 2 + g_rank];
+      }
+      expect(lt_reduce_scatter(input(dt, s32, 2), LT_REDUCE_SUM, 1), dt, col, 3,
+             "reduce_scatter sum axis 1");
+      expect(lt_reduce_scatter(input(dt, s32, 2), LT_REDUCE_MAX, 1), dt, colmax, 3,
+             "reduce_scatter max axis 1");
+    }
+    /* all_gather along axis 0 of [2, 3]: rank 0's rows, then rank 1's */
+    double g0[12], g1[12];
+    for (int i = 0; i < 6; i++) {
+      g0[i] = v->in[0][i];
+      g0[6 + i] = v->in[1][i];
+    }
+    expect(lt_all_gather(input(dt, s23, 2), 0), dt, g0, 12, "all_gather axis 0");
+    /* along axis 1: each row is rank 0's row then rank 1's */
+    for (int r = 0; r < 2; r++)
+      for (int k = 0; k < 2; k++)
+        for (int j = 0; j < 3; j++) g1[r * 6 + k * 3 + j] = v->in[k][r * 3 + j];
+    expect(lt_all_gather(input(dt, s23, 2), 1), dt, g1, 12, "all_gather axis 1");
+    expect(lt_broadcast(input(dt, s23, 2), 1), dt, v->in[1], 6, "broadcast root 1");
+    expect(lt_broadcast(input(dt, s23, 2), 0), dt, v->in[0], 6, "broadcast root 0");
+    lt_scope_end();
+  }
+  /* NaN wins max and min, whichever rank holds it (torch.maximum) */
+  lt_scope_begin();
+  float x[2] = {g_rank == 0 ? NAN : 1.0f, g_rank == 1 ? NAN : 2.0f}, got[2] = {0, 0};
+  const int64_t s2[1] = {2};
+  lt_tensor *m = lt_all_reduce(lt_from_data(lt_cpu(0), LT_F32, s2, 1, x), LT_REDUCE_MAX);
+  CHECK(m && lt_to_data(m, got, sizeof got) == LT_OK, "max with NaN");
+  CHECK(isnan(got[0]) && isnan(got[1]), "max with NaN: got %g %g", got[0], got[1]);
+  m = lt_all_reduce(lt_from_data(lt_cpu(0), LT_F32, s2, 1, x), LT_REDUCE_MIN);
+  CHECK(m && lt_to_data(m, got, sizeof got) == LT_OK, "min with NaN");
+  CHECK(isnan(got[0]) && isnan(got[1]), "min with NaN: got %g %g", got[0], got[1]);
+  lt_scope_end();
+}
+
+/* ---- data parallel: the MLP of tests/test_data_parallel.c ---- */
+enum { IN = 5, HID = 8, OUT = 3, B = 6 /* per rank */, STEPS = 20, NP = 4 };
+static const int64_t kShapes[NP][2] = {{IN, HID}, {1, HID}, {HID, OUT}, {1, OUT}};
+
+static uint32_t lcg(uint32_t *s) {
+  *s = *s * 1664525u + 1013904223u;
+  return *s >> 8;
+}
+static float uni(uint32_t *s) { return (float)(lcg(s) & 0xffff) / 65536.0f - 0.5f; }
+
+typedef struct problem {
+  float init[NP][IN * HID];
+  float x[STEPS][2 * B * IN], y[STEPS][2 * B * OUT];
+} problem;
+
+static void make_problem(problem *p) {
+  uint32_t s = 12345;
+  for (int k = 0; k < NP; k++)
+    for (int i = 0; i < kShapes[k][0] * kShapes[k][1]; i++) p->init[k][i] = uni(&s);
+  for (int t = 0; t < STEPS; t++) {
+    for (int i = 0; i < 2 * B * IN; i++) p->x[t][i] = 2 * uni(&s);
+    for (int i = 0; i < 2 * B * OUT; i++) p->y[t][i] = uni(&s);
+  }
+}
+
+typedef struct model {
+  lt_tensor *p[NP];
+  lt_nn_optim *o;
+} model;
+
+static int model_init(model *m, lt_device dev, const problem *pb, float offset) {
+  for (int k = 0; k < NP; k++) {
+    int64_t n = kShapes[k][0] * kShapes[k][1];
+    float v[IN * HID];
+    for (int i = 0; i < n; i++) v[i] = pb->init[k][i] + offset;
+    m->p[k] = lt_from_data(dev, LT_F32, kShapes[k][0] == 1 ? &kShapes[k][1] : kShapes[k],
+                           kShapes[k][0] == 1 ? 1 : 2, v);
+    if (!m->p[k] || lt_set_requires_grad(m->p[k], true) != LT_OK) return lt_last_status();
+  }
+  lt_nn_optim_config cfg = lt_nn_optim_defaults(LT_NN_ADAM);
+  cfg.lr = 1e-2;
+  m->o = lt_nn_optim_create(&cfg, m->p, NP);
+  return m->o ? LT_OK : lt_last_status();
+}
+
+static int forward_backward(model *m, lt_device dev, const problem *pb, int t, int row0, int rows) {
+  const int64_t xs[2] = {rows, IN}, ys[2] = {rows, OUT};
+  lt_tensor *x = lt_from_data(dev, LT_F32, xs, 2, pb->x[t] + row0 * IN);
+  lt_tensor *y = lt_from_data(dev, LT_F32, ys, 2, pb->y[t] + row0 * OUT);
+  lt_tensor *h = lt_relu(lt_add(lt_matmul(x, m->p[0]), m->p[1]));
+  lt_tensor *out = lt_add(lt_matmul(h, m->p[2]), m->p[3]);
+  lt_tensor *loss = lt_nn_mse_loss(out, y, LT_NN_REDUCTION_MEAN);
+  return loss ? lt_backward(loss) : lt_last_status();
+}
+
+static void test_dp(void) {
+  static problem pb;
+  make_problem(&pb);
+  static float want[NP][IN * HID], got[NP][IN * HID];
+  /* one device of no world (CPU:1), whole batches */
+  model solo = {0};
+  lt_device d1 = lt_cpu(1), d0 = lt_cpu(0);
+  CHECK(model_init(&solo, d1, &pb, 0.0f) == LT_OK, "solo init");
+  for (int t = 0; t < STEPS && !g_fail; t++) {
+    lt_scope_begin();
+    CHECK(forward_backward(&solo, d1, &pb, t, 0, 2 * B) == LT_OK, "solo step %d", t);
+    CHECK(lt_nn_optim_step(solo.o) == LT_OK, "solo optim %d", t);
+    lt_scope_end();
+    CHECK(lt_mark_step(d1) == LT_OK, "solo mark_step %d", t);
+  }
+  for (int k = 0; k < NP; k++)
+    CHECK(lt_to_data(solo.p[k], want[k], sizeof want[k]) == LT_OK, "read");
+  /* this rank's half of every batch; rank 1 starts elsewhere: the broadcast fixes it */
+  model m = {0};
+  CHECK(model_init(&m, d0, &pb, g_rank == 0 ? 0.0f : 0.25f) == LT_OK, "dp init");
+  CHECK(lt_dp_broadcast_params(m.p, NP) == LT_OK, "broadcast");
+  CHECK(lt_mark_step(d0) == LT_OK, "mark_step after broadcast");
+  for (int t = 0; t < STEPS && !g_fail; t++) {
+    lt_scope_begin();
+    CHECK(forward_backward(&m, d0, &pb, t, g_rank * B, B) == LT_OK, "dp step %d", t);
+    CHECK(lt_dp_optim_step(m.o) == LT_OK, "dp optim %d", t);
+    lt_scope_end();
+    CHECK(lt_mark_step(d0) == LT_OK, "dp mark_step %d", t);
+  }
+  for (int k = 0; k < NP && !g_fail; k++) {
+    CHECK(lt_to_data(m.p[k], got[k], sizeof got[k]) == LT_OK, "read");
+    for (int i = 0; i < kShapes[k][0] * kShapes[k][1]; i++)
+      CHECK(fabs((double)got[k][i] - want[k][i]) <= 1e-5 * fabs(want[k][i]) + 1e-7,
+            "param %d[%d]: 2 ranks %.9g, one device %.9g", k, i, got[k][i], want[k][i]);
+  }
+  CHECK(fabs(got[0][0] - pb.init[0][0]) > 1e-3, "training did not move the parameters");
+  lt_nn_optim_free(m.o);
+  lt_nn_optim_free(solo.o);
+  for (int k = 0; k < NP; k++) {
+    lt_release(m.p[k]);
+    lt_release(solo.p[k]);
+  }
+}
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Returns true when this process should skip lt_world_free's finalise (a
+ * broken world is not finalised anyway). */
+static void test_kill(lt_world *w) {
+  CHECK(lt_world_set_timeout_ms(w, 5000) == LT_OK, "set timeout");
+  const int64_t s4[1] = {4};
+  float x[4] = {1, 2, 3, 4}, got[4];
+  lt_scope_begin();
+  lt_tensor *t = lt_all_reduce(lt_from_data(lt_cpu(0), LT_F32, s4, 1, x), LT_REDUCE_SUM);
+  CHECK(t && lt_to_data(t, got, sizeof got) == LT_OK && got[3] == 8, "first all_reduce");
+  lt_scope_end();
+  if (g_rank == 1) {
+    fflush(stdout);
+    raise(SIGKILL);
+  }
+  int64_t t0 = now_ms();
+  lt_scope_begin();
+  t = lt_all_reduce(lt_from_data(lt_cpu(0), LT_F32, s4, 1, x), LT_REDUCE_SUM);
+  int rc = t ? lt_to_data(t, got, sizeof got) : lt_last_status();
+  lt_scope_end();
+  int64_t ms = now_ms() - t0;
+  CHECK(rc != LT_OK, "the collective with a dead peer succeeded");
+  CHECK(ms < 30000, "the survivor took %lld ms to fail", (long long)ms);
+  CHECK(strstr(lt_last_error(), "rank 0") != NULL, "message does not name the rank: %s",
+        lt_last_error());
+  if (!g_fail) printf("survivor: failed in %lld ms: %s\n", (long long)ms, lt_last_error());
+  fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "collectives";
+  lt_world *w = NULL;
+  if (lt_world_mpi(&w) != LT_OK) {
+    fprintf(stderr, "lt_world_mpi: %s\n", lt_last_error());
+    return 1;
+  }
+  g_rank = lt_world_rank(w);
+  CHECK(lt_world_size(w) == 2, "world size %d, want 2 (run under mpirun -np 2)", lt_world_size(w));
+  CHECK(lt_world_device(w, g_rank).index == 0 && lt_world_device(w, 1 - g_rank).index == -1,
+        "devices");
+  CHECK(lt_world_rank_of(lt_cpu(0)) == g_rank, "rank_of");
+  if (!g_fail) {
+    if (strcmp(mode, "collectives") == 0)
+      test_collectives();
+    else if (strcmp(mode, "dp") == 0)
+      test_dp();
+    else if (strcmp(mode, "kill") == 0)
+      test_kill(w);
+    else
+      CHECK(0, "unknown mode %s", mode);
+  }
+  if (!g_fail && strcmp(mode, "kill") != 0) printf("rank %d: ok\n", g_rank);
+  fflush(stdout);
+  lt_world_free(w);
+  return g_fail;
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs tests/mpi/mpi_world <mode> under `mpirun --oversubscribe -np 2` (ctest:
+# mpi_collectives, mpi_data_parallel, mpi_kill). Exit 77 (skipped) when mpirun
+# is absent. Open MPI refuses root unless told: CI runs as root.
+# usage: run.sh <mpirun or ""> <program> <mode>
+set -u
+mpirun=${1:-}
+prog=$2
+mode=$3
+if [ -z "$mpirun" ] || ! command -v "$mpirun" >/dev/null 2>&1; then
+  echo "mpirun not found: skipped"
+  exit 77
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_base_warn_component_unused=0
+export LT_NUM_THREADS=1
+# Open MPI's own allocations outlive MPI_Finalize, and a broken world abandons
+# its buffers to MPI on purpose: leak reports here would not be ours
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+if [ "$mode" = kill ]; then
+  # the killed rank must not take the survivor down with it (--enable-recovery),
+  # and the survivor must fail, not hang: bound the whole run
+  start=$(date +%s)
+  timeout 60 "$mpirun" --oversubscribe --enable-recovery -np 2 "$prog" kill >"$out" 2>&1
+  rc=$?
+  cat "$out"
+  took=$(($(date +%s) - start))
+  echo "mpirun exit $rc after ${took} s"
+  grep -q "^survivor: failed in [0-9]* ms" "$out" || { echo "FAIL: no survivor message"; exit 1; }
+  [ "$took" -lt 30 ] || { echo "FAIL: took ${took} s"; exit 1; }
+  exit 0
+fi
+timeout 120 "$mpirun" --oversubscribe -np 2 "$prog" "$mode" >"$out" 2>&1
+rc=$?
+cat "$out"
+[ $rc -eq 0 ] || { echo "FAIL: mpirun exit $rc"; exit 1; }
+[ "$(grep -c '^rank [01]: ok' "$out")" -eq 2 ] || { echo "FAIL: not both ranks ok"; exit 1; }
