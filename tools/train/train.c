@@ -552,8 +552,13 @@ int main(int argc, char **argv) {
       goto out;
     }
     final_acc = a;
-    if (steps && runlog_row(&rlog, total, e, (sum_end - epoch_sum0) / (double)steps, cur_lr,
-                            (double)steps / (dt > 0 ? dt : 1), a))
+    /* The epoch's row continues the loss curve: the mean over the steps since
+     * the last row (as every other row), not the epoch's mean. */
+    if (steps &&
+        runlog_row(
+            &rlog, total, e,
+            total > pg.last_step ? (sum_end - pg.last_sum) / (double)(total - pg.last_step) : NAN,
+            cur_lr, (double)steps / (dt > 0 ? dt : 1), a))
       goto out;
     printf("epoch %lld: %lld steps in %.2f s (%.1f steps/s), mean loss %.4f, test accuracy %.4f\n",
            (long long)e, (long long)steps, dt, (double)steps / (dt > 0 ? dt : 1),
