@@ -24,6 +24,7 @@
 
 #include "lazytensor.h"
 #include "lazytensor_nn.h"
+#include "cli.h"
 #include "model.h"
 #include "runlog.h"
 
@@ -95,24 +96,6 @@ static void usage(FILE *f) {
           "through the subnormal range, which otherwise doubles the step time.\n");
 }
 
-static bool parse_i64(const char *s, int64_t lo, int64_t *out) {
-  char *end;
-  errno = 0;
-  long long v = strtoll(s, &end, 10);
-  if (errno || end == s || *end || v < lo) return false;
-  *out = v;
-  return true;
-}
-
-static bool parse_f64(const char *s, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end || !isfinite(v) || v < 0) return false;
-  *out = v;
-  return true;
-}
-
 /* Returns 0 on success, 1 after --help, -1 on a bad command line. */
 static int parse_args(int argc, char **argv, options *o) {
   memset(o, 0, sizeof *o);
@@ -162,28 +145,28 @@ static int parse_args(int argc, char **argv, options *o) {
     bool ok = true;
     int64_t seed;
     if (!strcmp(name, "--hidden"))
-      ok = parse_i64(val, 1, &o->hidden);
+      ok = cli_parse_i64(val, 1, &o->hidden);
     else if (!strcmp(name, "--layers"))
-      ok = parse_i64(val, 0, &o->layers) && o->layers < MAX_LAYERS;
+      ok = cli_parse_i64(val, 0, &o->layers) && o->layers < MAX_LAYERS;
     else if (!strcmp(name, "--batch"))
-      ok = parse_i64(val, 1, &o->batch);
+      ok = cli_parse_i64(val, 1, &o->batch);
     else if (!strcmp(name, "--epochs"))
-      ok = parse_i64(val, 0, &o->epochs);
+      ok = cli_parse_i64(val, 0, &o->epochs);
     else if (!strcmp(name, "--limit-steps"))
-      ok = parse_i64(val, 1, &o->limit_steps);
+      ok = cli_parse_i64(val, 1, &o->limit_steps);
     else if (!strcmp(name, "--test-limit"))
-      ok = parse_i64(val, 1, &o->test_limit);
+      ok = cli_parse_i64(val, 1, &o->test_limit);
     else if (!strcmp(name, "--log-every"))
-      ok = parse_i64(val, 1, &o->log_every);
+      ok = cli_parse_i64(val, 1, &o->log_every);
     else if (!strcmp(name, "--seed")) {
-      ok = parse_i64(val, 0, &seed);
+      ok = cli_parse_i64(val, 0, &seed);
       o->seed = (uint64_t)seed;
     } else if (!strcmp(name, "--lr"))
-      ok = parse_f64(val, &o->lr) && (o->lr_set = true);
+      ok = cli_parse_f64(val, &o->lr) && (o->lr_set = true);
     else if (!strcmp(name, "--momentum"))
-      ok = parse_f64(val, &o->momentum);
+      ok = cli_parse_f64(val, &o->momentum);
     else if (!strcmp(name, "--weight-decay"))
-      ok = parse_f64(val, &o->weight_decay) && (o->wd_set = true);
+      ok = cli_parse_f64(val, &o->weight_decay) && (o->wd_set = true);
     else if (!strcmp(name, "--optimizer")) {
       if (!strcmp(val, "sgd"))
         o->optim = LT_NN_SGD;
@@ -195,7 +178,7 @@ static int parse_args(int argc, char **argv, options *o) {
         ok = false;
     } else if (!strcmp(name, "--threads")) {
       int64_t t;
-      ok = parse_i64(val, 1, &t);
+      ok = cli_parse_i64(val, 1, &t);
       o->threads = val;
     } else if (!strcmp(name, "--backend")) {
       ok = !strcmp(val, "ref") || !strcmp(val, "cpu");
@@ -232,12 +215,6 @@ static int parse_args(int argc, char **argv, options *o) {
     return -1;
   }
   return 0;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* Hits of the argmax of the logits of x against labels (count rows, the
@@ -468,7 +445,7 @@ int main(int argc, char **argv) {
       fail("shuffle");
       goto out;
     }
-    double t0 = now_s(), epoch_sum0 = 0;
+    double t0 = cli_now_s(), epoch_sum0 = 0;
     if (lt_item(acc, 0, &epoch_sum0) != LT_OK) { /* ready: the last epoch was waited for */
       fail("reading the loss");
       goto out;
@@ -521,7 +498,7 @@ int main(int argc, char **argv) {
           fail("reading the loss");
           goto out;
         }
-        double t = now_s();
+        double t = cli_now_s();
         /* the step rate over the window since the last line */
         double wloss = (sum - pg.last_sum) / (double)(upto - pg.last_step);
         double wrate = (double)(total - pg.last_total) / (t - pg.last_t);
@@ -537,7 +514,7 @@ int main(int argc, char **argv) {
       fail("training step");
       goto out;
     }
-    double dt = now_s() - t0;
+    double dt = cli_now_s() - t0;
     train_s += dt;
     int64_t steps = total - epoch_first;
     double sum_end = 0;

@@ -19,6 +19,7 @@
 #include "lazytensor.h"
 #include "lazytensor_dist.h"
 #include "lazytensor_nn.h"
+#include "cli.h"
 #include "model.h"
 
 int train_dp_main(int argc, char **argv);
@@ -43,20 +44,6 @@ bool train_dp_wanted(int argc, char **argv) {
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "--data-parallel") || !strncmp(argv[i], "--devices", 9)) return true;
   return false;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static bool parse_i64(const char *s, int64_t lo, int64_t *out) {
-  char *end;
-  long long v = strtoll(s, &end, 10);
-  if (end == s || *end || v < lo) return false;
-  *out = v;
-  return true;
 }
 
 /* Returns 0, or 2 after a message for a bad command line. */
@@ -87,21 +74,21 @@ static int parse(int argc, char **argv, dp_options *o) {
     if (!ok)
       ;
     else if (!strcmp(name, "--devices"))
-      ok = parse_i64(val, 1, &o->devices) && o->devices <= LT_MAX_DEVICES;
+      ok = cli_parse_i64(val, 1, &o->devices) && o->devices <= LT_MAX_DEVICES;
     else if (!strcmp(name, "--batch"))
-      ok = parse_i64(val, 1, &o->batch);
+      ok = cli_parse_i64(val, 1, &o->batch);
     else if (!strcmp(name, "--epochs"))
-      ok = parse_i64(val, 1, &o->epochs);
+      ok = cli_parse_i64(val, 1, &o->epochs);
     else if (!strcmp(name, "--hidden"))
-      ok = parse_i64(val, 1, &o->hidden);
+      ok = cli_parse_i64(val, 1, &o->hidden);
     else if (!strcmp(name, "--layers"))
-      ok = parse_i64(val, 1, &o->layers);
+      ok = cli_parse_i64(val, 1, &o->layers);
     else if (!strcmp(name, "--seed"))
-      ok = parse_i64(val, 0, &o->seed);
+      ok = cli_parse_i64(val, 0, &o->seed);
     else if (!strcmp(name, "--limit-steps"))
-      ok = parse_i64(val, 1, &o->limit_steps);
+      ok = cli_parse_i64(val, 1, &o->limit_steps);
     else if (!strcmp(name, "--test-limit"))
-      ok = parse_i64(val, 1, &o->test_limit);
+      ok = cli_parse_i64(val, 1, &o->test_limit);
     else if (!strcmp(name, "--lr")) {
       char *end;
       o->lr = strtod(val, &end);
@@ -198,7 +185,7 @@ static int replica(int rank, lt_device dev, void *arg) {
       rc = (int)nb;
       break;
     }
-    double t0 = now_s(), sum0 = 0;
+    double t0 = cli_now_s(), sum0 = 0;
     rc = lt_item(sum, 0, &sum0);
     int64_t first = total;
     for (int64_t s = 0; s < nb && rc == LT_OK && total < planned; s++) {
@@ -229,7 +216,7 @@ static int replica(int rank, lt_device dev, void *arg) {
       total++;
     }
     if (rc == LT_OK) rc = lt_wait_device_ops(dev);
-    double dt = now_s() - t0, sum1 = 0;
+    double dt = cli_now_s() - t0, sum1 = 0;
     train_s += dt;
     if (rc == LT_OK) rc = lt_item(sum, 0, &sum1);
     if (rc == LT_OK && lead) {

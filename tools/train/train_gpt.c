@@ -23,6 +23,7 @@
 
 #include "lazytensor.h"
 #include "lazytensor_nn.h"
+#include "cli.h"
 #include "model.h"
 #include "runlog.h"
 
@@ -78,24 +79,6 @@ static void gpt_usage(FILE *f) {
           "                      index_select) instead of the fused library ops\n");
 }
 
-static bool opt_i64(const char *s, int64_t lo, int64_t *out) {
-  char *end;
-  errno = 0;
-  long long v = strtoll(s, &end, 10);
-  if (errno || end == s || *end || v < lo) return false;
-  *out = v;
-  return true;
-}
-
-static bool opt_f64(const char *s, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end || !isfinite(v) || v < 0) return false;
-  *out = v;
-  return true;
-}
-
 /* 0 on success, 1 after --help, -1 on a bad command line. */
 static int gpt_parse(int argc, char **argv, gpt_options *o) {
   memset(o, 0, sizeof *o);
@@ -145,42 +128,42 @@ static int gpt_parse(int argc, char **argv, gpt_options *o) {
     if (!strcmp(name, "--model"))
       ok = !strcmp(val, "gpt");
     else if (!strcmp(name, "--steps"))
-      ok = opt_i64(val, 0, &o->steps);
+      ok = cli_parse_i64(val, 0, &o->steps);
     else if (!strcmp(name, "--batch"))
-      ok = opt_i64(val, 1, &o->batch) && o->batch <= 4096;
+      ok = cli_parse_i64(val, 1, &o->batch) && o->batch <= 4096;
     else if (!strcmp(name, "--warmup"))
-      ok = opt_i64(val, 0, &o->warmup);
+      ok = cli_parse_i64(val, 0, &o->warmup);
     else if (!strcmp(name, "--eval-every"))
-      ok = opt_i64(val, 0, &o->eval_every);
+      ok = cli_parse_i64(val, 0, &o->eval_every);
     else if (!strcmp(name, "--eval-windows"))
-      ok = opt_i64(val, 1, &o->eval_windows);
+      ok = cli_parse_i64(val, 1, &o->eval_windows);
     else if (!strcmp(name, "--log-every"))
-      ok = opt_i64(val, 1, &o->log_every);
+      ok = cli_parse_i64(val, 1, &o->log_every);
     else if (!strcmp(name, "--generate"))
-      ok = opt_i64(val, 0, &o->generate);
+      ok = cli_parse_i64(val, 0, &o->generate);
     else if (!strcmp(name, "--context"))
-      ok = opt_i64(val, 1, &o->c.context) && o->c.context <= 4096;
+      ok = cli_parse_i64(val, 1, &o->c.context) && o->c.context <= 4096;
     else if (!strcmp(name, "--width"))
-      ok = opt_i64(val, 1, &o->c.width);
+      ok = cli_parse_i64(val, 1, &o->c.width);
     else if (!strcmp(name, "--layers"))
-      ok = opt_i64(val, 0, &o->c.layers);
+      ok = cli_parse_i64(val, 0, &o->c.layers);
     else if (!strcmp(name, "--heads"))
-      ok = opt_i64(val, 1, &o->c.heads);
+      ok = cli_parse_i64(val, 1, &o->c.heads);
     else if (!strcmp(name, "--seed")) {
-      ok = opt_i64(val, 0, &iv);
+      ok = cli_parse_i64(val, 0, &iv);
       o->seed = (uint64_t)iv;
     } else if (!strcmp(name, "--lr"))
-      ok = opt_f64(val, &o->lr);
+      ok = cli_parse_f64(val, &o->lr);
     else if (!strcmp(name, "--weight-decay"))
-      ok = opt_f64(val, &o->weight_decay);
+      ok = cli_parse_f64(val, &o->weight_decay);
     else if (!strcmp(name, "--clip"))
-      ok = opt_f64(val, &o->clip);
+      ok = cli_parse_f64(val, &o->clip);
     else if (!strcmp(name, "--temperature"))
-      ok = opt_f64(val, &o->temperature);
+      ok = cli_parse_f64(val, &o->temperature);
     else if (!strcmp(name, "--prompt"))
       o->prompt = val;
     else if (!strcmp(name, "--threads"))
-      ok = opt_i64(val, 1, &iv) && (o->threads = val);
+      ok = cli_parse_i64(val, 1, &iv) && (o->threads = val);
     else if (!strcmp(name, "--backend"))
       ok = (!strcmp(val, "ref") || !strcmp(val, "cpu")) && (o->backend = val);
     else if (!strcmp(name, "--data"))
@@ -210,12 +193,6 @@ static int gpt_parse(int argc, char **argv, gpt_options *o) {
     return -1;
   }
   return 0;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static long long gpt_counter(const char *name) {
@@ -286,7 +263,7 @@ int train_gpt_main(int argc, char **argv) {
     gpt_fail("init");
     goto out;
   }
-  double t0 = now_s(), last_t = t0, last_sum = 0, train_s = 0, val = NAN, trn = NAN;
+  double t0 = cli_now_s(), last_t = t0, last_sum = 0, train_s = 0, val = NAN, trn = NAN;
   int64_t last_step = 0;
   double last_loss = NAN, last_rate = NAN; /* the last step's row waits for the final evaluation */
   for (int64_t s = 0; s < o.steps; s++) {
@@ -319,7 +296,7 @@ int train_gpt_main(int argc, char **argv) {
       gpt_fail("reading the loss");
       goto out;
     }
-    double t = now_s();
+    double t = cli_now_s();
     double wloss = (sum - last_sum) / (double)(s + 1 - last_step);
     double wrate = (double)(s + 1 - last_step) / (t - last_t);
     printf("step %lld/%lld  lr %.2e  train loss %.4f  %.2f steps/s\n", (long long)(s + 1),
@@ -339,7 +316,7 @@ int train_gpt_main(int argc, char **argv) {
                                       wrate, eval ? val : NAN))
       goto out;
     fflush(stdout);
-    last_t = now_s(); /* the evaluation is not training */
+    last_t = cli_now_s(); /* the evaluation is not training */
     train_s += t - t0;
     t0 = last_t;
   }
@@ -347,7 +324,7 @@ int train_gpt_main(int argc, char **argv) {
     gpt_fail("training step");
     goto out;
   }
-  train_s += now_s() - t0;
+  train_s += cli_now_s() - t0;
   if (gpt_evaluate(&tr, false, o.eval_windows, &trn) != LT_OK ||
       gpt_evaluate(&tr, true, o.eval_windows, &val) != LT_OK) {
     gpt_fail("evaluation");
@@ -364,7 +341,7 @@ int train_gpt_main(int argc, char **argv) {
       fprintf(stderr, "lazytensor-train: out of memory\n");
       goto out;
     }
-    double g0 = now_s();
+    double g0 = cli_now_s();
     int rc = gpt_generate(&tr.m, &text, o.prompt, o.generate, o.temperature, o.seed, sample);
     if (rc != LT_OK) {
       free(sample);
@@ -373,7 +350,7 @@ int train_gpt_main(int argc, char **argv) {
     }
     sample[o.generate] = 0;
     printf("--- %lld characters sampled at temperature %g in %.2f s ---\n%s%s\n---\n",
-           (long long)o.generate, o.temperature, now_s() - g0, o.prompt, sample);
+           (long long)o.generate, o.temperature, cli_now_s() - g0, o.prompt, sample);
     free(sample);
   }
   if (o.save) {
