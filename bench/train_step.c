@@ -90,6 +90,27 @@ static torch_run run_torch(const char *threads, int64_t hidden, const char *data
   return r;
 }
 
+/* The bench lines of a step against torch at the same thread count (peer)
+ * and at its best one; ours alone when torch is absent (peer->ms < 0). */
+static void print_step_lines(const char *name, double ours, double our_rss, const torch_run *peer,
+                             const torch_run *best, const char *threads) {
+  if (peer->ms > 0) {
+    printf("bench %s %.3f ms ratio %.2f vs torch\n", name, ours, peer->ms / ours);
+    printf("bench %s_best %.3f ms ratio %.2f vs torch_best\n", name, ours, best->ms / ours);
+    if (peer->rss_kb > 0)
+      printf("bench %s_peak_rss %.1f MiB ratio %.2f vs torch\n", name, our_rss,
+             peer->rss_kb / 1024.0 / our_rss);
+    printf(
+        "# torch: %.3f ms per step at %s threads, best %.3f ms at %d, peak RSS %.1f MiB, "
+        "final loss %.4f\n",
+        peer->ms, threads, best->ms, best->threads, peer->rss_kb / 1024.0, peer->loss);
+  } else {
+    printf("bench %s %.3f ms\n", name, ours);
+    printf("bench %s_peak_rss %.1f MiB\n", name, our_rss);
+    printf("# torch not importable by python3: no peer figure\n");
+  }
+}
+
 /* One training step of the CNN (training mode: batch statistics, dropout);
  * the loss (owned by the open scope) or NULL. */
 static lt_tensor *cnn_step(train_model *m, lt_nn_optim *opt, lt_tensor *x, lt_tensor *y) {
@@ -189,21 +210,7 @@ static int gpt_main(const char *threads, const char *be, torch_run peer, torch_r
   gpt_trainer_free(&tr);
   lt_nn_text_free(&text);
   const char *name = "train_step_gpt";
-  if (peer.ms > 0) {
-    printf("bench %s %.3f ms ratio %.2f vs torch\n", name, ours, peer.ms / ours);
-    printf("bench %s_best %.3f ms ratio %.2f vs torch_best\n", name, ours, best.ms / ours);
-    if (peer.rss_kb > 0)
-      printf("bench %s_peak_rss %.1f MiB ratio %.2f vs torch\n", name, our_rss,
-             peer.rss_kb / 1024.0 / our_rss);
-    printf(
-        "# torch: %.3f ms per step at %s threads, best %.3f ms at %d, peak RSS %.1f MiB, "
-        "final loss %.4f\n",
-        peer.ms, threads, best.ms, best.threads, peer.rss_kb / 1024.0, peer.loss);
-  } else {
-    printf("bench %s %.3f ms\n", name, ours);
-    printf("bench %s_peak_rss %.1f MiB\n", name, our_rss);
-    printf("# torch not importable by python3: no peer figure\n");
-  }
+  print_step_lines(name, ours, our_rss, &peer, &best, threads);
   printf("bench %s_trace %.3f ms ratio %.3f vs exec\n", name, trace_ms, trace_ms / exec_ms);
   printf("# trace: median of %d steps started on an idle device; exec: mean ExecuteTime %.3f ms\n",
          TRACE_STEPS, exec_ms);
@@ -338,20 +345,6 @@ int main(int argc, char **argv) {
   lt_nn_dataset_free(&ds);
 
   const char *name = cnn ? "train_step_cnn" : "train_step";
-  if (peer.ms > 0) {
-    printf("bench %s %.3f ms ratio %.2f vs torch\n", name, ours, peer.ms / ours);
-    printf("bench %s_best %.3f ms ratio %.2f vs torch_best\n", name, ours, best.ms / ours);
-    if (peer.rss_kb > 0)
-      printf("bench %s_peak_rss %.1f MiB ratio %.2f vs torch\n", name, our_rss,
-             peer.rss_kb / 1024.0 / our_rss);
-    printf(
-        "# torch: %.3f ms per step at %s threads, best %.3f ms at %d, peak RSS %.1f MiB, "
-        "final loss %.4f\n",
-        peer.ms, threads, best.ms, best.threads, peer.rss_kb / 1024.0, peer.loss);
-  } else {
-    printf("bench %s %.3f ms\n", name, ours);
-    printf("bench %s_peak_rss %.1f MiB\n", name, our_rss);
-    printf("# torch not importable by python3: no peer figure\n");
-  }
+  print_step_lines(name, ours, our_rss, &peer, &best, threads);
   return 0;
 }
