@@ -10,7 +10,8 @@
  *          values or hanging in mismatched MPI calls
  *   data   the collective itself on buffers this transport owns: the
  *          caller's input is copied in (packed chunk-major for a gather or
- *          scatter along axis != 0) and the result copied out
+ *          scatter along axis != 0) and the result copied out; large float
+ *          sums and means run as a ring of exchanges instead (below)
  * Owning the buffers matters on failure: a request that timed out cannot be
  * cancelled, and MPI may still write into it if the peer comes back, so
  * the buffers of a failed call are abandoned (leaked), never the executor's.
@@ -205,12 +206,15 @@ static bool grow(void **p, size_t *cap, size_t need) {
  * ring moves 2(p-1)/p of the buffer per rank in 2(p-1) point-to-point
  * exchanges (the cost model of docs/SCALE_OUT.md): p-1 steps of
  * reduce-scatter, each rank adding the chunk it receives into its output,
- * then p-1 steps of all-gather passing the finished chunks on. MPI only
- * ever reads or writes the staging buffers (chunk-sized), for the reason
- * above; the caller's input is read and its output written by these loops
- * only. Each chunk is summed once, so every rank ends with the same bits;
- * mean divides (in double, as the shared-memory transport) as the last
- * sum is made. */
+ * then p-1 steps of all-gather passing the finished chunks on. MPI writes
+ * only into a staging buffer (one chunk) that this transport owns, as for
+ * the other collectives: a receive that timed out may still complete later.
+ * Sends go straight from the caller's input and output, saving a copy of
+ * each chunk: a send abandoned on failure is only ever read (over shared
+ * memory, by the peer's single-copy read; over TCP, by later MPI calls of
+ * this process, which a broken world no longer makes). Each chunk is summed
+ * once, so every rank ends with the same bits; mean divides as the last sum
+ * is made. */
 enum { RING_MIN_BYTES = 1 << 16 };
 
 typedef struct ring_chunks {
@@ -219,13 +223,19 @@ typedef struct ring_chunks {
 static int64_t ring_off(ring_chunks k, int c) { return c * k.base + (c < k.rem ? c : k.rem); }
 static int64_t ring_len(ring_chunks k, int c) { return k.base + (c < k.rem ? 1 : 0); }
 
-#define RING_ADD(T)                                                                        \
-  static void ring_add_##T(T *out, T *stage, const T *a, const T *b, int64_t n, int div) { \
-    if (!div) {                                                                            \
-      for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];                                \
-      return;                                                                              \
-    }                                                                                      \
-    for (int64_t i = 0; i < n; i++) out[i] = stage[i] = (T)((double)(a[i] + b[i]) / div);  \
+/* out = (a + b) / div (div 0: no division). A division by a power of two
+ * is a multiplication by its exact inverse, the same value with no divide
+ * instruction (those would bound this loop: p = 2 is the common case). */
+#define RING_ADD(T)                                                              \
+  static void ring_add_##T(T *out, const T *a, const T *b, int64_t n, int div) { \
+    if (div == 0) {                                                              \
+      for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];                      \
+    } else if ((div & (div - 1)) == 0) {                                         \
+      T inv = (T)(1.0 / div);                                                    \
+      for (int64_t i = 0; i < n; i++) out[i] = (a[i] + b[i]) * inv;              \
+    } else {                                                                     \
+      for (int64_t i = 0; i < n; i++) out[i] = (T)((double)(a[i] + b[i]) / div); \
+    }                                                                            \
   }
 RING_ADD(float)
 RING_ADD(double)
@@ -235,8 +245,7 @@ static int ring_all_reduce(mpi_state *s, int rank, int p, lt_coll_call *c, int64
   bool f64 = c->dtype == LT_F64;
   size_t esz = f64 ? 8 : 4;
   ring_chunks k = {m / p, m % p};
-  size_t cap = (size_t)(k.base + 1) * esz;
-  if (!grow(&s->send, &s->send_cap, cap) || !grow(&s->recv, &s->recv_cap, cap))
+  if (!grow(&s->recv, &s->recv_cap, (size_t)(k.base + 1) * esz))
     return lt__err(LT_ENOMEM, "collective %s: out of memory", what);
   MPI_Datatype ty = f64 ? MPI_DOUBLE : MPI_FLOAT;
   int next = (rank + 1) % p, prev = (rank + p - 1) % p;
@@ -248,16 +257,12 @@ static int ring_all_reduce(mpi_state *s, int rank, int p, lt_coll_call *c, int64
     int j = gather ? step - (p - 1) : step;
     int from = gather ? own : rank;
     int sc = ((from - j) % p + p) % p, rc = ((from - j - 1) % p + p) % p;
-    /* what goes out: the input's chunk first, then chunks summed here (for
-     * the first gather step, the last reduce step staged it already) */
-    if (step == 0)
-      memcpy(s->send, in + ring_off(k, sc) * esz, (size_t)ring_len(k, sc) * esz);
-    else if (step != p - 1)
-      memcpy(s->send, out + ring_off(k, sc) * esz, (size_t)ring_len(k, sc) * esz);
+    /* what goes out: the input's chunk first, then chunks summed here */
+    const char *src = (step == 0 ? in : out) + ring_off(k, sc) * esz;
     MPI_Request q[2];
     int r1 = MPI_Irecv(s->recv, (int)ring_len(k, rc), ty, prev, step, s->comm, &q[0]);
     int r2 = r1 == MPI_SUCCESS
-                 ? MPI_Isend(s->send, (int)ring_len(k, sc), ty, next, step, s->comm, &q[1])
+                 ? MPI_Isend(src, (int)ring_len(k, sc), ty, next, step, s->comm, &q[1])
                  : r1;
     if (r2 != MPI_SUCCESS)
       return breakdown(s, "an MPI transfer failed to start; the world is broken");
@@ -268,13 +273,12 @@ static int ring_all_reduce(mpi_state *s, int rank, int p, lt_coll_call *c, int64
       memcpy(out + off * esz, s->recv, (size_t)len * esz);
       continue;
     }
-    /* the last reduce step finishes chunk `own`: mean divides it, and it is
-     * staged for the first gather step in the same pass */
+    /* the last reduce step finishes chunk `own` (mean divides it) */
     int div = step == p - 2 ? (c->redop == LT_COLL_MEAN ? p : 1) : 0;
     if (f64)
-      ring_add_double((double *)out + off, s->send, (const double *)in + off, s->recv, len, div);
+      ring_add_double((double *)out + off, (const double *)in + off, s->recv, len, div);
     else
-      ring_add_float((float *)out + off, s->send, (const float *)in + off, s->recv, len, div);
+      ring_add_float((float *)out + off, (const float *)in + off, s->recv, len, div);
   }
   return LT_OK;
 }
