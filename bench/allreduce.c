@@ -8,8 +8,8 @@
  *    --mca btl_tcp_if_include lo`), closer to a network. Rank 0 times, for
  *    f32 messages of 4 B .. 64 MiB (powers of 4), lt_all_reduce(sum) through
  *    the graph (trace, lt_mark_step, lt_wait_device_ops on an lt_world_mpi
- *    world) and raw MPI_Allreduce on the same data, each repeat after a
- *    barrier, median of the repeats:
+ *    world) and raw MPI_Allreduce on the same data, each repeat after two
+ *    barriers, median of the repeats:
  *
  *      bench allreduce_<bytes> <us> us ratio <mpi_us / ours> vs mpi_allreduce
  *      bench allreduce_tcp_<bytes> ...
@@ -19,6 +19,14 @@
  *      bench allreduce_model alpha_us <a> beta_ns_per_byte <b>
  *      bench allreduce_model_mpi ..., allreduce_tcp_model, allreduce_tcp_model_mpi
  *
+ *    and times one more 4-byte all-reduce inside a graph (9 chained in one
+ *    graph against one alone; ratio: MPI's fitted a over it):
+ *
+ *      bench allreduce_in_graph <us> us ratio <r> vs mpi_allreduce
+ *      bench allreduce_tcp_in_graph ...
+ *
+ *    The tables below take ring alpha = that / 2 and beta = our fitted b.
+ *
  * 2. One process (1 thread unless --threads N) times a training step of the
  *    MLP (784-512-512-10, Adam, batch 128), lazytensor-train's CNN (batch
  *    128) and its GPT (context 64, width 128, 4 layers, 4 heads, batch 32),
@@ -26,7 +34,9 @@
  *    and efficiency for 2..64 hosts on the measured networks and on two
  *    stated Ethernet ones (markdown tables).
  * 3. --check: runs the sibling bench/data_parallel (2 processes, the MLP) and
- *    prints its measured step beside the model's p = 2 prediction.
+ *    prints its measured step beside the model's p = 2 prediction:
+ *
+ *      bench allreduce_check_p2 <model ms> ms ratio <measured / model> vs data_parallel_measured
  *
  * --max-bytes N caps the message size (quick runs); --no-mpi skips part 1
  * (the tables then use the stated networks only). Without mpirun, or in a
@@ -72,6 +82,8 @@ static void die(const char *what) {
   exit(1);
 }
 
+/* ---- part 1: the MPI ranks ------------------------------------------------------------------ */
+#ifdef LT_HAVE_MPI
 /* Repeats per size: enough for a median of small messages, few of the
  * large ones (the run must stay short on a shared machine). */
 static int repeats_for(int64_t bytes) {
@@ -79,8 +91,6 @@ static int repeats_for(int64_t bytes) {
   return r > 40 ? 40 : r < 7 ? 7 : (int)r;
 }
 
-/* ---- part 1: the MPI ranks ------------------------------------------------------------------ */
-#ifdef LT_HAVE_MPI
 /* Two barriers: the ranks leave one barrier up to ~100 us apart here (the
  * last to arrive leaves late), which a small message's time would take in;
  * leaving the second they are close. */
@@ -162,7 +172,6 @@ static int worker(int64_t max_bytes) {
   lt_world_free(w);
   return 0;
 }
-#endif
 
 /* Runs the ranks with extra mpirun options; the points of rank 0 (n of
  * them), false when the run failed. */
@@ -235,6 +244,8 @@ static bool measure(const char *self, const char *label, const char *mca, int64_
   *net = cost_net_from_fit(*label ? "loopback tcp, ours" : "shared memory, ours", call, b);
   return true;
 }
+
+#endif
 
 /* ---- part 2: one process's steps ------------------------------------------------------------ */
 static double params_bytes(lt_tensor *const *p, int n) {
@@ -471,7 +482,7 @@ int main(int argc, char **argv) {
       nets[nnets++] = tcp_ours;
   }
 #else
-  (void)tcp_ours;
+  (void)tcp_ours, (void)no_mpi;
   printf("# no MPI in this build: stated networks only\n");
 #endif
   nets[nnets++] = stated[0], nets[nnets++] = stated[1];
