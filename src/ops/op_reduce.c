@@ -81,6 +81,9 @@ static int check_nonempty(const char *fn, const lt_tensor *a, int64_t mask) {
 
 static lt_tensor *reduce_axes(const char *fn, lt_op op, lt_tensor *a, const int *axes, int naxes,
                               bool keepdim) {
+  /* a sharded operand: local reductions plus spmd collectives (op_shard.c) */
+  if (a && a->shard_n && lt__shard_aware_depth() == 0)
+    return lt__shard_reduce(fn, op, a, axes, naxes, keepdim, reduce_axes);
   if (lt__check_operands(fn, &a, 1) != LT_OK) return NULL;
   lt_dtype in_dt = (lt_dtype)a->dtype;
   int64_t mask;
