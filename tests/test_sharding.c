@@ -4,7 +4,7 @@
  * lt_unshard) and the layout it must give; gradients of a sharded program
  * against finite differences of its own (replicated) loss; a 2-way
  * tensor-parallel MLP trained 20 Adam steps against the same MLP on one
- * device.
+ * device. All of it on both backends (ref, the oracle, and cpu).
  *
  * Checks inside a replica do not use cmocka's asserts (which jump out of
  * the calling thread): they record a message and fail the replica, and the
@@ -13,6 +13,9 @@
 
 #include "lazytensor_dist.h"
 #include "lazytensor_nn.h"
+#include "../src/backend/backend.h"
+#include "../src/backend/cpu/cpu_api.h"
+#include "../src/backend/ref/ref_api.h"
 
 typedef struct replica_err {
   char msg[2][512];
@@ -20,25 +23,25 @@ typedef struct replica_err {
 
 static replica_err g_err;
 
-#define CHECK(r, cond, ...)                                                                  \
-  do {                                                                                       \
-    if (!(cond)) {                                                                           \
-      int n_ = snprintf(g_err.msg[r], sizeof g_err.msg[r], "line %d: ", __LINE__);           \
-      snprintf(g_err.msg[r] + n_, sizeof g_err.msg[r] - (size_t)n_, __VA_ARGS__);            \
-      return LT_EINVAL;                                                                      \
-    }                                                                                        \
+#define CHECK(r, cond, ...)                                                        \
+  do {                                                                             \
+    if (!(cond)) {                                                                 \
+      int n_ = snprintf(g_err.msg[r], sizeof g_err.msg[r], "line %d: ", __LINE__); \
+      snprintf(g_err.msg[r] + n_, sizeof g_err.msg[r] - (size_t)n_, __VA_ARGS__);  \
+      return LT_EINVAL;                                                            \
+    }                                                                              \
   } while (0)
 
-#define OK(r, expr)                                                                            \
-  do {                                                                                         \
-    int rc_ = (expr);                                                                          \
-    CHECK(r, rc_ == LT_OK, "%s failed (%d): %s", #expr, rc_, lt_last_error());                \
+#define OK(r, expr)                                                            \
+  do {                                                                         \
+    int rc_ = (expr);                                                          \
+    CHECK(r, rc_ == LT_OK, "%s failed (%d): %s", #expr, rc_, lt_last_error()); \
   } while (0)
 
 static lt_world *g_world;
 
 /* Runs fn on a world of 2 and fails the test with a replica's message. */
-static void run2(lt_replica_fn fn, void *ctx) {
+static void run2_on(lt_replica_fn fn, void *ctx) {
   memset(&g_err, 0, sizeof g_err);
   assert_int_equal(lt_world_local(2, &g_world), LT_OK);
   int rc = lt_world_run(g_world, fn, ctx);
@@ -47,6 +50,17 @@ static void run2(lt_replica_fn fn, void *ctx) {
   for (int r = 0; r < 2; r++)
     if (g_err.msg[r][0]) fail_msg("rank %d: %s", r, g_err.msg[r]);
   if (rc != LT_OK) fail_msg("%s", lt_last_error());
+}
+
+static const lt_backend *backend_at(int b) { return b == 0 ? &lt__ref_backend : &lt__cpu_backend; }
+
+/* run2_on for each backend. */
+static void run2(lt_replica_fn fn, void *ctx) {
+  for (int b = 0; b < tu_nbackends(); b++) {
+    lt__backend_force(backend_at(b));
+    run2_on(fn, ctx);
+    lt__backend_force(NULL);
+  }
 }
 
 /* t's global value as doubles (through lt_unshard); LT_OK or the status. */
@@ -192,8 +206,7 @@ static int replica_elementwise(int r, lt_device dev, void *ctx) {
   /* where: cond sharded, branches replicated and sharded on the other axis */
   for (int i = 0; i < M * N; i++) w[i] = a[i] > 0 ? b[i] : e[i];
   lt_tensor *zero = lt_scalar(dev, LT_F32, 0.0);
-  if (expect(r, "where", lt_where(lt_gt(A, zero), B, E), 0, SHAPE(M, N), 2, w, 0))
-    return LT_EINVAL;
+  if (expect(r, "where", lt_where(lt_gt(A, zero), B, E), 0, SHAPE(M, N), 2, w, 0)) return LT_EINVAL;
   /* global shapes that do not broadcast fail with the global shapes */
   lt_tensor *bad = make(dev, 6, SHAPE(2, N), 2);
   lt_clear_error();
@@ -230,8 +243,8 @@ static int replica_matmul(int r, lt_device dev, void *ctx) {
       w[i * N + j] = s;
     }
   /* (layout of a, layout of b) -> layout of the result */
-  static const int kCases[9][3] = {{-1, -1, -1}, {-1, 1, 1}, {0, -1, 0},  {1, 0, -1}, {-1, 0, -1},
-                                   {1, -1, -1},  {0, 0, 0},  {0, 1, 0},   {1, 1, 1}};
+  static const int kCases[9][3] = {{-1, -1, -1}, {-1, 1, 1}, {0, -1, 0}, {1, 0, -1}, {-1, 0, -1},
+                                   {1, -1, -1},  {0, 0, 0},  {0, 1, 0},  {1, 1, 1}};
   for (int k = 0; k < 9; k++) {
     lt_scope_begin();
     lt_tensor *A = make(dev, 1, SHAPE(M, K), 2), *B = make(dev, 2, SHAPE(K, N), 2);
@@ -430,8 +443,8 @@ static void test_gradients_finite_differences(void **state) {
   for (int k = 0; k < GNP; k++)
     for (int64_t i = 0; i < gnumel(k); i++) {
       if (g->grad[0][k][i] != g->grad[1][k][i])
-        fail_msg("param %d[%lld]: ranks disagree (%.12g, %.12g)", k, (long long)i,
-                 g->grad[0][k][i], g->grad[1][k][i]);
+        fail_msg("param %d[%lld]: ranks disagree (%.12g, %.12g)", k, (long long)i, g->grad[0][k][i],
+                 g->grad[1][k][i]);
       if (!tu_near(g->grad[0][k][i], g->fd[k][i], 1e-6))
         fail_msg("param %d[%lld]: autograd %.12g, finite differences %.12g", k, (long long)i,
                  g->grad[0][k][i], g->fd[k][i]);
@@ -512,25 +525,14 @@ static int replica_mlp(int r, lt_device dev, void *arg) {
   return mlp_train(r, dev, c->pb, true, &c->got[r]);
 }
 
-static void test_tensor_parallel_mlp(void **state) {
-  (void)state;
-  mlp_problem *pb = calloc(1, sizeof *pb);
-  uint32_t s = 777;
-  for (int k = 0; k < NP; k++)
-    for (int64_t i = 0; i < kShape[k][0] * kShape[k][1]; i++)
-      pb->init[k][i] = tu_wave_at((int)s + k, i) * 0.5f;
-  for (int t = 0; t < STEPS; t++) {
-    for (int i = 0; i < B * IN; i++) pb->x[t][i] = tu_wave_at(100 + t, i);
-    for (int i = 0; i < B * OUT; i++) pb->y[t][i] = tu_wave_at(200 + t, i) * 0.5f;
-  }
-  /* one device (of no world), nothing sharded */
+/* One device (of no world, nothing sharded) against 2 replicas. */
+static void check_mlp(const mlp_problem *pb) {
   static mlp_result want;
   memset(&g_err, 0, sizeof g_err);
   if (mlp_train(0, lt_cpu(2), pb, false, &want) != LT_OK) fail_msg("%s", g_err.msg[0]);
-
   mlp_ctx *c = calloc(1, sizeof *c);
   c->pb = pb;
-  run2(replica_mlp, c);
+  run2_on(replica_mlp, c);
   for (int k = 0; k < NP; k++)
     for (int64_t i = 0; i < kShape[k][0] * kShape[k][1]; i++) {
       float w = want.params[k][i];
@@ -543,11 +545,28 @@ static void test_tensor_parallel_mlp(void **state) {
   for (int i = 0; i < B * OUT; i++)
     for (int r = 0; r < 2; r++)
       if (fabs((double)c->got[r].out[i] - want.out[i]) > 1e-5 * fabs(want.out[i]) + 1e-7)
-        fail_msg("rank %d output %d: %.9g, one device %.9g", r, i, c->got[r].out[i],
-                 want.out[i]);
+        fail_msg("rank %d output %d: %.9g, one device %.9g", r, i, c->got[r].out[i], want.out[i]);
   /* training moved the parameters */
   assert_true(fabs(want.params[0][0] - pb->init[0][0]) > 1e-3);
   free(c);
+}
+
+static void test_tensor_parallel_mlp(void **state) {
+  (void)state;
+  mlp_problem *pb = calloc(1, sizeof *pb);
+  uint32_t s = 777;
+  for (int k = 0; k < NP; k++)
+    for (int64_t i = 0; i < kShape[k][0] * kShape[k][1]; i++)
+      pb->init[k][i] = tu_wave_at((int)s + k, i) * 0.5f;
+  for (int t = 0; t < STEPS; t++) {
+    for (int i = 0; i < B * IN; i++) pb->x[t][i] = tu_wave_at(100 + t, i);
+    for (int i = 0; i < B * OUT; i++) pb->y[t][i] = tu_wave_at(200 + t, i) * 0.5f;
+  }
+  for (int b = 0; b < tu_nbackends(); b++) {
+    lt__backend_force(backend_at(b));
+    check_mlp(pb);
+    lt__backend_force(NULL);
+  }
   free(pb);
 }
 
