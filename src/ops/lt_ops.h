@@ -50,7 +50,7 @@ lt_tensor *lt__make(lt_device dev, lt_op op, lt_dtype dt, const int64_t *shape, 
  * through) until lt__shard_finish, which gives the result its sharding,
  * releases the temporaries and returns r. */
 typedef struct lt_shard_ctx {
-  lt_tensor *tmp[4];
+  lt_tensor *tmp[8];
   int ntmp;
   int axis, n; /* the result's sharding (n == 0: replicated) */
   bool aware;

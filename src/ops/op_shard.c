@@ -53,7 +53,8 @@ static lt_node *reduce_node(lt_node *x, int redop, int n) {
 static bool wants_grad(lt_tensor *t) {
   if (!lt__is_float((lt_dtype)t->dtype) || lt_get_no_grad()) return false;
   if (t->requires_grad) return true;
-  return t->ir && lt__carries_grad(t->ir);
+  const lt_node *n = t->ir ? t->ir : t->data_node; /* eager values keep their history there */
+  return n && lt__carries_grad(n);
 }
 
 /* A tensor over node that no scope owns (a temporary of one builder). */
@@ -67,6 +68,10 @@ static lt_tensor *temp(lt_device dev, lt_node *node, int axis, int n) {
 
 static int keep(lt_shard_ctx *c, lt_tensor *t) {
   if (!t) return lt_last_status() ? lt_last_status() : LT_ENOMEM;
+  if (c->ntmp == (int)(sizeof c->tmp / sizeof c->tmp[0])) { /* not reached: 2 per operand */
+    lt_release(t);
+    return lt__err(LT_EINVAL, "sharding: too many temporaries");
+  }
   c->tmp[c->ntmp++] = t;
   return LT_OK;
 }
@@ -93,9 +98,9 @@ lt_tensor *lt__shard_finish(lt_shard_ctx *c, lt_tensor *r) {
 /* t replicated, as a temporary (spmd_all_gather of its chunks). */
 static int gathered(lt_shard_ctx *c, lt_tensor **t) {
   lt_tensor *x = *t;
-  int rc = keep(c, temp(x->dev, gather_node(lt__ir_as(x, (lt_dtype)x->dtype), x->shard_axis,
-                                            x->shard_n),
-                        -1, 0));
+  int rc =
+      keep(c, temp(x->dev, gather_node(lt__ir_as(x, (lt_dtype)x->dtype), x->shard_axis, x->shard_n),
+                   -1, 0));
   if (rc == LT_OK) *t = c->tmp[c->ntmp - 1];
   return rc;
 }
@@ -115,8 +120,8 @@ static int fanned(lt_shard_ctx *c, lt_tensor **t, int n) {
   if (!wants_grad(x)) return LT_OK;
   int64_t attrs[1] = {n};
   lt_node *v = lt__ir_as(x, (lt_dtype)x->dtype);
-  int rc = keep(c, temp(x->dev, v ? spmd_node(LT_OP_SPMD_COPY, v, v->shape, attrs, 1) : NULL,
-                        -1, 0));
+  int rc =
+      keep(c, temp(x->dev, v ? spmd_node(LT_OP_SPMD_COPY, v, v->shape, attrs, 1) : NULL, -1, 0));
   if (rc == LT_OK) *t = c->tmp[c->ntmp - 1];
   return rc;
 }
