@@ -207,6 +207,11 @@ static int replica_elementwise(int r, lt_device dev, void *ctx) {
   for (int i = 0; i < M * N; i++) w[i] = a[i] > 0 ? b[i] : e[i];
   lt_tensor *zero = lt_scalar(dev, LT_F32, 0.0);
   if (expect(r, "where", lt_where(lt_gt(A, zero), B, E), 0, SHAPE(M, N), 2, w, 0)) return LT_EINVAL;
+  /* an nn loss built on aware ops: replicated, of the global values */
+  double mse = 0;
+  for (int i = 0; i < M * N; i++) mse += (a[i] - b[i]) * (a[i] - b[i]) / (M * N);
+  if (expect(r, "mse", lt_nn_mse_loss(A, B, LT_NN_REDUCTION_MEAN), -1, NULL, 0, &mse, 1e-6))
+    return LT_EINVAL;
   /* global shapes that do not broadcast fail with the global shapes */
   lt_tensor *bad = make(dev, 6, SHAPE(2, N), 2);
   lt_clear_error();
