@@ -131,6 +131,8 @@ LT_API lt_tensor *lt_broadcast(lt_tensor *t, int root);
  *   - lt_sum, lt_mean over axes without the split one: local, result split
  *     on the renumbered axis; with it: local then all-reduced, replicated;
  *     lt_max, lt_min (and prod, logsumexp) over it: gathered first;
+ *   - lt_softmax, lt_log_softmax: local along an unsplit axis (split
+ *     alike), gathered along the split one;
  *   - lt_assign: the destination keeps its sharding; lt_nn_linear_forward
  *     and the lt_nn_optim_* optimizers work on sharded parameters (their
  *     grads and states are sharded alike).

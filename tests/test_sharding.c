@@ -133,10 +133,13 @@ static int replica_mark(int r, lt_device dev, void *ctx) {
     CHECK(r, lt_item(t, 0, &d) == LT_EINVAL, "lt_item of a shard accepted");
     /* an op that does not propagate shardings: a clear error, t untouched */
     lt_clear_error();
-    CHECK(r, lt_softmax(t, 1) == NULL, "softmax of a shard accepted");
+    CHECK(r, lt_cumsum(t, 1) == NULL, "cumsum of a shard accepted");
     CHECK(r, lt_last_status() == LT_EINVAL, "status %d", lt_last_status());
-    CHECK(r, strstr(lt_last_error(), "lt_softmax") && strstr(lt_last_error(), "lt_unshard"),
+    CHECK(r, strstr(lt_last_error(), "lt_cumsum") && strstr(lt_last_error(), "lt_unshard"),
           "message: %s", lt_last_error());
+    lt_clear_error();
+    CHECK(r, lt_add(lt_argmax(t, 1, false), t) == NULL, "argmax of a shard accepted");
+    CHECK(r, strstr(lt_last_error(), "lt_argmax"), "message: %s", lt_last_error());
     CHECK(r, lt_reshape(t, SHAPE(24), 1) == NULL, "reshape of a shard accepted");
     if (expect(r, "after errors", t, axis, SHAPE(4, 6), 2, want, 0) != LT_OK) return LT_EINVAL;
   }
@@ -207,6 +210,17 @@ static int replica_elementwise(int r, lt_device dev, void *ctx) {
   for (int i = 0; i < M * N; i++) w[i] = a[i] > 0 ? b[i] : e[i];
   lt_tensor *zero = lt_scalar(dev, LT_F32, 0.0);
   if (expect(r, "where", lt_where(lt_gt(A, zero), B, E), 0, SHAPE(M, N), 2, w, 0)) return LT_EINVAL;
+  /* softmax along the unsplit axis: local; along the split one: gathered */
+  for (int axis = 0; axis < 2; axis++) {
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < N; j++) {
+        double s = 0;
+        for (int k = 0; k < (axis ? N : M); k++) s += exp(axis ? a[i * N + k] : a[k * N + j]);
+        w[i * N + j] = exp(a[i * N + j]) / s;
+      }
+    if (expect(r, "softmax", lt_softmax(A, axis), axis ? 0 : -1, SHAPE(M, N), 2, w, 1e-6))
+      return LT_EINVAL;
+  }
   /* an nn loss built on aware ops: replicated, of the global values */
   double mse = 0;
   for (int i = 0; i < M * N; i++) mse += (a[i] - b[i]) * (a[i] - b[i]) / (M * N);
@@ -224,6 +238,12 @@ static int replica_elementwise(int r, lt_device dev, void *ctx) {
   if (expect(r, "assign", dst, 1, SHAPE(M, N), 2, a, 0)) return LT_EINVAL;
   OK(r, lt_assign(dst, B));
   if (expect(r, "assign2", dst, 1, SHAPE(M, N), 2, b, 0)) return LT_EINVAL;
+  lt_tensor *rep = make(dev, 8, SHAPE(M, N), 2);
+  OK(r, lt_assign(rep, E)); /* a replicated destination gets the whole value */
+  if (expect(r, "assign3", rep, -1, SHAPE(M, N), 2, e, 0)) return LT_EINVAL;
+  OK(r, lt_assign(dst, C)); /* broadcast along the split axis of dst */
+  for (int i = 0; i < M * N; i++) w[i] = c[i % N];
+  if (expect(r, "assign4", dst, 1, SHAPE(M, N), 2, w, 0)) return LT_EINVAL;
   lt_scope_end();
   return LT_OK;
 }
@@ -362,14 +382,16 @@ static void test_reductions(void **state) {
 /* ---- gradients ---------------------------------------------------------------------------- */
 
 /* The global loss of a program using every SPMD collective, in f64:
- *   h = tanh(x @ W1 + b)    x replicated (spmd_copy), W1 split on 1, b
- *                           replicated (shard), h split on 1
+ *   h = tanh(x @ W1 + b) s  x replicated (spmd_copy), W1 split on 1, b
+ *                           replicated (shard), s [B,1] replicated
+ *                           (broadcast along the split axis: spmd_copy),
+ *                           h split on 1
  *   y = h @ W2              W2 split on 0: row-parallel (spmd_all_reduce)
  *   loss = mean(y^2) + 0.3 sum(mean(h, 1)) + 0.05 sum(unshard(h)^2)
  * (mean over the split axis: spmd_all_reduce(mean); unshard: gather). */
-enum { GB = 3, GI = 4, GH = 6, GO = 2, GNP = 4, GMAX = GI * GH };
-static const int64_t kGShape[GNP][2] = {{GB, GI}, {GI, GH}, {1, GH}, {GH, GO}};
-static const int kGSplit[GNP] = {-1, 1, -1, 0};
+enum { GB = 3, GI = 4, GH = 6, GO = 2, GNP = 5, GMAX = GI * GH };
+static const int64_t kGShape[GNP][2] = {{GB, GI}, {GI, GH}, {1, GH}, {GH, GO}, {GB, 1}};
+static const int kGSplit[GNP] = {-1, 1, -1, 0, -1};
 
 typedef struct grad_ctx {
   double p[GNP][GMAX];
@@ -396,7 +418,7 @@ static int gloss(int r, lt_device dev, double vals[GNP][GMAX], double *loss,
     if (grads) OK(r, lt_set_requires_grad(p[k], true));
     if (kGSplit[k] >= 0) OK(r, lt_mark_sharding(p[k], g_world, kGSplit[k]));
   }
-  lt_tensor *h = lt_tanh(lt_add(lt_matmul(p[0], p[1]), p[2]));
+  lt_tensor *h = lt_mul(lt_tanh(lt_add(lt_matmul(p[0], p[1]), p[2])), p[4]);
   CHECK(r, h && lt_sharding_axis(h) == 1, "h: %s", lt_last_error());
   lt_tensor *y = lt_matmul(h, p[3]);
   CHECK(r, y && lt_sharding_axis(y) == -1, "y: %s", lt_last_error());

@@ -65,6 +65,10 @@ typedef lt_tensor *(*lt_shard_reduce_fn)(const char *fn, lt_op op, lt_tensor *a,
                                          int naxes, bool keepdim);
 lt_tensor *lt__shard_reduce(const char *fn, lt_op op, lt_tensor *a, const int *axes, int naxes,
                             bool keepdim, lt_shard_reduce_fn build);
+/* An op along one axis whose result has a's shape (softmax): local when
+ * the axis is not the split one (result split alike), else on the gathered
+ * value (replicated). *a is updated in place. */
+int lt__shard_one_axis(const char *fn, lt_tensor **a, int axis, lt_shard_ctx *c);
 /* lt_assign where dst or src is sharded: dst keeps its sharding. */
 int lt__shard_assign(lt_tensor *dst, lt_tensor *src);
 

@@ -292,6 +292,28 @@ lt_tensor *lt__shard_reduce(const char *fn, lt_op op, lt_tensor *a, const int *a
   return lt__shard_finish(&c, p ? summed(p, op == LT_OP_SUM ? 0 : 1, n) : NULL);
 }
 
+/* ---- one-axis ops of the operand's shape (softmax, log_softmax) ---------------------------- */
+
+int lt__shard_one_axis(const char *fn, lt_tensor **a, int axis, lt_shard_ctx *c) {
+  memset(c, 0, sizeof *c);
+  if (!needs_resolving(a, 1)) return LT_OK;
+  int ax;
+  if (lt__norm_axis(fn, axis, (*a)->ndim, &ax) != LT_OK) return lt_last_status();
+  if (ax == (*a)->shard_axis) {
+    /* along the split axis: on the whole value */
+    int rc = gathered(c, a);
+    if (rc != LT_OK) {
+      ctx_release(c);
+      return rc;
+    }
+  } else {
+    c->axis = (*a)->shard_axis; /* each row along ax lies in one chunk */
+    c->n = (*a)->shard_n;
+  }
+  ctx_begin(c);
+  return LT_OK;
+}
+
 /* ---- assign ----------------------------------------------------------------------------- */
 
 int lt__shard_assign(lt_tensor *dst, lt_tensor *src) {
