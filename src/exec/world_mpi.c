@@ -10,7 +10,8 @@
  *          values or hanging in mismatched MPI calls
  *   data   the collective itself on buffers this transport owns: the
  *          caller's input is copied in (packed chunk-major for a gather or
- *          scatter along axis != 0) and the result copied out
+ *          scatter along axis != 0) and the result copied out; large float
+ *          sums and means run as a ring of exchanges instead (below)
  * Owning the buffers matters on failure: a request that timed out cannot be
  * cancelled, and MPI may still write into it if the peer comes back, so
  * the buffers of a failed call are abandoned (leaked), never the executor's.
@@ -146,12 +147,12 @@ static int breakdown(mpi_state *s, const char *msg) {
 
 /* Polls req until done, an MPI error or the deadline. On failure the staging
  * buffers are abandoned (the request may still use them). */
-static int wait_req(mpi_state *s, MPI_Request *req, int64_t deadline_ns, int rank, uint64_t seq,
-                    const char *what, const char *stage) {
+static int wait_reqs(mpi_state *s, MPI_Request *req, int nreq, int64_t deadline_ns, int rank,
+                     uint64_t seq, const char *what, const char *stage) {
   char msg[1024];
   for (long spins = 0;; spins++) {
     int flag = 0;
-    int rc = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+    int rc = MPI_Testall(nreq, req, &flag, MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS) {
       char es[MPI_MAX_ERROR_STRING];
       int len = 0;
@@ -184,6 +185,11 @@ static int wait_req(mpi_state *s, MPI_Request *req, int64_t deadline_ns, int ran
   return breakdown(s, msg);
 }
 
+static int wait_req(mpi_state *s, MPI_Request *req, int64_t deadline_ns, int rank, uint64_t seq,
+                    const char *what, const char *stage) {
+  return wait_reqs(s, req, 1, deadline_ns, rank, seq, what, stage);
+}
+
 static bool grow(void **p, size_t *cap, size_t need) {
   if (need <= *cap) return true;
   void *q = realloc(*p, need);
@@ -191,6 +197,90 @@ static bool grow(void **p, size_t *cap, size_t need) {
   *p = q;
   *cap = need;
   return true;
+}
+
+/* ---- ring all-reduce of floats (sum, mean) ----
+ * MPI's non-blocking all-reduce over shared memory is several times slower
+ * than an exchange of the same bytes (its schedule moves the whole buffer
+ * each round), and a data-parallel step spends its communication here. A
+ * ring moves 2(p-1)/p of the buffer per rank in 2(p-1) point-to-point
+ * exchanges (the cost model of docs/SCALE_OUT.md): p-1 steps of
+ * reduce-scatter, each rank adding the chunk it receives into its output,
+ * then p-1 steps of all-gather passing the finished chunks on. MPI writes
+ * only into a staging buffer (one chunk) that this transport owns, as for
+ * the other collectives: a receive that timed out may still complete later.
+ * Sends go straight from the caller's input and output, saving a copy of
+ * each chunk: a send abandoned on failure is only ever read (over shared
+ * memory, by the peer's single-copy read; over TCP, by later MPI calls of
+ * this process, which a broken world no longer makes). Each chunk is summed
+ * once, so every rank ends with the same bits; mean divides as the last sum
+ * is made. */
+enum { RING_MIN_BYTES = 1 << 16 };
+
+typedef struct ring_chunks {
+  int64_t base, rem;
+} ring_chunks;
+static int64_t ring_off(ring_chunks k, int c) { return c * k.base + (c < k.rem ? c : k.rem); }
+static int64_t ring_len(ring_chunks k, int c) { return k.base + (c < k.rem ? 1 : 0); }
+
+/* out = (a + b) / div (div 0: no division). A division by a power of two
+ * is a multiplication by its exact inverse, the same value with no divide
+ * instruction (those would bound this loop: p = 2 is the common case). */
+#define RING_ADD(T)                                                              \
+  static void ring_add_##T(T *out, const T *a, const T *b, int64_t n, int div) { \
+    if (div == 0) {                                                              \
+      for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];                      \
+    } else if ((div & (div - 1)) == 0) {                                         \
+      T inv = (T)(1.0 / div);                                                    \
+      for (int64_t i = 0; i < n; i++) out[i] = (a[i] + b[i]) * inv;              \
+    } else {                                                                     \
+      for (int64_t i = 0; i < n; i++) out[i] = (T)((double)(a[i] + b[i]) / div); \
+    }                                                                            \
+  }
+RING_ADD(float)
+RING_ADD(double)
+
+static int ring_all_reduce(mpi_state *s, int rank, int p, lt_coll_call *c, int64_t m,
+                           int64_t deadline, const char *what) {
+  bool f64 = c->dtype == LT_F64;
+  size_t esz = f64 ? 8 : 4;
+  ring_chunks k = {m / p, m % p};
+  if (!grow(&s->recv, &s->recv_cap, (size_t)(k.base + 1) * esz))
+    return lt__err(LT_ENOMEM, "collective %s: out of memory", what);
+  MPI_Datatype ty = f64 ? MPI_DOUBLE : MPI_FLOAT;
+  int next = (rank + 1) % p, prev = (rank + p - 1) % p;
+  int own = (rank + 1) % p; /* the chunk this rank finishes */
+  const char *in = c->in;
+  char *out = c->out;
+  for (int step = 0; step < 2 * (p - 1); step++) {
+    bool gather = step >= p - 1;
+    int j = gather ? step - (p - 1) : step;
+    int from = gather ? own : rank;
+    int sc = ((from - j) % p + p) % p, rc = ((from - j - 1) % p + p) % p;
+    /* what goes out: the input's chunk first, then chunks summed here */
+    const char *src = (step == 0 ? in : out) + ring_off(k, sc) * esz;
+    MPI_Request q[2];
+    int r1 = MPI_Irecv(s->recv, (int)ring_len(k, rc), ty, prev, step, s->comm, &q[0]);
+    int r2 = r1 == MPI_SUCCESS
+                 ? MPI_Isend(src, (int)ring_len(k, sc), ty, next, step, s->comm, &q[1])
+                 : r1;
+    if (r2 != MPI_SUCCESS)
+      return breakdown(s, "an MPI transfer failed to start; the world is broken");
+    if (wait_reqs(s, q, 2, deadline, rank, c->seq, what, "ring transfer") != LT_OK)
+      return s->broken;
+    int64_t off = ring_off(k, rc), len = ring_len(k, rc);
+    if (gather) {
+      memcpy(out + off * esz, s->recv, (size_t)len * esz);
+      continue;
+    }
+    /* the last reduce step finishes chunk `own` (mean divides it) */
+    int div = step == p - 2 ? (c->redop == LT_COLL_MEAN ? p : 1) : 0;
+    if (f64)
+      ring_add_double((double *)out + off, (const double *)in + off, s->recv, len, div);
+    else
+      ring_add_float((float *)out + off, (const float *)in + off, s->recv, len, div);
+  }
+  return LT_OK;
 }
 
 static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
@@ -236,6 +326,9 @@ static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
     for (int d = 0; d < c->axis; d++) outer *= c->in_shape[d];
     for (int d = c->axis + 1; d < c->ndim; d++) inner *= c->in_shape[d];
   }
+  if (c->kind == LT_COLL_ALL_REDUCE && size > 1 && (dt == LT_F32 || dt == LT_F64) &&
+      (c->redop == LT_COLL_SUM || c->redop == LT_COLL_MEAN) && (size_t)m * esz >= RING_MIN_BYTES)
+    return ring_all_reduce(s, rank, size, c, m, deadline, what);
   if (!grow(&s->send, &s->send_cap, (size_t)m * esz + 1) ||
       !grow(&s->recv, &s->recv_cap, (size_t)(c->kind == LT_COLL_BROADCAST ? m : mo) * esz + 1))
     return lt__err(LT_ENOMEM, "collective %s: out of memory", what);

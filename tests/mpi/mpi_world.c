@@ -1,5 +1,5 @@
 /* The MPI world (lt_world_mpi) under `mpirun -np 2`, run by tests/mpi/run.sh
- * from ctest. One program, three modes (argv[1]):
+ * from ctest. One program, one mode per ctest (argv[1]):
  *   collectives  every collective, reduction and dtype against hand values
  *   dp           2 ranks x batch B for 20 Adam steps end with the parameters
  *                of 1 device x batch 2B (computed here on CPU:1, outside the
@@ -180,6 +180,42 @@ static void test_collectives(void) {
   CHECK(m && lt_to_data(m, got, sizeof got) == LT_OK, "min with NaN");
   CHECK(isnan(got[0]) && isnan(got[1]), "min with NaN: got %g %g", got[0], got[1]);
   lt_scope_end();
+}
+
+/* ---- all-reduces large enough for the ring (>= 64 KiB), any world size ----
+ * Values are small integers and halves, so every summation order gives the
+ * same exact sum and the expected values are exact. The length is not a
+ * multiple of the world size (unequal chunks). */
+static void test_ring(int size) {
+  enum { N = 20011 };
+  static const lt_dtype kFloat[] = {LT_F32, LT_F64};
+  const int64_t shape[1] = {N};
+  for (int d = 0; d < 2; d++) {
+    lt_dtype dt = kFloat[d];
+    size_t esz = lt_dtype_size(dt);
+    unsigned char *in = malloc(N * esz), *got = malloc(N * esz);
+    for (int i = 0; i < N; i++) put(in, dt, i, (double)(i % 1000 - 300) + 0.5 * g_rank);
+    for (int mean = 0; mean < 2 && in && got; mean++) {
+      lt_scope_begin();
+      lt_tensor *t = lt_from_data(lt_cpu(0), dt, shape, 1, in);
+      lt_tensor *r = lt_all_reduce(t, mean ? LT_REDUCE_MEAN : LT_REDUCE_SUM);
+      int rc = r ? lt_to_data(r, got, N * esz) : lt_last_status();
+      CHECK(rc == LT_OK, "ring %s %s: %s", lt_dtype_name(dt), mean ? "mean" : "sum",
+            lt_last_error());
+      int bad = 0;
+      for (int i = 0; rc == LT_OK && i < N; i++) {
+        double sum = (double)size * (i % 1000 - 300) + 0.25 * size * (size - 1);
+        unsigned char w[8];
+        put(w, dt, 0, mean ? sum / size : sum);
+        if (get(got, dt, i) != get(w, dt, 0) && bad++ < 3)
+          CHECK(0, "ring %s %s [%d]: got %g, want %g", lt_dtype_name(dt), mean ? "mean" : "sum", i,
+                get(got, dt, i), get(w, dt, 0));
+      }
+      lt_scope_end();
+    }
+    free(in);
+    free(got);
+  }
 }
 
 /* ---- data parallel: the MLP of tests/test_data_parallel.c ---- */
@@ -398,8 +434,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   g_rank = lt_world_rank(w);
-  CHECK(lt_world_size(w) == 2, "world size %d, want 2 (run under mpirun -np 2)", lt_world_size(w));
-  CHECK(lt_world_device(w, g_rank).index == 0 && lt_world_device(w, 1 - g_rank).index == -1,
+  bool any_size = strcmp(mode, "ring") == 0;
+  CHECK(any_size || lt_world_size(w) == 2, "world size %d, want 2 (run under mpirun -np 2)",
+        lt_world_size(w));
+  CHECK(lt_world_device(w, g_rank).index == 0 &&
+            lt_world_device(w, (g_rank + 1) % lt_world_size(w)).index == -1,
         "devices");
   CHECK(lt_world_rank_of(lt_cpu(0)) == g_rank, "rank_of");
   if (!g_fail) {
@@ -411,6 +450,8 @@ int main(int argc, char **argv) {
       test_tp(w);
     else if (strcmp(mode, "kill") == 0)
       test_kill(w);
+    else if (any_size)
+      test_ring(lt_world_size(w));
     else
       CHECK(0, "unknown mode %s", mode);
   }

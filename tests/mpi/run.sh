@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs tests/mpi/mpi_world <mode> under `mpirun --oversubscribe -np 2` (ctest:
-# mpi_collectives, mpi_data_parallel, mpi_tensor_parallel, mpi_kill). Exit 77
-# (skipped) when mpirun is absent. Open MPI refuses root unless told: CI runs as root.
-# usage: run.sh <mpirun or ""> <program> <mode>
+# mpi_collectives, mpi_data_parallel, mpi_tensor_parallel, mpi_kill, ...). Exit
+# 77 (skipped) when mpirun is absent. Open MPI refuses root unless told: CI runs as root.
+# usage: run.sh <mpirun or ""> <program> <mode> [ranks, default 2]
 set -u
 mpirun=${1:-}
 prog=$2
 mode=$3
+np=${4:-2}
 if [ -z "$mpirun" ] || ! command -v "$mpirun" >/dev/null 2>&1; then
   echo "mpirun not found: skipped"
   exit 77
@@ -32,8 +33,8 @@ if [ "$mode" = kill ]; then
   [ "$took" -lt 30 ] || { echo "FAIL: took ${took} s"; exit 1; }
   exit 0
 fi
-timeout 120 "$mpirun" --oversubscribe -np 2 "$prog" "$mode" >"$out" 2>&1
+timeout 120 "$mpirun" --oversubscribe -np "$np" "$prog" "$mode" >"$out" 2>&1
 rc=$?
 cat "$out"
 [ $rc -eq 0 ] || { echo "FAIL: mpirun exit $rc"; exit 1; }
-[ "$(grep -c '^rank [01]: ok' "$out")" -eq 2 ] || { echo "FAIL: not both ranks ok"; exit 1; }
+[ "$(grep -c '^rank [0-9]*: ok' "$out")" -eq "$np" ] || { echo "FAIL: not all $np ranks ok"; exit 1; }
