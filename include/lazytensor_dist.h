@@ -113,6 +113,50 @@ LT_API lt_tensor *lt_reduce_scatter(lt_tensor *t, lt_reduce_op op, int axis);
  * setting values up, outside a differentiated graph). */
 LT_API lt_tensor *lt_broadcast(lt_tensor *t, int root);
 
+/* ---- sharding (SPMD) ------------------------------------------------------------------------
+ * A mesh is a world (a 1-d mesh of its ranks). Every replica runs the same
+ * program; a sharded tensor holds, on each rank, only its chunk of one
+ * global value split in equal chunks along one axis. lt_shape, lt_dim and
+ * lt_numel report the GLOBAL shape. The ops below propagate shardings at
+ * trace time, inserting collectives (docs/SCALE_OUT.md, "Sharding"):
+ *   - elementwise ops (unary, casts, binary, lt_where): operands brought to
+ *     one layout (a replicated operand is split where it has that axis, or
+ *     used as it is where it broadcasts; one sharded on another axis is
+ *     gathered first), result sharded;
+ *   - lt_matmul of 2-d operands: replicated @ column-split -> split on 1;
+ *     row-split @ replicated -> split on 0; split on 1 @ split on 0
+ *     (row-parallel) -> partial sums all-reduced, replicated; other layouts
+ *     gather or split an operand into one of these; batched or 1-d operands
+ *     are gathered;
+ *   - lt_sum, lt_mean over axes without the split one: local, result split
+ *     on the renumbered axis; with it: local then all-reduced, replicated;
+ *     lt_max, lt_min (and prod, logsumexp) over it: gathered first;
+ *   - lt_softmax, lt_log_softmax: local along an unsplit axis (split
+ *     alike), gathered along the split one;
+ *   - lt_assign: the destination keeps its sharding; lt_nn_linear_forward
+ *     and the lt_nn_optim_* optimizers work on sharded parameters (their
+ *     grads and states are sharded alike).
+ * Every other op given a sharded operand fails with LT_EINVAL naming the
+ * op ("call lt_unshard on it first"); nothing is computed on a chunk as if
+ * it were the whole value. Reads (lt_to_data, lt_item) of a sharded tensor
+ * fail the same way: read lt_unshard(t). Gradients are those of the global
+ * program: the replicated loss's gradient reaches each shard's chunk. */
+
+/* Splits t, whose value is replicated (equal on every replica), along axis
+ * over the ranks of mesh: t's value becomes its chunk `rank` (no data moves
+ * between replicas). Like lt_assign, t keeps its identity (parameters stay
+ * parameters, requires_grad is kept). axis -1 on a 0-d tensor (replicated)
+ * is accepted and changes nothing. LT_ESHAPE when the axis's size does not
+ * divide by the mesh's size; LT_EDEVICE when t's device is none of mesh's;
+ * LT_EINVAL when t is sharded already another way (the same way: LT_OK).
+ * Every replica must mark its own copy of the tensor, in the same order. */
+LT_API int lt_mark_sharding(lt_tensor *t, const lt_world *mesh, int axis);
+/* The axis t is split along, -1 when it is replicated (or NULL). */
+LT_API int lt_sharding_axis(const lt_tensor *t);
+/* The whole value of t, replicated on every replica (an all-gather when t
+ * is sharded; a new tensor over t's value when it is not). Differentiable. */
+LT_API lt_tensor *lt_unshard(lt_tensor *t);
+
 /* ---- data-parallel training --------------------------------------------------------------- */
 /* Sets each of the n parameters to rank 0's value (lt_assign of a
  * broadcast): call it on every replica after the parameters are made and

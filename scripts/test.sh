@@ -27,7 +27,7 @@ cmake -S . -B build-tsan -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
   -DLT_SANITIZE=thread -DLT_BUILD_BENCH=OFF -DLT_LLVM_STATIC=OFF -DLT_WERROR=ON >/dev/null
 cmake --build build-tsan -j "$jobs"
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan -j "$jobs" --output-on-failure \
-  -R 'test_(step|executor|random|threads|faults|cpu_threads|alloc|buffer_pool|collectives|data_parallel|cpu_device_pools)'
+  -R 'test_(step|executor|random|threads|faults|cpu_threads|alloc|buffer_pool|collectives|data_parallel|sharding|cpu_device_pools)'
 
 echo "== gcc build (-Wall -Wextra -Werror)"
 cmake -S . -B build -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLT_WERROR=ON >/dev/null

@@ -41,6 +41,7 @@ int ag_rule_conv(const lt_node *n, lt_node *g, lt_node **out); /* ag_conv.c */
 int ag_rule_attention(const lt_node *n, lt_node *g, lt_node **out);
 /* ag_collective.c */
 int ag_rule_collective(const lt_node *n, lt_node *g, lt_node **out);
+int ag_rule_spmd(const lt_node *n, lt_node *g, lt_node **out);
 
 /* ---- helpers: every function consumes its node arguments and returns a NEW
  * reference (NULL on failure, with the error recorded; NULL inputs give NULL) ---- */

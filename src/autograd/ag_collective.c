@@ -49,3 +49,42 @@ int ag_rule_collective(const lt_node *n, lt_node *g, lt_node **out) {
   }
   return out[0] ? LT_OK : LT_ENOMEM;
 }
+
+/* The SPMD collectives (sharding): the replicas run ONE global program whose
+ * loss is replicated, not a sum of per-replica losses, so the adjoints are
+ * those of the global function:
+ *   shard            g (a chunk) -> spmd_all_gather(g): the full gradient
+ *   spmd_all_gather  g (replicated) -> shard(g): this rank's chunk of it
+ *   spmd_all_reduce  sum: g to each partial (identity); mean: g / size
+ *   spmd_copy        g -> spmd_all_reduce(g, sum): a replicated value used by
+ *                    rank-dependent work gets the sum of the ranks' parts */
+int ag_rule_spmd(const lt_node *n, lt_node *g, lt_node **out) {
+  out[0] = NULL;
+  if (!ag_is_float(n)) return LT_OK;
+  const lt_node *x = n->operands[0].node;
+  switch (n->op) {
+  case LT_OP_SHARD:
+    out[0] = coll(LT_OP_SPMD_ALL_GATHER, n, ag_ref(g), x->shape, n->attrs, 2);
+    break;
+  case LT_OP_SPMD_ALL_GATHER:
+    out[0] = coll(LT_OP_SHARD, n, ag_ref(g), x->shape, n->attrs, 2);
+    break;
+  case LT_OP_SPMD_ALL_REDUCE:
+    if (n->attrs[0] != 0 && n->attrs[0] != 1)
+      return lt__err(LT_EINVAL, "lt_backward: spmd_all_reduce(%s) has no gradient",
+                     n->attrs[0] == 2 ? "max" : "min");
+    out[0] = ag_ref(g);
+    if (n->attrs[0] == 1)
+      out[0] = lt__node_bin(LT_OP_MUL, out[0],
+                            ag_const((lt_dtype)n->dtype, NULL, 0, 1.0 / (double)n->attrs[1]));
+    break;
+  case LT_OP_SPMD_COPY: {
+    int64_t attrs[2] = {0, n->attrs[0]};
+    out[0] = coll(LT_OP_SPMD_ALL_REDUCE, n, ag_ref(g), x->shape, attrs, 2);
+    break;
+  }
+  default:
+    return lt__err(LT_EINVAL, "lt_backward: %s has no gradient", lt__op_name((lt_op)n->op));
+  }
+  return out[0] ? LT_OK : LT_ENOMEM;
+}

@@ -255,6 +255,7 @@ static int add_to_grad(lt_tensor *t, lt_node *g) {
   /* The grad tensor belongs to t, not to the caller's scope. */
   lt_tensor *gt = lt__tensor_new_unscoped(t->dev, g);
   if (!gt) return LT_ENOMEM;
+  lt__tensor_copy_sharding(gt, t); /* a shard's gradient is the same chunk of the global one */
   t->grad = gt;
   return LT_OK;
 }
@@ -273,6 +274,9 @@ static int sync_grads(leaf_set *ls) {
 
 int lt_backward(lt_tensor *loss) {
   if (!loss) return lt__err_null("lt_backward");
+  if (loss->shard_n)
+    return lt__err(LT_EINVAL, "lt_backward: the loss is sharded; reduce it to a replicated value "
+                              "(lt_sum or lt_mean over the sharded axis) first");
   if (!lt__is_float((lt_dtype)loss->dtype) || lt__numel(loss->shape, loss->ndim) != 1)
     return lt__err(
         LT_EINVAL, "lt_backward: the loss must be one floating element (got %s, %lld elements)",

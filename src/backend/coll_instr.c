@@ -3,9 +3,15 @@
  * the world's transport.
  *
  * Node layout (lt_op_table.h): ALL_REDUCE {redop}; ALL_GATHER {axis, size};
- * REDUCE_SCATTER {redop, axis, size}; BROADCAST {root}. The world size the
- * node was traced for is in its attributes (and its shape): a world of
- * another size fails here rather than write out of bounds. */
+ * REDUCE_SCATTER {redop, axis, size}; BROADCAST {root}; the SPMD rows
+ * SHARD and SPMD_ALL_GATHER {axis, size}, SPMD_ALL_REDUCE {redop, size},
+ * SPMD_COPY {size}. The world size the node was traced for is in its
+ * attributes (and its shape): a world of another size fails here rather than
+ * write out of bounds.
+ *
+ * SHARD and SPMD_COPY move no data between ranks: they run here, on the
+ * rank's own buffers, without the transport and without taking a sequence
+ * number (the other ranks' transports never see them). */
 #include <string.h>
 
 #include "coll_instr.h"
@@ -16,9 +22,57 @@ static int bad(const lt_instr *ins, const char *why) {
   return lt__err(LT_EEXEC, "%s: %s", lt__op_name((lt_op)ins->op), why);
 }
 
+/* The current device's binding, checked against the world size the node
+ * was traced for. */
+static int current_world(const lt_instr *ins, int64_t size, lt_coll_binding *b) {
+  int dev = lt__coll_current();
+  if (!lt__coll_binding(dev, b))
+    return lt__err(LT_EEXEC, "%s: the executing device (CPU:%d) belongs to no world",
+                   lt__op_name((lt_op)ins->op), dev);
+  if (b->size != size)
+    return lt__err(LT_EEXEC, "%s: traced for a world of %lld replicas, run in one of %d",
+                   lt__op_name((lt_op)ins->op), (long long)size, b->size);
+  return LT_OK;
+}
+
+/* SHARD: chunk `rank` of in along axis; SPMD_COPY: in itself. */
+static int run_local(const lt_instr *ins, lt_buffer *out, const lt_buffer *a) {
+  bool shard = ins->op == LT_OP_SHARD;
+  if (ins->nattrs != (shard ? 2 : 1)) return bad(ins, "bad attributes");
+  int64_t size = ins->attrs[shard ? 1 : 0], axis = shard ? ins->attrs[0] : 0;
+  if (size < 1 || size > LT_MAX_DEVICES || axis < 0 || (shard && axis >= a->ndim))
+    return bad(ins, "bad attributes");
+  if (a->dtype != ins->dtype || a->ndim != ins->ndim) return bad(ins, "operand does not fit");
+  for (int d = 0; d < a->ndim; d++) {
+    int64_t want = shard && d == axis ? a->shape[d] / size : a->shape[d];
+    if (ins->shape[d] != want || (shard && d == axis && a->shape[d] % size))
+      return bad(ins, "result shape does not fit the operand and world size");
+  }
+  lt_coll_binding b;
+  int rc = current_world(ins, size, &b);
+  if (rc != LT_OK) return rc;
+  size_t esz = lt_dtype_size((lt_dtype)a->dtype);
+  if (!shard) {
+    if (a->numel) memcpy(out->data, a->data, (size_t)a->numel * esz);
+    return LT_OK;
+  }
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; d++) outer *= a->shape[d];
+  for (int d = (int)axis + 1; d < a->ndim; d++) inner *= a->shape[d];
+  int64_t full = a->shape[axis], chunk = full / size;
+  size_t row = (size_t)(chunk * inner) * esz;
+  const unsigned char *src = a->data;
+  unsigned char *dst = out->data;
+  for (int64_t o = 0; o < outer && row; o++)
+    memcpy(dst + (size_t)o * row, src + ((size_t)(o * full + b.rank * chunk) * (size_t)inner) * esz,
+           row);
+  return LT_OK;
+}
+
 int lt__coll_run_instr(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   if (ins->noperands != 1 || !in[0]) return bad(ins, "takes one operand");
   const lt_buffer *a = in[0];
+  if (ins->op == LT_OP_SHARD || ins->op == LT_OP_SPMD_COPY) return run_local(ins, out, a);
   lt_coll_call c;
   memset(&c, 0, sizeof c);
   c.dtype = ins->dtype;
@@ -31,13 +85,20 @@ int lt__coll_run_instr(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in
   int64_t size = 0;
   switch (ins->op) {
   case LT_OP_ALL_REDUCE:
+  case LT_OP_SPMD_ALL_REDUCE: {
     c.kind = LT_COLL_ALL_REDUCE;
-    if (ins->nattrs != 1 || ins->attrs[0] < 0 || ins->attrs[0] > LT_COLL_MIN)
+    int want = ins->op == LT_OP_ALL_REDUCE ? 1 : 2;
+    if (ins->nattrs != want || ins->attrs[0] < 0 || ins->attrs[0] > LT_COLL_MIN)
       return bad(ins, "bad attributes");
     c.redop = (uint8_t)ins->attrs[0];
+    if (want == 2) {
+      size = ins->attrs[1];
+      if (size < 1 || size > LT_MAX_DEVICES) return bad(ins, "bad attributes");
+    }
     if (memcmp(c.in_shape, c.out_shape, (size_t)c.ndim * sizeof(int64_t)) != 0)
       return bad(ins, "result shape differs from the operand's");
     break;
+  }
   case LT_OP_BROADCAST:
     c.kind = LT_COLL_BROADCAST;
     if (ins->nattrs != 1 || ins->attrs[0] < 0 || ins->attrs[0] >= LT_MAX_DEVICES)
@@ -47,8 +108,9 @@ int lt__coll_run_instr(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in
       return bad(ins, "result shape differs from the operand's");
     break;
   case LT_OP_ALL_GATHER:
+  case LT_OP_SPMD_ALL_GATHER:
   case LT_OP_REDUCE_SCATTER: {
-    bool gather = ins->op == LT_OP_ALL_GATHER;
+    bool gather = ins->op != LT_OP_REDUCE_SCATTER;
     c.kind = gather ? LT_COLL_ALL_GATHER : LT_COLL_REDUCE_SCATTER;
     int base = gather ? 0 : 1;
     if (ins->nattrs != base + 2) return bad(ins, "bad attributes");

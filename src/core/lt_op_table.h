@@ -146,7 +146,18 @@
   X(ALL_REDUCE,     "all_reduce",     COLLECTIVE, 1, SAME, collective, collective, NATIVE) \
   X(ALL_GATHER,     "all_gather",     COLLECTIVE, 1, SAME, collective, collective, NATIVE) \
   X(REDUCE_SCATTER, "reduce_scatter", COLLECTIVE, 1, SAME, collective, collective, NATIVE) \
-  X(BROADCAST,      "broadcast",      COLLECTIVE, 1, SAME, none,       collective, NATIVE)
+  X(BROADCAST,      "broadcast",      COLLECTIVE, 1, SAME, none,       collective, NATIVE) \
+  /* SPMD (sharding, lazytensor_dist.h): one global program whose replicated \
+   * values are equal on every rank. shard {axis, size}: chunk `rank` along \
+   * axis, no communication; spmd_all_gather {axis, size}; spmd_all_reduce \
+   * {redop, size} of per-rank partial values; spmd_copy {size}: identity, \
+   * marks a replicated value entering rank-dependent work. Adjoints: shard <-> \
+   * spmd_all_gather, spmd_all_reduce sum -> identity (mean: / size), \
+   * spmd_copy -> spmd_all_reduce sum (ag_collective.c) */ \
+  X(SHARD,           "shard",           COLLECTIVE, 1, SAME, spmd, collective, NATIVE) \
+  X(SPMD_ALL_GATHER, "spmd_all_gather", COLLECTIVE, 1, SAME, spmd, collective, NATIVE) \
+  X(SPMD_ALL_REDUCE, "spmd_all_reduce", COLLECTIVE, 1, SAME, spmd, collective, NATIVE) \
+  X(SPMD_COPY,       "spmd_copy",       COLLECTIVE, 1, SAME, spmd, collective, NATIVE)
 /* clang-format on */
 
 #endif

@@ -26,6 +26,13 @@ struct lt_tensor {
   bool requires_grad;
   lt_tensor *grad;                  /* accumulated gradient, or NULL */
   lt_tensor *live_prev, *live_next; /* device context's weak list */
+  /* Sharding (lazytensor_dist.h, docs/SCALE_OUT.md): shard_n > 0 when the
+   * value is this rank's chunk of a global value split in shard_n equal
+   * chunks along shard_axis. shape (and the node, the buffer) is the local
+   * chunk's, gshape the global one, which the public accessors report. */
+  uint8_t shard_n;
+  int8_t shard_axis;
+  int64_t gshape[LT_MAX_DIMS];
 };
 
 /* A tensor whose value is the node (the tensor takes the caller's reference on
@@ -60,5 +67,17 @@ void lt__tensor_set_release_hook(void (*fn)(lt_tensor *t));
 /* Checks that a tensor op's operands are non-NULL and on one device; records
  * the error naming fn otherwise. */
 int lt__check_operands(const char *fn, lt_tensor *const *ts, int n);
+
+/* Sharding bookkeeping. set: t's local value is chunk `rank` of n along axis
+ * (n == 0: replicated); gshape follows. copy: dst gets src's sharding. */
+void lt__tensor_set_sharding(lt_tensor *t, int axis, int n);
+void lt__tensor_copy_sharding(lt_tensor *dst, const lt_tensor *src);
+static inline bool lt__is_sharded(const lt_tensor *t) { return t && t->shard_n > 0; }
+/* While > 0 on this thread, lt__check_operands lets sharded operands through:
+ * a sharding-aware builder (ops/op_shard.c) has resolved them to local
+ * values and builds local nodes. Every other op refuses them. */
+void lt__shard_aware_push(void);
+void lt__shard_aware_pop(void);
+int lt__shard_aware_depth(void);
 
 #endif

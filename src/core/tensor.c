@@ -213,9 +213,32 @@ void lt__tensor_set_ir(lt_tensor *t, lt_node *node) {
   t->ir = node;
 }
 
+static _Thread_local int tl_shard_aware;
+void lt__shard_aware_push(void) { tl_shard_aware++; }
+void lt__shard_aware_pop(void) { tl_shard_aware--; }
+int lt__shard_aware_depth(void) { return tl_shard_aware; }
+
+void lt__tensor_set_sharding(lt_tensor *t, int axis, int n) {
+  t->shard_n = (uint8_t)(n > 0 ? n : 0);
+  t->shard_axis = (int8_t)(n > 0 ? axis : -1);
+  for (int d = 0; d < t->ndim; d++) t->gshape[d] = t->shape[d] * (n > 0 && d == axis ? n : 1);
+}
+
+void lt__tensor_copy_sharding(lt_tensor *dst, const lt_tensor *src) {
+  lt__tensor_set_sharding(dst, src->shard_axis, src->shard_n);
+}
+
 int lt__check_operands(const char *fn, lt_tensor *const *ts, int n) {
   for (int i = 0; i < n; i++)
     if (!ts[i]) return lt__err_null(fn);
+  /* Computing on a local chunk as if it were the whole value would give a
+   * wrong answer silently: only sharding-aware builders accept shards. */
+  for (int i = 0; i < n && tl_shard_aware == 0; i++)
+    if (ts[i]->shard_n)
+      return lt__err(LT_EINVAL,
+                     "%s: operand %d is sharded along axis %d (lt_mark_sharding) and %s does "
+                     "not propagate shardings; call lt_unshard on it first",
+                     fn, i, (int)ts[i]->shard_axis, fn);
   for (int i = 1; i < n; i++) {
     if (!lt__device_equal(ts[i]->dev, ts[0]->dev)) {
       char a[32], b[32];
@@ -231,15 +254,18 @@ int lt__check_operands(const char *fn, lt_tensor *const *ts, int n) {
 int64_t lt_id(const lt_tensor *t) { return t ? t->id : -1; }
 lt_dtype lt_get_dtype(const lt_tensor *t) { return t ? (lt_dtype)t->dtype : LT_NUM_DTYPES; }
 int lt_ndim(const lt_tensor *t) { return t ? t->ndim : -1; }
-const int64_t *lt_shape(const lt_tensor *t) { return t ? t->shape : NULL; }
-int64_t lt_numel(const lt_tensor *t) { return t ? lt__numel(t->shape, t->ndim) : -1; }
+/* The logical (global) shape: a sharded tensor's value is only its chunk. */
+const int64_t *lt_shape(const lt_tensor *t) {
+  return t ? (t->shard_n ? t->gshape : t->shape) : NULL;
+}
+int64_t lt_numel(const lt_tensor *t) { return t ? lt__numel(lt_shape(t), t->ndim) : -1; }
 lt_device lt_get_device(const lt_tensor *t) { return t ? t->dev : lt_cpu(-1); }
 
 int64_t lt_dim(const lt_tensor *t, int axis) {
   if (!t) return -1;
   int a = axis < 0 ? axis + t->ndim : axis;
   if (a < 0 || a >= t->ndim) return -1;
-  return t->shape[a];
+  return lt_shape(t)[a];
 }
 
 lt_state lt_get_state(const lt_tensor *t) {

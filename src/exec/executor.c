@@ -651,8 +651,18 @@ static int wait_value(lt_tensor *t) {
   return rc;
 }
 
+/* A sharded tensor holds only its chunk: reading it as the whole value would
+ * hand back the wrong bytes, so reads refuse it (lazytensor_dist.h). */
+static int refuse_shard(const char *fn, const lt_tensor *t) {
+  return lt__err(LT_EINVAL,
+                 "%s: the tensor is sharded along axis %d (it holds one chunk of %d); read "
+                 "lt_unshard(t) instead",
+                 fn, (int)t->shard_axis, (int)t->shard_n);
+}
+
 int lt_to_data(lt_tensor *t, void *dst, size_t nbytes) {
   if (!t) return lt__err_null("lt_to_data");
+  if (t->shard_n) return refuse_shard("lt_to_data", t);
   size_t need = (size_t)lt__numel(t->shape, t->ndim) * lt_dtype_size((lt_dtype)t->dtype);
   if (!dst && need) return lt__err(LT_EINVAL, "lt_to_data: destination is NULL");
   if (nbytes < need)
@@ -674,6 +684,7 @@ int lt_to_data(lt_tensor *t, void *dst, size_t nbytes) {
 
 int lt_item(lt_tensor *t, int64_t flat_index, double *out) {
   if (!t) return lt__err_null("lt_item");
+  if (t->shard_n) return refuse_shard("lt_item", t);
   int64_t numel = lt__numel(t->shape, t->ndim);
   if (!out) return lt__err(LT_EINVAL, "lt_item: out is NULL");
   if (flat_index < 0 || flat_index >= numel)

@@ -60,7 +60,10 @@ int nn_optim_check_config(const char *fn, const lt_nn_optim_config *c) {
 /* A zero-filled host tensor shaped like p: device data at the next barrier,
  * so that the first step's graph equals every later one. */
 static lt_tensor *zeros_like_data(lt_tensor *p) {
-  return lt__zeros_data(lt_get_device(p), lt_get_dtype(p), lt_shape(p), lt_ndim(p));
+  /* a sharded parameter's state is sharded alike: its local chunk's shape */
+  lt_tensor *z = lt__zeros_data(lt_get_device(p), lt_get_dtype(p), p->shape, p->ndim);
+  if (z) lt__tensor_copy_sharding(z, p);
+  return z;
 }
 
 void lt_nn_optim_free(lt_nn_optim *o) {

@@ -42,4 +42,34 @@ lt_tensor *lt__make(lt_device dev, lt_op op, lt_dtype dt, const int64_t *shape, 
                     lt_node **operands, int noperands, const int64_t *attrs, int nattrs,
                     double fattr);
 
+/* ---- sharding (op_shard.c) ----
+ * A sharding-aware builder resolves its operands first: with no sharded
+ * operand (or inside another aware builder) nothing happens; otherwise the
+ * operands are replaced by local values (temporaries held by the context)
+ * and the thread is marked aware (lt__check_operands then lets shards
+ * through) until lt__shard_finish, which gives the result its sharding,
+ * releases the temporaries and returns r. */
+typedef struct lt_shard_ctx {
+  lt_tensor *tmp[8];
+  int ntmp;
+  int axis, n; /* the result's sharding (n == 0: replicated) */
+  bool aware;
+} lt_shard_ctx;
+/* Elementwise ops over k broadcasting operands (ts[] is updated in place). */
+int lt__shard_elementwise(const char *fn, lt_tensor **ts, int k, lt_shard_ctx *c);
+lt_tensor *lt__shard_finish(lt_shard_ctx *c, lt_tensor *r);
+/* lt_matmul with a sharded operand (column-, row-parallel, ...). */
+lt_tensor *lt__shard_matmul(lt_tensor *a, lt_tensor *b);
+/* An axis-set reduction of sharded a, through the plain builder. */
+typedef lt_tensor *(*lt_shard_reduce_fn)(const char *fn, lt_op op, lt_tensor *a, const int *axes,
+                                         int naxes, bool keepdim);
+lt_tensor *lt__shard_reduce(const char *fn, lt_op op, lt_tensor *a, const int *axes, int naxes,
+                            bool keepdim, lt_shard_reduce_fn build);
+/* An op along one axis whose result has a's shape (softmax): local when
+ * the axis is not the split one (result split alike), else on the gathered
+ * value (replicated). *a is updated in place. */
+int lt__shard_one_axis(const char *fn, lt_tensor **a, int axis, lt_shard_ctx *c);
+/* lt_assign where dst or src is sharded: dst keeps its sharding. */
+int lt__shard_assign(lt_tensor *dst, lt_tensor *src);
+
 #endif

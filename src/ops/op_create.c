@@ -179,6 +179,9 @@ lt_tensor *lt_eye(lt_device dev, lt_dtype dt, int64_t n, int64_t m) {
 
 int lt_assign(lt_tensor *dst, lt_tensor *src) {
   lt_tensor *ts[2] = {dst, src};
+  /* dst keeps its sharding: src is brought to it (op_shard.c) */
+  if (dst && src && dst != src && (dst->shard_n || src->shard_n) && lt__shard_aware_depth() == 0)
+    return lt__shard_assign(dst, src);
   int rc = lt__check_operands("lt_assign", ts, 2);
   if (rc != LT_OK) return rc;
   if (dst == src) return LT_OK;

@@ -28,7 +28,17 @@ typedef enum unary_kind {
   UK_FLOAT,    /* floating op: bool/int inputs become f32 */
 } unary_kind;
 
+static lt_tensor *unary_local(const char *fn, lt_op op, unary_kind kind, lt_tensor *a);
+
+/* Elementwise builders propagate shardings (op_shard.c): the result is
+ * sharded as its operands once they are brought to one layout. */
 static lt_tensor *unary(const char *fn, lt_op op, unary_kind kind, lt_tensor *a) {
+  lt_shard_ctx c;
+  if (lt__shard_elementwise(fn, &a, 1, &c) != LT_OK) return NULL;
+  return lt__shard_finish(&c, unary_local(fn, op, kind, a));
+}
+
+static lt_tensor *unary_local(const char *fn, lt_op op, unary_kind kind, lt_tensor *a) {
   lt_tensor *ts[1] = {a};
   if (lt__check_operands(fn, ts, 1) != LT_OK) return NULL;
   lt_dtype dt = (lt_dtype)a->dtype;
@@ -74,14 +84,30 @@ lt_tensor *lt_gelu_tanh(lt_tensor *a) {
 lt_tensor *lt_erf(lt_tensor *a) { return unary("lt_erf", LT_OP_ERF, UK_FLOAT, a); }
 
 /* Logical not reads its operand in its own dtype (non-zero is true). */
+static lt_tensor *logical_not_local(lt_tensor *a);
+
 lt_tensor *lt_logical_not(lt_tensor *a) {
+  lt_shard_ctx c;
+  if (lt__shard_elementwise("lt_logical_not", &a, 1, &c) != LT_OK) return NULL;
+  return lt__shard_finish(&c, logical_not_local(a));
+}
+
+static lt_tensor *logical_not_local(lt_tensor *a) {
   lt_tensor *ts[1] = {a};
   if (lt__check_operands("lt_logical_not", ts, 1) != LT_OK) return NULL;
   lt_node *x = lt__ir_as(a, (lt_dtype)a->dtype);
   return lt__make(a->dev, LT_OP_NOT, LT_BOOL, a->shape, a->ndim, &x, 1, NULL, 0, 0.0);
 }
 
+static lt_tensor *cast_local(lt_tensor *a, lt_dtype dt);
+
 lt_tensor *lt_cast(lt_tensor *a, lt_dtype dt) {
+  lt_shard_ctx c;
+  if (lt__shard_elementwise("lt_cast", &a, 1, &c) != LT_OK) return NULL;
+  return lt__shard_finish(&c, cast_local(a, dt));
+}
+
+static lt_tensor *cast_local(lt_tensor *a, lt_dtype dt) {
   lt_tensor *ts[1] = {a};
   if (lt__check_operands("lt_cast", ts, 1) != LT_OK) return NULL;
   if (!lt__dtype_valid(dt)) {
@@ -100,7 +126,16 @@ static int bcast2(const char *fn, const lt_tensor *a, const lt_tensor *b, int64_
   return lt__broadcast(fn, a->shape, a->ndim, b->shape, b->ndim, shape, ndim);
 }
 
+static lt_tensor *binary_local(const char *fn, lt_op op, lt_tensor *a, lt_tensor *b);
+
 static lt_tensor *binary(const char *fn, lt_op op, lt_tensor *a, lt_tensor *b) {
+  lt_shard_ctx c;
+  lt_tensor *ts[2] = {a, b};
+  if (lt__shard_elementwise(fn, ts, 2, &c) != LT_OK) return NULL;
+  return lt__shard_finish(&c, binary_local(fn, op, ts[0], ts[1]));
+}
+
+static lt_tensor *binary_local(const char *fn, lt_op op, lt_tensor *a, lt_tensor *b) {
   lt_tensor *ts[2] = {a, b};
   if (lt__check_operands(fn, ts, 2) != LT_OK) return NULL;
   int64_t shape[LT_MAX_DIMS];
@@ -172,7 +207,16 @@ lt_tensor *lt_logical_or(lt_tensor *a, lt_tensor *b) {
 
 /* ---- where ------------------------------------------------------------------- */
 
+static lt_tensor *where_local(lt_tensor *cond, lt_tensor *a, lt_tensor *b);
+
 lt_tensor *lt_where(lt_tensor *cond, lt_tensor *a, lt_tensor *b) {
+  lt_shard_ctx c;
+  lt_tensor *ts[3] = {cond, a, b};
+  if (lt__shard_elementwise("lt_where", ts, 3, &c) != LT_OK) return NULL;
+  return lt__shard_finish(&c, where_local(ts[0], ts[1], ts[2]));
+}
+
+static lt_tensor *where_local(lt_tensor *cond, lt_tensor *a, lt_tensor *b) {
   lt_tensor *ts[3] = {cond, a, b};
   if (lt__check_operands("lt_where", ts, 3) != LT_OK) return NULL;
   int64_t s1[LT_MAX_DIMS], shape[LT_MAX_DIMS];

@@ -9,6 +9,9 @@
 lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b) {
   static const char *fn = "lt_matmul";
   lt_tensor *ts[2] = {a, b};
+  /* sharded operands: column-/row-parallel forms (op_shard.c) */
+  if (a && b && (a->shard_n || b->shard_n) && lt__shard_aware_depth() == 0)
+    return lt__shard_matmul(a, b);
   if (lt__check_operands(fn, ts, 2) != LT_OK) return NULL;
 
   char sa[128], sb[128];

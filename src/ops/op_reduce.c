@@ -81,6 +81,9 @@ static int check_nonempty(const char *fn, const lt_tensor *a, int64_t mask) {
 
 static lt_tensor *reduce_axes(const char *fn, lt_op op, lt_tensor *a, const int *axes, int naxes,
                               bool keepdim) {
+  /* a sharded operand: local reductions plus spmd collectives (op_shard.c) */
+  if (a && a->shard_n && lt__shard_aware_depth() == 0)
+    return lt__shard_reduce(fn, op, a, axes, naxes, keepdim, reduce_axes);
   if (lt__check_operands(fn, &a, 1) != LT_OK) return NULL;
   lt_dtype in_dt = (lt_dtype)a->dtype;
   int64_t mask;
@@ -168,7 +171,16 @@ lt_tensor *lt_argmin(lt_tensor *a, int axis, bool keepdim) {
   return arg_reduce("lt_argmin", LT_OP_ARGMIN, a, axis, keepdim);
 }
 
+static lt_tensor *softmax_local(const char *fn, lt_op op, lt_tensor *a, int axis);
+
+/* sharded operands: local along an unsplit axis, gathered along the split one */
 static lt_tensor *softmax_like(const char *fn, lt_op op, lt_tensor *a, int axis) {
+  lt_shard_ctx c;
+  if (lt__shard_one_axis(fn, &a, axis, &c) != LT_OK) return NULL;
+  return lt__shard_finish(&c, softmax_local(fn, op, a, axis));
+}
+
+static lt_tensor *softmax_local(const char *fn, lt_op op, lt_tensor *a, int axis) {
   if (lt__check_operands(fn, &a, 1) != LT_OK) return NULL;
   int ax;
   if (norm_axis(fn, axis, a, &ax) != LT_OK) return NULL;

@@ -1,9 +1,13 @@
 /* The MPI world (lt_world_mpi) under `mpirun -np 2`, run by tests/mpi/run.sh
- * from ctest. One program, three modes (argv[1]):
+ * from ctest. One program, one mode per ctest (argv[1]):
  *   collectives  every collective, reduction and dtype against hand values
  *   dp           2 ranks x batch B for 20 Adam steps end with the parameters
  *                of 1 device x batch 2B (computed here on CPU:1, outside the
  *                world) within 1e-5 relative
+ *   tp           a 2-way tensor-parallel MLP (W1 column-split, b1 split, W2
+ *                row-split, b2 replicated; lt_mark_sharding) for 20 Adam
+ *                steps ends with the parameters of the same MLP on 1 device
+ *                (CPU:1, outside the world) within 1e-5 relative
  *   kill         rank 1 kills itself (SIGKILL) after one collective; rank 0's
  *                next collective must fail with a message within 30 s
  * Each rank prints "rank <r>: ok" (kill: "survivor: failed in <ms> ms: ...")
@@ -313,6 +317,81 @@ static void test_dp(void) {
   }
 }
 
+/* ---- tensor parallel: the MLP of tests/test_sharding.c ---- */
+enum { TIN = 16, THID = 8, TOUT = 4, TB = 6, TNP = 4 };
+static const int64_t kTShapes[TNP][2] = {{TIN, THID}, {1, THID}, {THID, TOUT}, {1, TOUT}};
+static const int kTSplit[TNP] = {1, 0, 0, -1};
+
+typedef struct tp_problem {
+  float init[TNP][TIN * THID];
+  float x[STEPS][TB * TIN], y[STEPS][TB * TOUT];
+} tp_problem;
+
+/* Trains the MLP on dev, sharded over w (or not, w NULL); params gets the
+ * final (unsharded) parameters. */
+static void tp_train(lt_world *w, lt_device dev, const tp_problem *pb,
+                     float params[TNP][TIN * THID]) {
+  lt_nn_linear l1, l2;
+  CHECK(lt_nn_linear_init(&l1, dev, LT_F32, TIN, THID, true) == LT_OK, "linear 1");
+  CHECK(lt_nn_linear_init(&l2, dev, LT_F32, THID, TOUT, true) == LT_OK, "linear 2");
+  if (g_fail) return;
+  lt_tensor *p[TNP] = {l1.weight, l1.bias, l2.weight, l2.bias};
+  for (int k = 0; k < TNP; k++) {
+    bool vec = kTShapes[k][0] == 1;
+    lt_tensor *v =
+        lt_from_data(dev, LT_F32, vec ? &kTShapes[k][1] : kTShapes[k], vec ? 1 : 2, pb->init[k]);
+    CHECK(lt_assign(p[k], v) == LT_OK, "assign %d", k);
+    lt_release(v);
+    if (w && kTSplit[k] >= 0) CHECK(lt_mark_sharding(p[k], w, kTSplit[k]) == LT_OK, "mark %d", k);
+  }
+  lt_nn_optim_config cfg = lt_nn_optim_defaults(LT_NN_ADAM);
+  cfg.lr = 1e-2;
+  lt_nn_optim *o = lt_nn_optim_create(&cfg, p, TNP);
+  CHECK(o != NULL, "optim");
+  CHECK(lt_mark_step(dev) == LT_OK, "mark_step");
+  const int64_t xs[2] = {TB, TIN}, ys[2] = {TB, TOUT};
+  for (int t = 0; t < STEPS && !g_fail; t++) {
+    lt_scope_begin();
+    lt_tensor *x = lt_from_data(dev, LT_F32, xs, 2, pb->x[t]);
+    lt_tensor *y = lt_from_data(dev, LT_F32, ys, 2, pb->y[t]);
+    lt_tensor *h = lt_relu(lt_nn_linear_forward(&l1, x));
+    CHECK(h && lt_sharding_axis(h) == (w ? 1 : -1), "hidden layout");
+    lt_tensor *out = lt_nn_linear_forward(&l2, h);
+    lt_tensor *loss = lt_nn_mse_loss(out, y, LT_NN_REDUCTION_MEAN);
+    CHECK(loss && lt_backward(loss) == LT_OK, "backward %d", t);
+    CHECK(lt_nn_optim_step(o) == LT_OK, "optim %d", t);
+    lt_scope_end();
+    CHECK(lt_mark_step(dev) == LT_OK, "mark_step %d", t);
+  }
+  for (int k = 0; k < TNP && !g_fail; k++) {
+    lt_scope_begin();
+    CHECK(lt_to_data(lt_unshard(p[k]), params[k], sizeof params[k]) == LT_OK, "read %d", k);
+    lt_scope_end();
+  }
+  lt_nn_optim_free(o);
+  lt_nn_linear_free(&l1);
+  lt_nn_linear_free(&l2);
+}
+
+static void test_tp(lt_world *w) {
+  static tp_problem pb;
+  uint32_t s = 4242;
+  for (int k = 0; k < TNP; k++)
+    for (int i = 0; i < kTShapes[k][0] * kTShapes[k][1]; i++) pb.init[k][i] = uni(&s);
+  for (int t = 0; t < STEPS; t++) {
+    for (int i = 0; i < TB * TIN; i++) pb.x[t][i] = 2 * uni(&s);
+    for (int i = 0; i < TB * TOUT; i++) pb.y[t][i] = uni(&s);
+  }
+  static float want[TNP][TIN * THID], got[TNP][TIN * THID];
+  tp_train(NULL, lt_cpu(1), &pb, want);
+  tp_train(w, lt_cpu(0), &pb, got);
+  for (int k = 0; k < TNP && !g_fail; k++)
+    for (int i = 0; i < kTShapes[k][0] * kTShapes[k][1]; i++)
+      CHECK(fabs((double)got[k][i] - want[k][i]) <= 1e-5 * fabs(want[k][i]) + 1e-7,
+            "param %d[%d]: 2 ranks %.9g, one device %.9g", k, i, got[k][i], want[k][i]);
+  CHECK(fabs(got[0][0] - pb.init[0][0]) > 1e-3, "training did not move the parameters");
+}
+
 static int64_t now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -367,6 +446,8 @@ int main(int argc, char **argv) {
       test_collectives();
     else if (strcmp(mode, "dp") == 0)
       test_dp();
+    else if (strcmp(mode, "tp") == 0)
+      test_tp(w);
     else if (strcmp(mode, "kill") == 0)
       test_kill(w);
     else if (any_size)

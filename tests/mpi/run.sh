@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs tests/mpi/mpi_world <mode> under `mpirun --oversubscribe -np 2` (ctest:
-# mpi_collectives, mpi_data_parallel, mpi_kill). Exit 77 (skipped) when mpirun
-# is absent. Open MPI refuses root unless told: CI runs as root.
+# mpi_collectives, mpi_data_parallel, mpi_tensor_parallel, mpi_kill, ...). Exit
+# 77 (skipped) when mpirun is absent. Open MPI refuses root unless told: CI runs as root.
 # usage: run.sh <mpirun or ""> <program> <mode> [ranks, default 2]
 set -u
 mpirun=${1:-}

@@ -1316,6 +1316,10 @@ cpu_native_fn cpu_native_find(int op, int dtype, int in_dtype) {
   case LT_OP_ALL_GATHER:
   case LT_OP_REDUCE_SCATTER:
   case LT_OP_BROADCAST:
+  case LT_OP_SHARD:
+  case LT_OP_SPMD_ALL_GATHER:
+  case LT_OP_SPMD_ALL_REDUCE:
+  case LT_OP_SPMD_COPY:
     return same ? cpu_collective : NULL;
   default:
     return NULL;
