@@ -53,6 +53,10 @@ typedef struct lt_coll_call {
   int64_t out_shape[LT_MAX_DIMS];
   const void *in;
   void *out;
+  /* The buffers behind in and out, or NULL. A transport that must give up
+   * while MPI may still read in or write out (a request that timed out
+   * cannot be cancelled) retains them, so that they are never reused. */
+  struct lt_buffer *in_buf, *out_buf;
   uint64_t seq; /* filled by lt__coll_run: this device's count of collectives */
 } lt_coll_call;
 

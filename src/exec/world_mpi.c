@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "../core/lt_alloc.h"
+#include "../core/lt_buffer.h"
 #include "../core/lt_dtype.h"
 #include "../core/lt_error.h"
 #include "exec_internal.h"
@@ -206,13 +207,12 @@ static bool grow(void **p, size_t *cap, size_t need) {
  * ring moves 2(p-1)/p of the buffer per rank in 2(p-1) point-to-point
  * exchanges (the cost model of docs/SCALE_OUT.md): p-1 steps of
  * reduce-scatter, each rank adding the chunk it receives into its output,
- * then p-1 steps of all-gather passing the finished chunks on. MPI writes
- * only into a staging buffer (one chunk) that this transport owns, as for
- * the other collectives: a receive that timed out may still complete later.
- * Sends go straight from the caller's input and output, saving a copy of
- * each chunk: a send abandoned on failure is only ever read (over shared
- * memory, by the peer's single-copy read; over TCP, by later MPI calls of
- * this process, which a broken world no longer makes). Each chunk is summed
+ * then p-1 steps of all-gather passing the finished chunks on. Sends read
+ * the caller's input and output and the gather steps receive straight into
+ * the output: no copy in or out. Only the reduce steps receive into a
+ * chunk-sized staging buffer, which the add reads. A call that fails with a
+ * request pending retains the caller's buffers (see lt_coll_call), so that
+ * MPI can never touch memory the executor has reused. Each chunk is summed
  * once, so every rank ends with the same bits; mean divides as the last sum
  * is made. */
 enum { RING_MIN_BYTES = 1 << 16 };
@@ -260,19 +260,23 @@ static int ring_all_reduce(mpi_state *s, int rank, int p, lt_coll_call *c, int64
     /* what goes out: the input's chunk first, then chunks summed here */
     const char *src = (step == 0 ? in : out) + ring_off(k, sc) * esz;
     MPI_Request q[2];
-    int r1 = MPI_Irecv(s->recv, (int)ring_len(k, rc), ty, prev, step, s->comm, &q[0]);
+    void *dst = gather ? (void *)(out + ring_off(k, rc) * esz) : s->recv;
+    int r1 = MPI_Irecv(dst, (int)ring_len(k, rc), ty, prev, step, s->comm, &q[0]);
     int r2 = r1 == MPI_SUCCESS
                  ? MPI_Isend(src, (int)ring_len(k, sc), ty, next, step, s->comm, &q[1])
                  : r1;
-    if (r2 != MPI_SUCCESS)
-      return breakdown(s, "an MPI transfer failed to start; the world is broken");
-    if (wait_reqs(s, q, 2, deadline, rank, c->seq, what, "ring transfer") != LT_OK)
-      return s->broken;
-    int64_t off = ring_off(k, rc), len = ring_len(k, rc);
-    if (gather) {
-      memcpy(out + off * esz, s->recv, (size_t)len * esz);
-      continue;
+    int st = r2 == MPI_SUCCESS
+                 ? wait_reqs(s, q, 2, deadline, rank, c->seq, what, "ring transfer")
+                 : breakdown(s, "an MPI transfer failed to start; the world is broken");
+    if (st != LT_OK) {
+      /* MPI may still read the caller's buffers or write its output: keep
+       * them out of reuse for good */
+      if (c->in_buf) lt__buffer_retain(c->in_buf);
+      if (c->out_buf) lt__buffer_retain(c->out_buf);
+      return st;
     }
+    if (gather) continue;
+    int64_t off = ring_off(k, rc), len = ring_len(k, rc);
     /* the last reduce step finishes chunk `own` (mean divides it) */
     int div = step == p - 2 ? (c->redop == LT_COLL_MEAN ? p : 1) : 0;
     if (f64)

@@ -13,6 +13,7 @@
  * Each rank prints "rank <r>: ok" (kill: "survivor: failed in <ms> ms: ...")
  * and exits 0 on success, 1 on a failure. */
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -426,6 +427,51 @@ static void test_kill(lt_world *w) {
   fflush(stdout);
 }
 
+/* Rank 1 dies (SIGKILL from a timer thread) while both ranks run back to
+ * back all-reduces large enough for the ring, so that it most likely dies
+ * between the exchanges of one: rank 0 must fail with a message, within
+ * the timeout, without touching freed memory (the ring retains the buffers
+ * a pending request may still use). Which stage it failed in is printed. */
+static void *kill_later(void *arg) {
+  (void)arg;
+  struct timespec ts = {0, 30 * 1000000};
+  nanosleep(&ts, NULL);
+  fflush(stdout);
+  raise(SIGKILL);
+  return NULL;
+}
+
+static void test_kill_ring(lt_world *w) {
+  enum { N = 1 << 18 };
+  CHECK(lt_world_set_timeout_ms(w, 5000) == LT_OK, "set timeout");
+  const int64_t shape[1] = {N};
+  float *x = calloc(N, sizeof *x), *got = calloc(N, sizeof *got);
+  pthread_t killer;
+  if (g_rank == 1) pthread_create(&killer, NULL, kill_later, NULL);
+  int rc = LT_OK, runs = 0;
+  int64_t t0 = now_ms();
+  while (x && got && rc == LT_OK && runs < 1000000) {
+    t0 = now_ms();
+    lt_scope_begin();
+    lt_tensor *t = lt_all_reduce(lt_from_data(lt_cpu(0), LT_F32, shape, 1, x), LT_REDUCE_MEAN);
+    rc = t ? lt_to_data(t, got, N * sizeof *got) : lt_last_status();
+    lt_scope_end();
+    runs++;
+  }
+  int64_t ms = now_ms() - t0;
+  CHECK(rc != LT_OK, "every all-reduce succeeded with a dead peer");
+  CHECK(ms < 30000, "the survivor took %lld ms to fail", (long long)ms);
+  CHECK(strstr(lt_last_error(), "rank 0") != NULL, "message does not name the rank: %s",
+        lt_last_error());
+  if (!g_fail)
+    printf("survivor: failed in %lld ms after %d all-reduces (%s): %s\n", (long long)ms, runs,
+           strstr(lt_last_error(), "ring transfer") ? "in the ring" : "before the ring",
+           lt_last_error());
+  fflush(stdout);
+  free(x);
+  free(got);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "collectives";
   lt_world *w = NULL;
@@ -450,12 +496,14 @@ int main(int argc, char **argv) {
       test_tp(w);
     else if (strcmp(mode, "kill") == 0)
       test_kill(w);
+    else if (strcmp(mode, "kill_ring") == 0)
+      test_kill_ring(w);
     else if (any_size)
       test_ring(lt_world_size(w));
     else
       CHECK(0, "unknown mode %s", mode);
   }
-  if (!g_fail && strcmp(mode, "kill") != 0) printf("rank %d: ok\n", g_rank);
+  if (!g_fail && strncmp(mode, "kill", 4) != 0) printf("rank %d: ok\n", g_rank);
   fflush(stdout);
   lt_world_free(w);
   return g_fail;

@@ -20,11 +20,11 @@ export LT_NUM_THREADS=1
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-if [ "$mode" = kill ]; then
+if [ "$mode" = kill ] || [ "$mode" = kill_ring ]; then
   # the killed rank must not take the survivor down with it (--enable-recovery),
   # and the survivor must fail, not hang: bound the whole run
   start=$(date +%s)
-  timeout 60 "$mpirun" --oversubscribe --enable-recovery -np 2 "$prog" kill >"$out" 2>&1
+  timeout 60 "$mpirun" --oversubscribe --enable-recovery -np 2 "$prog" "$mode" >"$out" 2>&1
   rc=$?
   cat "$out"
   took=$(($(date +%s) - start))
