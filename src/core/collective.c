@@ -41,6 +41,14 @@ bool lt__coll_binding(int dev, lt_coll_binding *out) {
   return b.transport != NULL;
 }
 
+uint64_t lt__coll_count(int dev) {
+  if (dev < 0 || dev >= LT_MAX_DEVICES) return 0;
+  pthread_mutex_lock(&g_lock);
+  uint64_t n = g_seq[dev];
+  pthread_mutex_unlock(&g_lock);
+  return n;
+}
+
 void lt__coll_set_current(int dev) { tl_current = dev; }
 int lt__coll_current(void) { return tl_current; }
 

@@ -85,6 +85,9 @@ void lt__coll_unbind(int dev);
 /* Whether dev belongs to a world; *out (may be NULL) gets its binding. */
 bool lt__coll_binding(int dev, lt_coll_binding *out);
 
+/* The collectives device dev has run since it joined its world (tests). */
+uint64_t lt__coll_count(int dev);
+
 /* The device whose execution runs on this thread (-1: none), set by the
  * executor around each execution. */
 void lt__coll_set_current(int dev);
