@@ -259,6 +259,30 @@ static double params_bytes(lt_tensor *const *p, int n) {
   return s;
 }
 
+/* The all-reduces lt_dp_optim_step makes for these f32 parameters: one per
+ * gradient of LT_DP_SMALL_GRAD_BYTES or more, and one per 64 smaller ones
+ * (concatenated). Sets w's calls and its last bucket: the first parameter
+ * (the first layer's weight, produced last by backward) when it goes alone,
+ * plus the small gradients' buckets, which wait for the first layer's bias. */
+static void dp_calls(cost_workload *w, lt_tensor *const *p, int n) {
+  int large = 0, small = 0;
+  double small_bytes = 0;
+  for (int i = 0; i < n; i++) {
+    double b = (double)lt_numel(p[i]) * 4;
+    if (b >= LT_DP_SMALL_GRAD_BYTES) {
+      large++;
+    } else {
+      small++;
+      small_bytes += b;
+    }
+  }
+  int buckets = (small + 63) / 64;
+  bool first_alone = n > 0 && (double)lt_numel(p[0]) * 4 >= LT_DP_SMALL_GRAD_BYTES;
+  w->calls = large + buckets;
+  w->last_calls = buckets + (first_alone ? 1 : 0);
+  w->last_bytes = small_bytes + (first_alone ? (double)lt_numel(p[0]) * 4 : 0);
+}
+
 /* Median step time (us) of `step` after WARMUP: the time between successive
  * lt_mark_step returns, the steady-state cost with asynchronous execution. */
 typedef lt_tensor *(*step_fn)(void *ctx);
@@ -336,10 +360,8 @@ static void stand_in_text(lt_nn_text *t) {
   t->n_train = t->n * 9 / 10;
 }
 
-/* The three workloads: measured compute, counted parameters. The last
- * bucket is the first layer's parameters (the first two of each list: its
- * weight and bias, or the GPT's two embeddings), whose gradients backward
- * produces last. */
+/* The three workloads: measured compute, counted parameters, and the
+ * all-reduces lt_dp_optim_step makes of them (dp_calls). */
 static void measure_workloads(cost_workload w[3]) {
   lt_device dev = lt_cpu(0);
   lt_set_seed(dev, 1);
@@ -352,10 +374,9 @@ static void measure_workloads(cost_workload w[3]) {
   w[0] = (cost_workload){.name = "mlp",
                          .compute_us = time_steps(dev, mlp_step, &k),
                          .grad_bytes = params_bytes(mlp.params, 6),
-                         .calls = 6,
-                         .last_bytes = params_bytes(mlp.params, 2),
-                         .last_calls = 2,
+                         .tensors = 6,
                          .batch = MLP_BATCH};
+  dp_calls(&w[0], mlp.params, 6);
   bench_mlp_free(&mlp);
 
   train_model cnn;
@@ -367,10 +388,9 @@ static void measure_workloads(cost_workload w[3]) {
   w[1] = (cost_workload){.name = "cnn",
                          .compute_us = time_steps(dev, cnn_step, &k),
                          .grad_bytes = params_bytes(cnn.params, cnn.nparams),
-                         .calls = cnn.nparams,
-                         .last_bytes = params_bytes(cnn.params, 2),
-                         .last_calls = 2,
+                         .tensors = cnn.nparams,
                          .batch = CNN_BATCH};
+  dp_calls(&w[1], cnn.params, cnn.nparams);
   lt_nn_optim_free(k.opt);
   cnn.free(&cnn);
   lt_release(k.x);
@@ -385,19 +405,18 @@ static void measure_workloads(cost_workload w[3]) {
   w[2] = (cost_workload){.name = "gpt",
                          .compute_us = time_steps(dev, gpt_step, &tr),
                          .grad_bytes = params_bytes(tr.m.params, tr.m.nparams),
-                         .calls = tr.m.nparams,
-                         .last_bytes = params_bytes(tr.m.params, 2),
-                         .last_calls = 2,
+                         .tensors = tr.m.nparams,
                          .batch = GPT_BATCH};
+  dp_calls(&w[2], tr.m.params, tr.m.nparams);
   gpt_trainer_free(&tr);
   lt_nn_text_free(&text);
 }
 
 static void print_table(const cost_workload *w, const cost_net *nets, int nnets) {
   printf(
-      "\n### %s: %.0f parameters (%.2f MB of f32 gradients) in %d tensors; last bucket %.3f MB; "
-      "compute %.2f ms per step of %d samples\n\n",
-      w->name, w->grad_bytes / 4, w->grad_bytes / 1e6, w->calls, w->last_bytes / 1e6,
+      "\n### %s: %.0f parameters (%.2f MB of f32 gradients) in %d tensors, %d all-reduces per "
+      "step; last bucket %.3f MB; compute %.2f ms per step of %d samples\n\n",
+      w->name, w->grad_bytes / 4, w->grad_bytes / 1e6, w->tensors, w->calls, w->last_bytes / 1e6,
       w->compute_us / 1e3, w->batch);
   printf(
       "| network | p | step ms | samples/s | efficiency | fused: step ms | eff. | overlap: "

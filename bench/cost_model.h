@@ -32,7 +32,9 @@ typedef struct cost_workload {
   const char *name;
   double compute_us; /* one process's step (forward, backward, update) */
   double grad_bytes; /* all parameters' gradients, all-reduced every step */
-  int calls;         /* all-reduces per step (today: one per parameter tensor) */
+  int tensors;       /* parameter tensors */
+  int calls;         /* all-reduces per step (lt_dp_optim_step: one per large gradient, one per
+                        bucket of small ones) */
   double last_bytes; /* the gradients produced last in backward (the first layer's) */
   int last_calls;    /* their all-reduces */
   int batch;

@@ -61,7 +61,14 @@ static void test_ring_allreduce(void **state) {
 static void test_step_modes(void **state) {
   (void)state;
   cost_net n = {"x", 10, 0.001};
-  cost_workload w = {"w", 1000, 1e6, 3, 1e5, 1, 128};
+  cost_workload w = {.name = "w",
+                     .compute_us = 1000,
+                     .grad_bytes = 1e6,
+                     .tensors = 3,
+                     .calls = 3,
+                     .last_bytes = 1e5,
+                     .last_calls = 1,
+                     .batch = 128};
   /* no overlap: 1000 + 1680 */
   double s = cost_step_us(&w, &n, 4, COST_NO_OVERLAP);
   assert_float_equal(s, 2680, 1e-9);
