@@ -275,8 +275,9 @@ static int sync_grads(leaf_set *ls) {
 int lt_backward(lt_tensor *loss) {
   if (!loss) return lt__err_null("lt_backward");
   if (loss->shard_n)
-    return lt__err(LT_EINVAL, "lt_backward: the loss is sharded; reduce it to a replicated value "
-                              "(lt_sum or lt_mean over the sharded axis) first");
+    return lt__err(LT_EINVAL,
+                   "lt_backward: the loss is sharded; reduce it to a replicated value "
+                   "(lt_sum or lt_mean over the sharded axis) first");
   if (!lt__is_float((lt_dtype)loss->dtype) || lt__numel(loss->shape, loss->ndim) != 1)
     return lt__err(
         LT_EINVAL, "lt_backward: the loss must be one floating element (got %s, %lld elements)",
