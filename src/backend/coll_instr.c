@@ -82,8 +82,6 @@ int lt__coll_run_instr(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in
   memcpy(c.out_shape, ins->shape, (size_t)ins->ndim * sizeof(int64_t));
   c.in = a->data;
   c.out = out->data;
-  c.in_buf = in[0];
-  c.out_buf = out;
   int64_t size = 0;
   switch (ins->op) {
   case LT_OP_ALL_REDUCE:

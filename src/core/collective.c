@@ -9,6 +9,7 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static lt_coll_binding g_bind[LT_MAX_DEVICES];
 static uint64_t g_seq[LT_MAX_DEVICES]; /* collectives run per device since it was bound */
 static _Thread_local int tl_current = -1;
+static _Thread_local bool tl_abandoned;
 
 int lt__coll_bind(int dev, const lt_transport *t, void *state, int rank, int size) {
   if (dev < 0 || dev >= LT_MAX_DEVICES || !t || rank < 0 || rank >= size)
@@ -47,6 +48,14 @@ uint64_t lt__coll_count(int dev) {
   uint64_t n = g_seq[dev];
   pthread_mutex_unlock(&g_lock);
   return n;
+}
+
+void lt__coll_abandon(void) { tl_abandoned = true; }
+
+bool lt__coll_take_abandoned(void) {
+  bool a = tl_abandoned;
+  tl_abandoned = false;
+  return a;
 }
 
 void lt__coll_set_current(int dev) { tl_current = dev; }

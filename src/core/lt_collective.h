@@ -53,10 +53,6 @@ typedef struct lt_coll_call {
   int64_t out_shape[LT_MAX_DIMS];
   const void *in;
   void *out;
-  /* The buffers behind in and out, or NULL. A transport that must give up
-   * while MPI may still read in or write out (a request that timed out
-   * cannot be cancelled) retains them, so that they are never reused. */
-  struct lt_buffer *in_buf, *out_buf;
   uint64_t seq; /* filled by lt__coll_run: this device's count of collectives */
 } lt_coll_call;
 
@@ -84,6 +80,15 @@ int lt__coll_bind(int dev, const lt_transport *t, void *state, int rank, int siz
 void lt__coll_unbind(int dev);
 /* Whether dev belongs to a world; *out (may be NULL) gets its binding. */
 bool lt__coll_binding(int dev, lt_coll_binding *out);
+
+/* A transport that gives up on a call while MPI may still read its input or
+ * write its output (a request that timed out cannot be cancelled) calls
+ * lt__coll_abandon on the executing thread; the backend running the
+ * executable then takes the mark (lt__coll_take_abandoned, which clears it)
+ * and leaks, rather than frees or reuses, the memory of that execution:
+ * its temporaries, arguments and outputs. The world is broken by then. */
+void lt__coll_abandon(void);
+bool lt__coll_take_abandoned(void);
 
 /* The collectives device dev has run since it joined its world (tests). */
 uint64_t lt__coll_count(int dev);

@@ -27,7 +27,6 @@
 #include <time.h>
 
 #include "../core/lt_alloc.h"
-#include "../core/lt_buffer.h"
 #include "../core/lt_dtype.h"
 #include "../core/lt_error.h"
 #include "exec_internal.h"
@@ -211,8 +210,9 @@ static bool grow(void **p, size_t *cap, size_t need) {
  * the caller's input and output and the gather steps receive straight into
  * the output: no copy in or out. Only the reduce steps receive into a
  * chunk-sized staging buffer, which the add reads. A call that fails with a
- * request pending retains the caller's buffers (see lt_coll_call), so that
- * MPI can never touch memory the executor has reused. Each chunk is summed
+ * request pending marks the execution abandoned (lt__coll_abandon): the
+ * backend then leaks its memory rather than reuse it, so that MPI can never
+ * touch memory the executor has handed to something else. Each chunk is summed
  * once, so every rank ends with the same bits; mean divides as the last sum
  * is made. */
 enum { RING_MIN_BYTES = 1 << 16 };
@@ -269,10 +269,9 @@ static int ring_all_reduce(mpi_state *s, int rank, int p, lt_coll_call *c, int64
                  ? wait_reqs(s, q, 2, deadline, rank, c->seq, what, "ring transfer")
                  : breakdown(s, "an MPI transfer failed to start; the world is broken");
     if (st != LT_OK) {
-      /* MPI may still read the caller's buffers or write its output: keep
-       * them out of reuse for good */
-      if (c->in_buf) lt__buffer_retain(c->in_buf);
-      if (c->out_buf) lt__buffer_retain(c->out_buf);
+      /* MPI may still read the caller's input or write its output: the
+       * backend must never free or reuse that memory */
+      lt__coll_abandon();
       return st;
     }
     if (gather) continue;

@@ -4,6 +4,7 @@
 
 #include "../../core/lt_alloc.h"
 #include "../../core/lt_buffer_pool.h"
+#include "../../core/lt_collective.h"
 #include "../../core/lt_error.h"
 #include "../../core/lt_shape.h"
 #include "cpu.h"
@@ -110,6 +111,13 @@ int cpu_run(const lt_executable *e, lt_buffer *const *args, lt_buffer *const *ou
     rc = run_kernel(k, next, table);
     if (prof) cpu_profile_add(e, i, cpu_profile_now() - t0);
     if (cpu_gemm_takes_next(k, next)) i++; /* it ran as k's epilogue */
+  }
+  if (lt__coll_take_abandoned()) {
+    /* a collective gave up with MPI still holding pointers into this run's
+     * memory: leak it all rather than let anything else reuse it */
+    for (int p = 0; p < e->nparams; p++) lt__buffer_retain(args[p]);
+    for (int r = 0; r < e->nroots; r++) lt__buffer_retain(outs[r]);
+    arena_raw = NULL;
   }
   if (arena_raw) lt__buffer_pool_free(arena_raw, e->arena_bytes + 64);
   if (table != small) lt__free(table, ntable * sizeof *table);

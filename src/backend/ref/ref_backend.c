@@ -4,6 +4,7 @@
 #include <xxhash.h>
 
 #include "../../core/lt_alloc.h"
+#include "../../core/lt_collective.h"
 #include "../../core/lt_error.h"
 #include "../bytes.h"
 #include "ref.h"
@@ -278,8 +279,15 @@ static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs, lt_b
   }
   for (int r = 0; r < e->nroots && rc == LT_OK; r++)
     rc = fill_output(outs[r], vals[e->roots[r]], !root_copies(e, r));
-  for (int i = 0; vals && i < n; i++) lt__buffer_release(vals[i]);
-  for (int i = 0; pre && i < 2 * n; i++) lt__buffer_release(pre[i]);
+  bool abandoned = lt__coll_take_abandoned();
+  if (abandoned) {
+    /* a collective gave up with MPI still holding pointers into these
+     * buffers: leak them all rather than let anything else reuse them */
+    for (int p = 0; p < e->nparams; p++) lt__buffer_retain(args[p]);
+    for (int r = 0; r < e->nroots; r++) lt__buffer_retain(outs[r]);
+  }
+  for (int i = 0; vals && i < n && !abandoned; i++) lt__buffer_release(vals[i]);
+  for (int i = 0; pre && i < 2 * n && !abandoned; i++) lt__buffer_release(pre[i]);
   lt__free(in, (size_t)maxops * sizeof *in);
   lt__free(vals, (size_t)n * sizeof *vals);
   lt__free(pre, (size_t)(2 * n + 1) * sizeof *pre);
