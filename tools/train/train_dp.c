@@ -1,5 +1,5 @@
-/* lazytensor-train's data-parallel mode: the MLP trained by the replicas of
- * a world (lazytensor_dist.h), reached from train.c's main by its hook
+/* lazytensor-train's data-parallel mode: the MLP or the CNN (--model) trained
+ * by the replicas of a world (lazytensor_dist.h), reached from train.c's main by its hook
  * (train_dp_wanted):
  *   --data-parallel   one replica per process under mpirun (lt_world_mpi)
  *   --devices N       N replicas in this process (lt_world_local, lt_world_run)
@@ -9,7 +9,10 @@
  * by all-reduces inside the step graph (lt_dp_optim_step) and every replica
  * runs the optimizer. Parameters start equal (broadcast from rank 0). So the
  * run follows the single-process run at batch N x --batch with the same
- * seed. Only rank 0 evaluates, prints and writes files. */
+ * seed (the CNN's batch norm excepted: each replica normalises by its own
+ * shard's statistics and keeps its own running statistics, as PyTorch's
+ * DistributedDataParallel without SyncBatchNorm). Only rank 0 evaluates,
+ * prints and writes files. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +29,7 @@ int train_dp_main(int argc, char **argv);
 bool train_dp_wanted(int argc, char **argv);
 
 typedef struct dp_options {
-  bool mpi;
+  bool mpi, cnn;
   int64_t devices, batch, epochs, hidden, layers, seed, limit_steps, test_limit;
   double lr;
   bool lr_set;
@@ -94,6 +97,16 @@ static int parse(int argc, char **argv, dp_options *o) {
       o->lr = strtod(val, &end);
       ok = end != val && !*end && o->lr > 0;
       o->lr_set = true;
+    } else if (!strcmp(name, "--model")) {
+      ok = !strcmp(val, "mlp") || !strcmp(val, "cnn");
+      o->cnn = !strcmp(val, "cnn");
+      if (!ok) {
+        fprintf(stderr,
+                "lazytensor-train: --model %s is not supported with --data-parallel or "
+                "--devices (mlp and cnn are)\n",
+                val);
+        return 2;
+      }
     } else if (!strcmp(name, "--data"))
       o->data = val;
     else if (!strcmp(name, "--threads"))
@@ -103,9 +116,9 @@ static int parse(int argc, char **argv, dp_options *o) {
     else {
       fprintf(stderr,
               "lazytensor-train: %s is not supported with --data-parallel or --devices (these "
-              "take --devices, --batch (per replica), --epochs, --hidden, --layers, --lr, "
-              "--seed, --limit-steps, --test-limit, --data, --threads, --save; the MLP with "
-              "Adam and a cosine rate)\n",
+              "take --devices, --batch (per replica), --epochs, --model mlp|cnn, --hidden, "
+              "--layers, --lr, --seed, --limit-steps, --test-limit, --data, --threads, --save; "
+              "Adam with a cosine rate)\n",
               name);
       return 2;
     }
@@ -123,18 +136,24 @@ static int parse(int argc, char **argv, dp_options *o) {
   return 0;
 }
 
-/* Test accuracy of rank 0's model over the first count test samples. */
+/* Test accuracy of rank 0's model over the first count test samples: one
+ * graph, or chunks of the model's eval_chunk images (the last one padded
+ * with zero images, so that every chunk runs the same compiled graph). */
 static int evaluate(const train_model *m, lt_device dev, const lt_nn_dataset *test, int64_t count,
                     double *acc) {
-  int64_t *pred = malloc((size_t)count * sizeof *pred);
+  int64_t chunk = m->eval_chunk ? m->eval_chunk : count, hits = 0;
+  int64_t *pred = malloc((size_t)chunk * sizeof *pred);
   if (!pred) return LT_ENOMEM;
-  lt_scope_begin();
-  lt_tensor *x = lt_nn_dataset_images(test, dev, 0, count);
-  lt_tensor *p = x ? lt_argmax(m->forward(m, x, false), 1, false) : NULL;
-  int rc = p ? lt_to_data(p, pred, (size_t)count * sizeof *pred) : lt_last_status();
-  lt_scope_end();
-  int64_t hits = 0;
-  for (int64_t i = 0; rc == LT_OK && i < count; i++) hits += pred[i] == test->labels[i];
+  int rc = LT_OK;
+  for (int64_t s = 0; s < count && rc == LT_OK; s += chunk) {
+    int64_t real = count - s < chunk ? count - s : chunk;
+    lt_scope_begin();
+    lt_tensor *x = lt_nn_dataset_images(test, dev, s, chunk);
+    lt_tensor *p = x ? lt_argmax(m->forward(m, x, false), 1, false) : NULL;
+    rc = p ? lt_to_data(p, pred, (size_t)chunk * sizeof *pred) : lt_last_status();
+    lt_scope_end();
+    for (int64_t i = 0; rc == LT_OK && i < real; i++) hits += pred[i] == test->labels[s + i];
+  }
   free(pred);
   if (rc == LT_OK) *acc = (double)hits / (double)count;
   return rc;
@@ -153,7 +172,8 @@ static int replica(int rank, lt_device dev, void *arg) {
   lt_nn_optim *opt = NULL;
   lt_nn_loader *loader = NULL;
   lt_tensor *sum = NULL;
-  int rc = model_mlp_init(&m, dev, tr->features, o->hidden, o->layers, classes);
+  int rc = o->cnn ? model_cnn_init(&m, dev, tr->rows, tr->cols, classes)
+                  : model_mlp_init(&m, dev, tr->features, o->hidden, o->layers, classes);
   lt_nn_optim_config oc = lt_nn_optim_defaults(LT_NN_ADAM);
   if (o->lr_set) oc.lr = o->lr;
   if (rc == LT_OK) opt = lt_nn_optim_create(&oc, m.params, m.nparams);
