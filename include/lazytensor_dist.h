@@ -133,6 +133,11 @@ LT_API lt_tensor *lt_broadcast(lt_tensor *t, int root);
  *     lt_max, lt_min (and prod, logsumexp) over it: gathered first;
  *   - lt_softmax, lt_log_softmax: local along an unsplit axis (split
  *     alike), gathered along the split one;
+ *   - lt_transpose, lt_permute: local, the split moving with its axis;
+ *     lt_reshape (global target): local when the split axis's chunks are
+ *     chunks of one axis of the new shape (an axis with as many elements
+ *     before it, whose size the world size divides: [4,6] split on 1 ->
+ *     [4,2,3] split on 1), else on the gathered value;
  *   - lt_assign: the destination keeps its sharding; lt_nn_linear_forward
  *     and the lt_nn_optim_* optimizers work on sharded parameters (their
  *     grads and states are sharded alike).

@@ -69,6 +69,14 @@ lt_tensor *lt__shard_reduce(const char *fn, lt_op op, lt_tensor *a, const int *a
  * the axis is not the split one (result split alike), else on the gathered
  * value (replicated). *a is updated in place. */
 int lt__shard_one_axis(const char *fn, lt_tensor **a, int axis, lt_shard_ctx *c);
+/* A one-operand op that moves the split axis (permute, reshape): with
+ * out_axis >= 0 it runs on the local chunk and the result is split along
+ * out_axis; with -1 on the gathered value (*a is updated), replicated. */
+int lt__shard_layout(lt_tensor **a, int out_axis, lt_shard_ctx *c);
+/* The axis along which reshaping sharded a to shape (its global target;
+ * one -1 allowed) keeps it split, with the local target in local; -1 when
+ * it cannot (the reshape then runs on the gathered value). */
+int lt__shard_reshape_axis(const lt_tensor *a, const int64_t *shape, int ndim, int64_t *local);
 /* lt_assign where dst or src is sharded: dst keeps its sharding. */
 int lt__shard_assign(lt_tensor *dst, lt_tensor *src);
 

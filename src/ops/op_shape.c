@@ -42,7 +42,20 @@ static lt_tensor *fail_rank(const char *fn, const char *what, int ndim) {
 
 /* ---- reshape ---------------------------------------------------------------------- */
 
+static lt_tensor *reshape_local(lt_tensor *a, const int64_t *shape, int ndim);
+
+/* Reshapes propagate shardings (op_shard.c): local when the split axis's
+ * chunks stay the chunks of one axis of the new shape, else on the gathered
+ * value. */
 lt_tensor *lt_reshape(lt_tensor *a, const int64_t *shape, int ndim) {
+  int64_t local[LT_MAX_DIMS];
+  int t = lt__shard_reshape_axis(a, shape, ndim, local);
+  lt_shard_ctx c;
+  if (lt__shard_layout(&a, t, &c) != LT_OK) return NULL;
+  return lt__shard_finish(&c, reshape_local(a, c.aware && t >= 0 ? local : shape, ndim));
+}
+
+static lt_tensor *reshape_local(lt_tensor *a, const int64_t *shape, int ndim) {
   static const char *fn = "lt_reshape";
   if (lt__check_operands(fn, &a, 1) != LT_OK) return NULL;
   if (ndim < 0 || ndim > LT_MAX_DIMS) return fail_rank(fn, "target", ndim);
@@ -151,17 +164,34 @@ static lt_tensor *make_permute(lt_tensor *a, const int64_t *perm) {
                     lt__ir_as(a, (lt_dtype)a->dtype), perm, nd);
 }
 
+/* Where a permutation p puts a's split axis (permutes propagate shardings:
+ * the chunk moves with its axis). */
+static int moved_axis(const lt_tensor *a, const int64_t *p) {
+  for (int q = 0; q < a->ndim; q++)
+    if (p[q] == a->shard_axis) return q;
+  return -1;
+}
+
+static lt_tensor *permute_sharded(lt_tensor *a, const int64_t *p) {
+  lt_shard_ctx c;
+  if (lt__shard_layout(&a, moved_axis(a, p), &c) != LT_OK) return NULL;
+  return lt__shard_finish(&c, make_permute(a, p));
+}
+
 lt_tensor *lt_permute(lt_tensor *a, const int *perm, int ndim) {
   static const char *fn = "lt_permute";
-  if (lt__check_operands(fn, &a, 1) != LT_OK) return NULL;
   int64_t p[LT_MAX_DIMS];
+  if (a && a->shard_n && lt__shard_aware_depth() == 0)
+    return check_perm(fn, a, perm, ndim, p) == LT_OK ? permute_sharded(a, p) : NULL;
+  if (lt__check_operands(fn, &a, 1) != LT_OK) return NULL;
   if (check_perm(fn, a, perm, ndim, p) != LT_OK) return NULL;
   return make_permute(a, p);
 }
 
 lt_tensor *lt_transpose(lt_tensor *a, int axis0, int axis1) {
   static const char *fn = "lt_transpose";
-  if (lt__check_operands(fn, &a, 1) != LT_OK) return NULL;
+  bool sharded = a && a->shard_n && lt__shard_aware_depth() == 0;
+  if (!sharded && lt__check_operands(fn, &a, 1) != LT_OK) return NULL;
   /* As torch, a 0-d tensor accepts the axes of a 1-d one (and is unchanged). */
   int rank = a->ndim ? a->ndim : 1;
   int x, y;
@@ -173,7 +203,7 @@ lt_tensor *lt_transpose(lt_tensor *a, int axis0, int axis1) {
     p[x] = y;
     p[y] = x;
   }
-  return make_permute(a, p);
+  return sharded ? permute_sharded(a, p) : make_permute(a, p);
 }
 
 /* ---- expand ------------------------------------------------------------------------------ */

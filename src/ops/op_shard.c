@@ -314,6 +314,55 @@ int lt__shard_one_axis(const char *fn, lt_tensor **a, int axis, lt_shard_ctx *c)
   return LT_OK;
 }
 
+/* ---- shape ops that move the split axis (permute, transpose, reshape) ----------------------- */
+
+int lt__shard_layout(lt_tensor **a, int out_axis, lt_shard_ctx *c) {
+  memset(c, 0, sizeof *c);
+  if (!needs_resolving(a, 1)) return LT_OK;
+  if (out_axis < 0) {
+    int rc = gathered(c, a);
+    if (rc != LT_OK) {
+      ctx_release(c);
+      return rc;
+    }
+  } else {
+    c->axis = out_axis;
+    c->n = (*a)->shard_n;
+  }
+  ctx_begin(c);
+  return LT_OK;
+}
+
+int lt__shard_reshape_axis(const lt_tensor *a, const int64_t *shape, int ndim, int64_t *local) {
+  if (!a || !a->shard_n || ndim < 1 || ndim > LT_MAX_DIMS || !shape) return -1;
+  int64_t total = lt__numel(a->gshape, a->ndim), known = 1, h[LT_MAX_DIMS];
+  int infer = -1;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] == -1 && infer < 0) {
+      infer = i;
+      continue;
+    }
+    if (shape[i] <= 0) return -1; /* bad, or empty: the whole value reports or handles it */
+    known *= shape[i];
+    if (known > total) return -1;
+  }
+  for (int i = 0; i < ndim; i++) h[i] = i == infer ? (known ? total / known : 0) : shape[i];
+  if (lt__numel(h, ndim) != total || total == 0) return -1;
+  /* Chunk r of the split axis s is, inside each index of the axes before s,
+   * the r-th n-th of the block of the axes from s on. In the new shape that
+   * block starts at the axis t whose preceding axes hold the same number of
+   * elements, and its r-th n-th is the r-th chunk of axis t when n divides
+   * h[t]: then the local reshape is the chunk of the global one. */
+  int64_t before = 1, pre = 1;
+  for (int d = 0; d < a->shard_axis; d++) before *= a->gshape[d];
+  for (int t = 0; t < ndim && pre <= before; pre *= h[t], t++) {
+    if (pre != before || h[t] % a->shard_n) continue;
+    for (int i = 0; i < ndim; i++) local[i] = i == t ? h[i] / a->shard_n : h[i];
+    return t;
+  }
+  return -1;
+}
+
 /* ---- assign ----------------------------------------------------------------------------- */
 
 int lt__shard_assign(lt_tensor *dst, lt_tensor *src) {
