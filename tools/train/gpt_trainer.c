@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lazytensor.h"
+#include "lazytensor_dist.h"
 #include "lazytensor_nn.h"
 #include "model.h"
 
@@ -89,17 +90,64 @@ static lt_tensor *window_loss(const train_model *m, lt_tensor *x, lt_tensor *y, 
                              lt_reshape(y, (const int64_t[]){-1}, 1));
 }
 
-lt_tensor *gpt_trainer_step(gpt_trainer *tr) {
+/* Draws the next size x batch windows (every replica the same draws, and
+ * one process at batch size x b the same as well) and traces the forward and
+ * backward of rows [rank x b, (rank + 1) x b): the mean loss, or NULL. */
+static lt_tensor *shard_backward(gpt_trainer *tr, int rank, int size) {
   int64_t t = tr->c.context, b = tr->batch;
   int64_t starts[4096];
-  if (b > 4096) return NULL;
+  if (b * size > 4096) return NULL;
   /* a window of t + 1 tokens inside the training split */
   uint64_t span = (uint64_t)(tr->text->n_train - t);
-  for (int64_t i = 0; i < b; i++) starts[i] = (int64_t)(splitmix64(&tr->rng) % span);
+  for (int64_t i = 0; i < b * size; i++) starts[i] = (int64_t)(splitmix64(&tr->rng) % span);
   lt_tensor *x, *y;
-  if (lt_nn_text_windows(tr->text, tr->dev, starts, b, t, &x, &y) != LT_OK) return NULL;
+  if (lt_nn_text_windows(tr->text, tr->dev, starts + rank * b, b, t, &x, &y) != LT_OK) return NULL;
   lt_tensor *loss = window_loss(&tr->m, x, y, true);
-  if (!loss || lt_backward(loss) != LT_OK) return NULL;
+  return loss && lt_backward(loss) == LT_OK ? loss : NULL;
+}
+
+lt_tensor *gpt_trainer_step(gpt_trainer *tr) {
+  lt_tensor *loss = shard_backward(tr, 0, 1);
+  if (!loss) return NULL;
+  if (tr->clip > 0 && lt_nn_clip_grad_norm(tr->m.params, tr->m.nparams, tr->clip, 2.0, NULL))
+    return NULL;
+  return lt_nn_optim_step(tr->opt) == LT_OK ? loss : NULL;
+}
+
+/* Replaces every grad by its mean over the replicas, in place: one
+ * all-reduce of all of them concatenated (f32, as every GPT parameter).
+ * lt_dp_optim_step averages inside the optimizer step, where no clipping
+ * can come between; averaging the grads themselves lets the clipping
+ * measure the global batch's gradient, as clip_grad_norm_ after DDP's
+ * backward does. One all-reduce pays the latency once; the copy in and out
+ * is a pass over the grads, little beside the step. */
+static int average_grads(gpt_trainer *tr) {
+  lt_tensor *flat[MODEL_MAX_TENSORS], *g[MODEL_MAX_TENSORS];
+  int k = 0;
+  for (int i = 0; i < tr->m.nparams; i++) {
+    if (!(g[k] = lt_grad(tr->m.params[i]))) continue; /* none: lt_nn_optim_step skips it */
+    int64_t n = lt_numel(g[k]);
+    if (!(flat[k] = lt_reshape(g[k], &n, 1))) return lt_last_status();
+    k++;
+  }
+  if (k == 0) return LT_OK;
+  lt_tensor *mean = lt_all_reduce(lt_concat(flat, k, 0), LT_REDUCE_MEAN);
+  if (!mean) return lt_last_status();
+  int64_t at = 0;
+  for (int i = 0; i < k; i++) {
+    int64_t stop = at + lt_numel(g[i]);
+    lt_tensor *part = lt_slice(mean, &at, &stop, NULL);
+    part = part ? lt_reshape(part, lt_shape(g[i]), lt_ndim(g[i])) : NULL;
+    int rc = part ? lt_assign(g[i], part) : lt_last_status();
+    if (rc != LT_OK) return rc;
+    at = stop;
+  }
+  return LT_OK;
+}
+
+lt_tensor *gpt_trainer_step_dp(gpt_trainer *tr, int rank, int size) {
+  lt_tensor *loss = shard_backward(tr, rank, size);
+  if (!loss || average_grads(tr) != LT_OK) return NULL;
   if (tr->clip > 0 && lt_nn_clip_grad_norm(tr->m.params, tr->m.nparams, tr->clip, 2.0, NULL))
     return NULL;
   return lt_nn_optim_step(tr->opt) == LT_OK ? loss : NULL;
