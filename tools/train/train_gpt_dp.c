@@ -172,11 +172,6 @@ static int gdp_replica(int rank, lt_device dev, void *arg) {
   lt_set_seed(dev, o->seed);
   gpt_trainer tr;
   lt_tensor *acc = NULL;
-  if (o->batch * ctx->size > 4096) {
-    fprintf(stderr, "lazytensor-train: --batch %lld x %d replicas is over 4096 windows a step\n",
-            (long long)o->batch, ctx->size);
-    return LT_EINVAL;
-  }
   int rc =
       gpt_trainer_init(&tr, dev, ctx->text, &c, o->batch, o->lr, o->weight_decay, o->clip, o->seed);
   if (rc != LT_OK) return rc;
@@ -278,9 +273,20 @@ int train_gpt_dp_main(int argc, char **argv) {
     return 1;
   }
   gdp_ctx c = {&o, &text, lt_world_size(w)};
-  int rc = lt_world_run(w, gdp_replica, &c);
-  if (rc != LT_OK) fprintf(stderr, "lazytensor-train: %s\n", lt_last_error());
+  /* what the replicas would each refuse (with no library message), refused
+   * here once */
+  const char *bad = NULL;
+  if (o.batch * c.size > 4096)
+    bad = "--batch x replicas is over 4096 windows a step";
+  else if (o.c.layers > (MODEL_MAX_TENSORS - 6) / 12)
+    bad = "--layers is over the model's limit (see --model gpt --help)";
+  else if (text.n_train < o.c.context + 2)
+    bad = "the training split is shorter than a window (--context)";
+  int rc = LT_EINVAL;
+  if (bad && lt_world_rank(w) == 0) fprintf(stderr, "lazytensor-train: %s\n", bad);
+  if (!bad) rc = lt_world_run(w, gdp_replica, &c);
+  if (rc != LT_OK && !bad) fprintf(stderr, "lazytensor-train: %s\n", lt_last_error());
   lt_nn_text_free(&text);
   lt_world_free(w);
-  return rc == LT_OK ? 0 : 1;
+  return bad ? 2 : rc == LT_OK ? 0 : 1;
 }
