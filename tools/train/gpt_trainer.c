@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lazytensor.h"
+#include "lazytensor_dist.h"
 #include "lazytensor_nn.h"
 #include "model.h"
 
@@ -89,17 +90,78 @@ static lt_tensor *window_loss(const train_model *m, lt_tensor *x, lt_tensor *y, 
                              lt_reshape(y, (const int64_t[]){-1}, 1));
 }
 
-lt_tensor *gpt_trainer_step(gpt_trainer *tr) {
+/* Draws the next size x batch windows (every replica the same draws, and
+ * one process at batch size x b the same as well) and traces the forward and
+ * backward of rows [rank x b, (rank + 1) x b): the mean loss, or NULL. */
+static lt_tensor *shard_backward(gpt_trainer *tr, int rank, int size) {
   int64_t t = tr->c.context, b = tr->batch;
   int64_t starts[4096];
-  if (b > 4096) return NULL;
+  if (b * size > 4096) return NULL;
   /* a window of t + 1 tokens inside the training split */
   uint64_t span = (uint64_t)(tr->text->n_train - t);
-  for (int64_t i = 0; i < b; i++) starts[i] = (int64_t)(splitmix64(&tr->rng) % span);
+  for (int64_t i = 0; i < b * size; i++) starts[i] = (int64_t)(splitmix64(&tr->rng) % span);
   lt_tensor *x, *y;
-  if (lt_nn_text_windows(tr->text, tr->dev, starts, b, t, &x, &y) != LT_OK) return NULL;
+  if (lt_nn_text_windows(tr->text, tr->dev, starts + rank * b, b, t, &x, &y) != LT_OK) return NULL;
   lt_tensor *loss = window_loss(&tr->m, x, y, true);
-  if (!loss || lt_backward(loss) != LT_OK) return NULL;
+  return loss && lt_backward(loss) == LT_OK ? loss : NULL;
+}
+
+lt_tensor *gpt_trainer_step(gpt_trainer *tr) {
+  lt_tensor *loss = shard_backward(tr, 0, 1);
+  if (!loss) return NULL;
+  if (tr->clip > 0 && lt_nn_clip_grad_norm(tr->m.params, tr->m.nparams, tr->clip, 2.0, NULL))
+    return NULL;
+  return lt_nn_optim_step(tr->opt) == LT_OK ? loss : NULL;
+}
+
+/* Replaces the k grads g[0..k-1] (one dtype) by their means over the
+ * replicas, in place: one all-reduce of their concatenation. */
+static int average_together(lt_tensor **g, int k) {
+  lt_tensor *flat[MODEL_MAX_TENSORS];
+  for (int i = 0; i < k; i++) {
+    int64_t n = lt_numel(g[i]);
+    if (!(flat[i] = lt_reshape(g[i], &n, 1))) return lt_last_status();
+  }
+  lt_tensor *mean = lt_all_reduce(k == 1 ? flat[0] : lt_concat(flat, k, 0), LT_REDUCE_MEAN);
+  if (!mean) return lt_last_status();
+  int64_t at = 0;
+  for (int i = 0; i < k; i++) {
+    int64_t stop = at + lt_numel(g[i]);
+    lt_tensor *part = lt_slice(mean, &at, &stop, NULL);
+    part = part ? lt_reshape(part, lt_shape(g[i]), lt_ndim(g[i])) : NULL;
+    int rc = part ? lt_assign(g[i], part) : lt_last_status();
+    if (rc != LT_OK) return rc;
+    at = stop;
+  }
+  return LT_OK;
+}
+
+/* Replaces every grad by its mean over the replicas, in place, in the
+ * buckets lt_dp_optim_step uses: each grad of LT_DP_SMALL_GRAD_BYTES or
+ * more alone, the smaller ones (f32, as every GPT parameter) concatenated,
+ * up to 64 an all-reduce. lt_dp_optim_step averages inside the optimizer
+ * step, where no clipping can come between; averaging the grads themselves
+ * lets the clipping measure the global batch's gradient, as
+ * clip_grad_norm_ after DDP's backward does. */
+static int average_grads(gpt_trainer *tr) {
+  lt_tensor *small[MODEL_MAX_TENSORS];
+  int ns = 0, rc = LT_OK;
+  for (int i = 0; i < tr->m.nparams && rc == LT_OK; i++) {
+    lt_tensor *g = lt_grad(tr->m.params[i]);
+    if (!g) continue; /* none: lt_nn_optim_step skips it, as lt_dp_optim_step */
+    if ((size_t)lt_numel(g) * lt_dtype_size(lt_get_dtype(g)) < LT_DP_SMALL_GRAD_BYTES)
+      small[ns++] = g;
+    else
+      rc = average_together(&g, 1);
+  }
+  for (int i = 0; i < ns && rc == LT_OK; i += 64)
+    rc = average_together(small + i, ns - i < 64 ? ns - i : 64);
+  return rc;
+}
+
+lt_tensor *gpt_trainer_step_dp(gpt_trainer *tr, int rank, int size) {
+  lt_tensor *loss = shard_backward(tr, rank, size);
+  if (!loss || average_grads(tr) != LT_OK) return NULL;
   if (tr->clip > 0 && lt_nn_clip_grad_norm(tr->m.params, tr->m.nparams, tr->clip, 2.0, NULL))
     return NULL;
   return lt_nn_optim_step(tr->opt) == LT_OK ? loss : NULL;

@@ -103,6 +103,13 @@ void gpt_trainer_free(gpt_trainer *tr);
  * the next batch; nothing runs until the caller's step barrier. The mean
  * loss (owned by the open scope), or NULL. */
 lt_tensor *gpt_trainer_step(gpt_trainer *tr);
+/* The same as replica rank of size data-parallel replicas (train_gpt_dp.c),
+ * tr->batch windows per replica: every replica draws the same size x batch
+ * windows and takes rows [rank x batch, (rank + 1) x batch); the grads are
+ * averaged over the replicas (an all-reduce in the step graph), then
+ * clipped and stepped, so that the replicas follow one process at batch
+ * size x batch up to rounding. The replica's own mean loss, or NULL. */
+lt_tensor *gpt_trainer_step_dp(gpt_trainer *tr, int rank, int size);
 /* The learning rate is graph data: changing it never recompiles. */
 int gpt_trainer_set_lr(gpt_trainer *tr, double lr);
 /* Step s's rate of a run of `steps`: linear warm-up to lr over `warmup`

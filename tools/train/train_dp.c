@@ -12,7 +12,7 @@
  * seed (the CNN's batch norm excepted: each replica normalises by its own
  * shard's statistics and keeps its own running statistics, as PyTorch's
  * DistributedDataParallel without SyncBatchNorm). Only rank 0 evaluates,
- * prints and writes files. */
+ * prints and writes files. --model gpt goes to train_gpt_dp.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +26,7 @@
 #include "model.h"
 
 int train_dp_main(int argc, char **argv);
+int train_gpt_dp_main(int argc, char **argv);
 bool train_dp_wanted(int argc, char **argv);
 
 typedef struct dp_options {
@@ -103,7 +104,7 @@ static int parse(int argc, char **argv, dp_options *o) {
       if (!ok) {
         fprintf(stderr,
                 "lazytensor-train: --model %s is not supported with --data-parallel or "
-                "--devices (mlp and cnn are)\n",
+                "--devices (mlp, cnn and gpt are)\n",
                 val);
         return 2;
       }
@@ -116,7 +117,7 @@ static int parse(int argc, char **argv, dp_options *o) {
     else {
       fprintf(stderr,
               "lazytensor-train: %s is not supported with --data-parallel or --devices (these "
-              "take --devices, --batch (per replica), --epochs, --model mlp|cnn, --hidden, "
+              "take --devices, --batch (per replica), --epochs, --model mlp|cnn|gpt, --hidden, "
               "--layers, --lr, --seed, --limit-steps, --test-limit, --data, --threads, --save; "
               "Adam with a cosine rate)\n",
               name);
@@ -270,6 +271,10 @@ static int replica(int rank, lt_device dev, void *arg) {
 }
 
 int train_dp_main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) /* the GPT's own options and loop: train_gpt_dp.c */
+    if (!strcmp(argv[i], "--model=gpt") ||
+        (!strcmp(argv[i], "--model") && i + 1 < argc && !strcmp(argv[i + 1], "gpt")))
+      return train_gpt_dp_main(argc, argv);
   dp_options o;
   int prc = parse(argc, argv, &o);
   if (prc) return prc;

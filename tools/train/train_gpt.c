@@ -76,7 +76,12 @@ static void gpt_usage(FILE *f) {
           "  --keep-denormals    do not flush denormals to zero\n"
           "  --composite-ops     attention, tanh gelu and the embedding lookup built from\n"
           "                      other ops (matmul, mask, softmax; the formula;\n"
-          "                      index_select) instead of the fused library ops\n");
+          "                      index_select) instead of the fused library ops\n"
+          "  --devices N         data parallel: N replicas in this process, --batch windows\n"
+          "                      each (tools/train/train_gpt_dp.c; not with --generate,\n"
+          "                      --temperature, --prompt, --backend, --cache-dir, --log,\n"
+          "                      --plot)\n"
+          "  --data-parallel     the same, one replica per process under mpirun\n");
 }
 
 /* 0 on success, 1 after --help, -1 on a bad command line. */
