@@ -167,19 +167,21 @@ LT_API lt_tensor *lt_unshard(lt_tensor *t);
  * broadcast): call it on every replica after the parameters are made and
  * before the first step, then step (lt_mark_step) so that they are equal. */
 LT_API int lt_dp_broadcast_params(lt_tensor *const *params, int n);
-/* One optimizer update from the gradients averaged over the replicas: the
- * grads of o's parameters (those that have one) are averaged by all-reduces
- * traced into the step graph (see LT_DP_SMALL_GRAD_BYTES) and
- * lt_nn_optim_step_grads runs on the averages; then the
- * parameters' grads are dropped, as lt_nn_optim_step. With every replica
- * taking the mean loss of its shard of equal size, the parameters follow
- * those of one replica taking the whole batch. Every replica must hold
- * grads on the same parameters (its all-reduces must match the others'). */
+/* Replaces the grad of each of the n parameters (those that have one) by
+ * its mean over the replicas, in place, through all-reduces traced into the
+ * step graph: each grad of LT_DP_SMALL_GRAD_BYTES or more alone, the
+ * smaller ones of a dtype concatenated, up to 64 an all-reduce (every
+ * all-reduce pays the network's latency; copying small tensors costs
+ * little; the values are the same). Call it after lt_backward and before
+ * anything that reads the grads as the global batch's (clipping by norm,
+ * then the optimizer). Every replica must hold grads on the same
+ * parameters (its all-reduces must match the others'). */
+LT_API int lt_dp_average_grads(lt_tensor *const *params, int n);
+/* lt_dp_average_grads of o's parameters, then lt_nn_optim_step. With every
+ * replica taking the mean loss of its shard of equal size, the parameters
+ * follow those of one replica taking the whole batch. */
 LT_API int lt_dp_optim_step(lt_nn_optim *o);
-/* Gradients smaller than this (bytes) are averaged together: lt_dp_optim_step
- * all-reduces each larger gradient alone and the smaller ones of a dtype
- * concatenated, up to 64 per all-reduce (every all-reduce pays the network's
- * latency; a copy of small tensors costs little). The values are the same. */
+/* The size under which lt_dp_average_grads buckets grads (bytes). */
 #define LT_DP_SMALL_GRAD_BYTES 65536
 
 #ifdef __cplusplus

@@ -22,27 +22,25 @@ int lt_dp_broadcast_params(lt_tensor *const *params, int n) {
   return rc;
 }
 
-/* The mean over the replicas of the k grads g[idx[0..k-1]] (one dtype, each
- * under LT_DP_SMALL_GRAD_BYTES), into avg[idx[i]]: one all-reduce of their
- * concatenation. Each all-reduce pays the network's latency 2 (p - 1)
- * times whatever its size, so many small ones (biases, norm scales: most
- * of a transformer's tensors) cost far more than their bytes; copying them
- * into one buffer costs little. Large grads go alone: copying them would
- * cost a pass over most of the bytes for one latency saved. */
-static int average_small(lt_tensor **g, const int *idx, int k, lt_tensor **avg) {
+/* Replaces the k grads g[0..k-1] (one dtype) by their means over the
+ * replicas, in place: one all-reduce of their concatenation (of the grad
+ * itself when k is 1). */
+static int average_together(lt_tensor *const *g, int k) {
   lt_tensor *flat[64] = {0};
+  for (int i = 0; i < k && k > 1; i++) {
+    int64_t n = lt_numel(g[i]);
+    if (!(flat[i] = lt_reshape(g[i], &n, 1))) return lt_last_status();
+  }
+  lt_tensor *mean = lt_all_reduce(k == 1 ? g[0] : lt_concat(flat, k, 0), LT_REDUCE_MEAN);
+  if (!mean) return lt_last_status();
+  if (k == 1) return lt_assign(g[0], mean);
   int64_t at = 0;
   for (int i = 0; i < k; i++) {
-    int64_t n = lt_numel(g[idx[i]]);
-    if (!(flat[i] = lt_reshape(g[idx[i]], &n, 1))) return lt_last_status();
-  }
-  lt_tensor *mean = lt_all_reduce(lt_concat(flat, k, 0), LT_REDUCE_MEAN);
-  if (!mean) return lt_last_status();
-  for (int i = 0; i < k; i++) {
-    int64_t stop = at + lt_numel(g[idx[i]]);
+    int64_t stop = at + lt_numel(g[i]);
     lt_tensor *part = lt_slice(mean, &at, &stop, NULL);
-    avg[idx[i]] = nn_keep(part ? lt_reshape(part, lt_shape(g[idx[i]]), lt_ndim(g[idx[i]])) : NULL);
-    if (!avg[idx[i]]) return lt_last_status();
+    part = part ? lt_reshape(part, lt_shape(g[i]), lt_ndim(g[i])) : NULL;
+    int rc = part ? lt_assign(g[i], part) : lt_last_status();
+    if (rc != LT_OK) return rc;
     at = stop;
   }
   return LT_OK;
@@ -52,43 +50,49 @@ static bool is_small(lt_tensor *g) {
   return (size_t)lt_numel(g) * lt_dtype_size(lt_get_dtype(g)) < LT_DP_SMALL_GRAD_BYTES;
 }
 
-int lt_dp_optim_step(lt_nn_optim *o) {
-  if (!o) return lt__err(LT_EINVAL, "lt_dp_optim_step: optimizer is NULL");
-  size_t n = (size_t)o->n + 1;
-  lt_tensor **avg = lt__calloc(n * sizeof *avg), **g = lt__calloc(n * sizeof *g);
-  int *idx = lt__calloc(n * sizeof *idx);
-  int rc = avg && g && idx ? LT_OK : lt__err(LT_ENOMEM, "lt_dp_optim_step: out of memory");
+/* Each all-reduce pays the network's latency 2 (p - 1) times whatever its
+ * size, so many small grads (biases, norm scales: most of a transformer's
+ * tensors) cost far more than their bytes, and copying them into one
+ * buffer costs little; large grads go alone, since copying them would cost
+ * a pass over most of the bytes for one latency saved. The order (large
+ * ones in parameter order, then the small ones of each dtype in order of
+ * first appearance, up to 64 a bucket) is the same on every replica. */
+int lt_dp_average_grads(lt_tensor *const *params, int n) {
+  if (n < 0 || (n > 0 && !params))
+    return lt__err(LT_EINVAL, "lt_dp_average_grads: bad parameter list");
+  size_t cap = (size_t)n + 1;
+  lt_tensor **g = lt__calloc(cap * sizeof *g), *bucket[64];
+  bool *done = lt__calloc(cap * sizeof *done);
+  int rc = g && done ? LT_OK : lt__err(LT_ENOMEM, "lt_dp_average_grads: out of memory");
   nn_own_begin();
-  for (int i = 0; i < o->n && rc == LT_OK; i++) g[i] = lt_grad(o->params[i]);
-  /* large grads alone, in parameter order; then the small ones of each
-   * dtype (in order of first appearance) in buckets of at most 64 tensors:
-   * the same calls in the same order on every replica */
-  for (int i = 0; i < o->n && rc == LT_OK; i++) {
-    if (!g[i] || is_small(g[i])) continue; /* none: skipped, as lt_nn_optim_step skips it */
-    avg[i] = nn_keep(lt_all_reduce(g[i], LT_REDUCE_MEAN));
-    if (!avg[i]) rc = lt_last_status();
+  for (int i = 0; i < n && rc == LT_OK; i++) {
+    if (!params[i]) rc = lt__err(LT_EINVAL, "lt_dp_average_grads: parameter %d is NULL", i);
+    g[i] = rc == LT_OK ? lt_grad(params[i]) : NULL;
+    done[i] = !g[i]; /* no grad: nothing to average (the optimizer skips it) */
   }
-  for (int i = 0; i < o->n && rc == LT_OK; i++) {
-    if (!g[i] || avg[i] || !is_small(g[i])) continue;
-    int k = 0;
-    for (int j = i; j < o->n && k < 64; j++)
-      if (g[j] && !avg[j] && is_small(g[j]) && lt_get_dtype(g[j]) == lt_get_dtype(g[i]))
-        idx[k++] = j;
-    if (k == 1) {
-      avg[i] = nn_keep(lt_all_reduce(g[i], LT_REDUCE_MEAN));
-      rc = avg[i] ? LT_OK : lt_last_status();
-    } else {
-      rc = average_small(g, idx, k, avg);
+  for (int i = 0; i < n && rc == LT_OK; i++)
+    if (!done[i] && !is_small(g[i])) {
+      done[i] = true;
+      rc = average_together(&g[i], 1);
     }
+  for (int i = 0; i < n && rc == LT_OK; i++) {
+    if (done[i]) continue;
+    int k = 0;
+    for (int j = i; j < n && k < 64; j++)
+      if (!done[j] && lt_get_dtype(g[j]) == lt_get_dtype(g[i])) {
+        done[j] = true;
+        bucket[k++] = g[j];
+      }
+    rc = average_together(bucket, k);
   }
   nn_own_end();
-  if (rc == LT_OK) rc = lt_nn_optim_step_grads(o, avg);
-  for (int i = 0; avg && i < o->n; i++) {
-    lt_release(avg[i]);
-    if (rc == LT_OK) lt_zero_grad(o->params[i]);
-  }
-  lt__free(avg, n * sizeof *avg);
-  lt__free(g, n * sizeof *g);
-  lt__free(idx, n * sizeof *idx);
+  lt__free(g, cap * sizeof *g);
+  lt__free(done, cap * sizeof *done);
   return rc;
+}
+
+int lt_dp_optim_step(lt_nn_optim *o) {
+  if (!o) return lt__err(LT_EINVAL, "lt_dp_optim_step: optimizer is NULL");
+  int rc = lt_dp_average_grads(o->params, o->n);
+  return rc == LT_OK ? lt_nn_optim_step(o) : rc;
 }

@@ -114,54 +114,11 @@ lt_tensor *gpt_trainer_step(gpt_trainer *tr) {
   return lt_nn_optim_step(tr->opt) == LT_OK ? loss : NULL;
 }
 
-/* Replaces the k grads g[0..k-1] (one dtype) by their means over the
- * replicas, in place: one all-reduce of their concatenation. */
-static int average_together(lt_tensor **g, int k) {
-  lt_tensor *flat[MODEL_MAX_TENSORS];
-  for (int i = 0; i < k; i++) {
-    int64_t n = lt_numel(g[i]);
-    if (!(flat[i] = lt_reshape(g[i], &n, 1))) return lt_last_status();
-  }
-  lt_tensor *mean = lt_all_reduce(k == 1 ? flat[0] : lt_concat(flat, k, 0), LT_REDUCE_MEAN);
-  if (!mean) return lt_last_status();
-  int64_t at = 0;
-  for (int i = 0; i < k; i++) {
-    int64_t stop = at + lt_numel(g[i]);
-    lt_tensor *part = lt_slice(mean, &at, &stop, NULL);
-    part = part ? lt_reshape(part, lt_shape(g[i]), lt_ndim(g[i])) : NULL;
-    int rc = part ? lt_assign(g[i], part) : lt_last_status();
-    if (rc != LT_OK) return rc;
-    at = stop;
-  }
-  return LT_OK;
-}
-
-/* Replaces every grad by its mean over the replicas, in place, in the
- * buckets lt_dp_optim_step uses: each grad of LT_DP_SMALL_GRAD_BYTES or
- * more alone, the smaller ones (f32, as every GPT parameter) concatenated,
- * up to 64 an all-reduce. lt_dp_optim_step averages inside the optimizer
- * step, where no clipping can come between; averaging the grads themselves
- * lets the clipping measure the global batch's gradient, as
- * clip_grad_norm_ after DDP's backward does. */
-static int average_grads(gpt_trainer *tr) {
-  lt_tensor *small[MODEL_MAX_TENSORS];
-  int ns = 0, rc = LT_OK;
-  for (int i = 0; i < tr->m.nparams && rc == LT_OK; i++) {
-    lt_tensor *g = lt_grad(tr->m.params[i]);
-    if (!g) continue; /* none: lt_nn_optim_step skips it, as lt_dp_optim_step */
-    if ((size_t)lt_numel(g) * lt_dtype_size(lt_get_dtype(g)) < LT_DP_SMALL_GRAD_BYTES)
-      small[ns++] = g;
-    else
-      rc = average_together(&g, 1);
-  }
-  for (int i = 0; i < ns && rc == LT_OK; i += 64)
-    rc = average_together(small + i, ns - i < 64 ? ns - i : 64);
-  return rc;
-}
-
 lt_tensor *gpt_trainer_step_dp(gpt_trainer *tr, int rank, int size) {
   lt_tensor *loss = shard_backward(tr, rank, size);
-  if (!loss || average_grads(tr) != LT_OK) return NULL;
+  /* the grads averaged in place before the clipping, so that it measures
+   * the global batch's gradient (as clip_grad_norm_ after DDP's backward) */
+  if (!loss || lt_dp_average_grads(tr->m.params, tr->m.nparams) != LT_OK) return NULL;
   if (tr->clip > 0 && lt_nn_clip_grad_norm(tr->m.params, tr->m.nparams, tr->clip, 2.0, NULL))
     return NULL;
   return lt_nn_optim_step(tr->opt) == LT_OK ? loss : NULL;
