@@ -68,16 +68,6 @@ enum {
   MLP_BATCH = 128
 };
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return v[n / 2];
-}
-
 static void die(const char *what) {
   fprintf(stderr, "bench allreduce: %s: %s\n", what, lt_last_error());
   exit(1);
@@ -144,7 +134,8 @@ static int worker(int64_t max_bytes) {
       return 1;
     }
     if (rank == 0)
-      printf("point %lld %.3f %.3f\n", (long long)bytes, median(ours, reps), median(mpi, reps));
+      printf("point %lld %.3f %.3f\n", (long long)bytes, bench_median(ours, reps),
+             bench_median(mpi, reps));
     fflush(stdout);
     lt_release(x);
     free(host);
@@ -172,7 +163,8 @@ static int worker(int64_t max_bytes) {
       if (rc != LT_OK) die("all_reduce chain");
       if (r >= 0) chain[c][r] = (bench_now_ms() - t0) * 1e3;
     }
-  if (rank == 0) printf("chain %.3f %.3f\n", median(chain[0], 40), median(chain[1], 40));
+  if (rank == 0)
+    printf("chain %.3f %.3f\n", bench_median(chain[0], 40), bench_median(chain[1], 40));
   lt_release(x);
   lt_world_free(w);
   return 0;
@@ -298,7 +290,7 @@ static double time_steps(lt_device dev, step_fn step, void *ctx) {
     last = now;
   }
   if (lt_wait_device_ops(dev) != LT_OK) die("wait");
-  return median(t + WARMUP, STEPS) * 1e3;
+  return bench_median(t + WARMUP, STEPS) * 1e3;
 }
 
 typedef struct image_ctx {

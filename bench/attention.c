@@ -26,11 +26,6 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* softmax(q k^T / sqrt(D) masked causally) v from public ops. */
 static lt_tensor *composite(lt_tensor *q, lt_tensor *k, lt_tensor *v, lt_tensor *keep) {
   lt_tensor *s = lt_mul(lt_matmul(q, lt_transpose(k, -2, -1)),
@@ -81,7 +76,7 @@ static double run(bool fused, bool backward, const float *data, lt_tensor *keep)
     lt_scope_end();
   }
   free(out);
-  qsort(t, kReps, sizeof *t, cmp_double);
+  qsort(t, kReps, sizeof *t, bench_cmp_double);
   return t[kReps / 2];
 }
 

@@ -38,22 +38,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "lazytensor.h"
 
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return v[n / 2];
 }
 
 #define REPS 9
@@ -120,7 +111,7 @@ static __attribute__((noinline)) double fma_peak(void) {
   float sink = 0;
   for (int i = 0; i < 16; i++) sink += vfma_first(acc[i]);
   if (sink == 12345.0f) printf("#\n"); /* keeps the chains live */
-  return 2.0 * VFMA_LANES * 16 * (double)ITERS / median(t, REPS) / 1e9;
+  return 2.0 * VFMA_LANES * 16 * (double)ITERS / bench_median(t, REPS) / 1e9;
 #else
   return NAN; /* no FMA on this CPU: no peak line */
 #endif
@@ -146,7 +137,7 @@ static void bench_matmul(lt_device dev, const char *name, int M, int N, int K) {
                   N);
     if (r >= 0) t[r] = (now_s() - t0) / reps;
   }
-  double blas = flops / median(t, REPS) / 1e9;
+  double blas = flops / bench_median(t, REPS) / 1e9;
   lt_tensor *A = lt_from_data(dev, LT_F32, (int64_t[]){M, K}, 2, ma);
   lt_tensor *B = lt_from_data(dev, LT_F32, (int64_t[]){K, N}, 2, mb);
   for (int r = -2; r < REPS; r++) {
@@ -159,7 +150,7 @@ static void bench_matmul(lt_device dev, const char *name, int M, int N, int K) {
     }
     if (r >= 0) t[r] = (now_s() - t0) / reps;
   }
-  double mm = flops / median(t, REPS) / 1e9;
+  double mm = flops / bench_median(t, REPS) / 1e9;
   printf("bench %s %.1f GFLOP/s ratio %.2f vs cblas_sgemm\n", name, mm, mm / blas);
   printf("bench %s_of_peak %.1f GFLOP/s ratio %.2f vs fma_peak\n", name, mm, mm / g_peak);
   lt_release(A);
@@ -229,7 +220,7 @@ static void bench_matmul_bhtd(lt_device dev) {
         }
     if (r >= 0) t[r] = (now_s() - t0) / reps;
   }
-  double blas = flops / median(t, REPS) / 1e9;
+  double blas = flops / bench_median(t, REPS) / 1e9;
   /* q, k, v, do as a model has them: [B, T, H * D] rows, viewed as [B, H, T, D] */
   const int perm[4] = {0, 2, 1, 3};
   lt_tensor *x[4], *hd[4];
@@ -258,7 +249,7 @@ static void bench_matmul_bhtd(lt_device dev) {
     }
     if (r >= 0) t[r] = (now_s() - t0) / reps;
   }
-  double mm = flops / median(t, REPS) / 1e9;
+  double mm = flops / bench_median(t, REPS) / 1e9;
   printf("bench matmul_bhtd %.1f GFLOP/s ratio %.2f vs cblas_sgemm\n", mm, mm / blas);
   for (int i = 0; i < 4; i++) lt_release(x[i]);
   lt_release(P);
@@ -289,7 +280,7 @@ int main(void) {
     t[r] = now_s() - t0;
   }
   double bytes = 3.0 * N16M * 4;
-  double base_bw = bytes / median(t, REPS) / 1e9;
+  double base_bw = bytes / bench_median(t, REPS) / 1e9;
   printf("bench c_add_loop_16M %.2f GB/s\n", base_bw);
 
   /* ---- fused chain ---- */
@@ -305,7 +296,7 @@ int main(void) {
     if (r >= 0) t[r] = now_s() - t0;
     lt_scope_end();
   }
-  double bw = bytes / median(t, REPS) / 1e9;
+  double bw = bytes / bench_median(t, REPS) / 1e9;
   printf("bench fused_chain_16M %.2f GB/s ratio %.2f vs c_add_loop\n", bw, bw / base_bw);
 
   /* ---- matmul ---- */
@@ -326,7 +317,7 @@ int main(void) {
     if (r >= 0) t[r] = now_s() - t0;
     lt_scope_end();
   }
-  double sbw = 2.0 * S * S * 4 / median(t, REPS) / 1e9;
+  double sbw = 2.0 * S * S * 4 / bench_median(t, REPS) / 1e9;
   printf("bench softmax_4096 %.2f GB/s ratio %.2f vs c_add_loop\n", sbw, sbw / base_bw);
 
   /* ---- cold compile of a 100-node graph ---- */
@@ -378,6 +369,6 @@ int main(void) {
     tc[r] = (now_s() - t0) * 1e3;
     lt_scope_end();
   }
-  printf("bench compile_100 %.1f ms\n", median(tc, 5));
+  printf("bench compile_100 %.1f ms\n", bench_median(tc, 5));
   return 0;
 }

@@ -24,16 +24,6 @@ static double now_ns(void) {
   return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return v[n / 2];
-}
-
 /* A chain of kNodes elementwise ops over two leaves; returns the last tensor. */
 static lt_tensor *trace_chain(lt_tensor *a, lt_tensor *b) {
   lt_tensor *t = a;
@@ -112,8 +102,8 @@ int main(void) {
             kReps - 1, counter("UncachedCompile"), counter("CachedCompile"));
     return 1;
   }
-  double op_ns = median(trace_ns, kReps);
-  double hit_us = median(sync_us + 1, kReps - 1);
+  double op_ns = bench_median(trace_ns, kReps);
+  double hit_us = bench_median(sync_us + 1, kReps - 1);
   printf("bench trace_op %.1f ns/op ratio %.2f vs budget_300ns\n", op_ns, 300.0 / op_ns);
   printf("bench sync_hit_%d %.1f us ratio %.2f vs budget_100us\n", kNodes, hit_us, 100.0 / hit_us);
   if (getenv("LT_BENCH_NO_TORCH")) {

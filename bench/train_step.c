@@ -48,11 +48,6 @@
 
 enum { WARMUP = 5, STEPS = 30, BATCH = 128, GPT_BATCH = 32, TRACE_STEPS = 7 };
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static int die(const char *what) {
   fprintf(stderr, "train_step: %s: %s\n", what, lt_last_error());
   return 1;
@@ -117,11 +112,6 @@ static lt_tensor *cnn_step(train_model *m, lt_nn_optim *opt, lt_tensor *x, lt_te
   lt_tensor *loss = lt_nn_cross_entropy(m->forward(m, x, true), y);
   if (!loss || lt_backward(loss) != LT_OK || lt_nn_optim_step(opt) != LT_OK) return NULL;
   return loss;
-}
-
-static int cmp_double_median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n / 2;
 }
 
 /* A stand-in corpus when the fortunes are absent: random bytes of 96
@@ -194,11 +184,11 @@ static int gpt_main(const char *threads, const char *be, torch_run peer, torch_r
   lt_get_metric("ExecuteTime", &e1);
   double exec_ms =
       e1.count > e0.count ? (e1.total - e0.total) / 1e6 / (double)(e1.count - e0.count) : NAN;
-  double trace_ms = trace[cmp_double_median(trace, TRACE_STEPS)];
+  double trace_ms = bench_median(trace, TRACE_STEPS);
   double final_loss = NAN;
   lt_item(loss_keep, 0, &final_loss);
   lt_release(loss_keep);
-  double ours = times[WARMUP + cmp_double_median(times + WARMUP, STEPS)];
+  double ours = bench_median(times + WARMUP, STEPS);
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   double our_rss = (double)ru.ru_maxrss / 1024.0;
@@ -315,7 +305,7 @@ int main(int argc, char **argv) {
   double final_loss = NAN;
   lt_item(loss_keep, 0, &final_loss);
   lt_release(loss_keep);
-  qsort(times + WARMUP, STEPS, sizeof(double), cmp_double);
+  qsort(times + WARMUP, STEPS, sizeof(double), bench_cmp_double);
   double ours = times[WARMUP + STEPS / 2];
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
