@@ -110,6 +110,19 @@ lt_tensor *gpt_trainer_step(gpt_trainer *tr);
  * clipped and stepped, so that the replicas follow one process at batch
  * size x batch up to rounding. The replica's own mean loss, or NULL. */
 lt_tensor *gpt_trainer_step_dp(gpt_trainer *tr, int rank, int size);
+/* lazytensor-train --model gpt's options (train_gpt.c parses them; the
+ * data-parallel run, train_gpt_dp.c, takes the same ones and refuses those
+ * it has no use for). */
+typedef struct gpt_options {
+  int64_t steps, batch, warmup, eval_every, eval_windows, generate, log_every, devices;
+  gpt_config c;
+  double lr, weight_decay, clip, temperature;
+  uint64_t seed;
+  bool keep_denormals, mpi; /* mpi: --data-parallel */
+  const char *threads, *backend, *data, *prompt, *save, *cache_dir, *log_path, *plot_path;
+} gpt_options;
+/* 0 on success, 1 after --help, -1 on a bad command line (after a message). */
+int gpt_parse(int argc, char **argv, gpt_options *o);
 /* The learning rate is graph data: changing it never recompiles. */
 int gpt_trainer_set_lr(gpt_trainer *tr, double lr);
 /* Step s's rate of a run of `steps`: linear warm-up to lr over `warmup`

@@ -27,15 +27,6 @@
 #include "model.h"
 #include "runlog.h"
 
-typedef struct gpt_options {
-  int64_t steps, batch, warmup, eval_every, eval_windows, generate, log_every;
-  gpt_config c;
-  double lr, weight_decay, clip, temperature;
-  uint64_t seed;
-  bool keep_denormals;
-  const char *threads, *backend, *data, *prompt, *save, *cache_dir, *log_path, *plot_path;
-} gpt_options;
-
 static void gpt_usage(FILE *f) {
   fprintf(f,
           "usage: lazytensor-train --model gpt [options]\n"
@@ -84,8 +75,7 @@ static void gpt_usage(FILE *f) {
           "  --data-parallel     the same, one replica per process under mpirun\n");
 }
 
-/* 0 on success, 1 after --help, -1 on a bad command line. */
-static int gpt_parse(int argc, char **argv, gpt_options *o) {
+int gpt_parse(int argc, char **argv, gpt_options *o) {
   memset(o, 0, sizeof *o);
   o->steps = 2000;
   o->batch = 32;
@@ -100,6 +90,7 @@ static int gpt_parse(int argc, char **argv, gpt_options *o) {
   o->temperature = 1.0;
   o->seed = 1;
   o->prompt = "\n";
+  o->devices = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *val;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -112,6 +103,10 @@ static int gpt_parse(int argc, char **argv, gpt_options *o) {
     }
     if (!strcmp(a, "--composite-ops")) {
       o->c.composite = true;
+      continue;
+    }
+    if (!strcmp(a, "--data-parallel")) {
+      o->mpi = true;
       continue;
     }
     char name[64];
@@ -132,6 +127,8 @@ static int gpt_parse(int argc, char **argv, gpt_options *o) {
     int64_t iv = 0;
     if (!strcmp(name, "--model"))
       ok = !strcmp(val, "gpt");
+    else if (!strcmp(name, "--devices"))
+      ok = cli_parse_i64(val, 1, &o->devices) && o->devices <= LT_MAX_DEVICES;
     else if (!strcmp(name, "--steps"))
       ok = cli_parse_i64(val, 0, &o->steps);
     else if (!strcmp(name, "--batch"))

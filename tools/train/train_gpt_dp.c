@@ -24,117 +24,29 @@
 
 int train_gpt_dp_main(int argc, char **argv);
 
-typedef struct gdp_options {
-  bool mpi, keep_denormals;
-  int64_t devices, steps, batch, warmup, eval_every, eval_windows, log_every;
-  gpt_config c;
-  double lr, weight_decay, clip;
-  uint64_t seed;
-  const char *threads, *data, *save;
-} gdp_options;
-
 typedef struct gdp_ctx {
-  const gdp_options *o;
+  const gpt_options *o;
   const lt_nn_text *text;
   int size;
 } gdp_ctx;
 
-/* Returns 0, or 2 after a message for a bad command line. */
-static int gdp_parse(int argc, char **argv, gdp_options *o) {
-  memset(o, 0, sizeof *o);
-  /* train_gpt.c's defaults */
-  o->devices = 1;
-  o->steps = 2000;
-  o->batch = 32;
-  o->warmup = 100;
-  o->eval_every = 500;
-  o->eval_windows = 256;
-  o->log_every = 100;
-  o->c = (gpt_config){0, 64, 128, 4, 4, 4, false};
-  o->lr = 1e-3;
-  o->weight_decay = 0.1;
-  o->clip = 1.0;
-  o->seed = 1;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--data-parallel")) {
-      o->mpi = true;
-      continue;
-    }
-    if (!strcmp(a, "--keep-denormals")) {
-      o->keep_denormals = true;
-      continue;
-    }
-    if (!strcmp(a, "--composite-ops")) {
-      o->c.composite = true;
-      continue;
-    }
-    char name[32];
-    const char *val, *eq = strchr(a, '=');
-    if (eq) {
-      snprintf(name, sizeof name, "%.*s", (int)(eq - a), a);
-      val = eq + 1;
-    } else {
-      snprintf(name, sizeof name, "%s", a);
-      val = i + 1 < argc ? argv[++i] : NULL;
-    }
-    bool ok = val != NULL;
-    int64_t iv = 0;
-    if (!ok)
-      ;
-    else if (!strcmp(name, "--model"))
-      ok = !strcmp(val, "gpt");
-    else if (!strcmp(name, "--devices"))
-      ok = cli_parse_i64(val, 1, &o->devices) && o->devices <= LT_MAX_DEVICES;
-    else if (!strcmp(name, "--steps"))
-      ok = cli_parse_i64(val, 0, &o->steps);
-    else if (!strcmp(name, "--batch"))
-      ok = cli_parse_i64(val, 1, &o->batch) && o->batch <= 4096;
-    else if (!strcmp(name, "--warmup"))
-      ok = cli_parse_i64(val, 0, &o->warmup);
-    else if (!strcmp(name, "--eval-every"))
-      ok = cli_parse_i64(val, 0, &o->eval_every);
-    else if (!strcmp(name, "--eval-windows"))
-      ok = cli_parse_i64(val, 1, &o->eval_windows);
-    else if (!strcmp(name, "--log-every"))
-      ok = cli_parse_i64(val, 1, &o->log_every);
-    else if (!strcmp(name, "--context"))
-      ok = cli_parse_i64(val, 1, &o->c.context) && o->c.context <= 4096;
-    else if (!strcmp(name, "--width"))
-      ok = cli_parse_i64(val, 1, &o->c.width);
-    else if (!strcmp(name, "--layers"))
-      ok = cli_parse_i64(val, 0, &o->c.layers);
-    else if (!strcmp(name, "--heads"))
-      ok = cli_parse_i64(val, 1, &o->c.heads);
-    else if (!strcmp(name, "--seed")) {
-      ok = cli_parse_i64(val, 0, &iv);
-      o->seed = (uint64_t)iv;
-    } else if (!strcmp(name, "--lr"))
-      ok = cli_parse_f64(val, &o->lr);
-    else if (!strcmp(name, "--weight-decay"))
-      ok = cli_parse_f64(val, &o->weight_decay);
-    else if (!strcmp(name, "--clip"))
-      ok = cli_parse_f64(val, &o->clip);
-    else if (!strcmp(name, "--threads"))
-      ok = cli_parse_i64(val, 1, &iv) && (o->threads = val);
-    else if (!strcmp(name, "--data"))
-      o->data = val;
-    else if (!strcmp(name, "--save"))
-      o->save = val;
-    else {
-      fprintf(stderr,
-              "lazytensor-train: %s is not supported with --model gpt and --data-parallel or "
-              "--devices (these take --devices, --batch (per replica), --steps, --lr, --warmup, "
-              "--weight-decay, --clip, --context, --width, --layers, --heads, --seed, "
-              "--eval-every, --eval-windows, --log-every, --threads, --data, --save, "
-              "--keep-denormals, --composite-ops)\n",
-              name);
-      return 2;
-    }
-    if (!ok) {
-      fprintf(stderr, "lazytensor-train: bad or missing value for %s\n", name);
-      return 2;
-    }
+/* The options of the single-process run that the replicas have no use for,
+ * refused: a message and 2; else 0. */
+static int refuse_unused(const gpt_options *o) {
+  const char *bad = o->generate                    ? "--generate"
+                    : o->temperature != 1.0        ? "--temperature"
+                    : strcmp(o->prompt, "\n") != 0 ? "--prompt"
+                    : o->backend                   ? "--backend"
+                    : o->cache_dir                 ? "--cache-dir"
+                    : o->log_path                  ? "--log"
+                    : o->plot_path                 ? "--plot"
+                                                   : NULL;
+  if (bad) {
+    fprintf(stderr,
+            "lazytensor-train: %s is not supported with --model gpt and --data-parallel or "
+            "--devices\n",
+            bad);
+    return 2;
   }
   if (o->mpi && o->devices > 1) {
     fprintf(stderr,
@@ -142,16 +54,11 @@ static int gdp_parse(int argc, char **argv, gdp_options *o) {
             "--devices N (N replicas in this process) exclude each other\n");
     return 2;
   }
-  if (o->c.width % o->c.heads) {
-    fprintf(stderr, "lazytensor-train: --width %lld is not a multiple of --heads %lld\n",
-            (long long)o->c.width, (long long)o->c.heads);
-    return 2;
-  }
   return 0;
 }
 
 /* Prints a step's line and, at an evaluation step, rank 0's validation loss. */
-static int gdp_report(gpt_trainer *tr, const gdp_options *o, int64_t s, double wloss, double wrate,
+static int gdp_report(gpt_trainer *tr, const gpt_options *o, int64_t s, double wloss, double wrate,
                       bool eval) {
   printf("step %lld/%lld  lr %.2e  train loss %.4f  %.2f steps/s\n", (long long)(s + 1),
          (long long)o->steps, gpt_lr_at(o->lr, s, o->steps, o->warmup), wloss, wrate);
@@ -165,7 +72,7 @@ static int gdp_report(gpt_trainer *tr, const gdp_options *o, int64_t s, double w
 
 static int gdp_replica(int rank, lt_device dev, void *arg) {
   gdp_ctx *ctx = arg;
-  const gdp_options *o = ctx->o;
+  const gpt_options *o = ctx->o;
   bool lead = rank == 0;
   gpt_config c = o->c;
   c.vocab = ctx->text->vocab_size;
@@ -253,9 +160,10 @@ static int gdp_replica(int rank, lt_device dev, void *arg) {
 }
 
 int train_gpt_dp_main(int argc, char **argv) {
-  gdp_options o;
-  int prc = gdp_parse(argc, argv, &o);
-  if (prc) return prc;
+  gpt_options o;
+  int prc = gpt_parse(argc, argv, &o);
+  if (prc) return prc > 0 ? 0 : 2;
+  if ((prc = refuse_unused(&o))) return prc;
 #if defined(__SSE__)
   /* before the replicas' threads start (they inherit it), as train_gpt.c */
   if (!o.keep_denormals) _mm_setcsr(_mm_getcsr() | 0x8040); /* FTZ | DAZ */
