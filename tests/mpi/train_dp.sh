@@ -18,54 +18,35 @@ train=$1
 mpirun=${2:-}
 export LT_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+# what a run's lines say: the final test accuracy, or (the GPT) the final
+# training and validation losses
 acc() { sed -n 's/^summary: .*final test accuracy \([0-9.]*\)$/\1/p' | tail -1; }
-check() { # name value one tolerance
-  [ -n "$2" ] || { echo "FAIL: $1 gave no accuracy"; exit 1; }
-  awk -v a="$3" -v b="$2" -v t="$4" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }' ||
-    { echo "FAIL: $1 accuracy $2, one process $3 (tolerance $4)"; exit 1; }
-  echo "$1: accuracy $2, one process at the doubled batch $3"
+losses() { sed -n 's/^final: steps [0-9]* train_loss \([0-9.]*\) val_loss \([0-9.]*\)$/\1 \2/p' | tail -1; }
+check() { # name value one tolerance: every field of value within tolerance of one's
+  [ -n "$2" ] || { echo "FAIL: $1 gave no result"; exit 1; }
+  awk -v a="$3" -v b="$2" -v t="$4" 'BEGIN { n = split(a, x, " "); split(b, y, " ");
+    for (i = 1; i <= n; i++) { d = x[i] - y[i]; if (d < 0) d = -d; if (d > t) exit 1 } }' ||
+    { echo "FAIL: $1 gave $2, one process $3 (tolerance $4)"; exit 1; }
+  echo "$1: $2, one process at the doubled batch $3"
 }
-run_model() { # model tolerance args...
-  local model=$1 tol=$2
-  shift 2
-  local args=(--model "$model" --limit-steps 40 --test-limit 1000 "$@")
+run_case() { # name extract tolerance batch-per-replica args...
+  local name=$1 extract=$2 tol=$3 b=$4
+  shift 4
   local one dev mp
-  one=$("$train" --batch 64 "${args[@]}" 2>&1 | tee /dev/stderr | acc)
-  [ -n "$one" ] || { echo "FAIL: the single-process $model run gave no accuracy"; exit 1; }
-  dev=$("$train" --devices 2 --batch 32 "${args[@]}" 2>&1 | tee /dev/stderr | acc)
-  check "$model --devices 2" "$dev" "$one" "$tol"
+  one=$("$train" --batch $((2 * b)) "$@" 2>&1 | tee /dev/stderr | $extract)
+  [ -n "$one" ] || { echo "FAIL: the single-process $name run gave no result"; exit 1; }
+  dev=$("$train" --devices 2 --batch "$b" "$@" 2>&1 | tee /dev/stderr | $extract)
+  check "$name --devices 2" "$dev" "$one" "$tol"
   if [ -n "$mpirun" ] && command -v "$mpirun" >/dev/null 2>&1; then
-    mp=$(timeout 120 "$mpirun" --oversubscribe -np 2 "$train" --data-parallel --batch 32 \
-      "${args[@]}" 2>&1 | tee /dev/stderr | acc)
-    check "$model mpirun -np 2 --data-parallel" "$mp" "$one" "$tol"
+    mp=$(timeout 120 "$mpirun" --oversubscribe -np 2 "$train" --data-parallel --batch "$b" "$@" \
+      2>&1 | tee /dev/stderr | $extract)
+    check "$name mpirun -np 2 --data-parallel" "$mp" "$one" "$tol"
   else
     echo "mpirun not found: the MPI run is skipped"
   fi
 }
-# the GPT: the "final:" line's losses, compared as the accuracies above
-losses() { sed -n 's/^final: steps [0-9]* train_loss \([0-9.]*\) val_loss \([0-9.]*\)$/\1 \2/p' | tail -1; }
-check_gpt() { # name "train val" "train val" (one process)
-  [ -n "$2" ] || { echo "FAIL: $1 gave no losses"; exit 1; }
-  awk -v a="$3" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " ");
-    for (i = 1; i <= 2; i++) { d = x[i] - y[i]; if (d < 0) d = -d; if (d > 0.0005) exit 1 } }' ||
-    { echo "FAIL: $1 losses (train, validation) $2, one process $3 (tolerance 0.0005)"; exit 1; }
-  echo "$1: losses (train, validation) $2, one process at the doubled batch $3"
-}
-run_gpt() {
-  # clip 0.1: active every step, so that clipping before the averaging would show
-  local args=(--model gpt --steps 30 --lr 3e-3 --clip 0.1 --warmup 5 --width 32 --layers 1
-    --heads 2 --context 16 --eval-every 0 --eval-windows 64 --log-every 10)
-  local one dev mp
-  one=$("$train" --batch 16 "${args[@]}" 2>&1 | tee /dev/stderr | losses)
-  [ -n "$one" ] || { echo "FAIL: the single-process gpt run gave no losses"; exit 1; }
-  dev=$("$train" --devices 2 --batch 8 "${args[@]}" 2>&1 | tee /dev/stderr | losses)
-  check_gpt "gpt --devices 2" "$dev" "$one"
-  if [ -n "$mpirun" ] && command -v "$mpirun" >/dev/null 2>&1; then
-    mp=$(timeout 120 "$mpirun" --oversubscribe -np 2 "$train" --data-parallel --batch 8 \
-      "${args[@]}" 2>&1 | tee /dev/stderr | losses)
-    check_gpt "gpt mpirun -np 2 --data-parallel" "$mp" "$one"
-  fi
-}
-run_model mlp 0.01 --hidden 64
-run_model cnn 0.03
-run_gpt
+run_case mlp acc 0.01 32 --model mlp --limit-steps 40 --test-limit 1000 --hidden 64
+run_case cnn acc 0.03 32 --model cnn --limit-steps 40 --test-limit 1000
+# clip 0.1: active every step, so that clipping before the averaging would show
+run_case gpt losses 0.0005 8 --model gpt --steps 30 --lr 3e-3 --clip 0.1 --warmup 5 --width 32 \
+  --layers 1 --heads 2 --context 16 --eval-every 0 --eval-windows 64 --log-every 10
