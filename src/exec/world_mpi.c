@@ -185,11 +185,6 @@ static int wait_reqs(mpi_state *s, MPI_Request *req, int nreq, int64_t deadline_
   return breakdown(s, msg);
 }
 
-static int wait_req(mpi_state *s, MPI_Request *req, int64_t deadline_ns, int rank, uint64_t seq,
-                    const char *what, const char *stage) {
-  return wait_reqs(s, req, 1, deadline_ns, rank, seq, what, stage);
-}
-
 static bool grow(void **p, size_t *cap, size_t need) {
   if (need <= *cap) return true;
   void *q = realloc(*p, need);
@@ -303,7 +298,7 @@ static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
   int rc =
       MPI_Iallgather(s->send, DESC_LEN, MPI_INT64_T, s->recv, DESC_LEN, MPI_INT64_T, s->comm, &req);
   if (rc != MPI_SUCCESS) return breakdown(s, "MPI_Iallgather failed to start; the world is broken");
-  if (wait_req(s, &req, deadline, rank, c->seq, what, "check of the ranks' calls") != LT_OK)
+  if (wait_reqs(s, &req, 1, deadline, rank, c->seq, what, "check of the ranks' calls") != LT_OK)
     return s->broken;
   const int64_t *all = s->recv;
   for (int k = 0; k < size; k++) {
@@ -366,7 +361,7 @@ static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
   }
   if (rc != MPI_SUCCESS)
     return breakdown(s, "an MPI collective failed to start; the world is broken");
-  if (wait_req(s, &req, deadline, rank, c->seq, what, "transfer") != LT_OK) return s->broken;
+  if (wait_reqs(s, &req, 1, deadline, rank, c->seq, what, "transfer") != LT_OK) return s->broken;
 
   if (c->kind == LT_COLL_ALL_GATHER && outer > 1) {
     /* recv is rank-major [size][outer][chunk]; out is [outer][size][chunk] */
