@@ -260,9 +260,11 @@ LT_API lt_tensor *lt_cast(lt_tensor *a, lt_dtype dt);
  * broadcast and promote as lt_add (bool with bool is LT_EDTYPE); the result
  * has the promoted dtype. remainder has the sign of b (or is 0) and
  * floor_divide rounds toward -inf: remainder(-7, 2) = 1, floor_divide(-7, 2)
- * = -4, remainder(7, -2) = -1. Floats follow torch's formulas over an exact
- * fmod (exact while |a / b| < 2^52, |b| < 2^996): remainder of an infinite a
- * or of b == 0 is NaN, floor_divide by 0 is a / b (+-inf or NaN). Integers
+ * = -4, remainder(7, -2) = -1. Floats follow torch's formulas over C's fmod,
+ * which is exact for any magnitudes (f32 remainder(1e20, 3) = 2, f64 = 1;
+ * tiny b too): remainder of an infinite a or of b == 0 is NaN, floor_divide
+ * by 0 is a / b (+-inf or NaN); a zero remainder keeps a's sign (-0.0 for
+ * remainder(-3, 3)), as torch. Integers
  * divided by 0 give 0 for both (numpy's answer; torch raises an error, a
  * lazy graph cannot since b is data); INT_MIN // -1 wraps to INT_MIN.
  * Gradients: remainder's are 1 for a and -floor_divide(a, b) for b (torch's);

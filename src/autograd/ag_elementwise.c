@@ -152,6 +152,15 @@ int ag_rule_binary(const lt_node *n, lt_node *g, lt_node **out) {
                                               lt__node_un(LT_OP_LOG, A(n))));
     return finish2(n, out, ga, gb);
   }
+  case LT_OP_FMOD: {
+    /* d/da = 1, d/db = -n for the exact truncated quotient n = (a - out) / b
+     * (an integer up to rounding, hence the ROUND): torch's trunc(a / b)
+     * where that is exact, and what makes remainder's d/db torch's
+     * -floor_divide(a, b) everywhere (op_composite.c). */
+    lt_node *n_q = lt__node_un(
+        LT_OP_ROUND, lt__node_bin(LT_OP_DIV, lt__node_bin(LT_OP_SUB, A(n), OUT(n)), B(n)));
+    return finish2(n, out, G(g), lt__node_un(LT_OP_NEG, lt__node_bin(LT_OP_MUL, G(g), n_q)));
+  }
   case LT_OP_MAXIMUM:
   case LT_OP_MINIMUM: {
     lt_op a_loses = n->op == LT_OP_MAXIMUM ? LT_OP_LT : LT_OP_GT;

@@ -60,6 +60,8 @@
   X(MUL,           "mul",           BINARY,  2, SAME,  binary,  elementwise, LOOP)     \
   X(DIV,           "div",           BINARY,  2, SAME,  binary,  elementwise, LOOP)     \
   X(POW,           "pow",           BINARY,  2, SAME,  binary,  elementwise, LOOP)     \
+  /* C's fmod (exact; the sign of a); floats only from the builders */      \
+  X(FMOD,          "fmod",          BINARY,  2, SAME,  binary,  elementwise, LOOP)     \
   X(MAXIMUM,       "maximum",       BINARY,  2, SAME,  binary,  elementwise, LOOP)     \
   X(MINIMUM,       "minimum",       BINARY,  2, SAME,  binary,  elementwise, LOOP)     \
   X(EQ,            "eq",            COMPARE, 2, BOOL,  binary,  elementwise, LOOP)     \

@@ -8,7 +8,7 @@
  *    max(N - correction, 0));
  *  - norm: torch.linalg.vector_norm for any ord, with torch's zero gradient
  *    where the norm (or an element, for ord < 1) is 0;
- *  - remainder, floor_divide: torch's formulas over an exact fmod (below);
+ *  - remainder, floor_divide: torch's formulas over the exact FMOD node;
  *  - scatter_add, index_add: the SCATTER_ADD / INDEX_ADD nodes autograd uses
  *    for the transposes of gather and index_select, added to the input;
  *    scatter: a scatter_add of the values and of a count.
@@ -226,73 +226,11 @@ static int div_operands(const char *fn, lt_tensor *a, lt_tensor *b, lt_node **x,
   return lt_last_status() ? lt_last_status() : LT_ENOMEM;
 }
 
-/* trunc(q): toward zero. */
-static lt_node *trunc_node(lt_node *q) {
-  if (!q) return NULL;
-  lt_node *neg = lt__node_bin(LT_OP_LT, ref(q), kc((lt_dtype)q->dtype, 0));
-  lt_node *up = lt__node_un(LT_OP_CEIL, ref(q));
-  return lt__node_where(neg, up, lt__node_un(LT_OP_FLOOR, q));
-}
-
-/* hi + lo == v exactly, hi holding the top 26 bits (Veltkamp's split). */
-static void split_f64(lt_node *v, lt_node **hi, lt_node **lo) {
-  lt_node *c = lt__node_bin(LT_OP_MUL, ref(v), kc(LT_F64, 134217729.0)); /* 2^27 + 1 */
-  lt_node *c_minus_v = lt__node_bin(LT_OP_SUB, ref(c), ref(v));
-  *hi = lt__node_bin(LT_OP_SUB, c, c_minus_v);
-  *lo = lt__node_bin(LT_OP_SUB, v, ref(*hi));
-}
-
-/* n * b - p exactly, for p = fl(n * b) (Dekker's product; there is no fma
- * op). NaN where the split overflows (|b| above ~2^996). */
-static lt_node *product_error(lt_node *n, lt_node *b, lt_node *p) {
-  lt_node *nh, *nl, *bh, *bl;
-  split_f64(n, &nh, &nl);
-  split_f64(b, &bh, &bl);
-  lt_node *e = lt__node_bin(LT_OP_SUB, lt__node_bin(LT_OP_MUL, ref(nh), ref(bh)), p);
-  e = lt__node_bin(LT_OP_ADD, e, lt__node_bin(LT_OP_MUL, nh, ref(bl)));
-  e = lt__node_bin(LT_OP_ADD, e, lt__node_bin(LT_OP_MUL, ref(nl), bh));
-  return lt__node_bin(LT_OP_ADD, e, lt__node_bin(LT_OP_MUL, nl, bl));
-}
-
-/* C's fmod(a, b) in f64 (a, b consumed): a - n b with n = trunc(a / b), the
- * sign of a, |result| < |b|; NaN for b == 0 or an infinite a. The rounded
- * quotient may be one off near an integer, and n b is rounded: the product's
- * error is kept apart (Dekker) and one step of correction moves the result
- * back into range, so the result is exact (every fmod is representable) when
- * |a / b| < 2^52, |b| < 2^996 and n b does not underflow. */
-static lt_node *fmod_f64(lt_node *a, lt_node *b) {
-  lt_node *n = trunc_node(lt__node_bin(LT_OP_DIV, ref(a), ref(b)));
-  lt_node *p = lt__node_bin(LT_OP_MUL, ref(n), ref(b));
-  lt_node *e = product_error(ref(n), ref(b), ref(p));
-  /* A split that overflowed gives NaN: fall back to the rounded product. */
-  e = lt__node_where(lt__node_bin(LT_OP_NE, ref(e), ref(e)), kc(LT_F64, 0), e);
-  /* a - p is exact (p is within a factor 2 of a when n != 0); n == 0 is a
-   * itself (also for an infinite b, where p would be 0 * inf). */
-  lt_node *r = lt__node_bin(LT_OP_SUB, lt__node_bin(LT_OP_SUB, ref(a), p), e);
-  r = lt__node_where(lt__node_bin(LT_OP_EQ, n, kc(LT_F64, 0)), ref(a), r);
-  /* |b| with a's sign: the step of one correction. */
-  lt_node *a_neg = lt__node_bin(LT_OP_LT, ref(a), kc(LT_F64, 0));
-  lt_node *step = lt__node_where(ref(a_neg), lt__node_un(LT_OP_NEG, lt__node_un(LT_OP_ABS, ref(b))),
-                                 lt__node_un(LT_OP_ABS, ref(b)));
-  lt_node *wrong_sign =
-      lt__node_bin(LT_OP_AND, lt__node_bin(LT_OP_NE, ref(r), kc(LT_F64, 0)),
-                   lt__node_bin(LT_OP_NE, lt__node_bin(LT_OP_LT, ref(r), kc(LT_F64, 0)), a_neg));
-  r = lt__node_where(wrong_sign, lt__node_bin(LT_OP_ADD, ref(r), ref(step)), r);
-  lt_node *too_big =
-      lt__node_bin(LT_OP_GE, lt__node_un(LT_OP_ABS, ref(r)), lt__node_un(LT_OP_ABS, b));
-  r = lt__node_where(too_big, lt__node_bin(LT_OP_SUB, ref(r), step), r);
-  /* A zero result keeps a's sign (fmod(-3, 3) is -0.0): a * 0. */
-  lt_node *zero = lt__node_bin(LT_OP_EQ, ref(r), kc(LT_F64, 0));
-  return lt__node_where(zero, lt__node_bin(LT_OP_MUL, a, kc(LT_F64, 0)), r);
-}
-
-/* fmod in the operands' float dtype (computed in f64, where an f32 result is
- * exact, and cast back). */
-static lt_node *fmod_node(lt_node *a, lt_node *b) {
-  if (!a || !b) return fail2(a, b);
-  lt_dtype dt = (lt_dtype)a->dtype;
-  return lt__node_cast(fmod_f64(lt__node_cast(a, LT_F64), lt__node_cast(b, LT_F64)), dt);
-}
+/* C's fmod(a, b) in the operands' float dtype: the FMOD node, exact for any
+ * magnitudes (|result| < |b|, the sign of a, -0.0 for fmod(-3, 3)); NaN for
+ * b == 0 or an infinite a. Its gradient is torch's fmod one: 1 for a,
+ * -trunc(a / b) for b. */
+static lt_node *fmod_node(lt_node *a, lt_node *b) { return lt__node_bin(LT_OP_FMOD, a, b); }
 
 /* torch's adjustment from a truncated to a floored division: the remainder
  * r is non-zero and its sign differs from b's. */

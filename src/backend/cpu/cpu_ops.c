@@ -227,6 +227,8 @@ static irv binary_float(cpu_ir *ir, int op, irv a, irv b, int dt) {
     irv r = OP("call double @pow(double %s, double %s)", da.s, db.s);
     return ops_conv(ir, r, LT_F64, dt);
   }
+  case LT_OP_FMOD: /* LLVM's frem is C's fmod (exact) */
+    return OP("frem %s %s, %s", t, a.s, b.s);
   default: { /* MAXIMUM / MINIMUM: NaN propagates, ties give b as ref */
     irv nan = OP("fcmp uno %s %s, %s", t, a.s, b.s);
     irv c = OP("fcmp %s %s %s, %s", op == LT_OP_MAXIMUM ? "ogt" : "olt", t, a.s, b.s);
@@ -301,6 +303,8 @@ bool ops_supported(const lt_node *n) {
     return s->dtype == LT_I64 && lt__numel(s->shape, s->ndim) == 1;
   }
   if (lt__op_cpu_path(n->op) != LT_CPU_LOOP) return false;
+  /* Integer FMOD (never built) runs ref's guarded kernel. */
+  if (n->op == LT_OP_FMOD) return ops_is_float(n->dtype);
   if (n->op == LT_OP_POW) {
     int da = n->operands[0].node->dtype, db = n->operands[1].node->dtype;
     return ops_is_float(da) || ops_is_float(db) || ops_is_float(n->dtype);

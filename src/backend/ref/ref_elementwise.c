@@ -172,6 +172,8 @@ static double binary_f(int op, double a, double b) {
     return a / b;
   case LT_OP_POW:
     return pow(a, b);
+  case LT_OP_FMOD:
+    return fmod(a, b);
   case LT_OP_MAXIMUM:
     return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
   case LT_OP_MINIMUM:
@@ -229,6 +231,9 @@ static int64_t binary_i(int op, int64_t a, int64_t b) {
     return a / b;
   case LT_OP_POW:
     return ipow(a, b);
+  /* Not emitted by the builders (integer remainders divide); guarded as DIV. */
+  case LT_OP_FMOD:
+    return b == 0 || b == -1 ? 0 : a % b;
   case LT_OP_MAXIMUM:
     return a > b ? a : b;
   case LT_OP_MINIMUM:
