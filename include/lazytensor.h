@@ -181,10 +181,17 @@ LT_API lt_tensor *lt_ones(lt_device dev, lt_dtype dt, const int64_t *shape, int 
 /* A 0-d tensor. 0 and +-1 become IR constants; other values become device data,
  * so a value that changes from step to step never changes the graph. */
 LT_API lt_tensor *lt_scalar(lt_device dev, lt_dtype dt, double value);
-/* [start, stop) by step, as torch.arange: ceil((stop - start) / step) elements
- * start + i * step; an integer dt truncates start and step toward 0 first
- * (lt_arange(dev, LT_I32, 0, 5, 1.5) is 0 1 2 3). LT_EINVAL for a zero step or
- * one whose sign leads away from stop. */
+/* [start, stop) by step, as torch 1.13's torch.arange (not numpy's):
+ * ceil((stop - start) / step) elements start + i * step. An integer dt
+ * truncates start, stop and step toward 0 first: the values are trunc(start)
+ * + i * trunc(step) (lt_arange(dev, LT_I32, 0, 5, 1.5) is 0 1 2 3), and the
+ * length comes from the truncated values for LT_I64, from the values as
+ * given for the other integer dtypes (torch's two paths). A step that
+ * truncates to 0 is a zero step: lt_arange(dev, LT_I64, -3, 3, 0.5) is
+ * LT_EINVAL, as torch ("step must be nonzero"), where numpy steps by
+ * (start + step) - start in the dtype and gives -3, -2, ..., 8. LT_EINVAL for
+ * a zero step, one whose sign leads away from stop (after truncation) and a
+ * negative length. */
 LT_API lt_tensor *lt_arange(lt_device dev, lt_dtype dt, double start, double stop, double step);
 /* n x m identity (m <= 0 means m = n). */
 LT_API lt_tensor *lt_eye(lt_device dev, lt_dtype dt, int64_t n, int64_t m);
@@ -290,7 +297,9 @@ LT_API lt_tensor *lt_logsumexp(lt_tensor *a, const int *axes, int naxes, bool ke
  * max(N - correction, 0) for groups of N elements; correction 1 is the
  * unbiased estimate (torch's default), 0 the population one. A divisor of 0
  * gives NaN (or inf), as torch; so does an empty group. Floating dtypes only
- * (LT_EDTYPE otherwise, as torch). */
+ * (LT_EDTYPE otherwise, as torch). f32 is computed in f64 and rounded once,
+ * as torch's cpu kernels: std([3e19, -3e19]) is 4.24e19, not inf, although
+ * the squares overflow f32 (the var, 1.8e39, is inf in f32). */
 LT_API lt_tensor *lt_var(lt_tensor *a, const int *axes, int naxes, double correction, bool keepdim);
 LT_API lt_tensor *lt_std(lt_tensor *a, const int *axes, int naxes, double correction, bool keepdim);
 /* torch.linalg.vector_norm over axes (naxes == 0: the whole tensor as one
@@ -460,11 +469,12 @@ LT_API lt_tensor *lt_embedding(lt_tensor *indices, lt_tensor *weight);
  * that index covers is read. Duplicate indices add up.
  * lt_scatter (torch.scatter): the same positions are replaced by src's
  * values; a 0-d src is torch's `value` form (one value, any dtype, converted
- * to a's). Where index repeats a position torch leaves the result undefined
- * (one of the values); here it is their mean, so it is exact when they are
- * equal. Gradients: src gets g gathered at index (divided by the repeat
- * count), a gets g where nothing was written.
- * lt_index_add (torch.index_add): a, with alpha * src[..., i, ...] added at
+ * to a's with torch's overflow check, as lt_masked_fill: -1 or 256 into u8
+ * is LT_EINVAL; a src of another dtype is read, so its graph runs). Where index repeats a position
+ * torch leaves the result undefined (one of the values); here it is their mean, so it is exact when
+ * they are equal. Gradients: src gets g gathered at index (divided by the repeat count), a gets g
+ * where nothing was written. lt_index_add (torch.index_add): a, with alpha * src[..., i, ...] added
+ * at
  * [..., index[i], ...] along axis; index is 1-d (or 0-d), src has a's shape
  * but len(index) along axis; alpha must be an integer for integer a. */
 LT_API lt_tensor *lt_scatter_add(lt_tensor *a, int axis, lt_tensor *index, lt_tensor *src);

@@ -137,7 +137,8 @@ typedef enum lt_nn_reduction {
 /* PyTorch's default ignore_index: no class index is negative, so it ignores
  * no valid target. */
 #define LT_NN_IGNORE_INDEX_DEFAULT (-100)
-/* (input - target)^2, the operands broadcast (F.mse_loss). */
+/* (input - target)^2, the operands broadcast (F.mse_loss). As torch, they
+ * broadcast before they promote: f32 with a 0-d f64 gives f64. */
 LT_API lt_tensor *lt_nn_mse_loss(lt_tensor *input, lt_tensor *target, lt_nn_reduction reduction);
 /* Negative log-likelihood of log-probabilities (F.nll_loss): logp [N, C],
  * [N, C, d1, ...] or [C]; target i32/i64 class indices shaped as logp without

@@ -239,14 +239,20 @@ static void test_counters_and_report(void **state) {
 static void test_arange_follows_torch(void **state) {
   (void)state;
   tu_expect(lt_arange(CPU0, LT_I32, 0, 5, 1.5), LT_I32, SHAPE(4), 1, (double[]){0, 1, 2, 3}, 0);
-  tu_expect(lt_arange(CPU0, LT_I64, 0, 5, 1.5), LT_I64, SHAPE(4), 1, (double[]){0, 1, 2, 3}, 0);
+  /* i64 takes its length from the truncated values: ceil(5 / 1) (torch.arange(0, 5, 1.5,
+   * dtype=torch.int64) is [0, 1, 2, 3, 4]) */
+  tu_expect(lt_arange(CPU0, LT_I64, 0, 5, 1.5), LT_I64, SHAPE(5), 1, (double[]){0, 1, 2, 3, 4}, 0);
   /* negative step: ceil(-5 / -1.5) = 4 values, step -1 */
   tu_expect(lt_arange(CPU0, LT_I32, 5, 0, -1.5), LT_I32, SHAPE(4), 1, (double[]){5, 4, 3, 2}, 0);
-  /* a fractional start truncates toward 0: ceil(4.5 / 1.5) = 3 values from 0 */
-  tu_expect(lt_arange(CPU0, LT_I64, 0.5, 5, 1.5), LT_I64, SHAPE(3), 1, (double[]){0, 1, 2}, 0);
+  /* a fractional start truncates toward 0: ceil(4.5 / 1.5) = 3 values from 0 (torch.arange(0.5,
+   * 5, 1.5, dtype=torch.int32) is [0, 1, 2]; int64: ceil(5 / 1), [0, 1, 2, 3, 4]) */
+  tu_expect(lt_arange(CPU0, LT_I32, 0.5, 5, 1.5), LT_I32, SHAPE(3), 1, (double[]){0, 1, 2}, 0);
+  tu_expect(lt_arange(CPU0, LT_I64, 0.5, 5, 1.5), LT_I64, SHAPE(5), 1, (double[]){0, 1, 2, 3, 4},
+            0);
   tu_expect(lt_arange(CPU0, LT_I32, -2.5, 1, 1), LT_I32, SHAPE(4), 1, (double[]){-2, -1, 0, 1}, 0);
-  /* a step under 1 truncates to 0: ceil(2 / 0.5) = 4 copies of start */
-  tu_expect(lt_arange(CPU0, LT_I32, 1, 3, 0.5), LT_I32, SHAPE(4), 1, (double[]){1, 1, 1, 1}, 0);
+  /* a step under 1 truncates to 0, a zero step (torch.arange(1, 3, 0.5, dtype=torch.int32):
+   * "step must be nonzero") */
+  TU_EXPECT_ERROR(lt_arange(CPU0, LT_I32, 1, 3, 0.5), LT_EINVAL, "non-zero step");
   /* i32 values are computed in int64 and wrap (no undefined float-to-int cast) */
   tu_expect(lt_arange(CPU0, LT_I32, 2147483647.0, 2147483649.0, 1), LT_I32, SHAPE(2), 1,
             (double[]){2147483647.0, -2147483648.0}, 0);

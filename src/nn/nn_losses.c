@@ -50,8 +50,12 @@ lt_tensor *lt_nn_mse_loss(lt_tensor *input, lt_tensor *target, lt_nn_reduction r
   if (lt__broadcast(fn, lt_shape(input), lt_ndim(input), lt_shape(target), lt_ndim(target), shape,
                     &nd) != LT_OK)
     return NULL;
+  /* torch broadcasts the operands before the loss, so a 0-d target is no
+   * longer 0-d and promotes as a tensor: f32 input, 0-d f64 target is f64
+   * (lt_sub alone would keep f32, torch's rule for a 0-d operand). */
+  lt_dtype dt = lt_get_dtype(input) == LT_F64 || lt_get_dtype(target) == LT_F64 ? LT_F64 : LT_F32;
   nn_own_begin();
-  lt_tensor *d = lt_sub(input, target);
+  lt_tensor *d = lt_sub(lt_cast(input, dt), lt_cast(target, dt));
   return own_result(reduce(lt_mul(d, d), reduction));
 }
 

@@ -22,6 +22,10 @@ lt_node *lt__ir_as(lt_tensor *t, lt_dtype dt);
  * so that changing values never change the graph. */
 lt_node *lt__scalar_node(lt_device dev, lt_dtype dt, double value);
 
+/* Whether value v converts to dt as torch 1.13 allows a fill value (no
+ * overflow; op_mask.c), with *out the value as dt holds it. */
+bool lt__fill_value(lt_dtype dt, double v, double *out);
+
 /* True when dev names a known device; records LT_EDEVICE otherwise. */
 bool lt__device_ctx_ok(lt_device dev);
 

@@ -4,8 +4,8 @@
  *
  *  - isnan, isinf, isfinite: comparisons (x != x; |x| against inf);
  *  - any, all: a sum of x != 0 compared with 0;
- *  - var, std: the two-pass formula, torch's correction (divisor
- *    max(N - correction, 0));
+ *  - var, std: the two-pass formula (f32 in f64), torch's correction
+ *    (divisor max(N - correction, 0));
  *  - norm: torch.linalg.vector_norm for any ord, with torch's zero gradient
  *    where the norm (or an element, for ord < 1) is 0;
  *  - remainder, floor_divide: torch's formulas over the exact FMOD node;
@@ -119,16 +119,21 @@ lt_tensor *lt_all(lt_tensor *a, const int *axes, int naxes, bool keepdim) {
 /* ---- var / std ----------------------------------------------------------------------- */
 
 /* sum((x - mean)^2) / max(N - correction, 0): a divisor of 0 gives NaN (or
- * inf), as torch; so does an empty group (its mean is 0 / 0). */
-static lt_node *variance(lt_tensor *a, int64_t mask, int64_t count, double correction,
-                         bool keepdim) {
+ * inf), as torch; so does an empty group (its mean is 0 / 0). f32 computes in
+ * f64 and rounds once at the end, as torch's cpu kernels accumulate it: the
+ * squares of f32 values beyond ~1.8e19 overflow f32, while a std of them
+ * (std([3e19, -3e19]) = 4.24e19) does not. */
+static lt_node *variance(lt_tensor *a, int64_t mask, int64_t count, double correction, bool keepdim,
+                         bool sqrt_of) {
   lt_dtype dt = (lt_dtype)a->dtype;
-  lt_node *x = lt__ir_as(a, dt);
+  lt_dtype acc = dt == LT_F32 ? LT_F64 : dt;
+  lt_node *x = lt__ir_as(a, acc);
   lt_node *mean = lt__node_bin(LT_OP_DIV, lt__node_reduce(LT_OP_SUM, ref(x), mask, true),
-                               kc(dt, (double)count));
+                               kc(acc, (double)count));
   lt_node *d = lt__node_bin(LT_OP_SUB, x, mean);
   lt_node *ss = lt__node_reduce(LT_OP_SUM, lt__node_bin(LT_OP_MUL, d, ref(d)), mask, keepdim);
-  return lt__node_bin(LT_OP_DIV, ss, kc(dt, fmax((double)count - correction, 0.0)));
+  lt_node *v = lt__node_bin(LT_OP_DIV, ss, kc(acc, fmax((double)count - correction, 0.0)));
+  return lt__node_cast(sqrt_of ? lt__node_un(LT_OP_SQRT, v) : v, dt);
 }
 
 static lt_tensor *var_std(const char *fn, lt_tensor *a, const int *axes, int naxes,
@@ -141,8 +146,7 @@ static lt_tensor *var_std(const char *fn, lt_tensor *a, const int *axes, int nax
   }
   int64_t mask, count;
   if (axes_mask(fn, a, axes, naxes, &mask, &count) != LT_OK) return NULL;
-  lt_node *v = variance(a, mask, count, correction, keepdim);
-  return lt__wrap(a->dev, sqrt_of ? lt__node_un(LT_OP_SQRT, v) : v);
+  return lt__wrap(a->dev, variance(a, mask, count, correction, keepdim, sqrt_of));
 }
 
 lt_tensor *lt_var(lt_tensor *a, const int *axes, int naxes, double correction, bool keepdim) {
@@ -384,6 +388,21 @@ typedef struct scatter_args {
   int64_t shape[LT_MAX_DIMS];
 } scatter_args;
 
+/* torch's value form takes a Scalar, converted to a's dtype with an overflow
+ * check (as lt_masked_fill's value): the 0-d src is read (its pending graph
+ * runs) unless its dtype converts without loss. u8 takes [0, 255] only,
+ * where torch 1.13 also wraps -255..-1 (-1 gives 255) but rejects -256. */
+static int check_scatter_value(const char *fn, const lt_tensor *a, lt_tensor *src) {
+  lt_dtype dt = (lt_dtype)a->dtype;
+  if (src->dtype == dt || src->dtype == LT_BOOL || dt == LT_F64 || dt == LT_BOOL) return LT_OK;
+  double v, held;
+  int rc = lt_item(src, 0, &v);
+  if (rc != LT_OK) return rc;
+  if (lt__fill_value(dt, v, &held)) return LT_OK;
+  return lt__err(LT_EINVAL, "%s: value %g cannot be converted to %s without overflow", fn, v,
+                 lt_dtype_name(dt));
+}
+
 static int scatter_prepare(const char *fn, lt_tensor *a, int axis, lt_tensor *index, lt_tensor *src,
                            bool value_ok, scatter_args *s) {
   lt_tensor *ts[3] = {a, index, src};
@@ -394,6 +413,7 @@ static int scatter_prepare(const char *fn, lt_tensor *a, int axis, lt_tensor *in
   if (rc == LT_OK && !value) rc = same_dtype(fn, a, src);
   if (rc == LT_OK) rc = lt__norm_axis(fn, axis, a->ndim ? a->ndim : 1, &s->ax);
   if (rc == LT_OK) rc = check_scatter_shapes(fn, a, index, value ? index : src, s->ax);
+  if (rc == LT_OK && value) rc = check_scatter_value(fn, a, src);
   if (rc != LT_OK) return rc;
   static const int64_t one[1] = {1};
   s->nd = a->ndim ? a->ndim : 1;

@@ -126,29 +126,48 @@ lt_tensor *lt_arange(lt_device dev, lt_dtype dt, double start, double stop, doub
     lt__err(LT_EDTYPE, "%s: bool is not accepted", fn);
     return NULL;
   }
-  if (!isfinite(start) || !isfinite(stop) || !isfinite(step) || step == 0) {
-    lt__err(LT_EINVAL, "%s: need finite start, stop and a non-zero step (got %g, %g, %g)", fn,
-            start, stop, step);
+  if (!isfinite(start) || !isfinite(stop) || !isfinite(step)) {
+    lt__err(LT_EINVAL, "%s: need finite start, stop and step (got %g, %g, %g)", fn, start, stop,
+            step);
+    return NULL;
+  }
+  bool integral = lt__is_int(dt);
+  if (integral && (!fits_int64(start) || !fits_int64(stop) || !fits_int64(step))) {
+    lt__err(LT_EINVAL, "%s: start %g, stop %g or step %g does not fit in an integer", fn, start,
+            stop, step);
+    return NULL;
+  }
+  /* torch checks the bounds and the step as the dtype's accumulator holds
+   * them: an integer dtype truncates all three toward 0 first, so a step
+   * like 0.5 is a zero step there (torch: "step must be nonzero"). */
+  double s0 = integral ? trunc(start) : start, s1 = integral ? trunc(stop) : stop;
+  double ds = integral ? trunc(step) : step;
+  if (ds == 0) {
+    lt__err(LT_EINVAL, "%s: need a non-zero step (got %g%s; torch: step must be nonzero)", fn, step,
+            integral ? ", 0 once truncated to an integer" : "");
     return NULL;
   }
   /* As torch: a range that the step walks away from is an error, not empty. */
-  if ((step > 0 && stop < start) || (step < 0 && stop > start)) {
+  if ((ds > 0 && s1 < s0) || (ds < 0 && s1 > s0)) {
     lt__err(LT_EINVAL, "%s: start %g and stop %g are inconsistent with the sign of step %g", fn,
             start, stop, step);
     return NULL;
   }
-  bool integral = lt__is_int(dt);
-  if (integral && (!fits_int64(start) || !fits_int64(step))) {
-    lt__err(LT_EINVAL, "%s: start %g or step %g does not fit in an integer", fn, start, step);
-    return NULL;
-  }
-  /* The length comes from the values as given, whatever dt: torch's
-   * ceil((stop - start) / step), in double. */
-  double count = ceil((stop - start) / step);
+  /* The length, torch's ceil((stop - start) / step) in double: from the
+   * truncated values for i64, from the values as given for every other
+   * dtype (torch.arange(0.5, 5, 1.5) has 5 elements in int64, 3 in int32). */
+  double count = dt == LT_I64 ? ceil((s1 - s0) / ds) : ceil((stop - start) / step);
   /* (double)LT_MAX_NUMEL rounds up: the second test is the exact one. */
   if (count > (double)LT_MAX_NUMEL || (int64_t)count > LT_MAX_NUMEL) {
     lt__err(LT_ESHAPE, "%s: %g elements is too many (more than %lld)", fn, count,
             (long long)LT_MAX_NUMEL);
+    return NULL;
+  }
+  /* Truncated bounds in order, the values as given not (0.9, -0.9, 1): torch's
+   * "invalid size" */
+  if (count < 0) {
+    lt__err(LT_EINVAL, "%s: start %g, stop %g and step %g give a negative length", fn, start, stop,
+            step);
     return NULL;
   }
   int64_t n = (int64_t)count;

@@ -23,8 +23,8 @@
  * (NaN too); f32 takes inf and NaN but no finite value beyond FLT_MAX.
  * torch wraps some negative integers into u8 (-1 gives 255); here u8 takes
  * [0, 255] only. Returns false when v does not fit; *out is the value as
- * the dtype holds it. */
-static bool fill_value(lt_dtype dt, double v, double *out) {
+ * the dtype holds it. (lt_scatter's value form checks its value here too.) */
+bool lt__fill_value(lt_dtype dt, double v, double *out) {
   double lo, hi;
   switch (dt) {
   case LT_BOOL:
@@ -72,7 +72,7 @@ lt_tensor *lt_masked_fill(lt_tensor *a, lt_tensor *mask, double value) {
   }
   lt_dtype dt = (lt_dtype)a->dtype;
   double v;
-  if (!fill_value(dt, value, &v)) {
+  if (!lt__fill_value(dt, value, &v)) {
     lt__err(LT_EINVAL, "%s: value %g cannot be converted to %s without overflow", fn, value,
             lt_dtype_name(dt));
     return NULL;
