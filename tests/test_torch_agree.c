@@ -182,6 +182,18 @@ static void test_remainder_grad_everywhere(void **state) {
         fail_msg("[%d]: backward (%g, %g), one-sided differences (%g, %g)", i, ga[i], gb[i], sa,
                  sb);
     }
+    /* f32: a = torch.tensor([1e20, 6., -7.5]), b = torch.tensor([3., 3., 2.5]),
+     * remainder(a, b).sum().backward(): a.grad = [1, 1, 1],
+     * b.grad = [-3.3333333268354826e+19, -2.0, 3.0] */
+    lt_scope_begin();
+    lt_tensor *fa = tu_f32(SHAPE(3), 1, (float[]){1e20f, 6, -7.5f});
+    lt_tensor *fb = tu_f32(SHAPE(3), 1, (float[]){3, 3, 2.5f});
+    lt_set_requires_grad(fa, true);
+    lt_set_requires_grad(fb, true);
+    assert_int_equal(lt_backward(lt_sum(lt_remainder(fa, fb), NULL, 0, false)), LT_OK);
+    expect_exact(lt_grad(fa), LT_F32, (double[]){1, 1, 1}, 3);
+    expect_exact(lt_grad(fb), LT_F32, (double[]){-3.3333333268354826e+19, -2, 3}, 3);
+    lt_scope_end();
     /* central differences at points away from the jumps */
     double *x = tg_vals(12, 0.7), *y = tg_vals(12, 2.1);
     tg_input in[2] = {{SHAPE(12), 1, x, true, LT_F64}, {SHAPE(12), 1, y, true, LT_F64}};
