@@ -271,9 +271,9 @@ LT_API lt_tensor *lt_cast(lt_tensor *a, lt_dtype dt);
  * which is exact for any magnitudes (f32 remainder(1e20, 3) = 2, f64 = 1;
  * tiny b too): remainder of an infinite a or of b == 0 is NaN, floor_divide
  * by 0 is a / b (+-inf or NaN); a zero remainder keeps a's sign (-0.0 for
- * remainder(-3, 3)), as torch. Integers
- * divided by 0 give 0 for both (numpy's answer; torch raises an error, a
- * lazy graph cannot since b is data); INT_MIN // -1 wraps to INT_MIN.
+ * remainder(-3, 3)), as torch. Integers divided by 0 give 0 for both
+ * (numpy's answer; torch raises an error, a lazy graph cannot since b is
+ * data); INT_MIN // -1 wraps to INT_MIN.
  * Gradients: remainder's are 1 for a and -floor_divide(a, b) for b (torch's);
  * floor_divide has none (a constant to autograd, as lt_detach). */
 LT_API lt_tensor *lt_remainder(lt_tensor *a, lt_tensor *b);
@@ -470,11 +470,12 @@ LT_API lt_tensor *lt_embedding(lt_tensor *indices, lt_tensor *weight);
  * lt_scatter (torch.scatter): the same positions are replaced by src's
  * values; a 0-d src is torch's `value` form (one value, any dtype, converted
  * to a's with torch's overflow check, as lt_masked_fill: -1 or 256 into u8
- * is LT_EINVAL; a src of another dtype is read, so its graph runs). Where index repeats a position
- * torch leaves the result undefined (one of the values); here it is their mean, so it is exact when
- * they are equal. Gradients: src gets g gathered at index (divided by the repeat count), a gets g
- * where nothing was written. lt_index_add (torch.index_add): a, with alpha * src[..., i, ...] added
- * at
+ * is LT_EINVAL; a src of another dtype is read, so its graph runs). Where
+ * index repeats a position torch leaves the result undefined (one of the
+ * values); here it is their mean, so it is exact when they are equal.
+ * Gradients: src gets g gathered at index (divided by the repeat count), a
+ * gets g where nothing was written.
+ * lt_index_add (torch.index_add): a, with alpha * src[..., i, ...] added at
  * [..., index[i], ...] along axis; index is 1-d (or 0-d), src has a's shape
  * but len(index) along axis; alpha must be an integer for integer a. */
 LT_API lt_tensor *lt_scatter_add(lt_tensor *a, int axis, lt_tensor *index, lt_tensor *src);

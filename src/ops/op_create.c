@@ -163,8 +163,8 @@ lt_tensor *lt_arange(lt_device dev, lt_dtype dt, double start, double stop, doub
             (long long)LT_MAX_NUMEL);
     return NULL;
   }
-  /* Truncated bounds in order, the values as given not (0.9, -0.9, 1): torch's
-   * "invalid size" */
+  /* The truncated bounds may be in order while the values as given are not
+   * (0.9, -0.9, 1 in i32): a negative length, torch's "invalid size". */
   if (count < 0) {
     lt__err(LT_EINVAL, "%s: start %g, stop %g and step %g give a negative length", fn, start, stop,
             step);
