@@ -10,6 +10,7 @@ static lt_coll_binding g_bind[LT_MAX_DEVICES];
 static uint64_t g_seq[LT_MAX_DEVICES]; /* collectives run per device since it was bound */
 static _Thread_local int tl_current = -1;
 static _Thread_local bool tl_abandoned;
+static _Thread_local uint64_t tl_graph;
 
 int lt__coll_bind(int dev, const lt_transport *t, void *state, int rank, int size) {
   if (dev < 0 || dev >= LT_MAX_DEVICES || !t || rank < 0 || rank >= size)
@@ -60,6 +61,7 @@ bool lt__coll_take_abandoned(void) {
 
 void lt__coll_set_current(int dev) { tl_current = dev; }
 int lt__coll_current(void) { return tl_current; }
+void lt__coll_set_graph(uint64_t key) { tl_graph = key; }
 
 int lt__coll_run(const char *fn, lt_coll_call *call) {
   int dev = tl_current;
@@ -68,6 +70,7 @@ int lt__coll_run(const char *fn, lt_coll_call *call) {
   pthread_mutex_lock(&g_lock);
   lt_coll_binding b = g_bind[dev];
   call->seq = g_seq[dev]++;
+  call->graph = tl_graph;
   pthread_mutex_unlock(&g_lock);
   if (!b.transport)
     return lt__err(LT_EEXEC,

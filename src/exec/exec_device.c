@@ -117,6 +117,7 @@ static int execute(lt_exec_job *job) {
   if (rc == LT_OK) {
     /* collective kernels find their world through the device running them */
     lt__coll_set_current(job->ctx->core->dev.index);
+    lt__coll_set_graph(job->entry->key.lo); /* ranks compare it in each collective */
     rc = be->execute(job->entry->exe, job->params, job->nparams, job->outs, job->nouts);
     lt__coll_set_current(-1);
   }
