@@ -344,12 +344,13 @@ static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
     if (memcmp(all + (size_t)k * DESC_LEN, mine, sizeof mine) == 0) continue;
     /* every rank sees the same descriptions: all fail here, naming both sides */
     char a[200], b[200], msg[1024];
-    describe_full(all + (size_t)k * DESC_LEN, a, sizeof a);
-    describe_full(mine, b, sizeof b);
+    int lo = k < rank ? k : rank, hi = k < rank ? rank : k; /* lower rank first */
+    describe_full(all + (size_t)lo * DESC_LEN, a, sizeof a);
+    describe_full(all + (size_t)hi * DESC_LEN, b, sizeof b);
     snprintf(msg, sizeof msg,
              "collective #%llu: the ranks disagree: rank %d runs %s; rank %d runs %s; every rank "
              "must trace the same collectives, in the same graphs, in the same order",
-             (unsigned long long)c->seq, k, a, rank, b);
+             (unsigned long long)c->seq, lo, a, hi, b);
     return breakdown(s, msg);
   }
 

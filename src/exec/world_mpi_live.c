@@ -160,7 +160,7 @@ bool lt__live_lost(lt_mpi_live *l, uint64_t posted, char *why, size_t n) {
     if (q == l->rank) continue;
     if (p->left && p->left_posted <= posted) {
       snprintf(why, n,
-               "rank %d left the world (lt_world_free) after its %llu collectives, without "
+               "rank %d left the world (lt_world_free) after %llu collective(s), without "
                "joining this one",
                q, (unsigned long long)p->left_posted);
       lost = true;
