@@ -191,7 +191,8 @@ static void describe(const lt_coll_call *c, char *buf, size_t n) {
 }
 
 static bool same_call(const lt_coll_call *a, const lt_coll_call *b) {
-  if (a->kind != b->kind || a->dtype != b->dtype || a->ndim != b->ndim || a->seq != b->seq)
+  if (a->kind != b->kind || a->dtype != b->dtype || a->ndim != b->ndim || a->seq != b->seq ||
+      a->graph != b->graph) /* the same call in another graph: another program */
     return false;
   if ((a->kind == LT_COLL_ALL_REDUCE || a->kind == LT_COLL_REDUCE_SCATTER) && a->redop != b->redop)
     return false;
@@ -256,11 +257,12 @@ static int shm_run(void *state, int rank, lt_coll_call *call) {
       describe(w->slot[k], a, sizeof a);
       describe(call, b, sizeof b);
       snprintf(msg, sizeof msg,
-               "collective #%llu: the replicas disagree: rank %d runs %s (its #%llu), rank %d "
-               "runs %s (its #%llu); every replica must trace the same collectives in the same "
-               "order",
-               (unsigned long long)round, k, a, (unsigned long long)w->slot[k]->seq, rank, b,
-               (unsigned long long)call->seq);
+               "collective #%llu: the replicas disagree: rank %d runs %s (its #%llu, graph "
+               "%016llx), rank %d runs %s (its #%llu, graph %016llx); every replica must trace "
+               "the same collectives, in the same graphs, in the same order",
+               (unsigned long long)round, k, a, (unsigned long long)w->slot[k]->seq,
+               (unsigned long long)w->slot[k]->graph, rank, b, (unsigned long long)call->seq,
+               (unsigned long long)call->graph);
       breakdown(w, LT_EEXEC, msg);
       return fail_broken(w);
     }
