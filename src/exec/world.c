@@ -192,7 +192,7 @@ static void describe(const lt_coll_call *c, char *buf, size_t n) {
 
 static bool same_call(const lt_coll_call *a, const lt_coll_call *b) {
   if (a->kind != b->kind || a->dtype != b->dtype || a->ndim != b->ndim || a->seq != b->seq ||
-      a->graph != b->graph) /* the same call in another graph: another program */
+      (a->graph && b->graph && a->graph != b->graph)) /* another program (0: not known) */
     return false;
   if ((a->kind == LT_COLL_ALL_REDUCE || a->kind == LT_COLL_REDUCE_SCATTER) && a->redop != b->redop)
     return false;

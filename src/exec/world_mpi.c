@@ -341,7 +341,11 @@ static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
     return s->broken;
   const int64_t *all = s->recv;
   for (int k = 0; k < size; k++) {
-    if (memcmp(all + (size_t)k * DESC_LEN, mine, sizeof mine) == 0) continue;
+    const int64_t *theirs = all + (size_t)k * DESC_LEN;
+    bool fp_known = theirs[7] && mine[7]; /* 0: a graph fingerprint not known */
+    if (memcmp(theirs, mine, 7 * sizeof *mine) == 0 && (!fp_known || theirs[7] == mine[7]) &&
+        memcmp(theirs + 8, mine + 8, (DESC_LEN - 8) * sizeof *mine) == 0)
+      continue;
     /* every rank sees the same descriptions: all fail here, naming both sides */
     char a[200], b[200], msg[1024];
     int lo = k < rank ? k : rank, hi = k < rank ? rank : k; /* lower rank first */
