@@ -434,6 +434,36 @@ static void test_replicas_in_different_graphs(void **state) {
   lt_world_free(w);
 }
 
+/* Each replica all-reduces its own slice of x (at rank * 2): the graphs
+ * differ only in the slice's start, as in data parallelism where a replica
+ * slices its shard of the batch; their fingerprints agree, so they pair.
+ * rank 0 has x[0:2] = {1, 2}, rank 1 x[2:4] = {3, 4}: the sum is {4, 6}. */
+static int shard_replica(int r, lt_device dev, void *arg) {
+  float *got = (float *)arg + 2 * r;
+  lt_scope_begin();
+  float v[4] = {1, 2, 3, 4};
+  const int64_t lo[1] = {2 * r}, hi[1] = {2 * r + 2};
+  lt_tensor *x = lt_from_data(dev, LT_F32, SHAPE(4), 1, v);
+  int rc =
+      lt_to_data(lt_all_reduce(lt_slice(x, lo, hi, NULL), LT_REDUCE_SUM), got, 2 * sizeof *got);
+  lt_scope_end();
+  return rc;
+}
+
+static void test_replicas_slicing_their_shard_agree(void **state) {
+  (void)state;
+  lt_world *w = NULL;
+  float got[4] = {0, 0, 0, 0};
+  assert_int_equal(lt_world_local(2, &w), LT_OK);
+  int rc = lt_world_run(w, shard_replica, got);
+  if (rc != LT_OK) fail_msg("lt_world_run: %s", lt_last_error());
+  for (int r = 0; r < 2; r++) {
+    assert_true(got[2 * r] == 4.0f);
+    assert_true(got[2 * r + 1] == 6.0f);
+  }
+  lt_world_free(w);
+}
+
 static void test_a_replica_that_skips_times_out(void **state) {
   (void)state;
   lt_world *w = NULL;
@@ -559,6 +589,7 @@ int main(void) {
       cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_replicas_that_disagree),
       cmocka_unit_test(test_replicas_in_different_graphs),
+      cmocka_unit_test(test_replicas_slicing_their_shard_agree),
       cmocka_unit_test(test_a_replica_that_skips_times_out),
       cmocka_unit_test(test_gradients),
   };
