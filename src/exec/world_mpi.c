@@ -5,8 +5,8 @@
  * MPI_Test against the world's deadline (MPI's own collectives never time
  * out, and a dead peer on the shared-memory path gives no error at all):
  *   check  an all-gather of every rank's description of its call (kind,
- *          reduction, dtype, shape, axis, root, sequence number and the key
- *          of the graph around it), so ranks that disagree fail, all of
+ *          reduction, dtype, shape, axis, root, sequence number and the
+ *          fingerprint of the graph around it), so ranks that disagree fail, all of
  *          them at that call, with both descriptions instead of mixing
  *          values or hanging in mismatched MPI calls
  *   data   the collective itself on buffers this transport owns: the
