@@ -178,8 +178,16 @@ static int wait_reqs(mpi_state *s, MPI_Request *req, int nreq, int64_t deadline_
       char es[MPI_MAX_ERROR_STRING];
       int len = 0;
       MPI_Error_string(rc, es, &len);
-      if (!lt__live_lost(s->live, idx, why, sizeof why))
-        snprintf(why, sizeof why, "a peer process that died?");
+      /* a peer's death may reach MPI first: give the heartbeats the time
+       * to say which rank it was */
+      int64_t until = lt__now_ns() + (int64_t)(LT_LIVE_SILENCE_MS + 1000) * 1000000;
+      bool named = false;
+      while (s->live && !(named = lt__live_lost(s->live, idx, why, sizeof why)) &&
+             lt__now_ns() < until) {
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+      }
+      if (!named) snprintf(why, sizeof why, "a peer process that died?");
       snprintf(msg, sizeof msg,
                "collective #%llu (%s): rank %d: MPI failed during the %s: %s (%s); the world is "
                "broken",
