@@ -12,9 +12,13 @@
  * the same collectives in the same order (in practice: the same program, as
  * under torch.distributed): the k-th collective run by each rank is matched
  * with the k-th of every other rank. Replicas that disagree (another op,
- * dtype or shape) fail with a message naming both; a replica that does not
- * come makes the others fail after the world's timeout (LT_COLLECTIVE_TIMEOUT_MS,
- * default 30000) instead of waiting forever. A world whose collective failed
+ * dtype, shape, or the same call in another graph) fail at that call with a
+ * message naming both; a replica that is gone (its replica function
+ * returned; over MPI: it left the world, or sent no heartbeat for 5 s)
+ * makes the others fail at once, and one that is alive but does not come
+ * makes them fail after the world's deadline (LT_COLLECTIVE_TIMEOUT_MS, whole
+ * milliseconds, default 600000: a live replica may be busy for minutes)
+ * instead of waiting forever. A world whose collective failed
  * stays failed (its replicas no longer agree on the order): free it.
  *
  * Errors are as in lazytensor.h: a status and lt_last_error(); a collective
@@ -46,8 +50,10 @@ LT_API int lt_world_local(int n, lt_world **out);
  * required: the executor's worker thread issues the calls) unless the
  * program did; lt_world_free then finalises it. Collectives are MPI's
  * non-blocking ones on a duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN,
- * polled until the world's timeout: a peer that died or stalls makes this
- * one fail with LT_EEXEC and a message instead of hanging. Every rank
+ * polled until the world's deadline, and a heartbeat thread (which needs
+ * MPI_THREAD_MULTIPLE) tells live peers from gone ones: a peer that died,
+ * was stopped or left makes this one fail within seconds with LT_EEXEC and
+ * a message naming it, instead of hanging. Every rank
  * checks that the others run the same collective before any data moves.
  * lt_world_device(w, r) is CPU:0 for this process's rank and
  * {LT_DEVICE_CPU, -1} for the others'. */
@@ -62,8 +68,8 @@ LT_API int lt_world_size(const lt_world *w);
 LT_API lt_device lt_world_device(const lt_world *w, int rank);
 /* The rank of dev in whatever world it belongs to, or -1 when none. */
 LT_API int lt_world_rank_of(lt_device dev);
-/* How long a replica waits in a collective for the others before failing
- * (ms > 0; the default is LT_COLLECTIVE_TIMEOUT_MS or 30000). */
+/* How long a replica waits in a collective for live others before failing
+ * (1..10^12 ms; the default is LT_COLLECTIVE_TIMEOUT_MS or 600000). */
 LT_API int lt_world_set_timeout_ms(lt_world *w, int64_t ms);
 
 /* The work of one replica: trace (and step) on dev. Returns LT_OK or a
@@ -79,9 +85,14 @@ typedef int (*lt_replica_fn)(int rank, lt_device dev, void *ctx);
 LT_API int lt_world_run(lt_world *w, lt_replica_fn fn, void *ctx);
 /* Waits for the work in flight on the world's devices (without taking their
  * errors: they stay for the next sync), then frees the world; its devices
- * belong to no world again. An MPI world finalises MPI if lt_world_mpi
- * initialised it, except when a collective failed (MPI cannot finalise with
- * a dead peer: the process then exits without it). NULL is accepted. Not while lt_world_run runs.
+ * belong to no world again. An MPI world first tells its peers that this
+ * rank leaves (their collectives that wait for it fail at once) and waits
+ * for them to leave too (or go silent, or the deadline); when the ranks ran
+ * different numbers of collectives it says so on stderr and in
+ * lt_last_error ("the world ended with collectives unmatched"). It then
+ * finalises MPI if lt_world_mpi initialised it, except when a failed
+ * collective left requests with MPI or a peer is gone (MPI could hang: the
+ * process then exits without it). NULL is accepted. Not while lt_world_run runs.
  */
 LT_API void lt_world_free(lt_world *w);
 

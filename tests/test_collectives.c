@@ -408,6 +408,62 @@ static void test_replicas_that_disagree(void **state) {
   lt_world_free(w);
 }
 
+/* The same all-reduce (f32[4] sum) after x + x on rank 0 and x * x on
+ * rank 1: the graphs around it differ, so the replicas disagree there. */
+static int graph_replica(int r, lt_device dev, void *arg) {
+  (void)arg;
+  lt_scope_begin();
+  float v[4] = {1, 2, 3, 4}, out[4];
+  lt_tensor *x = lt_from_data(dev, LT_F32, SHAPE(4), 1, v);
+  lt_tensor *y = r == 0 ? lt_add(x, x) : lt_mul(x, x);
+  int rc = lt_to_data(lt_all_reduce(y, LT_REDUCE_SUM), out, sizeof out);
+  lt_scope_end();
+  return rc;
+}
+
+static void test_replicas_in_different_graphs(void **state) {
+  (void)state;
+  lt_world *w = NULL;
+  assert_int_equal(lt_world_local(2, &w), LT_OK);
+  assert_int_equal(lt_world_set_timeout_ms(w, 5000), LT_OK);
+  assert_int_equal(lt_world_run(w, graph_replica, NULL), LT_EEXEC);
+  tu_expect_substr(lt_last_error(), "replicas disagree");
+  tu_expect_substr(lt_last_error(), "rank 0 runs all_reduce(sum) f32[4]");
+  tu_expect_substr(lt_last_error(), "rank 1 runs all_reduce(sum) f32[4]");
+  tu_expect_substr(lt_last_error(), "graph");
+  lt_world_free(w);
+}
+
+/* Each replica all-reduces its own slice of x (at rank * 2): the graphs
+ * differ only in the slice's start, as in data parallelism where a replica
+ * slices its shard of the batch; their fingerprints agree, so they pair.
+ * rank 0 has x[0:2] = {1, 2}, rank 1 x[2:4] = {3, 4}: the sum is {4, 6}. */
+static int shard_replica(int r, lt_device dev, void *arg) {
+  float *got = (float *)arg + 2 * r;
+  lt_scope_begin();
+  float v[4] = {1, 2, 3, 4};
+  const int64_t lo[1] = {2 * r}, hi[1] = {2 * r + 2};
+  lt_tensor *x = lt_from_data(dev, LT_F32, SHAPE(4), 1, v);
+  int rc =
+      lt_to_data(lt_all_reduce(lt_slice(x, lo, hi, NULL), LT_REDUCE_SUM), got, 2 * sizeof *got);
+  lt_scope_end();
+  return rc;
+}
+
+static void test_replicas_slicing_their_shard_agree(void **state) {
+  (void)state;
+  lt_world *w = NULL;
+  float got[4] = {0, 0, 0, 0};
+  assert_int_equal(lt_world_local(2, &w), LT_OK);
+  int rc = lt_world_run(w, shard_replica, got);
+  if (rc != LT_OK) fail_msg("lt_world_run: %s", lt_last_error());
+  for (int r = 0; r < 2; r++) {
+    assert_true(got[2 * r] == 4.0f);
+    assert_true(got[2 * r + 1] == 6.0f);
+  }
+  lt_world_free(w);
+}
+
 static void test_a_replica_that_skips_times_out(void **state) {
   (void)state;
   lt_world *w = NULL;
@@ -532,6 +588,8 @@ int main(void) {
       cmocka_unit_test(test_no_world),
       cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_replicas_that_disagree),
+      cmocka_unit_test(test_replicas_in_different_graphs),
+      cmocka_unit_test(test_replicas_slicing_their_shard_agree),
       cmocka_unit_test(test_a_replica_that_skips_times_out),
       cmocka_unit_test(test_gradients),
   };

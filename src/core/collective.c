@@ -10,6 +10,8 @@ static lt_coll_binding g_bind[LT_MAX_DEVICES];
 static uint64_t g_seq[LT_MAX_DEVICES]; /* collectives run per device since it was bound */
 static _Thread_local int tl_current = -1;
 static _Thread_local bool tl_abandoned;
+static _Thread_local uint64_t tl_graph;
+static int g_nbound; /* devices bound to a world (under g_lock) */
 
 int lt__coll_bind(int dev, const lt_transport *t, void *state, int rank, int size) {
   if (dev < 0 || dev >= LT_MAX_DEVICES || !t || rank < 0 || rank >= size)
@@ -20,6 +22,7 @@ int lt__coll_bind(int dev, const lt_transport *t, void *state, int rank, int siz
   if (!taken) {
     g_bind[dev] = (lt_coll_binding){t, state, rank, size};
     g_seq[dev] = 0;
+    g_nbound++;
   }
   pthread_mutex_unlock(&g_lock);
   if (taken) return lt__err(LT_EINVAL, "CPU:%d already belongs to a world", dev);
@@ -29,6 +32,7 @@ int lt__coll_bind(int dev, const lt_transport *t, void *state, int rank, int siz
 void lt__coll_unbind(int dev) {
   if (dev < 0 || dev >= LT_MAX_DEVICES) return;
   pthread_mutex_lock(&g_lock);
+  if (g_bind[dev].transport) g_nbound--;
   g_bind[dev] = (lt_coll_binding){0};
   pthread_mutex_unlock(&g_lock);
 }
@@ -40,6 +44,13 @@ bool lt__coll_binding(int dev, lt_coll_binding *out) {
   pthread_mutex_unlock(&g_lock);
   if (out) *out = b;
   return b.transport != NULL;
+}
+
+bool lt__coll_any_bound(void) {
+  pthread_mutex_lock(&g_lock);
+  bool any = g_nbound > 0;
+  pthread_mutex_unlock(&g_lock);
+  return any;
 }
 
 uint64_t lt__coll_count(int dev) {
@@ -60,6 +71,7 @@ bool lt__coll_take_abandoned(void) {
 
 void lt__coll_set_current(int dev) { tl_current = dev; }
 int lt__coll_current(void) { return tl_current; }
+void lt__coll_set_graph(uint64_t fp) { tl_graph = fp; }
 
 int lt__coll_run(const char *fn, lt_coll_call *call) {
   int dev = tl_current;
@@ -68,6 +80,7 @@ int lt__coll_run(const char *fn, lt_coll_call *call) {
   pthread_mutex_lock(&g_lock);
   lt_coll_binding b = g_bind[dev];
   call->seq = g_seq[dev]++;
+  call->graph = tl_graph;
   pthread_mutex_unlock(&g_lock);
   if (!b.transport)
     return lt__err(LT_EEXEC,

@@ -13,7 +13,8 @@
  * Matching: every replica runs the same executable, so its collectives come
  * in the same program order; a transport pairs the k-th call of each rank
  * (call->seq, counted per device since it joined its world) and checks that
- * the calls agree (kind, reduction, dtype, shapes, axis, root). */
+ * the calls agree (kind, reduction, dtype, shapes, axis, root, and the key
+ * of the graph around them: call->graph). */
 #ifndef LT_COLLECTIVE_H
 #define LT_COLLECTIVE_H
 
@@ -53,7 +54,11 @@ typedef struct lt_coll_call {
   int64_t out_shape[LT_MAX_DIMS];
   const void *in;
   void *out;
-  uint64_t seq; /* filled by lt__coll_run: this device's count of collectives */
+  uint64_t seq;   /* filled by lt__coll_run: this device's count of collectives */
+  uint64_t graph; /* filled by lt__coll_run: the fingerprint of the graph being
+                   * executed (src/exec/coll_fingerprint.h; 0: not known), so
+                   * that ranks whose calls agree in kind and shape but come
+                   * from different programs still fail at that call */
 } lt_coll_call;
 
 typedef struct lt_transport {
@@ -80,6 +85,8 @@ int lt__coll_bind(int dev, const lt_transport *t, void *state, int rank, int siz
 void lt__coll_unbind(int dev);
 /* Whether dev belongs to a world; *out (may be NULL) gets its binding. */
 bool lt__coll_binding(int dev, lt_coll_binding *out);
+/* Whether any device belongs to a world. */
+bool lt__coll_any_bound(void);
 
 /* A transport that gives up on a call while MPI may still read its input or
  * write its output (a request that timed out cannot be cancelled) calls
@@ -97,6 +104,10 @@ uint64_t lt__coll_count(int dev);
  * executor around each execution. */
 void lt__coll_set_current(int dev);
 int lt__coll_current(void);
+/* The fingerprint of the graph whose execution runs on this thread (0: not
+ * known), set by the executor next to the current device; lt__coll_run
+ * carries it. */
+void lt__coll_set_graph(uint64_t fp);
 
 /* Runs call for the current device through its world's transport; fn names
  * the op in errors (LT_EEXEC when no device is current or it has no world). */

@@ -24,6 +24,7 @@
 
 #include "../core/lt_error.h"
 #include "../core/lt_strbuf.h"
+#include "coll_fingerprint.h"
 #include "debug.h"
 
 /* ---- configuration ------------------------------------------------------------------- */
@@ -541,6 +542,7 @@ static void explain_compile(lt_strbuf *s, const lt_graph *g, lt_graph_key key, c
  */
 
 void lt__debug_graph(const lt_graph *g, lt_graph_key key, const char *reason, bool compiled) {
+  lt__coll_fp_note(g, key.lo); /* every sync passes here with its graph */
   pthread_once(&g_once, read_env);
   if (!g_cfg.active || !g) return;
   if (!reason) reason = "sync";

@@ -8,6 +8,7 @@
 #include "../core/lt_alloc.h"
 #include "../core/lt_collective.h"
 #include "../core/lt_error.h"
+#include "coll_fingerprint.h"
 #include "exec_internal.h"
 #include "lt_metrics.h"
 
@@ -117,6 +118,7 @@ static int execute(lt_exec_job *job) {
   if (rc == LT_OK) {
     /* collective kernels find their world through the device running them */
     lt__coll_set_current(job->ctx->core->dev.index);
+    lt__coll_set_graph(lt__coll_fp_of(job->entry->key.lo)); /* ranks compare it */
     rc = be->execute(job->entry->exe, job->params, job->nparams, job->outs, job->nouts);
     lt__coll_set_current(-1);
   }

@@ -20,6 +20,7 @@
  * rank or a disagreement
  * breaks the world for good (its ranks' sequences no longer line up), and
  * every later collective fails at once with that message. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,7 +191,8 @@ static void describe(const lt_coll_call *c, char *buf, size_t n) {
 }
 
 static bool same_call(const lt_coll_call *a, const lt_coll_call *b) {
-  if (a->kind != b->kind || a->dtype != b->dtype || a->ndim != b->ndim || a->seq != b->seq)
+  if (a->kind != b->kind || a->dtype != b->dtype || a->ndim != b->ndim || a->seq != b->seq ||
+      (a->graph && b->graph && a->graph != b->graph)) /* another program (0: not known) */
     return false;
   if ((a->kind == LT_COLL_ALL_REDUCE || a->kind == LT_COLL_REDUCE_SCATTER) && a->redop != b->redop)
     return false;
@@ -255,11 +257,12 @@ static int shm_run(void *state, int rank, lt_coll_call *call) {
       describe(w->slot[k], a, sizeof a);
       describe(call, b, sizeof b);
       snprintf(msg, sizeof msg,
-               "collective #%llu: the replicas disagree: rank %d runs %s (its #%llu), rank %d "
-               "runs %s (its #%llu); every replica must trace the same collectives in the same "
-               "order",
-               (unsigned long long)round, k, a, (unsigned long long)w->slot[k]->seq, rank, b,
-               (unsigned long long)call->seq);
+               "collective #%llu: the replicas disagree: rank %d runs %s (its #%llu, graph "
+               "%016llx), rank %d runs %s (its #%llu, graph %016llx); every replica must trace "
+               "the same collectives, in the same graphs, in the same order",
+               (unsigned long long)round, k, a, (unsigned long long)w->slot[k]->seq,
+               (unsigned long long)w->slot[k]->graph, rank, b, (unsigned long long)call->seq,
+               (unsigned long long)call->graph);
       breakdown(w, LT_EEXEC, msg);
       return fail_broken(w);
     }
@@ -319,10 +322,21 @@ static const lt_transport kShm = {"shared-memory", shm_run, true};
 
 /* ---- worlds ---- */
 
-int64_t lt__coll_env_timeout_ms(void) {
+int64_t lt__coll_env_timeout_ms(const char *fn) {
   const char *s = getenv("LT_COLLECTIVE_TIMEOUT_MS");
-  long long v = s && *s ? atoll(s) : 0;
-  return v > 0 ? (int64_t)v : 30000;
+  if (!s || !*s) return LT_COLL_DEFAULT_TIMEOUT_MS;
+  /* whole milliseconds only: "2s" is not 2 ms, nor "abc" the default */
+  char *end = NULL;
+  errno = 0;
+  long long v = s[0] >= '0' && s[0] <= '9' ? strtoll(s, &end, 10) : -1;
+  if (v <= 0 || !end || *end || errno || v > LT_COLL_MAX_TIMEOUT_MS) {
+    lt__err(LT_EINVAL,
+            "%s: LT_COLLECTIVE_TIMEOUT_MS=\"%s\" is not a whole number of milliseconds in "
+            "1..%lld (for 2 s write 2000)",
+            fn, s, (long long)LT_COLL_MAX_TIMEOUT_MS);
+    return -1;
+  }
+  return (int64_t)v;
 }
 
 int lt_world_local(int n, lt_world **out) {
@@ -332,11 +346,13 @@ int lt_world_local(int n, lt_world **out) {
     return lt__err(LT_EINVAL, "lt_world_local: %d replicas; a world has 1..%d", n, LT_MAX_DEVICES);
   for (int r = 0; r < n; r++) /* the executor's state of every device, up front */
     if (!lt__exec_dev("lt_world_local", lt_cpu(r))) return LT_EDEVICE;
+  int64_t timeout_ms = lt__coll_env_timeout_ms("lt_world_local");
+  if (timeout_ms < 0) return LT_EINVAL;
   lt_world *w = lt__calloc(sizeof *w);
   if (!w) return lt__err(LT_ENOMEM, "lt_world_local: out of memory");
   w->n = n;
   w->self = -1;
-  w->timeout_ms = lt__coll_env_timeout_ms();
+  w->timeout_ms = timeout_ms;
   pthread_mutex_init(&w->lock, NULL);
   pthread_condattr_t attr;
   pthread_condattr_init(&attr);
@@ -379,8 +395,9 @@ int lt_world_rank_of(lt_device dev) {
 
 int lt_world_set_timeout_ms(lt_world *w, int64_t ms) {
   if (!w) return lt__err(LT_EINVAL, "lt_world_set_timeout_ms: world is NULL");
-  if (ms <= 0)
-    return lt__err(LT_EINVAL, "lt_world_set_timeout_ms: %lld ms; must be > 0", (long long)ms);
+  if (ms <= 0 || ms > LT_COLL_MAX_TIMEOUT_MS)
+    return lt__err(LT_EINVAL, "lt_world_set_timeout_ms: %lld ms; must be in 1..%lld", (long long)ms,
+                   (long long)LT_COLL_MAX_TIMEOUT_MS);
   if (w->mpi) return lt__mpi_set_timeout_ms(w, ms);
   pthread_mutex_lock(&w->lock);
   w->timeout_ms = ms;

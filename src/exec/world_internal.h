@@ -30,8 +30,16 @@ struct lt_world {
   lt_coll_call *slot[LT_MAX_DEVICES];
 };
 
-/* LT_COLLECTIVE_TIMEOUT_MS, or 30000 when unset or bad. */
-int64_t lt__coll_env_timeout_ms(void);
+/* The collective deadline when LT_COLLECTIVE_TIMEOUT_MS is unset: long, as
+ * a live peer may be busy for minutes (an evaluation, a checkpoint, a first
+ * compile); ranks that are gone are found apart from it (MPI: heartbeats;
+ * in-process: a replica whose function returned). The largest deadline
+ * keeps the deadline's nanoseconds within int64. */
+#define LT_COLL_DEFAULT_TIMEOUT_MS ((int64_t)600000)
+#define LT_COLL_MAX_TIMEOUT_MS ((int64_t)1000000000000)
+/* LT_COLLECTIVE_TIMEOUT_MS (whole milliseconds), the default when unset or
+ * empty, or -1 with LT_EINVAL recorded naming fn when it is anything else. */
+int64_t lt__coll_env_timeout_ms(const char *fn);
 /* The MPI world's parts (world_mpi.c; stubs when built without MPI). */
 int lt__mpi_set_timeout_ms(lt_world *w, int64_t ms);
 void lt__mpi_free(lt_world *w);

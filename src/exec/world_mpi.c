@@ -5,8 +5,9 @@
  * MPI_Test against the world's deadline (MPI's own collectives never time
  * out, and a dead peer on the shared-memory path gives no error at all):
  *   check  an all-gather of every rank's description of its call (kind,
- *          reduction, dtype, shape, axis, root, sequence number), so ranks
- *          that disagree fail with both descriptions instead of mixing
+ *          reduction, dtype, shape, axis, root, sequence number and the
+ *          fingerprint of the graph around it), so ranks that disagree fail, all of
+ *          them at that call, with both descriptions instead of mixing
  *          values or hanging in mismatched MPI calls
  *   data   the collective itself on buffers this transport owns: the
  *          caller's input is copied in (packed chunk-major for a gather or
@@ -16,6 +17,11 @@
  * cancelled, and MPI may still write into it if the peer comes back, so
  * the buffers of a failed call are abandoned (leaked), never the executor's.
  * A failure breaks the world for good, as in-process.
+ *
+ * Waiting is apart from liveness (world_mpi_live.h): a wait fails at once
+ * when a peer that has not joined the call left the world or went silent
+ * (heartbeats), and otherwise lasts up to the world's deadline, long by
+ * default, since a live peer may be busy for minutes.
  *
  * Threads: the executor's worker thread (or a reading caller) issues the
  * calls, one at a time per device; a mutex serialises them anyway, so
@@ -36,6 +42,8 @@
 #ifdef LT_HAVE_MPI
 #include <mpi.h>
 
+#include "world_mpi_live.h"
+
 enum { DESC_LEN = 8 + LT_MAX_DIMS };
 
 typedef struct mpi_state {
@@ -49,6 +57,9 @@ typedef struct mpi_state {
   char broken_msg[1024];
   void *send, *recv; /* staging buffers, grown as needed */
   size_t send_cap, recv_cap;
+  bool abandoned;    /* a failed call left requests with MPI */
+  uint64_t posted;   /* collectives whose check this rank has posted */
+  lt_mpi_live *live; /* the peers' heartbeats (NULL: none) */
 } mpi_state;
 
 /* ---- NaN-propagating max and min (MPI_MAX ignores NaN order) ---- */
@@ -124,6 +135,13 @@ static void describe_desc(const int64_t *d, char *buf, size_t n) {
            lt_dtype_name((lt_dtype)d[2]), shape);
 }
 
+/* "all_reduce(sum) f32[2, 3] #3 graph 1a2b3c4d5e6f7a8b" */
+static void describe_full(const int64_t *d, char *buf, size_t n) {
+  char what[160];
+  describe_desc(d, what, sizeof what);
+  snprintf(buf, n, "%s #%lld graph %016llx", what, (long long)d[6], (unsigned long long)d[7]);
+}
+
 static void make_desc(const lt_coll_call *c, int64_t *d) {
   memset(d, 0, DESC_LEN * sizeof *d);
   d[0] = c->kind;
@@ -133,6 +151,7 @@ static void make_desc(const lt_coll_call *c, int64_t *d) {
   d[4] = (c->kind == LT_COLL_ALL_GATHER || c->kind == LT_COLL_REDUCE_SCATTER) ? c->axis : 0;
   d[5] = c->kind == LT_COLL_BROADCAST ? c->root : 0;
   d[6] = (int64_t)c->seq;
+  d[7] = (int64_t)c->graph;
   for (int k = 0; k < c->ndim; k++) d[8 + k] = c->in_shape[k];
 }
 
@@ -149,7 +168,9 @@ static int breakdown(mpi_state *s, const char *msg) {
  * buffers are abandoned (the request may still use them). */
 static int wait_reqs(mpi_state *s, MPI_Request *req, int nreq, int64_t deadline_ns, int rank,
                      uint64_t seq, const char *what, const char *stage) {
-  char msg[1024];
+  char msg[1024], why[256];
+  int64_t t0 = lt__now_ns();
+  uint64_t idx = s->posted - 1; /* this call, among the ones this rank posted */
   for (long spins = 0;; spins++) {
     int flag = 0;
     int rc = MPI_Testall(nreq, req, &flag, MPI_STATUSES_IGNORE);
@@ -157,23 +178,47 @@ static int wait_reqs(mpi_state *s, MPI_Request *req, int nreq, int64_t deadline_
       char es[MPI_MAX_ERROR_STRING];
       int len = 0;
       MPI_Error_string(rc, es, &len);
+      /* a peer's death may reach MPI first: give the heartbeats the time
+       * to say which rank it was */
+      int64_t until = lt__now_ns() + (int64_t)(LT_LIVE_SILENCE_MS + 1000) * 1000000;
+      bool named = false;
+      while (s->live && !(named = lt__live_lost(s->live, idx, why, sizeof why)) &&
+             lt__now_ns() < until) {
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+      }
+      if (!named) snprintf(why, sizeof why, "a peer process that died?");
       snprintf(msg, sizeof msg,
-               "collective #%llu (%s): rank %d: MPI failed during the %s: %s (a peer process that "
-               "died?); the world is broken",
-               (unsigned long long)seq, what, rank, stage, es);
+               "collective #%llu (%s): rank %d: MPI failed during the %s: %s (%s); the world is "
+               "broken",
+               (unsigned long long)seq, what, rank, stage, es, why);
       break;
     }
     if (flag) return LT_OK;
-    if (lt__now_ns() > deadline_ns) {
+    if ((spins & 63) == 0 && lt__live_lost(s->live, idx, why, sizeof why)) {
       snprintf(msg, sizeof msg,
-               "collective #%llu (%s): rank %d waited %lld ms for the other processes during the "
-               "%s; a peer stopped, died or skipped a collective; the world is broken",
-               (unsigned long long)seq, what, rank, (long long)s->timeout_ms, stage);
+               "collective #%llu (%s): rank %d waits during the %s, but %s; the world is broken",
+               (unsigned long long)seq, what, rank, stage, why);
+      break;
+    }
+    int64_t now = lt__now_ns();
+    if (now > deadline_ns) {
+      snprintf(msg, sizeof msg,
+               "collective #%llu (%s): rank %d waited %lld ms (the world's deadline) for the "
+               "other processes during the %s; %s; the world is broken",
+               (unsigned long long)seq, what, rank, (long long)s->timeout_ms, stage,
+               s->live ? "they are alive (heartbeats come) but did not join it: a peer busy for "
+                         "longer, or running other collectives"
+                       : "a peer stopped, died, is busy or skipped a collective");
       break;
     }
     /* Latency first, then leave the core to the others: the peer may be
-     * computing on this very core (oversubscribed hosts, --oversubscribe). */
-    if (spins > 2000) {
+     * computing on this very core (oversubscribed hosts, --oversubscribe),
+     * and a wait past 100 ms is for a busy peer: poll gently. */
+    if (now - t0 > 100000000) {
+      struct timespec ts = {0, 1000000};
+      nanosleep(&ts, NULL);
+    } else if (spins > 2000) {
       struct timespec ts = {0, 20000};
       nanosleep(&ts, NULL);
     } else if (spins > 100) {
@@ -182,6 +227,7 @@ static int wait_reqs(mpi_state *s, MPI_Request *req, int nreq, int64_t deadline_
   }
   s->send = s->recv = NULL; /* abandoned to MPI */
   s->send_cap = s->recv_cap = 0;
+  s->abandoned = true;
   return breakdown(s, msg);
 }
 
@@ -298,18 +344,25 @@ static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
   int rc =
       MPI_Iallgather(s->send, DESC_LEN, MPI_INT64_T, s->recv, DESC_LEN, MPI_INT64_T, s->comm, &req);
   if (rc != MPI_SUCCESS) return breakdown(s, "MPI_Iallgather failed to start; the world is broken");
+  s->posted++;
   if (wait_reqs(s, &req, 1, deadline, rank, c->seq, what, "check of the ranks' calls") != LT_OK)
     return s->broken;
   const int64_t *all = s->recv;
   for (int k = 0; k < size; k++) {
-    if (memcmp(all + (size_t)k * DESC_LEN, mine, sizeof mine) == 0) continue;
-    char a[160], msg[1024];
-    describe_desc(all + (size_t)k * DESC_LEN, a, sizeof a);
+    const int64_t *theirs = all + (size_t)k * DESC_LEN;
+    bool fp_known = theirs[7] && mine[7]; /* 0: a graph fingerprint not known */
+    if (memcmp(theirs, mine, 7 * sizeof *mine) == 0 && (!fp_known || theirs[7] == mine[7]) &&
+        memcmp(theirs + 8, mine + 8, (DESC_LEN - 8) * sizeof *mine) == 0)
+      continue;
+    /* every rank sees the same descriptions: all fail here, naming both sides */
+    char a[200], b[200], msg[1024];
+    int lo = k < rank ? k : rank, hi = k < rank ? rank : k; /* lower rank first */
+    describe_full(all + (size_t)lo * DESC_LEN, a, sizeof a);
+    describe_full(all + (size_t)hi * DESC_LEN, b, sizeof b);
     snprintf(msg, sizeof msg,
-             "collective #%llu: the replicas disagree: rank %d runs %s (its #%lld), rank %d runs "
-             "%s (its #%llu); every replica must trace the same collectives in the same order",
-             (unsigned long long)c->seq, k, a, (long long)all[(size_t)k * DESC_LEN + 6], rank, what,
-             (unsigned long long)c->seq);
+             "collective #%llu: the ranks disagree: rank %d runs %s; rank %d runs %s; every rank "
+             "must trace the same collectives, in the same graphs, in the same order",
+             (unsigned long long)c->seq, lo, a, hi, b);
     return breakdown(s, msg);
   }
 
@@ -421,6 +474,8 @@ int lt_world_mpi(lt_world **out) {
                    "lt_world_mpi: MPI provides thread level %d; the executor's worker thread "
                    "issues the collectives, which needs MPI_THREAD_SERIALIZED or more",
                    provided);
+  int64_t timeout_ms = lt__coll_env_timeout_ms("lt_world_mpi");
+  if (timeout_ms < 0) return LT_EINVAL;
   mpi_state *s = calloc(1, sizeof *s);
   lt_world *w = lt__calloc(sizeof *w);
   if (!s || !w) {
@@ -429,7 +484,7 @@ int lt_world_mpi(lt_world **out) {
     return lt__err(LT_ENOMEM, "lt_world_mpi: out of memory");
   }
   s->we_init = we_init;
-  s->timeout_ms = lt__coll_env_timeout_ms();
+  s->timeout_ms = timeout_ms;
   pthread_mutex_init(&s->lock, NULL);
   MPI_Comm_dup(MPI_COMM_WORLD, &s->comm);
   MPI_Comm_set_errhandler(s->comm, MPI_ERRORS_RETURN);
@@ -439,6 +494,7 @@ int lt_world_mpi(lt_world **out) {
   MPI_Comm_rank(s->comm, &rank);
   MPI_Comm_size(s->comm, &size);
   s->size = size;
+  s->live = lt__live_start(s->comm, rank, size);
   w->n = size;
   w->self = rank;
   w->mpi = s;
@@ -448,6 +504,7 @@ int lt_world_mpi(lt_world **out) {
   if (lt__coll_bind(0, &kMpi, s, rank, size) != LT_OK) {
     char why[256];
     snprintf(why, sizeof why, "%s", lt_last_error());
+    lt__live_stop(s->live);
     w->mpi = NULL;
     lt__mpi_free(w);
     return lt__err(LT_EINVAL, "lt_world_mpi: %s", why);
@@ -470,7 +527,15 @@ void lt__mpi_free(lt_world *w) {
     lt_exec_dev *ctx = lt__exec_dev("lt_world_free", lt_cpu(0));
     if (ctx && lt__device_acquire(ctx, false) == LT_OK) lt__device_release(ctx);
     lt__coll_unbind(0);
-    if (!s->broken) { /* a broken world may have requests MPI still holds, or a dead peer */
+    /* tell the peers at once (a peer waiting for this rank fails now), and
+     * wait for them to leave too, as MPI_Finalize would */
+    char why[512] = "";
+    bool unmatched =
+        lt__live_leave(s->live, s->posted, lt__now_ns() + s->timeout_ms * 1000000, why, sizeof why);
+    bool gone = lt__live_any_gone(s->live);
+    lt__live_stop(s->live);
+    /* requests MPI still holds, or a peer that is gone: MPI_Finalize could hang */
+    if (!s->abandoned && !gone && !(s->broken && !s->live)) {
       MPI_Op_free(&s->fmax);
       MPI_Op_free(&s->fmin);
       MPI_Comm_free(&s->comm);
@@ -478,8 +543,18 @@ void lt__mpi_free(lt_world *w) {
       free(s->recv);
       if (s->we_init) MPI_Finalize();
     }
+    int rank = w->self;
+    uint64_t posted = s->posted;
     pthread_mutex_destroy(&s->lock);
     free(s);
+    if (unmatched) {
+      /* lt_world_free returns nothing: the message goes to stderr and to
+       * lt_last_error */
+      lt__err(LT_EEXEC,
+              "lt_world_free: the world ended with collectives unmatched: rank %d ran %llu, %s",
+              rank, (unsigned long long)posted, why);
+      fprintf(stderr, "lazytensor: %s\n", lt_last_error());
+    }
   }
   pthread_cond_destroy(&w->cond);
   pthread_mutex_destroy(&w->lock);
