@@ -102,7 +102,8 @@
    * conv2d_bias (x, w, b [O]) is conv2d plus b[o] on each output channel \
    * (one pass: the bias is not an elementwise loop over the output). \
    * max_pool2d_argmax: attrs {kh, kw, sh, sw, ph, pw, dh, dw}, per window the \
-   * index h*W+w of its first largest element (its last NaN if it holds any); \
+   * index h*W+w of its first largest element (its last NaN if it holds any; \
+   * -1 for a window of padding only); \
    * pool_gather (v [N,C,H,W], idx i64 [N,C,P]) -> [N,C,P]: v's plane read at \
    * the flat indices (max_pool2d's values, idx its argmax of any shape with \
    * P elements a plane); pool_scatter_add (g [N,C,P], idx) -> [N,C,H,W] (the \
