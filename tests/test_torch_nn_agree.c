@@ -105,10 +105,38 @@ BOTH(test_max_pool_window_of_padding_only) {
   tu_expect(y3, LT_F32, SHAPE(1, 1, 2), 3, (double[]){-INFINITY, -INFINITY}, 0);
 }
 
+/* ---- group_norm ------------------------------------------------------------------------ */
+
+BOTH(test_group_norm_one_value_per_group) {
+  lt_tensor *w = tu_f32(SHAPE(2), 1, (float[]){2, 3}),
+            *b = tu_f32(SHAPE(2), 1, (float[]){0.5f, -1});
+  /* F.group_norm(torch.tensor([[1., 2.]]), 2) -> ValueError: Expected more than 1 value per
+   * channel when training, got input size [1, 2] */
+  TU_EXPECT_ERROR(lt_group_norm(tu_f32(SHAPE(1, 2), 2, (float[]){1, 2}), 2, NULL, NULL, 1e-5),
+                  LT_ESHAPE,
+                  "lt_group_norm: Expected more than 1 value per channel when training, got input "
+                  "of shape [1, 2]");
+  /* F.group_norm(torch.tensor([[[[1.]], [[2.]]]]), 2, w, b) -> the same ValueError, got input
+   * size [1, 2, 1, 1] */
+  TU_EXPECT_ERROR(lt_group_norm(tu_f32(SHAPE(1, 2, 1, 1), 4, (float[]){1, 2}), 2, w, b, 1e-5),
+                  LT_ESHAPE, "got input of shape [1, 2, 1, 1]");
+  /* two samples pass PyTorch's check (it counts N * C / G * H * W values):
+   * F.group_norm(torch.tensor([[1., 2.], [3., 5.]]), 2, w, b)
+   *   -> [[0.5, -1.0], [0.5, -1.0002]] (each value minus its own mean is 0: the bias; PyTorch's
+   *   -1.0002 is its rounding of that 0) */
+  lt_tensor *y = lt_group_norm(tu_f32(SHAPE(2, 2), 2, (float[]){1, 2, 3, 5}), 2, w, b, 1e-5);
+  tu_expect(y, LT_F32, SHAPE(2, 2), 2, (double[]){0.5, -1, 0.5, -1}, 1e-3);
+  /* one group of two values: F.group_norm(torch.tensor([[1., 2.]]), 1, w, b)
+   *   -> [[-1.5000, 1.9999]] */
+  lt_tensor *y1 = lt_group_norm(tu_f32(SHAPE(1, 2), 2, (float[]){1, 2}), 1, w, b, 1e-5);
+  tu_expect(y1, LT_F32, SHAPE(1, 2), 2, (double[]){-1.5, 1.9999}, 1e-3);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TU_TEST(test_max_pool_ceil_window_wider_than_input),
       TU_TEST(test_max_pool_window_of_padding_only),
+      TU_TEST(test_group_norm_one_value_per_group),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
