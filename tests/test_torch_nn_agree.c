@@ -5,6 +5,7 @@
  * function the caller used. Each expectation carries the torch call that
  * gave it. */
 #include "test_util.h"
+#include "lazytensor_nn.h"
 
 #include "../src/backend/backend.h"
 #include "../src/backend/cpu/cpu_api.h"
@@ -132,11 +133,71 @@ BOTH(test_group_norm_one_value_per_group) {
   tu_expect(y1, LT_F32, SHAPE(1, 2), 2, (double[]){-1.5, 1.9999}, 1e-3);
 }
 
+/* ---- run-time index errors name the function the caller used ------------------------------ */
+
+static lt_tensor *logits23(void) { return tu_f32(SHAPE(2, 3), 2, (float[]){1, 2, 3, 4, 5, 6}); }
+static lt_tensor *target07(void) { return tu_i64(SHAPE(2), 1, (int64_t[]){0, 7}); }
+
+/* The index errors of every function that builds index ops for its caller. */
+static void expect_caller_errors(void) {
+  /* F.cross_entropy(torch.randn(2, 3), torch.tensor([0, 7])) -> IndexError: Target 7 is out of
+   * bounds. (F.nll_loss alike) */
+  tu_expect_exec_error(
+      lt_nn_cross_entropy_ex(logits23(), target07(), LT_NN_REDUCTION_MEAN, -100, 0.0),
+      "lt_nn_cross_entropy_ex: target 7 out of range [0, 3) along axis 1");
+  tu_expect_exec_error(lt_nn_nll_loss(logits23(), target07(), LT_NN_REDUCTION_SUM, -100),
+                       "lt_nn_nll_loss: target 7 out of range [0, 3) along axis 1");
+  tu_expect_exec_error(lt_nn_cross_entropy(logits23(), target07()),
+                       "lt_nn_cross_entropy: target 7 out of range [0, 3)");
+  /* F.embedding(torch.tensor([0, 5]), torch.randn(3, 2)) -> IndexError: index out of range in
+   * self */
+  lt_tensor *w = tu_f32(SHAPE(3, 2), 2, (float[]){1, 2, 3, 4, 5, 6});
+  tu_expect_exec_error(lt_embedding(tu_i64(SHAPE(2), 1, (int64_t[]){0, 5}), w),
+                       "lt_embedding: index 5 out of range [0, 3) along axis 0");
+  /* torch.zeros(2, 3).scatter(0, torch.tensor([[0, 2, 1]]), torch.ones(1, 3)) -> RuntimeError:
+   * index 2 is out of bounds for dimension 0 with size 2 (scatter_add alike) */
+  lt_tensor *a = lt_zeros(CPU0, LT_F32, SHAPE(2, 3), 2),
+            *src = lt_ones(CPU0, LT_F32, SHAPE(1, 3), 2);
+  lt_tensor *i = tu_i64(SHAPE(1, 3), 2, (int64_t[]){0, 2, 1});
+  tu_expect_exec_error(lt_scatter(a, 0, i, src),
+                       "lt_scatter: index 2 out of range [0, 2) along axis 0");
+  tu_expect_exec_error(lt_scatter_add(a, 0, i, src),
+                       "lt_scatter_add: index 2 out of range [0, 2) along axis 0");
+  /* torch.zeros(3, 2).gather(0, torch.tensor([[0, 7], [1, 1]])) -> RuntimeError: index 7 is out
+   * of bounds for dimension 0 with size 3; a gather of the same shapes built directly, after
+   * the loss's, is still named by its op: no scope is left open */
+  lt_tensor *g = lt_gather(lt_zeros(CPU0, LT_F32, SHAPE(2, 3), 2), 1,
+                           tu_i64(SHAPE(2, 1), 2, (int64_t[]){0, 7}));
+  tu_expect_exec_error(g, "gather: index 7 out of range [0, 3) along axis 1");
+  assert_null(strstr(lt_last_error(), "lt_nn"));
+}
+
+BOTH(test_index_errors_name_the_caller) { expect_caller_errors(); }
+
+/* An executable loaded from the persistent cache reports the same names (the
+ * caller is one of its instructions' attributes). */
+static void test_index_errors_from_the_disk_cache(void **state) {
+  (void)state;
+  char dir[64];
+  tu_mkdtemp(dir, sizeof dir, "lt_caller_cache");
+  assert_int_equal(lt_set_persistent_cache(dir, false), LT_OK);
+  tu_reset_executor();    /* nothing compiled by the tests before */
+  expect_caller_errors(); /* compiles and stores */
+  long long hits = tu_counter("PersistentCacheHit");
+  lt_cache_clear(); /* the memory cache: the next lookups go to disk */
+  expect_caller_errors();
+  assert_true(tu_counter("PersistentCacheHit") > hits);
+  assert_int_equal(lt_set_persistent_cache(NULL, false), LT_OK);
+  tu_rm_tree(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TU_TEST(test_max_pool_ceil_window_wider_than_input),
       TU_TEST(test_max_pool_window_of_padding_only),
       TU_TEST(test_group_norm_one_value_per_group),
+      TU_TEST(test_index_errors_name_the_caller),
+      TU_TEST(test_index_errors_from_the_disk_cache),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
