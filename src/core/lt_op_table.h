@@ -126,7 +126,9 @@
   X(CONCAT,        "concat",        SHAPE,  -1, SAME,  concat,  shape,       NATIVE)   \
   X(PAD,           "pad",           SHAPE,   1, SAME,  pad,     shape,       NATIVE)   \
   /* indexing: gather (a, index of a's rank), index_select (a, 1-d index), \
-   * attrs[0] = axis; one_hot attrs[0] = num_classes */ \
+   * attrs[0] = axis; one_hot attrs[0] = num_classes; these and scatter_add, \
+   * index_add may have attrs[1]: the public function that built them \
+   * (lt_caller.h), which their index errors name */ \
   X(GATHER,        "gather",        INDEX,   2, SAME,  indexed, index,       NATIVE)   \
   X(INDEX_SELECT,  "index_select",  INDEX,   2, SAME,  indexed, index,       NATIVE)   \
   X(ONE_HOT,       "one_hot",       INDEX,   1, NODE,  none,    index,       NATIVE)   \
