@@ -138,37 +138,49 @@ BOTH(test_group_norm_one_value_per_group) {
 static lt_tensor *logits23(void) { return tu_f32(SHAPE(2, 3), 2, (float[]){1, 2, 3, 4, 5, 6}); }
 static lt_tensor *target07(void) { return tu_i64(SHAPE(2), 1, (int64_t[]){0, 7}); }
 
+/* t fails when read, with needle in the message; in eager mode (LT_EAGER=1)
+ * the op runs as it is traced, so t is NULL with that error already. */
+static void expect_index_error(lt_tensor *t, const char *needle) {
+  if (t) {
+    tu_expect_exec_error(t, needle);
+    return;
+  }
+  assert_int_equal(lt_last_status(), LT_EEXEC);
+  if (!strstr(lt_last_error(), needle))
+    fail_msg("message '%s' lacks '%s'", lt_last_error(), needle);
+}
+
 /* The index errors of every function that builds index ops for its caller. */
 static void expect_caller_errors(void) {
   /* F.cross_entropy(torch.randn(2, 3), torch.tensor([0, 7])) -> IndexError: Target 7 is out of
    * bounds. (F.nll_loss alike) */
-  tu_expect_exec_error(
+  expect_index_error(
       lt_nn_cross_entropy_ex(logits23(), target07(), LT_NN_REDUCTION_MEAN, -100, 0.0),
       "lt_nn_cross_entropy_ex: target 7 out of range [0, 3) along axis 1");
-  tu_expect_exec_error(lt_nn_nll_loss(logits23(), target07(), LT_NN_REDUCTION_SUM, -100),
-                       "lt_nn_nll_loss: target 7 out of range [0, 3) along axis 1");
-  tu_expect_exec_error(lt_nn_cross_entropy(logits23(), target07()),
-                       "lt_nn_cross_entropy: target 7 out of range [0, 3)");
+  expect_index_error(lt_nn_nll_loss(logits23(), target07(), LT_NN_REDUCTION_SUM, -100),
+                     "lt_nn_nll_loss: target 7 out of range [0, 3) along axis 1");
+  expect_index_error(lt_nn_cross_entropy(logits23(), target07()),
+                     "lt_nn_cross_entropy: target 7 out of range [0, 3)");
   /* F.embedding(torch.tensor([0, 5]), torch.randn(3, 2)) -> IndexError: index out of range in
    * self */
   lt_tensor *w = tu_f32(SHAPE(3, 2), 2, (float[]){1, 2, 3, 4, 5, 6});
-  tu_expect_exec_error(lt_embedding(tu_i64(SHAPE(2), 1, (int64_t[]){0, 5}), w),
-                       "lt_embedding: index 5 out of range [0, 3) along axis 0");
+  expect_index_error(lt_embedding(tu_i64(SHAPE(2), 1, (int64_t[]){0, 5}), w),
+                     "lt_embedding: index 5 out of range [0, 3) along axis 0");
   /* torch.zeros(2, 3).scatter(0, torch.tensor([[0, 2, 1]]), torch.ones(1, 3)) -> RuntimeError:
    * index 2 is out of bounds for dimension 0 with size 2 (scatter_add alike) */
   lt_tensor *a = lt_zeros(CPU0, LT_F32, SHAPE(2, 3), 2),
             *src = lt_ones(CPU0, LT_F32, SHAPE(1, 3), 2);
   lt_tensor *i = tu_i64(SHAPE(1, 3), 2, (int64_t[]){0, 2, 1});
-  tu_expect_exec_error(lt_scatter(a, 0, i, src),
-                       "lt_scatter: index 2 out of range [0, 2) along axis 0");
-  tu_expect_exec_error(lt_scatter_add(a, 0, i, src),
-                       "lt_scatter_add: index 2 out of range [0, 2) along axis 0");
+  expect_index_error(lt_scatter(a, 0, i, src),
+                     "lt_scatter: index 2 out of range [0, 2) along axis 0");
+  expect_index_error(lt_scatter_add(a, 0, i, src),
+                     "lt_scatter_add: index 2 out of range [0, 2) along axis 0");
   /* torch.zeros(3, 2).gather(0, torch.tensor([[0, 7], [1, 1]])) -> RuntimeError: index 7 is out
    * of bounds for dimension 0 with size 3; a gather of the same shapes built directly, after
    * the loss's, is still named by its op: no scope is left open */
   lt_tensor *g = lt_gather(lt_zeros(CPU0, LT_F32, SHAPE(2, 3), 2), 1,
                            tu_i64(SHAPE(2, 1), 2, (int64_t[]){0, 7}));
-  tu_expect_exec_error(g, "gather: index 7 out of range [0, 3) along axis 1");
+  expect_index_error(g, "gather: index 7 out of range [0, 3) along axis 1");
   assert_null(strstr(lt_last_error(), "lt_nn"));
 }
 

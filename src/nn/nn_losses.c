@@ -119,6 +119,7 @@ lt_tensor *lt_nn_nll_loss(lt_tensor *logp, lt_tensor *target, lt_nn_reduction re
   int caller = lt__caller_begin(LT_CALLER_NN_NLL_LOSS); /* a bad target names this loss */
   nll_terms(logp, target, cls, ignore_index, &valid, &nll);
   lt__caller_end(caller);
+  if (!nll) return own_result(NULL); /* eager mode: a bad target's error stays the one reported */
   return own_result(reduce_valid(nll, valid, reduction));
 }
 
@@ -140,6 +141,7 @@ lt_tensor *lt_nn_cross_entropy_ex(lt_tensor *logits, lt_tensor *target, lt_nn_re
   int caller = lt__caller_begin(LT_CALLER_NN_CROSS_ENTROPY_EX); /* a bad target names this loss */
   nll_terms(logp, target, cls, ignore_index, &valid, &nll);
   lt__caller_end(caller);
+  if (!nll) return own_result(NULL); /* eager mode: a bad target's error stays the one reported */
   lt_tensor *loss = reduce_valid(nll, valid, reduction);
   if (label_smoothing > 0) {
     /* PyTorch: (1 - eps) * nll + eps / C * sum_c -logp[c], each term reduced
