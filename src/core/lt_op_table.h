@@ -104,7 +104,8 @@
    * conv2d_bias (x, w, b [O]) is conv2d plus b[o] on each output channel \
    * (one pass: the bias is not an elementwise loop over the output). \
    * max_pool2d_argmax: attrs {kh, kw, sh, sw, ph, pw, dh, dw}, per window the \
-   * index h*W+w of its first largest element (its last NaN if it holds any); \
+   * index h*W+w of its first largest element (its last NaN if it holds any; \
+   * -1 for a window of padding only); \
    * pool_gather (v [N,C,H,W], idx i64 [N,C,P]) -> [N,C,P]: v's plane read at \
    * the flat indices (max_pool2d's values, idx its argmax of any shape with \
    * P elements a plane); pool_scatter_add (g [N,C,P], idx) -> [N,C,H,W] (the \
@@ -127,7 +128,9 @@
   X(CONCAT,        "concat",        SHAPE,  -1, SAME,  concat,  shape,       NATIVE)   \
   X(PAD,           "pad",           SHAPE,   1, SAME,  pad,     shape,       NATIVE)   \
   /* indexing: gather (a, index of a's rank), index_select (a, 1-d index), \
-   * attrs[0] = axis; one_hot attrs[0] = num_classes */ \
+   * attrs[0] = axis; one_hot attrs[0] = num_classes; these and scatter_add, \
+   * index_add may have attrs[1]: the public function that built them \
+   * (lt_caller.h), which their index errors name */ \
   X(GATHER,        "gather",        INDEX,   2, SAME,  indexed, index,       NATIVE)   \
   X(INDEX_SELECT,  "index_select",  INDEX,   2, SAME,  indexed, index,       NATIVE)   \
   X(ONE_HOT,       "one_hot",       INDEX,   1, NODE,  none,    index,       NATIVE)   \

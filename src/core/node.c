@@ -6,6 +6,7 @@
 #include <xxhash.h>
 
 #include "lt_buffer.h"
+#include "lt_caller.h"
 #include "lt_dtype.h"
 #include "lt_alloc.h"
 #include "lt_error.h"
@@ -225,6 +226,8 @@ lt_node *lt__node_make(lt_op op, lt_dtype dt, const int64_t *shape, int ndim, lt
                        int noperands, const int64_t *attrs, int nattrs, double fattr) {
   lt_node *n = NULL;
   int ok = 1;
+  int64_t tagged[2]; /* an index op built inside a caller scope names its caller */
+  attrs = lt__caller_attrs(op, attrs, &nattrs, tagged);
   for (int i = 0; i < noperands; i++) ok &= operands[i] != NULL;
   if (ok) n = lt__node_new(op, dt, shape, ndim, operands, noperands, attrs, nattrs, fattr);
   for (int i = 0; i < noperands; i++) lt__node_release(operands[i]);

@@ -2,6 +2,7 @@
  * device RNG), activations, cross-entropy from logits and accuracy. */
 #include <math.h>
 
+#include "lt_caller.h"
 #include "nn.h"
 
 int nn_init_weight_bias(lt_device dev, lt_dtype dt, const int64_t *wshape, int wnd, bool bias,
@@ -150,7 +151,9 @@ lt_tensor *lt_nn_cross_entropy(lt_tensor *logits, lt_tensor *labels) {
   lt_dtype dt = lt_get_dtype(logits);
   nn_own_begin();
   lt_tensor *lsm = lt_log_softmax(logits, 1);
+  int caller = lt__caller_begin(LT_CALLER_NN_CROSS_ENTROPY); /* a bad label names this loss */
   lt_tensor *oh = lt_one_hot(labels, lt_dim(logits, 1), dt);
+  lt__caller_end(caller);
   lt_tensor *picked = lt_sum(lt_mul(oh, lsm), (int[]){1}, 1, false); /* [B] */
   lt_tensor *m = nn_keep(lt_mean(picked, NULL, 0, false));
   nn_own_end();

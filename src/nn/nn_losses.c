@@ -4,6 +4,7 @@
  * autograd differentiates it with no rule of its own. */
 #include <math.h>
 
+#include "lt_caller.h"
 #include "lt_shape.h"
 #include "nn.h"
 
@@ -119,7 +120,10 @@ lt_tensor *lt_nn_nll_loss(lt_tensor *logp, lt_tensor *target, lt_nn_reduction re
     return NULL;
   nn_own_begin();
   lt_tensor *valid = NULL, *nll = NULL;
+  int caller = lt__caller_begin(LT_CALLER_NN_NLL_LOSS); /* a bad target names this loss */
   nll_terms(logp, target, cls, ignore_index, &valid, &nll);
+  lt__caller_end(caller);
+  if (!nll) return own_result(NULL); /* eager mode: a bad target's error stays the one reported */
   return own_result(reduce_valid(nll, valid, reduction));
 }
 
@@ -138,7 +142,10 @@ lt_tensor *lt_nn_cross_entropy_ex(lt_tensor *logits, lt_tensor *target, lt_nn_re
   lt_dtype dt = lt_get_dtype(logits);
   nn_own_begin();
   lt_tensor *logp = lt_log_softmax(logits, cls), *valid = NULL, *nll = NULL;
+  int caller = lt__caller_begin(LT_CALLER_NN_CROSS_ENTROPY_EX); /* a bad target names this loss */
   nll_terms(logp, target, cls, ignore_index, &valid, &nll);
+  lt__caller_end(caller);
+  if (!nll) return own_result(NULL); /* eager mode: a bad target's error stays the one reported */
   lt_tensor *loss = reduce_valid(nll, valid, reduction);
   if (label_smoothing > 0) {
     /* PyTorch: (1 - eps) * nll + eps / C * sum_c -logp[c], each term reduced

@@ -19,6 +19,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "lt_caller.h"
 #include "lt_ops.h"
 #include "op_nograd.h"
 
@@ -447,7 +448,9 @@ static lt_tensor *scatter_result(lt_tensor *a, lt_node *r) {
 lt_tensor *lt_scatter_add(lt_tensor *a, int axis, lt_tensor *index, lt_tensor *src) {
   scatter_args s;
   if (scatter_prepare("lt_scatter_add", a, axis, index, src, false, &s) != LT_OK) return NULL;
+  int caller = lt__caller_begin(LT_CALLER_SCATTER_ADD); /* a bad index names lt_scatter_add */
   lt_node *added = scatter_add_node(s.src, s.index, s.ax, s.shape, s.nd);
+  lt__caller_end(caller);
   return scatter_result(a, lt__node_bin(LT_OP_ADD, s.a, added));
 }
 
@@ -512,6 +515,7 @@ static lt_node *scatter_mean(lt_node *v, lt_node *index, lt_node *count, const s
 lt_tensor *lt_scatter(lt_tensor *a, int axis, lt_tensor *index, lt_tensor *src) {
   scatter_args s;
   if (scatter_prepare("lt_scatter", a, axis, index, src, true, &s) != LT_OK) return NULL;
+  int caller = lt__caller_begin(LT_CALLER_SCATTER); /* a bad index names lt_scatter */
   lt_dtype dt = (lt_dtype)s.a->dtype;
   lt_dtype wide = lt__is_float(dt) ? LT_F64 : LT_I64;
   lt_node *ones = lt__node_const(wide, s.index->shape, s.index->ndim, 1.0);
@@ -520,6 +524,7 @@ lt_tensor *lt_scatter(lt_tensor *a, int axis, lt_tensor *index, lt_tensor *src) 
   /* max(count, 1): positions nothing lands on divide by 1, not 0 */
   lt_node *mean = scatter_mean(lt__node_cast(s.src, wide), s.index,
                                lt__node_bin(LT_OP_MAXIMUM, count, kc(wide, 1)), &s);
+  lt__caller_end(caller);
   return scatter_result(a, lt__node_where(written, lt__node_cast(mean, dt), s.a));
 }
 

@@ -13,6 +13,7 @@
  *
  * Arguments are checked as PyTorch checks them. 3-d inputs [C, H, W] are
  * batches of one, reshaped around the nodes. */
+#include <math.h>
 #include <string.h>
 
 #include "lt_alloc.h"
@@ -309,21 +310,38 @@ static int pool_check(const char *fn, lt_tensor *x, const int64_t *kernel, const
   return LT_OK;
 }
 
-/* False when some window of an axis reads padding only (possible with a
- * dilation larger than the input); PyTorch then returns -inf and an index
- * outside the input, which has no gradient to route, so it is refused. Only
- * a window that starts in the left padding can (the output size keeps every
- * other start inside the input), and its first tap at or past 0 is below d
- * and among the first ceil(p / d) <= k / 2 taps. */
-static bool windows_reach_input(int64_t in, int64_t out, int64_t k, int64_t s, int64_t p,
-                                int64_t d) {
-  if (d <= in) return true;
+/* True when some window of an axis reads padding only (possible with a
+ * dilation larger than the input). Only a window that starts in the left
+ * padding can (the output size keeps every other start inside the input),
+ * and its first tap at or past 0 is below d and among the first
+ * ceil(p / d) <= k / 2 taps. */
+static bool some_window_empty(int64_t in, int64_t out, int64_t k, int64_t s, int64_t p, int64_t d) {
+  if (d <= in) return false;
   for (int64_t a = 0; a < out && a * s < p; a++) {
     int64_t start = a * s - p, first = start;
     if (start < 0) first = start + (-start + d - 1) / d * d; /* the first tap at or past 0 */
-    if (first >= in || (first - start) / d >= k) return false;
+    if (first >= in || (first - start) / d >= k) return true;
   }
-  return true;
+  return false;
+}
+
+/* PyTorch gives a window of padding only -inf (the max over nothing), and its
+ * gradient reaches no input element. MAX_POOL2D_ARGMAX marks such a window
+ * with index -1: it reads plane element 0 instead, and a WHERE on the mark
+ * puts -inf in its place, so that its gradient is a zero added to element 0.
+ * Built only when the arguments make such a window (known at trace time).
+ * Consumes x and arg. */
+static lt_node *gather_windows(lt_node *x, lt_node *arg, lt_dtype dt, const int64_t *ys,
+                               bool has_empty) {
+  if (!has_empty) {
+    lt_node *ops[2] = {x, arg};
+    return lt__node_make(LT_OP_POOL_GATHER, dt, ys, 4, ops, 2, NULL, 0, 0.0);
+  }
+  lt_node *zero = lt__node_const(LT_I64, NULL, 0, 0.0);
+  lt_node *real = lt__node_bin(LT_OP_GE, lt__node_retain(arg), lt__node_retain(zero));
+  lt_node *ops[2] = {x, lt__node_bin(LT_OP_MAXIMUM, arg, zero)};
+  lt_node *v = lt__node_make(LT_OP_POOL_GATHER, dt, ys, 4, ops, 2, NULL, 0, 0.0);
+  return lt__node_where(real, v, lt__node_const(dt, NULL, 0, -INFINITY));
 }
 
 lt_tensor *lt_max_pool2d(lt_tensor *x, const int64_t *kernel, const int64_t *stride,
@@ -331,13 +349,9 @@ lt_tensor *lt_max_pool2d(lt_tensor *x, const int64_t *kernel, const int64_t *str
   static const char *fn = "lt_max_pool2d";
   pool_args a;
   if (pool_check(fn, x, kernel, stride, padding, dilation, ceil_mode, &a) != LT_OK) return NULL;
-  for (int i = 0; i < 2; i++) {
-    if (!windows_reach_input(a.xs[2 + i], a.out[i], a.k[i], a.s[i], a.p[i], a.d[i])) {
-      lt__err(LT_ESHAPE, "%s: a window along axis %d covers padding only (dilation %lld)", fn,
-              2 + i, (long long)a.d[i]);
-      return NULL;
-    }
-  }
+  bool has_empty = false;
+  for (int i = 0; i < 2; i++)
+    has_empty |= some_window_empty(a.xs[2 + i], a.out[i], a.k[i], a.s[i], a.p[i], a.d[i]);
   int64_t ys[4] = {a.xs[0], a.xs[1], a.out[0], a.out[1]};
   if (lt__check_size(fn, ys, 4) != LT_OK) return NULL;
   lt_dtype dt = (lt_dtype)x->dtype;
@@ -346,8 +360,7 @@ lt_tensor *lt_max_pool2d(lt_tensor *x, const int64_t *kernel, const int64_t *str
   lt_node *arg = lt__node_make(LT_OP_MAX_POOL2D_ARGMAX, LT_I64, ys, 4, &xn, 1, attrs, 8, 0.0);
   /* values: each plane read at its windows' flat indices (POOL_GATHER: its
    * gradient writes each plane's gradient directly, a POOL_SCATTER_ADD) */
-  lt_node *ops[2] = {as_shape(x, dt, a.xs, 4), arg};
-  lt_node *v = lt__node_make(LT_OP_POOL_GATHER, dt, ys, 4, ops, 2, NULL, 0, 0.0);
+  lt_node *v = gather_windows(as_shape(x, dt, a.xs, 4), arg, dt, ys, has_empty);
   return lt__wrap(x->dev, unbatch(v, x->ndim));
 }
 

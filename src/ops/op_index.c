@@ -4,6 +4,7 @@
  * out of range is reported by the backend when the graph runs (LT_EEXEC).
  * 0-d operands (accepted as in torch) are reshaped to [1] around the node, so
  * the kernels only ever see rank >= 1. */
+#include "lt_caller.h"
 #include "lt_ops.h"
 
 static bool is_index_dtype(int dt) { return dt == LT_I32 || dt == LT_I64; }
@@ -155,7 +156,9 @@ lt_tensor *lt_embedding(lt_tensor *indices, lt_tensor *weight) {
   lt_node *ops[2] = {lt__ir_as(weight, (lt_dtype)weight->dtype),
                      lt__node_reshape(lt__ir_as(indices, (lt_dtype)indices->dtype), &n, 1)};
   int64_t attrs[1] = {0};
+  int caller = lt__caller_begin(LT_CALLER_EMBEDDING); /* a bad index names lt_embedding */
   lt_node *rows =
       lt__node_make(LT_OP_INDEX_SELECT, (lt_dtype)weight->dtype, flat, 2, ops, 2, attrs, 1, 0.0);
+  lt__caller_end(caller);
   return lt__wrap(weight->dev, lt__node_reshape(rows, shape, indices->ndim + 1));
 }

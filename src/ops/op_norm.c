@@ -284,6 +284,15 @@ lt_tensor *lt_group_norm(lt_tensor *x, int64_t num_groups, lt_tensor *weight, lt
   int64_t rest = 1;
   for (int d = 2; d < x->ndim; d++) rest *= x->shape[d];
   const int64_t g = num_groups, count = c / g * rest; /* elements per (sample, group) */
+  /* F.group_norm's check (its _verify_batch_size of [N * C / G, G, ...]):
+   * only when the whole batch holds one value per group, so N = 2 with
+   * single-value groups passes (and gives the bias, as PyTorch) */
+  if (n * count == 1) {
+    lt__err(LT_ESHAPE,
+            "%s: Expected more than 1 value per channel when training, got input of shape %s", fn,
+            sx);
+    return NULL;
+  }
   int nd = x->ndim;
   int64_t
       cshape[LT_MAX_DIMS]; /* [N, C, 1, ...] for the statistics, [1, C, 1, ...] for the affine */

@@ -3,8 +3,8 @@
  * in row-major window order, or the last NaN when the window holds one (the
  * rule `v > max || isnan(v)` from a max of -inf, starting at the window's
  * first real element, as PyTorch's CPU kernel). Padding is never chosen:
- * each window's real rows and columns are worked out once per call, and an
- * instruction with a window of padding only is declined. Exact: values are
+ * each window's real rows and columns are worked out once per call; a
+ * window of padding only gets -1 (as ref). Exact: values are
  * only compared. Planes (n, c) are split over the pool. The common 2x2
  * stride-2 window without padding or dilation has its own loop. */
 #include <math.h>
@@ -88,7 +88,8 @@ static int64_t quad_row_f32(const float *r0, const float *r1, int64_t *y, int64_
         }                                                                                   \
       }                                                                                     \
       for (; ow < j->ow; ow++) {                                                            \
-        int64_t wf = j->wfirst[ow], we = j->wend[ow], idx = hf * W + wf;                    \
+        int64_t wf = j->wfirst[ow], we = j->wend[ow];                                       \
+        int64_t idx = hf < he && wf < we ? hf * W + wf : -1; /* -1: padding only */         \
         T best = -(T)INFINITY;                                                              \
         for (int64_t ih = hf; ih < he; ih += j->dh)                                         \
           for (int64_t iw = wf; iw < we; iw += j->dw) {                                     \
@@ -124,20 +125,19 @@ static int64_t pool_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d,
 }
 
 /* For each of the n outputs along an axis, its window's first real input
- * index and the end of the window's real part; false when a window holds
- * padding only. */
-static bool axis_ranges(int64_t n, int64_t in, int64_t k, int64_t s, int64_t p, int64_t d,
+ * index and the end of the window's real part (both 0 when the window holds
+ * padding only). */
+static void axis_ranges(int64_t n, int64_t in, int64_t k, int64_t s, int64_t p, int64_t d,
                         int64_t *first, int64_t *end) {
   for (int64_t o = 0; o < n; o++) {
     int64_t st = o * s - p, f = st;
     if (f < 0) f += (-f + d - 1) / d * d;
     int64_t e = st + (k - 1) * d + 1;
     if (e > in) e = in;
-    if (f >= e) return false;
+    if (f >= e) f = e = 0;
     first[o] = f;
     end[o] = e;
   }
-  return true;
 }
 
 int cpu_max_pool2d_argmax(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
@@ -184,17 +184,14 @@ int cpu_max_pool2d_argmax(const lt_instr *ins, lt_buffer *out, lt_buffer *const 
                 .f64 = xb->dtype == LT_F64};
   j.quad = a[0] == 2 && a[1] == 2 && a[2] == 2 && a[3] == 2 && a[4] == 0 && a[5] == 0 &&
            a[6] == 1 && a[7] == 1;
-  int rc = DECLINE;
-  if (axis_ranges(oh, h, a[0], a[2], a[4], a[6], r, r + oh) &&
-      axis_ranges(ow, w, a[1], a[3], a[5], a[7], r + 2 * oh, r + 2 * oh + ow)) {
-    void *slots[1] = {&j};
-    /* a window reads at most min(k, size) rows and columns */
-    int64_t win = (a[0] < h ? a[0] : h) * (a[1] < w ? a[1] : w);
-    cpu_pool_run(pool_chunk, slots, out->shape[0] * out->shape[1], oh * ow * win);
-    rc = LT_OK;
-  }
+  axis_ranges(oh, h, a[0], a[2], a[4], a[6], r, r + oh);
+  axis_ranges(ow, w, a[1], a[3], a[5], a[7], r + 2 * oh, r + 2 * oh + ow);
+  void *slots[1] = {&j};
+  /* a window reads at most min(k, size) rows and columns */
+  int64_t win = (a[0] < h ? a[0] : h) * (a[1] < w ? a[1] : w);
+  cpu_pool_run(pool_chunk, slots, out->shape[0] * out->shape[1], oh * ow * win);
   free(r);
-  return rc;
+  return LT_OK;
 }
 
 /* ---- POOL_GATHER and POOL_SCATTER_ADD ------------------------------------------------------ */

@@ -189,16 +189,21 @@ static int grad_weight(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in
 
 /* ---- max pooling's argmax ------------------------------------------------------------- */
 
-/* Output length of a pooling axis as PyTorch computes it: the conv formula,
- * or with ceil_mode one more window when a partial one is left, unless that
- * window would start at or past the input's end plus its left padding. The
- * node's shape must be one of the two. */
+/* Output length of a pooling axis as PyTorch computes it: the conv formula
+ * with its quotient rounded down (room may be negative: a window wider than
+ * the input still fits in ceil mode), or with ceil_mode rounded up, less one
+ * when that last window would start at or past the input's end plus its left
+ * padding. The node's shape must be one of the two, and at least 1. */
 static bool pool_len_ok(const conv_axis *ax) {
-  int64_t floor_len = windows(ax);
-  if (floor_len < 1 || 2 * ax->p > ax->k) return false;
-  if (ax->out == floor_len) return true;
-  /* the ceil_mode window: one more, starting inside the input or its left padding */
-  return ax->out == floor_len + 1 && (ax->out - 1) * ax->s < ax->in + ax->p;
+  if (windows(ax) < 0 || 2 * ax->p > ax->k) return false; /* attrs out of range */
+  int64_t room = ax->in + 2 * ax->p - ax->d * (ax->k - 1) - 1;
+  for (int ceil_mode = 0; ceil_mode < 2; ceil_mode++) {
+    int64_t num = room + (ceil_mode ? ax->s - 1 : 0);
+    int64_t n = (num >= 0 ? num / ax->s : -((-num + ax->s - 1) / ax->s)) + 1;
+    if (ceil_mode && (n - 1) * ax->s >= ax->in + ax->p) n--;
+    if (n >= 1 && ax->out == n) return true;
+  }
+  return false;
 }
 
 static int max_pool_argmax(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
@@ -237,7 +242,7 @@ static int max_pool_argmax(const lt_instr *ins, lt_buffer *out, lt_buffer *const
             }
           }
         }
-        if (best < 0) return bad(ins, "a window holds no input element");
+        /* best stays -1 for a window of padding only (op_conv.c gives it -inf) */
         ref_seti(out, (q * ah.out + a) * aw.out + b, best);
       }
   return LT_OK;

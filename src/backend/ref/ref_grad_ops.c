@@ -10,11 +10,17 @@
  * graph built by hand may not have: every position is range-checked before
  * anything is written and an index out of range fails with LT_EEXEC. */
 #include "../../core/lt_alloc.h"
+#include "../../core/lt_caller.h"
 #include "../../core/lt_error.h"
 #include "ref.h"
 
-static int bad_index(const char *what, int64_t v, int64_t size, int axis) {
-  return lt__err(LT_EEXEC, "%s: index %lld out of range [0, %lld) along axis %d", what,
+/* Named by the public function the instruction was built for, when it
+ * records one (lt_caller.h; ins NULL: UNSLICE, which records none), else by
+ * the op. */
+static int bad_index(const lt_instr *ins, const char *what, int64_t v, int64_t size, int axis) {
+  const char *noun, *who = ins ? lt__caller_who(ins->attrs, ins->nattrs, what, &noun) : what;
+  if (!ins) noun = "index";
+  return lt__err(LT_EEXEC, "%s: %s %lld out of range [0, %lld) along axis %d", who, noun,
                  (long long)v, (long long)size, axis);
 }
 
@@ -30,10 +36,11 @@ static int place_scatter(const lt_instr *ins, const lt_buffer *out, lt_buffer *c
   int64_t c[LT_MAX_DIMS];
   lt__unravel(i, src->shape, src->ndim, c);
   int64_t v = ref_geti(index, i);
-  if (v < 0 || v >= out->shape[axis]) return bad_index("scatter_add", v, out->shape[axis], axis);
+  if (v < 0 || v >= out->shape[axis])
+    return bad_index(ins, "scatter_add", v, out->shape[axis], axis);
   c[axis] = v;
   for (int d = 0; d < out->ndim; d++)
-    if (c[d] >= out->shape[d]) return bad_index("scatter_add", c[d], out->shape[d], d);
+    if (c[d] >= out->shape[d]) return bad_index(ins, "scatter_add", c[d], out->shape[d], d);
   *pos = lt__ravel(c, out->shape, out->ndim);
   return LT_OK;
 }
@@ -45,12 +52,12 @@ static int place_index_add(const lt_instr *ins, const lt_buffer *out, lt_buffer 
   int axis = (int)ins->attrs[0];
   int64_t c[LT_MAX_DIMS];
   lt__unravel(i, src->shape, src->ndim, c);
-  if (c[axis] >= index->numel) return bad_index("index_add", c[axis], index->numel, axis);
+  if (c[axis] >= index->numel) return bad_index(ins, "index_add", c[axis], index->numel, axis);
   int64_t v = ref_geti(index, c[axis]);
-  if (v < 0 || v >= out->shape[axis]) return bad_index("index_add", v, out->shape[axis], axis);
+  if (v < 0 || v >= out->shape[axis]) return bad_index(ins, "index_add", v, out->shape[axis], axis);
   c[axis] = v;
   for (int d = 0; d < out->ndim; d++)
-    if (c[d] >= out->shape[d]) return bad_index("index_add", c[d], out->shape[d], d);
+    if (c[d] >= out->shape[d]) return bad_index(ins, "index_add", c[d], out->shape[d], d);
   *pos = lt__ravel(c, out->shape, out->ndim);
   return LT_OK;
 }
@@ -64,7 +71,8 @@ static int place_unslice(const lt_instr *ins, const lt_buffer *out, lt_buffer *c
   lt__unravel(i, src->shape, nd, c);
   for (int d = 0; d < nd; d++) {
     c[d] = ins->attrs[d] + c[d] * ins->attrs[nd + d];
-    if (c[d] < 0 || c[d] >= out->shape[d]) return bad_index("unslice", c[d], out->shape[d], d);
+    if (c[d] < 0 || c[d] >= out->shape[d])
+      return bad_index(NULL, "unslice", c[d], out->shape[d], d);
   }
   *pos = lt__ravel(c, out->shape, nd);
   return LT_OK;

@@ -5,6 +5,7 @@
  * included: torch's gather rejects them too) fails with LT_EEXEC. */
 #include "ref.h"
 
+#include "../../core/lt_caller.h"
 #include "../../core/lt_error.h"
 
 /* Copies element si of src to element di of dst (same dtype): ints through
@@ -16,8 +17,11 @@ static void copy_elem(lt_buffer *dst, int64_t di, const lt_buffer *src, int64_t 
     ref_seti(dst, di, ref_geti(src, si));
 }
 
-static int out_of_range(const char *what, int64_t v, int64_t size, int axis) {
-  return lt__err(LT_EEXEC, "%s: index %lld out of range [0, %lld) along axis %d", what,
+/* Named by the public function the instruction was built for, when it
+ * records one (lt_caller.h), else by the op. */
+static int out_of_range(const lt_instr *ins, const char *what, int64_t v, int64_t size, int axis) {
+  const char *noun, *who = lt__caller_who(ins->attrs, ins->nattrs, what, &noun);
+  return lt__err(LT_EEXEC, "%s: %s %lld out of range [0, %lld) along axis %d", who, noun,
                  (long long)v, (long long)size, axis);
 }
 
@@ -29,7 +33,7 @@ static int gather(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   int64_t coords[LT_MAX_DIMS];
   for (int64_t i = 0; i < out->numel; i++) {
     int64_t v = ref_geti(index, i);
-    if (v < 0 || v >= size) return out_of_range("gather", v, size, axis);
+    if (v < 0 || v >= size) return out_of_range(ins, "gather", v, size, axis);
     lt__unravel(i, ins->shape, ins->ndim, coords);
     coords[axis] = v;
     copy_elem(out, i, a, lt__ravel(coords, a->shape, a->ndim));
@@ -46,7 +50,7 @@ static int index_select(const lt_instr *ins, lt_buffer *out, lt_buffer *const *i
    * output happens to be empty along another axis. */
   for (int64_t j = 0; j < index->numel; j++) {
     int64_t v = ref_geti(index, j);
-    if (v < 0 || v >= size) return out_of_range("index_select", v, size, axis);
+    if (v < 0 || v >= size) return out_of_range(ins, "index_select", v, size, axis);
   }
   int64_t coords[LT_MAX_DIMS];
   for (int64_t i = 0; i < out->numel; i++) {
@@ -63,9 +67,11 @@ static int one_hot(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   int64_t nc = ins->attrs[0];
   for (int64_t i = 0; i < indices->numel; i++) {
     int64_t v = ref_geti(indices, i);
-    if (v < 0 || v >= nc)
-      return lt__err(LT_EEXEC, "one_hot: index %lld out of range [0, %lld)", (long long)v,
+    if (v < 0 || v >= nc) {
+      const char *noun, *who = lt__caller_who(ins->attrs, ins->nattrs, "one_hot", &noun);
+      return lt__err(LT_EEXEC, "%s: %s %lld out of range [0, %lld)", who, noun, (long long)v,
                      (long long)nc);
+    }
     for (int64_t j = 0; j < nc; j++) ref_seti(out, i * nc + j, j == v);
   }
   return LT_OK;
