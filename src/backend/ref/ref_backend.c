@@ -301,7 +301,7 @@ static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs, lt_b
   for (int r = 0; r < e->nroots && rc == LT_OK; r++)
     rc = fill_output(outs[r], vals[e->roots[r]], !root_copies(e, r));
   bool abandoned = lt__coll_take_abandoned();
-  for (int i = 0; rc != LT_OK && vals && i < n; i++) {
+  for (int i = 0; rc != LT_OK && vals && pre && i < n; i++) {
     if (!pre[2 * n + i] || pre[n + i] || !vals[i]) continue; /* no donor storage taken */
     lt_buffer *donor = args[in_place_param(e, i)];
     if (!abandoned) {
