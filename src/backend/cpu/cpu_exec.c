@@ -73,15 +73,12 @@ static int run_kernel(const cpu_kernel *k, const cpu_kernel *next, void **table)
 }
 
 /* The last kernel that can fail, or -1: ref kernels (an index out of range,
- * a collective, memory) and products (memory; one that runs the next loop as
- * its epilogue covers that loop too). Loops and copies cannot fail. */
+ * a collective, memory). Loops, copies and products (cpu_gemm falls back to
+ * plain loops rather than fail) cannot. */
 static int last_fallible(const lt_executable *e) {
   int last = -1;
-  for (int i = 0; i < e->nkernels; i++) {
-    const cpu_kernel *k = &e->kernels[i], *next = i + 1 < e->nkernels ? k + 1 : NULL;
-    if (k->kind == CK_REF) last = i;
-    if (k->kind == CK_BLAS) last = cpu_gemm_takes_next(k, next) ? i + 1 : i;
-  }
+  for (int i = 0; i < e->nkernels; i++)
+    if (e->kernels[i].kind == CK_REF) last = i;
   return last;
 }
 
@@ -94,13 +91,16 @@ static bool needs_snapshot(const lt_executable *e, int r, int fallible) {
   return p >= 0 && e->slots[p].first >= 0 && e->slots[p].first <= fallible;
 }
 
-/* After a failed run: every donor gets its value back (docs/ARCHITECTURE.md,
- * "A failed step loses nothing"). Its storage is unwritten, or its snapshot
- * is copied back over it. When a collective was abandoned, MPI may still
- * write this run's memory, so the donor gets fresh storage instead, and keeps
- * nothing if none can be had. */
+/* After a run that failed at kernel `failed`: every donor gets its value
+ * back (docs/ARCHITECTURE.md, "A failed step loses nothing"). Its storage is
+ * unwritten, or its snapshot is copied back over it. When a collective was
+ * abandoned, MPI may still write this run's memory, so the donor gets fresh
+ * storage instead, and keeps nothing if none can be had. (A donor written
+ * without a snapshot before the failing kernel would mean a kernel failed
+ * that last_fallible says cannot: it keeps nothing rather than a wrong
+ * value, and reading it reports the loss.) */
 static void undo_donations(const lt_executable *e, lt_buffer *const *args, lt_buffer *const *outs,
-                           const char *snap, int fallible, bool abandoned) {
+                           const char *snap, int fallible, int failed, bool abandoned) {
   size_t off = 0;
   for (int r = 0; r < e->nroots; r++) {
     int p = e->alias[r];
@@ -108,6 +108,7 @@ static void undo_donations(const lt_executable *e, lt_buffer *const *args, lt_bu
     size_t n = outs[r]->nbytes;
     const char *saved = needs_snapshot(e, r, fallible) ? snap + off : NULL;
     if (saved) off += n;
+    if (!saved && e->slots[p].first >= 0 && e->slots[p].first <= failed) continue;
     if (!abandoned) {
       if (saved && n) memcpy(outs[r]->data, saved, n);
       lt__buffer_give_back(args[p], outs[r]);
@@ -162,15 +163,18 @@ int cpu_run(const lt_executable *e, lt_buffer *const *args, lt_buffer *const *ou
     table[s] = arena ? arena + e->slots[s].offset : NULL; /* no arena: every temporary is empty */
   for (int a = 0; a < e->nargs && rc == LT_OK; a++) table[e->nslots + a] = table[e->args[a]];
   bool prof = cpu_profile_on();
+  int failed = -1; /* the kernel that failed, or -1 (allocation before any kernel) */
   for (int i = 0; i < e->nkernels && rc == LT_OK; i++) {
     const cpu_kernel *k = &e->kernels[i], *next = i + 1 < e->nkernels ? k + 1 : NULL;
     uint64_t t0 = prof ? cpu_profile_now() : 0;
     rc = run_kernel(k, next, table);
     if (prof) cpu_profile_add(e, i, cpu_profile_now() - t0);
-    if (cpu_gemm_takes_next(k, next)) i++; /* it ran as k's epilogue */
+    if (rc != LT_OK) failed = i;
+    if (cpu_gemm_takes_next(k, next)) i++;     /* it ran as k's epilogue */
+    if (rc != LT_OK && failed < i) failed = i; /* the epilogue too may have written */
   }
   bool abandoned = lt__coll_take_abandoned();
-  if (rc != LT_OK && donated) undo_donations(e, args, outs, snap, fallible, abandoned);
+  if (rc != LT_OK && donated) undo_donations(e, args, outs, snap, fallible, failed, abandoned);
   if (abandoned) {
     /* a collective gave up with MPI still holding pointers into this run's
      * memory: leak it all rather than let anything else reuse it */
