@@ -534,15 +534,24 @@ LT_API int lt_wait_device_ops(lt_device dev);
  * with a clear message. Returns how many tensors were cleared. */
 LT_API int lt_clear_pending(lt_device dev);
 /* Warm-up: compiles, without running or uploading anything, the executable
- * that lt_mark_step will run when ts are the tensors with a pending graph on
- * their device: the same graph (ts in any order; tensors without a pending
- * graph are skipped), the step barrier's flags and the same donated inputs,
- * so that the step finds it in the compilation cache. Pass every tensor the
- * step will sync: with fewer, the step runs another graph and compiles it
- * (an lt_nn optimizer's state tensors cannot be named, so a step with SGD
- * momentum or Adam is not warmed this way). ts stay pending. LT_EDEVICE for
+ * that reading ts will run: lt_sync(ts, n, ...) of the same tensors in the
+ * same order, which for one tensor is also what lt_to_data(ts[0], ...)
+ * runs. A later read of them then finds it in the compilation cache
+ * (tensors without a pending graph are skipped; donors are those a read
+ * chooses: tensors marked by lt_set_donatable). To read several tensors
+ * after one warm-up, sync them together with lt_sync first: lt_to_data of
+ * each alone runs a graph of its own. ts stay pending. LT_EDEVICE for
  * tensors on different devices. */
 LT_API int lt_warmup(lt_tensor *const *ts, int n);
+/* Warm-up of a step: compiles the executable that lt_mark_step will run
+ * when ts are the tensors with a pending graph on their device: the same
+ * graph (ts in any order), the step barrier's flags and the same donated
+ * inputs, so that the step finds it in the compilation cache. Pass every
+ * tensor the step will sync: with fewer, the step runs another graph and
+ * compiles it (an lt_nn optimizer's state tensors cannot be named, so a step
+ * with SGD momentum or Adam is not warmed this way). ts stay pending.
+ * LT_EDEVICE for tensors on different devices. */
+LT_API int lt_warmup_step(lt_tensor *const *ts, int n);
 /* The persistent compilation cache: compiled executables kept in dir (created
  * if missing), so that a later process skips the compiles an earlier one did.
  * Lookups go memory, then disk, then compile. read_only: load, never write.

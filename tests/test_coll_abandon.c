@@ -78,9 +78,48 @@ static void test_abandoned_execution_leaks_its_memory(void **state) {
   for (int b = 0; b < tu_nbackends(); b++) run(bes[b]);
 }
 
+/* A step that overwrites a donated tensor in place and then abandons a
+ * collective: the donor's storage stays with MPI (leaked), and the tensor
+ * keeps its value in fresh storage. */
+static void donor_of_abandoned(const lt_backend *be) {
+  lt__backend_force(be);
+  lt_set_param_aliasing(true);
+  lt_device dev = lt_cpu(DEV + 2);
+  const float v[4] = {1, 2, 3, 4};
+  lt_tensor *w = lt_from_data(dev, LT_F32, SHAPE(4), 1, v);
+  lt_tensor *x = lt_from_data(dev, LT_F32, SHAPE(4), 1, v);
+  assert_int_equal(lt_mark_step(dev), LT_OK);
+  assert_int_equal(lt_wait_device_ops(dev), LT_OK);
+  assert_int_equal(lt__coll_bind(DEV + 2, &kGivingUp, NULL, 0, 2), LT_OK);
+  lt_scope_begin();
+  assert_int_equal(lt_assign(w, lt_add(w, w)), LT_OK); /* first: w's storage written */
+  assert_int_equal(lt_assign(x, lt_add(x, lt_all_reduce(lt_mul(w, x), LT_REDUCE_SUM))), LT_OK);
+  lt_scope_end();
+  int rc = lt_mark_step(dev);
+  if (rc == LT_OK) rc = lt_wait_device_ops(dev);
+  assert_int_not_equal(rc, LT_OK);
+  assert_non_null(strstr(lt_last_error(), "gave up"));
+  lt__coll_unbind(DEV + 2);
+  float got[4];
+  assert_int_equal(lt_to_data(w, got, sizeof got), LT_OK);
+  assert_true(memcmp(got, v, sizeof v) == 0);
+  assert_int_equal(lt_to_data(x, got, sizeof got), LT_OK);
+  assert_true(memcmp(got, v, sizeof v) == 0);
+  lt_release(w);
+  lt_release(x);
+  lt__backend_force(NULL);
+}
+
+static void test_abandoned_step_keeps_donated_values(void **state) {
+  (void)state;
+  const lt_backend *bes[2] = {&lt__ref_backend, &lt__cpu_backend};
+  for (int b = 0; b < tu_nbackends(); b++) donor_of_abandoned(bes[b]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_abandoned_execution_leaks_its_memory),
+      cmocka_unit_test(test_abandoned_step_keeps_donated_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

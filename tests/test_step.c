@@ -256,7 +256,7 @@ static void test_compile_failure_keeps_pending(void **state) {
   assert_true(v == 1.0f);
 }
 
-/* lt_warmup compiles the executable lt_mark_step then looks up: the step
+/* lt_warmup_step compiles the executable lt_mark_step then looks up: the step
  * barrier's flag, its donors (w1 and w2 are overwritten), the roots in the
  * step's order whatever order they are given in. */
 static void test_warmup_then_hit(void **state) {
@@ -274,7 +274,7 @@ static void test_warmup_then_hit(void **state) {
     if (step == 0) {
       /* not the step's order (newest tensor first); g has no pending graph */
       lt_tensor *ts[3] = {w1, g, w2};
-      assert_int_equal(lt_warmup(ts, 3), LT_OK);
+      assert_int_equal(lt_warmup_step(ts, 3), LT_OK);
       assert_int_equal(ctr("UncachedCompile"), 1);
       assert_int_equal(ctr("ExecuteComputation"), 0);
       assert_int_equal(lt_get_state(w1), LT_STATE_PENDING);
@@ -296,10 +296,52 @@ static void test_warmup_then_hit(void **state) {
   /* tensors of two devices */
   lt_tensor *other = lt_full(lt_cpu(1), LT_F32, SHAPE(1), 1, 1.0);
   lt_tensor *mixed[2] = {w1, other};
+  assert_int_equal(lt_warmup_step(mixed, 2), LT_EDEVICE);
   assert_int_equal(lt_warmup(mixed, 2), LT_EDEVICE);
   lt_release(w1);
   lt_release(w2);
   lt_release(g);
+}
+
+/* lt_warmup compiles what reading the tensors compiles (no step barrier, the
+ * roots in the order given): a later lt_to_data of the one tensor, or
+ * lt_sync of the several, finds it in the cache and compiles nothing. */
+static void test_warmup_then_read_hits(void **state) {
+  (void)state;
+  lt_tensor *a = filled(1.0f), *b = filled(2.0f);
+  assert_int_equal(lt_mark_step(CPU0), LT_OK); /* uploads */
+  assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
+  lt_tensor *y = lt_add(lt_mul(a, b), a);
+  lt_counters_reset();
+  assert_int_equal(lt_warmup(&y, 1), LT_OK);
+  assert_int_equal(ctr("UncachedCompile"), 1);
+  assert_int_equal(ctr("ExecuteComputation"), 0);
+  assert_int_equal(lt_get_state(y), LT_STATE_PENDING);
+  double v[1];
+  assert_int_equal(lt_item(y, N - 1, v), LT_OK); /* lt_to_data */
+  assert_int_equal(ctr("UncachedCompile"), 1);   /* no new compile */
+  assert_int_equal(ctr("CachedCompile"), 1);
+  assert_true(v[0] == 3.0);
+  /* two tensors, read together */
+  lt_tensor *ts[2] = {lt_sub(a, b), lt_mul(b, b)};
+  assert_int_equal(lt_warmup(ts, 2), LT_OK);
+  assert_int_equal(ctr("UncachedCompile"), 2);
+  assert_int_equal(lt_sync(ts, 2, true), LT_OK);
+  assert_int_equal(lt_item(ts[0], 0, v), LT_OK);
+  assert_true(v[0] == -1.0);
+  assert_int_equal(lt_item(ts[1], 0, v), LT_OK);
+  assert_true(v[0] == 4.0);
+  assert_int_equal(ctr("UncachedCompile"), 2);
+  assert_int_equal(ctr("CachedCompile"), 2);
+  /* the step graph of the same tensor is another executable */
+  lt_tensor *s = lt_add(a, a);
+  assert_int_equal(lt_warmup(&s, 1), LT_OK);
+  assert_int_equal(ctr("UncachedCompile"), 3);
+  assert_int_equal(lt_warmup_step(&s, 1), LT_OK);
+  assert_int_equal(ctr("UncachedCompile"), 4);
+  assert_int_equal(ctr("ExecuteComputation"), 2);
+  lt_release(a);
+  lt_release(b);
 }
 
 static void test_program_execute_by_key(void **state) {
@@ -510,6 +552,7 @@ int main(void) {
       STEST(test_async_failure_surfaces_once),
       STEST(test_compile_failure_keeps_pending),
       STEST(test_warmup_then_hit),
+      STEST(test_warmup_then_read_hits),
       STEST(test_program_execute_by_key),
       STEST(test_clear_pending),
       STEST(test_eager_mode),

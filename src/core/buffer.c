@@ -55,6 +55,13 @@ void lt__buffer_take_data(lt_buffer *dst, lt_buffer *src) {
   atomic_store(&src->state, LT_BUF_DONATED);
 }
 
+void lt__buffer_give_back(lt_buffer *donor, lt_buffer *holder) {
+  donor->data = holder->data;
+  donor->data_free = holder->data_free;
+  holder->data = NULL;
+  atomic_store(&donor->state, LT_BUF_READY);
+}
+
 void lt__buffer_fail(lt_buffer *b, int status, const char *msg, uint64_t seq) {
   size_t n = strlen(msg) + 1;
   char *copy = lt__malloc(n);

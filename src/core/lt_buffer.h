@@ -58,6 +58,11 @@ void lt__buffer_publish(lt_buffer *b);
 /* Moves src's storage into dst (same dtype and shape); src becomes DONATED.
  * The bytes stay counted once. */
 void lt__buffer_take_data(lt_buffer *dst, lt_buffer *src);
+/* Undoes lt__buffer_take_data after a failed execution: donor gets holder's
+ * storage back and is READY again; holder keeps its state, without storage.
+ * The caller vouches that the storage holds donor's value (unwritten, or
+ * restored from a snapshot). */
+void lt__buffer_give_back(lt_buffer *donor, lt_buffer *holder);
 /* Marks b FAILED with a copy of msg (placeholders of a failed execution). */
 void lt__buffer_fail(lt_buffer *b, int status, const char *msg, uint64_t seq);
 /* Waits until b is no longer PENDING; returns LT_OK when READY, else the

@@ -551,14 +551,14 @@ int lt__compile_roots(lt_device dev, lt_node *const *roots, int nroots, const ch
  * list), the step barrier's flag and its donors, so that the key is the one
  * the step looks up. Nothing is uploaded or run. The caller holds the device
  * lock. */
-static int warm_step(lt_exec_dev *ctx, lt_device dev, lt_tensor *const *ts, int n) {
+static int warm_step(lt_exec_dev *ctx, lt_device dev, lt_tensor *const *ts, int n, const char *fn) {
   int nlive = 0;
   lt_tensor **live = lt__device_live_snapshot(ctx->core, &nlive);
   exec_scratch *S = scratch_self();
   lt_tensor **sel = S ? scratch_get(&S->tensors, (size_t)(n + 1) * sizeof *sel) : NULL;
   lt_node **roots =
       S ? scratch_get(&S->roots, (size_t)(n + 1) * (sizeof(lt_node *) + sizeof(int))) : NULL;
-  int rc = live && sel && roots ? LT_OK : lt__err(LT_ENOMEM, "lt_warmup: out of memory");
+  int rc = live && sel && roots ? LT_OK : lt__err(LT_ENOMEM, "%s: out of memory", fn);
   if (rc == LT_OK) {
     uint32_t mark = lt__node_epoch();
     for (int i = 0; i < n; i++) ts[i]->mark = mark;
@@ -569,7 +569,7 @@ static int warm_step(lt_exec_dev *ctx, lt_device dev, lt_tensor *const *ts, int 
     int nsel = collect(sel, k, false, sel, roots); /* in place: it keeps a prefix */
     post_order po;
     lt_cache_entry *e = NULL;
-    if (nsel > 0) e = plan(ctx, dev, roots, root_index, nsel, true, "lt_warmup", "warm-up", &po);
+    if (nsel > 0) e = plan(ctx, dev, roots, root_index, nsel, true, fn, "warm-up", &po);
     if (nsel > 0 && !e) rc = lt_last_status() ? lt_last_status() : LT_ECOMPILE;
     lt__cache_entry_release(e);
   }
@@ -578,23 +578,46 @@ static int warm_step(lt_exec_dev *ctx, lt_device dev, lt_tensor *const *ts, int 
   return rc;
 }
 
-int lt_warmup(lt_tensor *const *ts, int n) {
-  if (n < 0 || (n > 0 && !ts)) return lt__err(LT_EINVAL, "lt_warmup: bad tensor list");
+/* Compiles what reading ts compiles: lt_sync(ts, n) and, for one tensor,
+ * lt_to_data: the roots in ts's order, no step barrier, and the donors such
+ * a sync chooses (tensors marked by lt_set_donatable). Nothing is uploaded
+ * or run. The caller holds the device lock. */
+static int warm_read(lt_exec_dev *ctx, lt_device dev, lt_tensor *const *ts, int n, const char *fn) {
+  exec_scratch *S = scratch_self();
+  lt_tensor **sel = S ? scratch_get(&S->tensors, (size_t)n * sizeof *sel) : NULL;
+  lt_node **roots =
+      S ? scratch_get(&S->roots, (size_t)n * (sizeof(lt_node *) + sizeof(int))) : NULL;
+  if (!sel || !roots) return lt__err(LT_ENOMEM, "%s: out of memory", fn);
+  int *root_index = (int *)(roots + n);
+  int nsel = collect(ts, n, false, sel, roots);
+  if (nsel <= 0) return LT_OK; /* nothing pending: a read compiles nothing */
+  post_order po;
+  lt_cache_entry *e = plan(ctx, dev, roots, root_index, nsel, false, fn, "warm-up", &po);
+  if (!e) return lt_last_status() ? lt_last_status() : LT_ECOMPILE;
+  lt__cache_entry_release(e);
+  return LT_OK;
+}
+
+static int warmup(lt_tensor *const *ts, int n, bool step, const char *fn) {
+  if (n < 0 || (n > 0 && !ts)) return lt__err(LT_EINVAL, "%s: bad tensor list", fn);
   for (int i = 0; i < n; i++)
-    if (!ts[i]) return lt__err_null("lt_warmup");
+    if (!ts[i]) return lt__err_null(fn);
   if (n == 0) return LT_OK;
   lt_device dev = ts[0]->dev;
   for (int i = 1; i < n; i++)
     if (!lt__device_equal(ts[i]->dev, dev))
-      return lt__err(LT_EDEVICE, "lt_warmup: tensors on different devices");
-  lt_exec_dev *ctx = lt__exec_dev("lt_warmup", dev);
+      return lt__err(LT_EDEVICE, "%s: tensors on different devices", fn);
+  lt_exec_dev *ctx = lt__exec_dev(fn, dev);
   if (!ctx) return LT_EDEVICE;
   int rc = lt__device_acquire(ctx, false);
   if (rc != LT_OK) return rc;
-  rc = warm_step(ctx, dev, ts, n);
+  rc = step ? warm_step(ctx, dev, ts, n, fn) : warm_read(ctx, dev, ts, n, fn);
   lt__device_release(ctx);
   return rc;
 }
+
+int lt_warmup(lt_tensor *const *ts, int n) { return warmup(ts, n, false, "lt_warmup"); }
+int lt_warmup_step(lt_tensor *const *ts, int n) { return warmup(ts, n, true, "lt_warmup_step"); }
 
 int lt_clear_pending(lt_device dev) {
   lt_exec_dev *ctx = lt__exec_dev("lt_clear_pending", dev);

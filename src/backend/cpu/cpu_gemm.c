@@ -58,6 +58,26 @@ typedef struct gemm_block {
   void *c;
 } gemm_block;
 
+/* C = op(A) op(B) in plain loops, summing in f32 as the library does: what
+ * an f32 product falls back to when oneDNN fails (its packing buffers are
+ * its own allocations). Slow, but it allocates nothing and cannot fail, so
+ * that no product can fail: an executable then may write a donated buffer
+ * before its products without copying the donor's value aside first
+ * (cpu_exec.c). */
+static void sgemm_plain(const gemm_block *g) {
+  const float *a = g->a, *b = g->b;
+  float *c = g->c;
+  for (int64_t i = 0; i < g->n; i++)
+    for (int64_t j = 0; j < g->m; j++) {
+      float s = 0;
+      for (int64_t p = 0; p < g->k; p++)
+        s += (g->ta ? a[p * g->lda + i] : a[i * g->lda + p]) *
+             (g->tb ? b[j * g->ldb + p] : b[p * g->ldb + j]);
+      c[i * g->ldc + j] = s;
+    }
+}
+
+/* One product; never fails (LT_OK). */
 static int gemm_one(const gemm_block *g) {
   pthread_once(&g_once, gemm_init);
   single_threaded_libraries();
@@ -70,7 +90,8 @@ static int gemm_one(const gemm_block *g) {
   }
   dnnl_status_t st = dnnl_sgemm(g->ta ? 'T' : 'N', g->tb ? 'T' : 'N', g->n, g->m, g->k, 1.0f, g->a,
                                 g->lda, g->b, g->ldb, 0.0f, g->c, g->ldc);
-  return st == dnnl_success ? LT_OK : LT_ENOMEM;
+  if (st != dnnl_success) sgemm_plain(g);
+  return LT_OK;
 }
 
 /* Block i of a product cut along its rows (split_rows) or columns. */

@@ -165,8 +165,18 @@ static int in_place_param(const lt_executable *e, int i) {
   return -1;
 }
 
+/* Puts the value of the donor of in-place instruction i back: its storage,
+ * held by v, gets the snapshot copied over it and returns to the donor. */
+static void give_back(const lt_executable *e, int i, lt_buffer *v, lt_buffer **pre,
+                      lt_buffer *const *args) {
+  lt_buffer *snap = pre[2 * e->ninstr + i];
+  if (v->nbytes) memcpy(v->data, snap->data, v->nbytes);
+  lt__buffer_give_back(args[in_place_param(e, i)], v);
+}
+
 /* Runs instruction i into its buffer (allocated beforehand: see ref_execute),
- * or in place in a donated parameter's storage. */
+ * or in place in a donated parameter's storage, whose value it first copies
+ * to its snapshot. */
 static int run_instr(const lt_executable *e, int i, lt_buffer **vals, lt_buffer **pre,
                      lt_buffer *const *args, lt_buffer **in) {
   const lt_instr *ins = &e->instr[i];
@@ -186,6 +196,7 @@ static int run_instr(const lt_executable *e, int i, lt_buffer **vals, lt_buffer 
     donor = in_place_param(e, i);
     lt__buffer_take_data(out = pre[e->ninstr + i], args[donor]);
     pre[e->ninstr + i] = NULL;
+    if (out->nbytes) memcpy(pre[2 * e->ninstr + i]->data, out->data, out->nbytes);
   } else if (!out) { /* nothing donated in this executable: allocate as we go */
     int rc = lt__buffer_alloc(&lt__ref_backend, lt_cpu(0), (lt_dtype)ins->dtype, ins->shape,
                               ins->ndim, &out);
@@ -197,7 +208,10 @@ static int run_instr(const lt_executable *e, int i, lt_buffer **vals, lt_buffer 
   }
   int rc = run_kernel(ins, out, in);
   if (rc != LT_OK) {
-    lt__buffer_release(out);
+    if (donor >= 0)
+      vals[i] = out; /* the donor's storage: ref_execute gives it back */
+    else
+      lt__buffer_release(out);
     return rc;
   }
   vals[i] = out;
@@ -228,10 +242,14 @@ static bool root_copies(const lt_executable *e, int r) {
 
 /* When the executable writes a donated argument in place, every allocation
  * happens before the first instruction runs: an allocation failure then
- * leaves every argument whole, so their tensors keep their values. (A
- * kernel's own failure, e.g. an index out of range, after an in-place write
- * still loses that donated value.) Without donation nothing can be lost, and
- * buffers are allocated as instructions run, reusing freed memory. */
+ * leaves every argument whole, so their tensors keep their values. Each
+ * in-place instruction first copies its donor's value to a snapshot, and a
+ * failure at any later instruction (or in it: an index out of range) copies
+ * it back and returns the storage to the donor. The oracle does not ask
+ * which kernels can fail: every donor gets a snapshot (the cpu backend copies
+ * only those written before a kernel that can fail). Without donation nothing
+ * can be lost, and buffers are allocated as instructions run, reusing freed
+ * memory. */
 static void ref_signature(const lt_executable *e, int *nparams, int *nroots) {
   *nparams = e->nparams;
   *nroots = e->nroots;
@@ -243,7 +261,8 @@ static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs, lt_b
   (void)nouts;
   int n = e->ninstr, maxops = 1;
   lt_buffer **vals = lt__calloc((size_t)n * sizeof *vals);
-  lt_buffer **pre = lt__calloc((size_t)(2 * n + 1) * sizeof *pre); /* own, in-place headers */
+  /* own buffers, in-place headers, snapshots of donors */
+  lt_buffer **pre = lt__calloc((size_t)(3 * n + 1) * sizeof *pre);
   int rc = vals && pre ? LT_OK : LT_ENOMEM;
   bool in_place = false;
   for (int r = 0; r < e->nroots; r++) in_place |= e->alias[r] >= 0;
@@ -255,7 +274,9 @@ static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs, lt_b
     if (donor >= 0 && atomic_load(&args[donor]->state) == LT_BUF_READY) {
       pre[n + i] = lt__buffer_new(&lt__ref_backend, args[donor]->dev, (lt_dtype)ins->dtype,
                                   ins->shape, ins->ndim);
-      if (!pre[n + i]) rc = LT_ENOMEM;
+      rc = pre[n + i] ? lt__buffer_alloc(&lt__ref_backend, lt_cpu(0), (lt_dtype)ins->dtype,
+                                         ins->shape, ins->ndim, &pre[2 * n + i])
+                      : LT_ENOMEM;
     } else {
       rc = lt__buffer_alloc(&lt__ref_backend, lt_cpu(0), (lt_dtype)ins->dtype, ins->shape,
                             ins->ndim, &pre[i]);
@@ -280,6 +301,17 @@ static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs, lt_b
   for (int r = 0; r < e->nroots && rc == LT_OK; r++)
     rc = fill_output(outs[r], vals[e->roots[r]], !root_copies(e, r));
   bool abandoned = lt__coll_take_abandoned();
+  for (int i = 0; rc != LT_OK && vals && pre && i < n; i++) {
+    if (!pre[2 * n + i] || pre[n + i] || !vals[i]) continue; /* no donor storage taken */
+    lt_buffer *donor = args[in_place_param(e, i)];
+    if (!abandoned) {
+      give_back(e, i, vals[i], pre, args);
+    } else if (lt__buffer_materialize(donor) == LT_OK) {
+      /* MPI may still write the storage it took: fresh storage instead */
+      if (donor->nbytes) memcpy(donor->data, pre[2 * n + i]->data, donor->nbytes);
+      lt__buffer_publish(donor);
+    }
+  }
   if (abandoned) {
     /* a collective gave up with MPI still holding pointers into these
      * buffers: leak them all rather than let anything else reuse them */
@@ -287,10 +319,10 @@ static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs, lt_b
     for (int r = 0; r < e->nroots; r++) lt__buffer_retain(outs[r]);
   }
   for (int i = 0; vals && i < n && !abandoned; i++) lt__buffer_release(vals[i]);
-  for (int i = 0; pre && i < 2 * n && !abandoned; i++) lt__buffer_release(pre[i]);
+  for (int i = 0; pre && i < 3 * n && !abandoned; i++) lt__buffer_release(pre[i]);
   lt__free(in, (size_t)maxops * sizeof *in);
   lt__free(vals, (size_t)n * sizeof *vals);
-  lt__free(pre, (size_t)(2 * n + 1) * sizeof *pre);
+  lt__free(pre, (size_t)(3 * n + 1) * sizeof *pre);
   return rc;
 }
 
