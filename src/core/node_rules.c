@@ -113,10 +113,10 @@ static const char *want_attr(ck *c, int i, const char *name, int64_t lo, int64_t
              (long long)lo, (long long)hi);
 }
 
-#define TRY(x)                      \
-  do {                              \
-    const char *e_ = (x);           \
-    if (e_) return e_;              \
+#define TRY(x)            \
+  do {                    \
+    const char *e_ = (x); \
+    if (e_) return e_;    \
   } while (0)
 
 static const char *check_elementwise(ck *c) {
@@ -217,8 +217,7 @@ static const char *check_matmul(ck *c) {
     return want_shape(c, s, nd);
   }
   /* attention: q [B, L, E], k [B, S, E], v [B, S, Ev][, mask [B, L, S]] */
-  if (c->nops < 3 || c->nops > 4)
-    return bad(c, "%d operands where the op takes 3 or 4", c->nops);
+  if (c->nops < 3 || c->nops > 4) return bad(c, "%d operands where the op takes 3 or 4", c->nops);
   TRY(want_nattrs(c, 2));
   TRY(want_attr(c, 0, "causal", 0, 1));
   TRY(want_attr(c, 1, "mask kind", c->nops == 4 ? 1 : 0, c->nops == 4 ? 2 : 0));
@@ -248,15 +247,16 @@ static const char *check_matmul(ck *c) {
 static const char *check_conv(ck *c, const int64_t *x, const int64_t *y, const int64_t *w,
                               bool exact) {
   TRY(want_nattrs(c, 7));
-  const char *names[6] = {"stride h", "stride w", "padding h", "padding w", "dilation h",
-                          "dilation w"};
+  const char *names[6] = {"stride h",  "stride w",   "padding h",
+                          "padding w", "dilation h", "dilation w"};
   for (int i = 0; i < 6; i++) TRY(want_attr(c, i, names[i], i / 2 == 1 ? 0 : 1, LT_CONV_LIMIT));
   TRY(want_attr(c, 6, "groups", 1, LT_CONV_LIMIT));
   int64_t g = c->attrs[6];
-  if (y[0] != x[0]) return bad(c, "batch sizes %lld and %lld differ", (long long)x[0], (long long)y[0]);
+  if (y[0] != x[0])
+    return bad(c, "batch sizes %lld and %lld differ", (long long)x[0], (long long)y[0]);
   if (x[1] % g || y[1] % g)
-    return bad(c, "attrs[6] (groups) %lld does not divide the channels %lld and %lld",
-               (long long)g, (long long)x[1], (long long)y[1]);
+    return bad(c, "attrs[6] (groups) %lld does not divide the channels %lld and %lld", (long long)g,
+               (long long)x[1], (long long)y[1]);
   if (w[0] != y[1] || w[1] != x[1] / g)
     return bad(c, "weight [%lld, %lld, ...] where the channels give [%lld, %lld, ...]",
                (long long)w[0], (long long)w[1], (long long)y[1], (long long)(x[1] / g));
@@ -305,9 +305,10 @@ static const char *check_pool_planes(ck *c) {
   const int64_t *small = gather ? c->shape : c->ops[0]->shape;
   int smalln = gather ? c->ndim : c->ops[0]->ndim;
   TRY(want_float(c, 0));
-  if (bign != 4) return bad(c, "the plane tensor (%s) has rank %d, not 4", gather ? "operand 0" : "shape", bign);
-  if (idx->ndim < 2 || !same_shape(idx->shape, idx->ndim, small, smalln) || idx->shape[0] != big[0] ||
-      idx->shape[1] != big[1])
+  if (bign != 4)
+    return bad(c, "the plane tensor (%s) has rank %d, not 4", gather ? "operand 0" : "shape", bign);
+  if (idx->ndim < 2 || !same_shape(idx->shape, idx->ndim, small, smalln) ||
+      idx->shape[0] != big[0] || idx->shape[1] != big[1])
     return bad(c, "operand 1 (index) is not [N, C, ...] of the %s's shape",
                gather ? "node" : "operand 0");
   return NULL;
@@ -353,7 +354,8 @@ static const char *check_box(ck *c, const int64_t *full, const int64_t *box, int
     if (box[d] == 0) continue;
     /* the last position, start + (len - 1) step, inside [0, full) without overflow */
     if (start < 0 || start >= full[d] || (box[d] - 1) > (full[d] - 1 - start) / step)
-      return bad(c, "attrs[%d] (start of axis %d) %lld with step %lld and %lld elements leaves the "
+      return bad(c,
+                 "attrs[%d] (start of axis %d) %lld with step %lld and %lld elements leaves the "
                  "axis of %lld",
                  d, d, (long long)start, (long long)step, (long long)box[d], (long long)full[d]);
   }
@@ -376,7 +378,8 @@ static const char *check_shape_family(ck *c) {
     bool seen[LT_MAX_DIMS] = {false};
     for (int d = 0; d < r; d++) {
       TRY(want_attr(c, d, "perm", 0, r - 1));
-      if (seen[c->attrs[d]]) return bad(c, "attrs[%d] (perm) repeats axis %lld", d, (long long)c->attrs[d]);
+      if (seen[c->attrs[d]])
+        return bad(c, "attrs[%d] (perm) repeats axis %lld", d, (long long)c->attrs[d]);
       seen[c->attrs[d]] = true;
       s[d] = x->shape[c->attrs[d]];
     }
@@ -387,7 +390,8 @@ static const char *check_shape_family(ck *c) {
     if (!lt__broadcastable(x->shape, r, c->shape, c->ndim)) {
       char a[LT_SHAPE_STR_MAX], b[LT_SHAPE_STR_MAX];
       return bad(c, "shape %s is not a broadcast of the operand's %s",
-                 lt__shape_str(c->shape, c->ndim, a, sizeof a), lt__shape_str(x->shape, r, b, sizeof b));
+                 lt__shape_str(c->shape, c->ndim, a, sizeof a),
+                 lt__shape_str(x->shape, r, b, sizeof b));
     }
     return NULL;
   case LT_OP_SLICE:
@@ -431,7 +435,9 @@ static const char *check_index(ck *c) {
   int r = a->ndim;
   if (c->op == LT_OP_ONE_HOT) {
     TRY(want_nattrs(c, 1));
-    if (!int_dtype(a->dtype)) return bad(c, "operand 0 dtype %s where the op takes an integer", lt_dtype_name((lt_dtype)a->dtype));
+    if (!int_dtype(a->dtype))
+      return bad(c, "operand 0 dtype %s where the op takes an integer",
+                 lt_dtype_name((lt_dtype)a->dtype));
     TRY(want_attr(c, 0, "num_classes", 0, LT_MAX_NUMEL));
     if (r + 1 > LT_MAX_DIMS) return want_rank(c, 0, 0, LT_MAX_DIMS - 1);
     int64_t s[LT_MAX_DIMS];
@@ -445,10 +451,12 @@ static const char *check_index(ck *c) {
   int ax = (int)c->attrs[0];
   const lt_node *idx = c->ops[1];
   if (!int_dtype(idx->dtype))
-    return bad(c, "operand 1 (index) dtype %s where the op takes an integer", lt_dtype_name((lt_dtype)idx->dtype));
+    return bad(c, "operand 1 (index) dtype %s where the op takes an integer",
+               lt_dtype_name((lt_dtype)idx->dtype));
   if (c->op == LT_OP_GATHER) {
     /* the index has a's rank and, off the axis, no dim longer than a's */
-    if (idx->ndim != r) return bad(c, "operand 1 (index) has rank %d where operand 0 has %d", idx->ndim, r);
+    if (idx->ndim != r)
+      return bad(c, "operand 1 (index) has rank %d where operand 0 has %d", idx->ndim, r);
     for (int d = 0; d < r; d++)
       if (d != ax && idx->shape[d] > a->shape[d])
         return bad(c, "operand 1 (index) dim %d is %lld, longer than operand 0's %lld", d,
@@ -489,7 +497,8 @@ static const char *check_scatter(ck *c) {
   int ax = (int)c->attrs[0];
   const lt_node *idx = c->ops[1];
   if (!int_dtype(idx->dtype))
-    return bad(c, "operand 1 (index) dtype %s where the op takes an integer", lt_dtype_name((lt_dtype)idx->dtype));
+    return bad(c, "operand 1 (index) dtype %s where the op takes an integer",
+               lt_dtype_name((lt_dtype)idx->dtype));
   if (c->op == LT_OP_SCATTER_ADD) {
     if (!same_shape(idx->shape, idx->ndim, src->shape, r))
       return bad(c, "operand 1 (index) shape differs from operand 0's");
@@ -540,15 +549,19 @@ static const char *check_collective(ck *c) {
     int ax = (int)c->attrs[at];
     int64_t n = c->attrs[at + 1];
     if (c->op == LT_OP_ALL_GATHER || c->op == LT_OP_SPMD_ALL_GATHER) {
-      if (s[ax] > LT_MAX_NUMEL / n) return bad(c, "attrs[%d] (size) gathers too many elements", at + 1);
+      if (s[ax] > LT_MAX_NUMEL / n)
+        return bad(c, "attrs[%d] (size) gathers too many elements", at + 1);
       s[ax] *= n;
     } else {
-      if (s[ax] % n) return bad(c, "operand 0 axis %d of %lld does not split into attrs[%d] (size) %lld", ax, (long long)s[ax], at + 1, (long long)n);
+      if (s[ax] % n)
+        return bad(c, "operand 0 axis %d of %lld does not split into attrs[%d] (size) %lld", ax,
+                   (long long)s[ax], at + 1, (long long)n);
       s[ax] /= n;
     }
   }
   }
-  if (c->op == LT_OP_ALL_REDUCE || c->op == LT_OP_REDUCE_SCATTER || c->op == LT_OP_SPMD_ALL_REDUCE) {
+  if (c->op == LT_OP_ALL_REDUCE || c->op == LT_OP_REDUCE_SCATTER ||
+      c->op == LT_OP_SPMD_ALL_REDUCE) {
     if (x->dtype == LT_BOOL) return bad(c, "operand 0 dtype bool cannot be reduced");
   }
   return want_shape(c, s, r);

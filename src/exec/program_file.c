@@ -628,7 +628,8 @@ static const char *parse_node(rbuf *r, load_state *s, uint32_t i, char *why, siz
   }
   if (!lt__dtype_valid(dt)) return node_err(why, nwhy, i, op, "dtype %u unknown", dt);
   if (ndim > LT_MAX_DIMS) return node_err(why, nwhy, i, op, "rank %u above %d", ndim, LT_MAX_DIMS);
-  if (nattrs > kMaxAttrs) return node_err(why, nwhy, i, op, "%u attrs, above %d", nattrs, kMaxAttrs);
+  if (nattrs > kMaxAttrs)
+    return node_err(why, nwhy, i, op, "%u attrs, above %d", nattrs, kMaxAttrs);
   if (!lt__op_arity_ok(op, nops))
     return node_err(why, nwhy, i, op, "%u operands where the op takes %d", nops,
                     lt__op_info[op].arity);
