@@ -37,12 +37,20 @@ void lt__reduce_shape(const int64_t *shape, int ndim, int64_t mask, bool keepdim
  * argument is out of range (k, s, d < 1, p < 0, or any beyond LT_CONV_LIMIT). */
 int64_t lt__conv_windows(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d);
 
+/* What the check reads of an operand: a node's or an instruction's dtype
+ * and shape. */
+typedef struct lt_rule_operand {
+  uint8_t dtype, ndim;
+  const int64_t *shape;
+} lt_rule_operand;
+
 /* NULL when a node of op, result dtype dt and shape over these operands and
  * attrs keeps the contract; else why not, naming the field at fault
  * ("shape [2, 3] where the operands give [2, 4]", "attrs[1] (keepdim) is 7"),
- * written to why. The operands are nodes already checked. */
+ * written to why. The operands are values already checked (earlier nodes of
+ * the graph, earlier instructions of an executable). */
 const char *lt__node_rules_check(lt_op op, lt_dtype dt, const int64_t *shape, int ndim,
-                                 lt_node *const *ops, int nops, const int64_t *attrs, int nattrs,
-                                 char *why, size_t nwhy);
+                                 const lt_rule_operand *ops, int nops, const int64_t *attrs,
+                                 int nattrs, char *why, size_t nwhy);
 
 #endif

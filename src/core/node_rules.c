@@ -55,7 +55,7 @@ typedef struct ck {
   lt_dtype dt;
   const int64_t *shape;
   int ndim;
-  lt_node *const *ops;
+  const lt_rule_operand *ops;
   int nops;
   const int64_t *attrs;
   int nattrs;
@@ -87,19 +87,19 @@ static const char *want_nattrs(ck *c, int n) {
 }
 
 static const char *want_dtype(ck *c, int k, lt_dtype dt) {
-  if (c->ops[k]->dtype == dt) return NULL;
+  if (c->ops[k].dtype == dt) return NULL;
   return bad(c, "operand %d dtype %s where the op takes %s", k,
-             lt_dtype_name((lt_dtype)c->ops[k]->dtype), lt_dtype_name(dt));
+             lt_dtype_name((lt_dtype)c->ops[k].dtype), lt_dtype_name(dt));
 }
 
 static const char *want_float(ck *c, int k) {
-  if (lt__is_float((lt_dtype)c->ops[k]->dtype)) return NULL;
+  if (lt__is_float((lt_dtype)c->ops[k].dtype)) return NULL;
   return bad(c, "operand %d dtype %s where the op takes f32 or f64", k,
-             lt_dtype_name((lt_dtype)c->ops[k]->dtype));
+             lt_dtype_name((lt_dtype)c->ops[k].dtype));
 }
 
 static const char *want_rank(ck *c, int k, int lo, int hi) {
-  int r = c->ops[k]->ndim;
+  int r = c->ops[k].ndim;
   if (r >= lo && r <= hi) return NULL;
   if (lo == hi) return bad(c, "operand %d has rank %d where the op takes rank %d", k, r, lo);
   return bad(c, "operand %d has rank %d where the op takes rank %d to %d", k, r, lo, hi);
@@ -121,17 +121,17 @@ static const char *want_attr(ck *c, int i, const char *name, int64_t lo, int64_t
 
 static const char *check_elementwise(ck *c) {
   TRY(want_nattrs(c, 0));
-  lt_node *const *o = c->ops;
+  const lt_rule_operand *o = c->ops;
   int64_t s[LT_MAX_DIMS];
-  int nd = o[0]->ndim;
-  memcpy(s, o[0]->shape, (size_t)nd * sizeof *s);
+  int nd = o[0].ndim;
+  memcpy(s, o[0].shape, (size_t)nd * sizeof *s);
   for (int k = 1; k < c->nops; k++) {
     int64_t t[LT_MAX_DIMS];
     int tn;
-    if (!lt__broadcast_shape(s, nd, o[k]->shape, o[k]->ndim, t, &tn)) {
+    if (!lt__broadcast_shape(s, nd, o[k].shape, o[k].ndim, t, &tn)) {
       char a[LT_SHAPE_STR_MAX], b[LT_SHAPE_STR_MAX];
       return bad(c, "operand %d shape %s does not broadcast with %s", k,
-                 lt__shape_str(o[k]->shape, o[k]->ndim, a, sizeof a),
+                 lt__shape_str(o[k].shape, o[k].ndim, a, sizeof a),
                  lt__shape_str(s, nd, b, sizeof b));
     }
     memcpy(s, t, (size_t)tn * sizeof *s);
@@ -139,16 +139,16 @@ static const char *check_elementwise(ck *c) {
   }
   switch (lt__op_family(c->op)) {
   case LT_FAM_UNARY:
-    if (c->op == LT_OP_NEG && o[0]->dtype == LT_BOOL) return want_float(c, 0);
+    if (c->op == LT_OP_NEG && o[0].dtype == LT_BOOL) return want_float(c, 0);
     if (c->op >= LT_OP_EXP && c->op <= LT_OP_ERF) TRY(want_float(c, 0));
     break;
   case LT_FAM_BINARY:
   case LT_FAM_COMPARE:
-    TRY(want_dtype(c, 1, (lt_dtype)o[0]->dtype));
+    TRY(want_dtype(c, 1, (lt_dtype)o[0].dtype));
     break;
   case LT_FAM_TERNARY:
     TRY(want_dtype(c, 0, LT_BOOL));
-    TRY(want_dtype(c, 2, (lt_dtype)o[1]->dtype));
+    TRY(want_dtype(c, 2, (lt_dtype)o[1].dtype));
     break;
   default:
     break;
@@ -159,7 +159,7 @@ static const char *check_elementwise(ck *c) {
 /* Reductions over an axis mask, over one axis, and the one-axis ops that
  * keep the operand's shape (softmax, cumsum, argsort). */
 static const char *check_reduce(ck *c) {
-  const lt_node *x = c->ops[0];
+  const lt_rule_operand *x = &c->ops[0];
   int r = x->ndim;
   int64_t s[LT_MAX_DIMS];
   int nd;
@@ -195,20 +195,20 @@ static const char *check_reduce(ck *c) {
 }
 
 static const char *check_matmul(ck *c) {
-  lt_node *const *o = c->ops;
+  const lt_rule_operand *o = c->ops;
   if (c->op == LT_OP_MATMUL) {
     TRY(want_nattrs(c, 0));
-    if (o[0]->dtype == LT_BOOL) return bad(c, "operand 0 dtype bool where the op takes a number");
-    TRY(want_dtype(c, 1, (lt_dtype)o[0]->dtype));
+    if (o[0].dtype == LT_BOOL) return bad(c, "operand 0 dtype bool where the op takes a number");
+    TRY(want_dtype(c, 1, (lt_dtype)o[0].dtype));
     int64_t s[LT_MAX_DIMS];
     int nd = 0;
-    switch (lt__matmul_shape(o[0]->shape, o[0]->ndim, o[1]->shape, o[1]->ndim, s, &nd)) {
+    switch (lt__matmul_shape(o[0].shape, o[0].ndim, o[1].shape, o[1].ndim, s, &nd)) {
     case LT_MM_RANK:
-      return bad(c, "operand ranks %d and %d where the op takes rank >= 2", o[0]->ndim, o[1]->ndim);
+      return bad(c, "operand ranks %d and %d where the op takes rank >= 2", o[0].ndim, o[1].ndim);
     case LT_MM_CONTRACTION:
       return bad(c, "operand 1 dim %d is %lld where operand 0's contraction dim is %lld",
-                 o[1]->ndim - 2, (long long)o[1]->shape[o[1]->ndim - 2],
-                 (long long)o[0]->shape[o[0]->ndim - 1]);
+                 o[1].ndim - 2, (long long)o[1].shape[o[1].ndim - 2],
+                 (long long)o[0].shape[o[0].ndim - 1]);
     case LT_MM_BATCH:
       return bad(c, "operand batch dims do not broadcast");
     case LT_MM_OK:
@@ -223,16 +223,16 @@ static const char *check_matmul(ck *c) {
   TRY(want_attr(c, 1, "mask kind", c->nops == 4 ? 1 : 0, c->nops == 4 ? 2 : 0));
   for (int k = 0; k < c->nops; k++) TRY(want_rank(c, k, 3, 3));
   TRY(want_float(c, 0));
-  TRY(want_dtype(c, 1, (lt_dtype)o[0]->dtype));
-  TRY(want_dtype(c, 2, (lt_dtype)o[0]->dtype));
-  const int64_t *q = o[0]->shape, *k = o[1]->shape, *v = o[2]->shape;
+  TRY(want_dtype(c, 1, (lt_dtype)o[0].dtype));
+  TRY(want_dtype(c, 2, (lt_dtype)o[0].dtype));
+  const int64_t *q = o[0].shape, *k = o[1].shape, *v = o[2].shape;
   if (k[0] != q[0] || k[2] != q[2])
     return bad(c, "operand 1 (keys) [%lld, %lld, %lld] does not fit the queries", (long long)k[0],
                (long long)k[1], (long long)k[2]);
   if (v[0] != q[0] || v[1] != k[1]) return bad(c, "operand 2 (values) does not fit the keys");
   if (c->nops == 4) {
-    const int64_t *m = o[3]->shape;
-    TRY(want_dtype(c, 3, c->attrs[1] == 1 ? LT_BOOL : (lt_dtype)o[0]->dtype));
+    const int64_t *m = o[3].shape;
+    TRY(want_dtype(c, 3, c->attrs[1] == 1 ? LT_BOOL : (lt_dtype)o[0].dtype));
     if (m[0] != q[0] || m[1] != q[1] || m[2] != k[1])
       return bad(c, "operand 3 (mask) is not [B, L, S] of the queries and keys");
   }
@@ -277,7 +277,7 @@ static const char *check_pool_argmax(ck *c) {
   TRY(want_nattrs(c, 8));
   TRY(want_rank(c, 0, 4, 4));
   TRY(want_float(c, 0));
-  const int64_t *x = c->ops[0]->shape, *a = c->attrs;
+  const int64_t *x = c->ops[0].shape, *a = c->attrs;
   if (c->ndim != 4 || c->shape[0] != x[0] || c->shape[1] != x[1])
     return bad(c, "shape is not [N, C, OH, OW] of the operand's N and C");
   for (int i = 0; i < 2; i++) {
@@ -299,11 +299,11 @@ static const char *check_pool_planes(ck *c) {
   TRY(want_nattrs(c, 0));
   TRY(want_dtype(c, 1, LT_I64));
   bool gather = c->op == LT_OP_POOL_GATHER;
-  const lt_node *idx = c->ops[1];
-  const int64_t *big = gather ? c->ops[0]->shape : c->shape;
-  int bign = gather ? c->ops[0]->ndim : c->ndim;
-  const int64_t *small = gather ? c->shape : c->ops[0]->shape;
-  int smalln = gather ? c->ndim : c->ops[0]->ndim;
+  const lt_rule_operand *idx = &c->ops[1];
+  const int64_t *big = gather ? c->ops[0].shape : c->shape;
+  int bign = gather ? c->ops[0].ndim : c->ndim;
+  const int64_t *small = gather ? c->shape : c->ops[0].shape;
+  int smalln = gather ? c->ndim : c->ops[0].ndim;
   TRY(want_float(c, 0));
   if (bign != 4)
     return bad(c, "the plane tensor (%s) has rank %d, not 4", gather ? "operand 0" : "shape", bign);
@@ -315,7 +315,7 @@ static const char *check_pool_planes(ck *c) {
 }
 
 static const char *check_conv_family(ck *c) {
-  lt_node *const *o = c->ops;
+  const lt_rule_operand *o = c->ops;
   switch (c->op) {
   case LT_OP_MAX_POOL2D_ARGMAX:
     return check_pool_argmax(c);
@@ -328,20 +328,20 @@ static const char *check_conv_family(ck *c) {
   for (int k = 0; k < c->nops; k++) TRY(want_rank(c, k, k == 2 ? 1 : 4, k == 2 ? 1 : 4));
   if (c->ndim != 4) return bad(c, "rank %d where the op makes rank 4", c->ndim);
   TRY(want_float(c, 0));
-  for (int k = 1; k < c->nops; k++) TRY(want_dtype(c, k, (lt_dtype)o[0]->dtype));
+  for (int k = 1; k < c->nops; k++) TRY(want_dtype(c, k, (lt_dtype)o[0].dtype));
   switch (c->op) {
   case LT_OP_CONV2D:
-    return check_conv(c, o[0]->shape, c->shape, o[1]->shape, true);
+    return check_conv(c, o[0].shape, c->shape, o[1].shape, true);
   case LT_OP_CONV2D_BIAS:
-    TRY(check_conv(c, o[0]->shape, c->shape, o[1]->shape, true));
-    if (o[2]->shape[0] != c->shape[1])
+    TRY(check_conv(c, o[0].shape, c->shape, o[1].shape, true));
+    if (o[2].shape[0] != c->shape[1])
       return bad(c, "operand 2 (bias) has %lld elements for %lld channels",
-                 (long long)o[2]->shape[0], (long long)c->shape[1]);
+                 (long long)o[2].shape[0], (long long)c->shape[1]);
     return NULL;
   case LT_OP_CONV2D_GRAD_INPUT: /* (gy, w) -> x */
-    return check_conv(c, c->shape, o[0]->shape, o[1]->shape, false);
+    return check_conv(c, c->shape, o[0].shape, o[1].shape, false);
   default: /* CONV2D_GRAD_WEIGHT: (x, gy) -> w */
-    return check_conv(c, o[0]->shape, o[1]->shape, c->shape, false);
+    return check_conv(c, o[0].shape, o[1].shape, c->shape, false);
   }
 }
 
@@ -363,7 +363,7 @@ static const char *check_box(ck *c, const int64_t *full, const int64_t *box, int
 }
 
 static const char *check_shape_family(ck *c) {
-  const lt_node *x = c->ops[0];
+  const lt_rule_operand *x = &c->ops[0];
   int r = x->ndim;
   switch (c->op) {
   case LT_OP_RESHAPE:
@@ -415,7 +415,7 @@ static const char *check_shape_family(ck *c) {
     int64_t s[LT_MAX_DIMS];
     memcpy(s, x->shape, (size_t)r * sizeof *s);
     for (int k = 1; k < c->nops; k++) {
-      const lt_node *o = c->ops[k];
+      const lt_rule_operand *o = &c->ops[k];
       TRY(want_dtype(c, k, (lt_dtype)x->dtype));
       bool fits = o->ndim == r;
       for (int d = 0; fits && d < r; d++) fits = d == ax || o->shape[d] == s[d];
@@ -431,7 +431,7 @@ static const char *check_shape_family(ck *c) {
 static bool int_dtype(int dt) { return dt != LT_BOOL && !lt__is_float((lt_dtype)dt); }
 
 static const char *check_index(ck *c) {
-  const lt_node *a = c->ops[0];
+  const lt_rule_operand *a = &c->ops[0];
   int r = a->ndim;
   if (c->op == LT_OP_ONE_HOT) {
     TRY(want_nattrs(c, 1));
@@ -449,7 +449,7 @@ static const char *check_index(ck *c) {
   if (r == 0) return want_rank(c, 0, 1, LT_MAX_DIMS);
   TRY(want_attr(c, 0, "axis", 0, r - 1));
   int ax = (int)c->attrs[0];
-  const lt_node *idx = c->ops[1];
+  const lt_rule_operand *idx = &c->ops[1];
   if (!int_dtype(idx->dtype))
     return bad(c, "operand 1 (index) dtype %s where the op takes an integer",
                lt_dtype_name((lt_dtype)idx->dtype));
@@ -487,7 +487,7 @@ static const char *check_random(ck *c) {
 /* The transposes of gather, index_select and slice: zeros of the node's
  * shape, src (operand 0) added or placed at the forward op's positions. */
 static const char *check_scatter(ck *c) {
-  const lt_node *src = c->ops[0];
+  const lt_rule_operand *src = &c->ops[0];
   int r = c->ndim;
   if (src->ndim != r) return bad(c, "operand 0 has rank %d where the node has %d", src->ndim, r);
   if (c->op == LT_OP_UNSLICE) return check_box(c, c->shape, src->shape, r);
@@ -495,7 +495,7 @@ static const char *check_scatter(ck *c) {
   if (r == 0) return bad(c, "rank 0 where the op takes an axis");
   TRY(want_attr(c, 0, "axis", 0, r - 1));
   int ax = (int)c->attrs[0];
-  const lt_node *idx = c->ops[1];
+  const lt_rule_operand *idx = &c->ops[1];
   if (!int_dtype(idx->dtype))
     return bad(c, "operand 1 (index) dtype %s where the op takes an integer",
                lt_dtype_name((lt_dtype)idx->dtype));
@@ -516,7 +516,7 @@ static const char *check_scatter(ck *c) {
 }
 
 static const char *check_collective(ck *c) {
-  const lt_node *x = c->ops[0];
+  const lt_rule_operand *x = &c->ops[0];
   int r = x->ndim;
   int64_t s[LT_MAX_DIMS];
   memcpy(s, x->shape, (size_t)r * sizeof *s);
@@ -573,7 +573,7 @@ static const char *check_result_dtype(ck *c) {
   lt_dtype want = c->dt;
   switch (lt__op_result(c->op)) {
   case LT_RES_SAME:
-    want = (lt_dtype)c->ops[lt__op_family(c->op) == LT_FAM_TERNARY ? 1 : 0]->dtype;
+    want = (lt_dtype)c->ops[lt__op_family(c->op) == LT_FAM_TERNARY ? 1 : 0].dtype;
     break;
   case LT_RES_BOOL:
     want = LT_BOOL;
@@ -590,8 +590,8 @@ static const char *check_result_dtype(ck *c) {
 }
 
 const char *lt__node_rules_check(lt_op op, lt_dtype dt, const int64_t *shape, int ndim,
-                                 lt_node *const *ops, int nops, const int64_t *attrs, int nattrs,
-                                 char *why, size_t nwhy) {
+                                 const lt_rule_operand *ops, int nops, const int64_t *attrs,
+                                 int nattrs, char *why, size_t nwhy) {
   ck c = {why, nwhy, op, dt, shape, ndim, ops, nops, attrs, nattrs};
   if ((unsigned)op >= LT_OP_COUNT) return bad(&c, "unknown op %d", (int)op);
   if (!lt__dtype_valid(dt)) return bad(&c, "dtype %d unknown", (int)dt);

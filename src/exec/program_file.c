@@ -674,8 +674,17 @@ static const char *parse_node(rbuf *r, load_state *s, uint32_t i, char *why, siz
     char rule[320];
     double fattr;
     memcpy(&fattr, &bits, sizeof fattr);
-    const char *broken = lt__node_rules_check((lt_op)op, (lt_dtype)dt, shape, ndim, opv, nops,
+    lt_rule_operand sigs[8];
+    lt_rule_operand *sigv = nops > 8 ? lt__malloc((size_t)nops * sizeof *sigv) : sigs;
+    if (!sigv) {
+      lt__free(heap, (size_t)nops * sizeof *heap);
+      return "out of memory";
+    }
+    for (uint16_t k = 0; k < nops; k++)
+      sigv[k] = (lt_rule_operand){opv[k]->dtype, opv[k]->ndim, opv[k]->shape};
+    const char *broken = lt__node_rules_check((lt_op)op, (lt_dtype)dt, shape, ndim, sigv, nops,
                                               attrs, nattrs, rule, sizeof rule);
+    if (sigv != sigs) lt__free(sigv, (size_t)nops * sizeof *sigv);
     if (broken)
       bad = node_err(why, nwhy, i, op, "%s", broken);
     else
