@@ -10,7 +10,9 @@
  *
  * ctest runs a short sweep; LT_PROGRAM_SWEEP_FILES=N (or --files N) sets the
  * number of damaged files, LT_PROGRAM_SWEEP_SEED the first seed. A file whose
- * child died is kept (its path printed) to reproduce with --child PATH. */
+ * child died is kept (its path printed) to reproduce with --child PATH.
+ * --save DIR writes the undamaged programs (ref) to DIR (the fuzz seeds in
+ * fuzz/corpus/fuzz_program_load). */
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <xxhash.h>
@@ -478,6 +480,15 @@ static void test_sweep(void **state) {
 int main(int argc, char **argv) {
   if (argc >= 3 && strcmp(argv[1], "--child") == 0) return child_main(argv[2]);
   if (argc >= 3 && strcmp(argv[1], "--files") == 0) g_files = strtol(argv[2], NULL, 10);
+  if (argc >= 3 && strcmp(argv[1], "--save") == 0) { /* the originals under ref (fuzz seeds) */
+    lt__backend_force(&lt__ref_backend);
+    for (int p = 0; p < kNPrograms; p++) {
+      char path[512];
+      snprintf(path, sizeof path, "%s/%s_ref.ltp", argv[2], kPrograms[p].name);
+      kPrograms[p].save(path);
+    }
+    return 0;
+  }
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_sweep)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
