@@ -531,6 +531,55 @@ static void test_node_disagreeing_with_operands(void **state) {
   free(good);
 }
 
+/* The same damage in the ref backend's saved code (a matmul instruction
+ * whose shape disagrees with its operands, checksum made right): the code
+ * is refused as it is read, the IR compiled instead, and the values are
+ * right. Before, the damaged code was run as it was. */
+static void test_damaged_ref_code_recompiles(void **state) {
+  (void)state;
+  lt__backend_force(&lt__ref_backend);
+  float before[B * OUT + B], after[B * OUT + B];
+  save_model(before);
+  size_t n;
+  uint8_t *b = tu_read_file(g_path, &n);
+  size_t at[LT_PGM_NSECTIONS];
+  section_starts(b, n, at);
+  /* the ref executable: 5 u32 header fields, then per instruction u16 op, u8
+   * dtype, u8 ndim, i64 shape[ndim], u64 fattr, i32 param, u32 nops, u32
+   * operands[nops], u32 nattrs, i64 attrs[nattrs] */
+  size_t pos = at[3] + 16, end = at[3] + 16 + get_u64(b + at[3] + 8);
+  uint32_t ninstr = get_u32(b + pos + 8);
+  pos += 20;
+  bool damaged = false;
+  for (uint32_t i = 0; i < ninstr && !damaged && pos < end; i++) {
+    int op = b[pos] | b[pos + 1] << 8, nd = b[pos + 3];
+    size_t shape_at = pos + 4;
+    pos = shape_at + 8 * (size_t)nd + 8 + 4;
+    uint32_t nops = get_u32(b + pos);
+    pos += 4 + 4 * (size_t)nops;
+    uint32_t nattrs = get_u32(b + pos);
+    pos += 4 + 8 * (size_t)nattrs;
+    if (op == LT_OP_MATMUL) {
+      uint8_t *last = b + shape_at + 8 * (size_t)(nd - 1);
+      put_u64(last, get_u64(last) + 1);
+      damaged = true;
+    }
+  }
+  assert_true(damaged);
+  fix_checksum(b, n);
+  write_bytes(g_bad, b, n);
+  lt__cache_clear();
+  lt_counters_reset();
+  lt_program *q = lt_program_load(g_bad);
+  if (!q) fail_msg("load: %s", lt_last_error());
+  assert_int_equal(tu_counter("UncachedCompile"), 1); /* the code was refused */
+  run_bytes(q, 7, after);
+  assert_memory_equal(before, after, sizeof before);
+  lt_program_free(q);
+  free(b);
+  lt__backend_force(NULL);
+}
+
 /* A FIFO (or any file that is not regular) is refused before it is opened:
  * opening one for reading would wait for a writer forever. The alarm turns
  * a regression into a failure instead of a hung test. */
@@ -566,6 +615,7 @@ int main(int argc, char **argv) {
       PTEST(test_rejects_damaged_files),
       PTEST(test_consistent_checksum_bad_fields),
       PTEST(test_node_disagreeing_with_operands),
+      PTEST(test_damaged_ref_code_recompiles),
       PTEST(test_fifo_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
