@@ -3,6 +3,7 @@
  * only under the environment that wrote it, the IR compiled otherwise), and
  * the loader's rejection of every damaged or foreign file. */
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <xxhash.h>
 
 #include "test_util.h"
@@ -448,6 +449,160 @@ static void test_consistent_checksum_bad_fields(void **state) {
   lt__backend_force(NULL);
 }
 
+/* ---- nodes that disagree with their operands ----------------------------------------- */
+
+/* Where node fields sit in the graph section (docs/DEPLOY.md): per node its
+ * op, dtype and rank, and the offsets of its shape and attrs. */
+typedef struct node_at {
+  char op[32];
+  size_t at, shape_at, attrs_at;
+  int ndim, nattrs;
+} node_at;
+
+static uint32_t get_u32(const uint8_t *p) { return (uint32_t)get_u64(p) & 0xffffffffu; }
+
+/* The first node of op name `want` in the graph section starting at sec. */
+static node_at find_node(const uint8_t *b, size_t sec, const char *want) {
+  size_t pos = sec + 16;
+  uint32_t nnodes = get_u32(b + pos), nused = get_u32(b + pos + 8);
+  pos += 12;
+  char names[LT_OP_COUNT][32];
+  uint16_t nums[LT_OP_COUNT];
+  for (uint32_t k = 0; k < nused; k++) {
+    nums[k] = (uint16_t)(b[pos] | b[pos + 1] << 8);
+    uint8_t len = b[pos + 2];
+    snprintf(names[k], sizeof names[k], "%.*s", (int)len, (const char *)b + pos + 3);
+    pos += 3 + len;
+  }
+  for (uint32_t i = 0; i < nnodes; i++) {
+    node_at n = {.at = pos};
+    uint16_t num = (uint16_t)(b[pos] | b[pos + 1] << 8);
+    for (uint32_t k = 0; k < nused; k++)
+      if (nums[k] == num) snprintf(n.op, sizeof n.op, "%s", names[k]);
+    n.ndim = b[pos + 3];
+    int nops = b[pos + 4] | b[pos + 5] << 8;
+    n.nattrs = b[pos + 6] | b[pos + 7] << 8;
+    n.shape_at = pos + 16;
+    n.attrs_at = n.shape_at + 8 * (size_t)n.ndim + 4 * (size_t)nops;
+    pos = n.attrs_at + 8 * (size_t)n.nattrs + (strcmp(n.op, "data") == 0 ? 4 : 0);
+    if (strcmp(n.op, want) == 0) return n;
+  }
+  fail_msg("no %s node", want);
+  return (node_at){0};
+}
+
+/* A node whose shape, dtype or attrs disagree with its operands (checksum
+ * made right) is refused at load, naming the node and the field; before,
+ * such a matmul or relu loaded and crashed its kernel at run time. */
+static void test_node_disagreeing_with_operands(void **state) {
+  (void)state;
+  float before[B * OUT + B];
+  save_model(before);
+  size_t n;
+  uint8_t *good = tu_read_file(g_path, &n);
+  uint8_t *b = malloc(n);
+  size_t at[LT_PGM_NSECTIONS];
+  section_starts(good, n, at);
+  static const struct {
+    const char *op, *field, *needle;
+  } cases[] = {
+      {"matmul", "shape", "(matmul): shape [4, 9] where the operands and attrs give [4, 8]"},
+      {"relu", "shape", "(relu): shape [4, 7] where the operands and attrs give [4, 8]"},
+      {"matmul", "dtype", "(matmul): dtype f64 where the op table's rule gives f32"},
+      {"softmax", "attr", "(softmax): attrs[0] (axis) is 2, outside [0, 1]"},
+      {"sum", "attr", "(sum): attrs[1] (keepdim) is 2, outside [0, 1]"},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    memcpy(b, good, n);
+    node_at nd = find_node(b, at[1], cases[c].op);
+    if (strcmp(cases[c].field, "shape") == 0) {
+      uint8_t *last = b + nd.shape_at + 8 * (size_t)(nd.ndim - 1);
+      put_u64(last, get_u64(last) + (strcmp(cases[c].op, "relu") == 0 ? (uint64_t)-1 : 1));
+    } else if (strcmp(cases[c].field, "dtype") == 0) {
+      b[nd.at + 2] = LT_F64;
+    } else {
+      assert_true(nd.nattrs >= 1);
+      put_u64(b + nd.attrs_at + 8 * (size_t)(nd.nattrs - 1), 2);
+    }
+    fix_checksum(b, n);
+    expect_rejected(b, n, cases[c].needle, cases[c].needle);
+  }
+  free(b);
+  free(good);
+}
+
+/* The same damage in the ref backend's saved code (a matmul instruction
+ * whose shape disagrees with its operands, checksum made right): the code
+ * is refused as it is read, the IR compiled instead, and the values are
+ * right. Before, the damaged code was run as it was. */
+static void test_damaged_ref_code_recompiles(void **state) {
+  (void)state;
+  lt__backend_force(&lt__ref_backend);
+  float before[B * OUT + B], after[B * OUT + B];
+  save_model(before);
+  size_t n;
+  uint8_t *b = tu_read_file(g_path, &n);
+  size_t at[LT_PGM_NSECTIONS];
+  section_starts(b, n, at);
+  /* the ref executable: 5 u32 header fields, then per instruction u16 op, u8
+   * dtype, u8 ndim, i64 shape[ndim], u64 fattr, i32 param, u32 nops, u32
+   * operands[nops], u32 nattrs, i64 attrs[nattrs] */
+  size_t pos = at[3] + 16, end = at[3] + 16 + get_u64(b + at[3] + 8);
+  uint32_t ninstr = get_u32(b + pos + 8);
+  pos += 20;
+  bool damaged = false;
+  for (uint32_t i = 0; i < ninstr && !damaged && pos < end; i++) {
+    int op = b[pos] | b[pos + 1] << 8, nd = b[pos + 3];
+    size_t shape_at = pos + 4;
+    pos = shape_at + 8 * (size_t)nd + 8 + 4;
+    uint32_t nops = get_u32(b + pos);
+    pos += 4 + 4 * (size_t)nops;
+    uint32_t nattrs = get_u32(b + pos);
+    pos += 4 + 8 * (size_t)nattrs;
+    if (op == LT_OP_MATMUL) {
+      uint8_t *last = b + shape_at + 8 * (size_t)(nd - 1);
+      put_u64(last, get_u64(last) + 1);
+      damaged = true;
+    }
+  }
+  assert_true(damaged);
+  fix_checksum(b, n);
+  write_bytes(g_bad, b, n);
+  lt__cache_clear();
+  lt_counters_reset();
+  lt_program *q = lt_program_load(g_bad);
+  if (!q) fail_msg("load: %s", lt_last_error());
+  assert_int_equal(tu_counter("UncachedCompile"), 1); /* the code was refused */
+  run_bytes(q, 7, after);
+  assert_memory_equal(before, after, sizeof before);
+  lt_program_free(q);
+  free(b);
+  lt__backend_force(NULL);
+}
+
+/* A FIFO (or any file that is not regular) is refused before it is opened:
+ * opening one for reading would wait for a writer forever. The alarm turns
+ * a regression into a failure instead of a hung test. */
+static void test_fifo_refused(void **state) {
+  (void)state;
+  char fifo[224];
+  snprintf(fifo, sizeof fifo, "%s/program.fifo", g_dir);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  alarm(20);
+  lt_clear_error();
+  lt_program *q = lt_program_load(fifo);
+  alarm(0);
+  assert_null(q);
+  assert_int_equal(lt_last_status(), LT_EINVAL);
+  if (!strstr(lt_last_error(), "lt_program_load") || !strstr(lt_last_error(), "not a regular file"))
+    fail_msg("error '%s'", lt_last_error());
+  /* a directory too */
+  assert_null(lt_program_load(g_dir));
+  assert_int_equal(lt_last_status(), LT_EINVAL);
+  assert_non_null(strstr(lt_last_error(), "not a regular file"));
+  unlink(fifo);
+}
+
 #define PTEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(int argc, char **argv) {
@@ -459,6 +614,9 @@ int main(int argc, char **argv) {
       PTEST(test_other_process_bit_identical),
       PTEST(test_rejects_damaged_files),
       PTEST(test_consistent_checksum_bad_fields),
+      PTEST(test_node_disagreeing_with_operands),
+      PTEST(test_damaged_ref_code_recompiles),
+      PTEST(test_fifo_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

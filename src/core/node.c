@@ -11,6 +11,7 @@
 #include "lt_alloc.h"
 #include "lt_error.h"
 #include "lt_node.h"
+#include "lt_node_rules.h"
 #include "lt_shape.h"
 
 static _Atomic uint32_t g_epoch;
@@ -305,12 +306,7 @@ lt_node *lt__node_reduce(lt_op op, lt_node *x, int64_t mask, bool keepdim) {
   if (!x) return NULL;
   int64_t shape[LT_MAX_DIMS];
   int nd = 0;
-  for (int d = 0; d < x->ndim; d++) {
-    if (!((mask >> d) & 1))
-      shape[nd++] = x->shape[d];
-    else if (keepdim)
-      shape[nd++] = 1;
-  }
+  lt__reduce_shape(x->shape, x->ndim, mask, keepdim, shape, &nd);
   int64_t attrs[2] = {mask, keepdim ? 1 : 0};
   return lt__node_make(op, (lt_dtype)x->dtype, shape, nd, &x, 1, attrs, 2, 0.0);
 }

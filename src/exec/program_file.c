@@ -13,6 +13,7 @@
  * checked before any section is parsed, every count and index is checked
  * against what remains, and a failure leaves no trace but the error. */
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 #include "../core/lt_alloc.h"
 #include "../core/lt_dtype.h"
 #include "../core/lt_error.h"
+#include "../core/lt_node_rules.h"
 #include "../core/lt_shape.h"
 #include "program_file.h"
 #include "program_internal.h"
@@ -594,6 +596,106 @@ static const char *parse_consts(rbuf *r, load_state *s, char *why, size_t nwhy) 
   return NULL;
 }
 
+/* "node i (op): ..." in why; op < 0: no op name. */
+__attribute__((format(printf, 5, 6))) static const char *node_err(char *why, size_t nwhy,
+                                                                  uint32_t i, int op,
+                                                                  const char *fmt, ...) {
+  char detail[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(detail, sizeof detail, fmt, ap);
+  va_end(ap);
+  if (op < 0)
+    snprintf(why, nwhy, "node %u: %s", i, detail);
+  else
+    snprintf(why, nwhy, "node %u (%s): %s", i, lt__op_name((lt_op)op), detail);
+  return why;
+}
+
+/* Node i of the graph section, checked against the IR's contract (its
+ * operands come before it and exist already) and made in s->nodes[i]; NULL,
+ * or why not, naming the node and the field. */
+static const char *parse_node(rbuf *r, load_state *s, uint32_t i, char *why, size_t nwhy) {
+  uint16_t num = r_u16(r);
+  int op = s->opmap[num];
+  uint8_t dt = r_u8(r), ndim = r_u8(r);
+  uint16_t nops = r_u16(r), nattrs = r_u16(r);
+  uint64_t bits = r_u64(r);
+  if (r->bad) return node_err(why, nwhy, i, -1, "truncated");
+  if (op < 0) {
+    snprintf(why, nwhy, "node %u: op number %u is not in the file's op table", i, num);
+    return why;
+  }
+  if (!lt__dtype_valid(dt)) return node_err(why, nwhy, i, op, "dtype %u unknown", dt);
+  if (ndim > LT_MAX_DIMS) return node_err(why, nwhy, i, op, "rank %u above %d", ndim, LT_MAX_DIMS);
+  if (nattrs > kMaxAttrs)
+    return node_err(why, nwhy, i, op, "%u attrs, above %d", nattrs, kMaxAttrs);
+  if (!lt__op_arity_ok(op, nops))
+    return node_err(why, nwhy, i, op, "%u operands where the op takes %d", nops,
+                    lt__op_info[op].arity);
+  int64_t shape[LT_MAX_DIMS] = {0};
+  for (int d = 0; d < ndim; d++) shape[d] = (int64_t)r_u64(r);
+  if (nops > (r->n - r->pos) / 4) return node_err(why, nwhy, i, op, "truncated operands");
+  lt_node *ops[8];
+  lt_node **opv = ops;
+  lt_node **heap = NULL;
+  if (nops > 8) {
+    heap = lt__malloc((size_t)nops * sizeof *heap);
+    if (!heap) return "out of memory";
+    opv = heap;
+  }
+  const char *bad = NULL;
+  for (uint16_t k = 0; k < nops && !bad; k++) {
+    uint32_t j = r_u32(r);
+    if (j >= i) /* operands come before their users */
+      bad = node_err(why, nwhy, i, op, "operand %u refers to node %u, not an earlier node", k, j);
+    else
+      opv[k] = s->nodes[j];
+  }
+  int64_t attrs[kMaxAttrs];
+  for (uint16_t k = 0; k < nattrs; k++) attrs[k] = (int64_t)r_u64(r);
+  if (!bad && r->bad) bad = node_err(why, nwhy, i, op, "truncated");
+  if (!bad && op == LT_OP_DATA) {
+    uint32_t param = r_u32(r);
+    size_t np = (size_t)s->nin + s->nconsts;
+    if (r->bad || param >= np) {
+      bad = node_err(why, nwhy, i, op, "parameter %u of %zu", param, np);
+    } else {
+      lt_buffer *b = s->params[param]->buf;
+      lt__shape_sig a = {b->dtype, b->ndim, {0}}, want = {dt, ndim, {0}};
+      memcpy(a.shape, b->shape, sizeof a.shape);
+      memcpy(want.shape, shape, sizeof want.shape);
+      if (!sig_equal(&a, &want) || nattrs)
+        bad = node_err(why, nwhy, i, op, "dtype, shape or attrs differ from parameter %u", param);
+      else
+        s->nodes[i] = lt__node_data(b);
+    }
+  } else if (!bad) {
+    char rule[320];
+    double fattr;
+    memcpy(&fattr, &bits, sizeof fattr);
+    lt_rule_operand sigs[8];
+    lt_rule_operand *sigv = nops > 8 ? lt__malloc((size_t)nops * sizeof *sigv) : sigs;
+    if (!sigv) {
+      lt__free(heap, (size_t)nops * sizeof *heap);
+      return "out of memory";
+    }
+    for (uint16_t k = 0; k < nops; k++)
+      sigv[k] = (lt_rule_operand){opv[k]->dtype, opv[k]->ndim, opv[k]->shape};
+    const char *broken = lt__node_rules_check((lt_op)op, (lt_dtype)dt, shape, ndim, sigv, nops,
+                                              attrs, nattrs, rule, sizeof rule);
+    if (sigv != sigs) lt__free(sigv, (size_t)nops * sizeof *sigv);
+    if (broken)
+      bad = node_err(why, nwhy, i, op, "%s", broken);
+    else
+      s->nodes[i] =
+          lt__node_new((lt_op)op, (lt_dtype)dt, shape, ndim, opv, nops, attrs, nattrs, fattr);
+  }
+  lt__free(heap, (size_t)nops * sizeof *heap);
+  if (!bad && !s->nodes[i]) bad = node_err(why, nwhy, i, op, "%s", lt_last_error());
+  return bad;
+}
+
 /* Rebuilds the nodes (the constants exist already: leaves read them). */
 static const char *parse_graph(rbuf *r, load_state *s, char *why, size_t nwhy) {
   uint32_t nnodes = r_u32(r), nroots = r_u32(r);
@@ -622,66 +724,9 @@ static const char *parse_graph(rbuf *r, load_state *s, char *why, size_t nwhy) {
   s->nodes = lt__calloc((size_t)nnodes * sizeof *s->nodes);
   if (!s->nodes) return "out of memory";
   s->nnodes = nnodes;
-  size_t np = (size_t)s->nin + s->nconsts;
   for (uint32_t i = 0; i < nnodes; i++) {
-    int op = s->opmap[r_u16(r)];
-    uint8_t dt = r_u8(r), ndim = r_u8(r);
-    uint16_t nops = r_u16(r), nattrs = r_u16(r);
-    uint64_t bits = r_u64(r);
-    snprintf(why, nwhy, "node %u: malformed", i);
-    if (r->bad || op < 0 || !lt__dtype_valid(dt) || ndim > LT_MAX_DIMS || nattrs > kMaxAttrs ||
-        (op == LT_OP_DATA && nops != 0))
-      return why;
-    int64_t shape[LT_MAX_DIMS] = {0};
-    for (int d = 0; d < ndim; d++) shape[d] = (int64_t)r_u64(r);
-    lt_node *ops[8];
-    lt_node **opv = ops;
-    lt_node **heap = NULL;
-    if (nops > 8) {
-      if (nops > (r->n - r->pos) / 4) return why;
-      heap = lt__malloc((size_t)nops * sizeof *heap);
-      if (!heap) return "out of memory";
-      opv = heap;
-    }
-    bool ok = true;
-    for (uint16_t k = 0; k < nops; k++) {
-      uint32_t j = r_u32(r);
-      if (r->bad || j >= i)
-        ok = false; /* operands come before their users */
-      else
-        opv[k] = s->nodes[j];
-    }
-    int64_t attrs[kMaxAttrs];
-    for (uint16_t k = 0; k < nattrs; k++) attrs[k] = (int64_t)r_u64(r);
-    if (ok && !r->bad && op == LT_OP_DATA) {
-      uint32_t param = r_u32(r);
-      if (r->bad || param >= np) {
-        ok = false;
-      } else {
-        lt_buffer *b = s->params[param]->buf;
-        lt__shape_sig a = {b->dtype, b->ndim, {0}}, want = {dt, ndim, {0}};
-        memcpy(a.shape, b->shape, sizeof a.shape);
-        memcpy(want.shape, shape, sizeof want.shape);
-        if (!sig_equal(&a, &want) || nattrs)
-          ok = false;
-        else
-          s->nodes[i] = lt__node_data(b);
-      }
-    } else if (ok && !r->bad) {
-      double fattr;
-      memcpy(&fattr, &bits, sizeof fattr);
-      if (!lt__op_arity_ok(op, nops))
-        ok = false;
-      else
-        s->nodes[i] =
-            lt__node_new((lt_op)op, (lt_dtype)dt, shape, ndim, opv, nops, attrs, nattrs, fattr);
-    }
-    lt__free(heap, (size_t)nops * sizeof *heap);
-    if (!ok || r->bad) return why;
-    if (!s->nodes[i]) {
-      snprintf(why, nwhy, "node %u (%s): %s", i, lt__op_name((lt_op)op), lt_last_error());
-      return why;
-    }
+    const char *bad = parse_node(r, s, i, why, nwhy);
+    if (bad) return bad;
   }
   s->outs = lt__calloc((size_t)(s->nout + 1) * sizeof *s->outs);
   if (!s->outs) return "out of memory";
@@ -796,13 +841,26 @@ lt_program *lt_program_load(const char *path) {
     lt__err_null(fn);
     return NULL;
   }
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* Only a regular file is read: opening a FIFO for reading would wait for
+   * a writer, and a device could block or have side effects. stat refuses
+   * those before any open; O_NONBLOCK keeps an open from waiting should the
+   * path be swapped for a FIFO in between, and fstat checks what was opened. */
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    lt__err(errno == ENOENT ? LT_ENOTFOUND : LT_EINVAL, "%s: cannot open %s: %s", fn, path,
+            strerror(errno));
+    return NULL;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    lt__err(LT_EINVAL, "%s: %s is not a regular file", fn, path);
+    return NULL;
+  }
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     lt__err(errno == ENOENT ? LT_ENOTFOUND : LT_EINVAL, "%s: cannot open %s: %s", fn, path,
             strerror(errno));
     return NULL;
   }
-  struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > SIZE_MAX / 2) {
     close(fd);
     lt__err(LT_EINVAL, "%s: %s is not a regular file of a readable size", fn, path);

@@ -12,6 +12,7 @@
 #include "../core/lt_dtype.h"
 #include "../core/lt_error.h"
 #include "../core/lt_node.h"
+#include "../core/lt_node_rules.h"
 #include "../core/lt_shape.h"
 #include "../core/lt_tensor.h"
 

@@ -46,21 +46,21 @@ lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b) {
     for (int i = 0; i < bn; i++) bs[i] = b->shape[i];
   }
   int64_t n = as[an - 2], k = as[an - 1], m = bs[bn - 1];
-  if (bs[bn - 2] != k) {
+  /* Node shape: broadcast batch dims + [n, m] (the IR's rule, lt_node_rules.h). */
+  int64_t shape[LT_MAX_DIMS];
+  int nd = 0;
+  switch (lt__matmul_shape(as, an, bs, bn, shape, &nd)) {
+  case LT_MM_CONTRACTION:
     lt__err(LT_ESHAPE, "%s: shapes %s and %s do not fit: contraction dims %lld and %lld differ", fn,
             sa, sb, (long long)k, (long long)bs[bn - 2]);
     return NULL;
-  }
-
-  /* Node shape: broadcast batch dims + [n, m]. Both batches have rank <= 6. */
-  int64_t shape[LT_MAX_DIMS];
-  int nd = 0;
-  if (!lt__broadcast_shape(as, an - 2, bs, bn - 2, shape, &nd)) {
+  case LT_MM_BATCH:
+  case LT_MM_RANK: /* not reached: both have rank >= 2 here */
     lt__err(LT_ESHAPE, "%s: batch dims of shapes %s and %s do not broadcast", fn, sa, sb);
     return NULL;
+  case LT_MM_OK:
+    break;
   }
-  shape[nd++] = n;
-  shape[nd++] = m;
   /* Operands within the size limit can still give a result beyond it. */
   if (!lt__shape_fits(shape, nd)) {
     char so[LT_SHAPE_STR_MAX];

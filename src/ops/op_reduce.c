@@ -53,19 +53,6 @@ static int axes_mask(const char *fn, const lt_tensor *a, const int *axes, int na
   return LT_OK;
 }
 
-/* Output shape of a reduction over mask. */
-static int reduced_shape(const lt_tensor *a, int64_t mask, bool keepdim, int64_t *shape) {
-  int n = 0;
-  for (int d = 0; d < a->ndim; d++) {
-    if (mask & ((int64_t)1 << d)) {
-      if (keepdim) shape[n++] = 1;
-    } else {
-      shape[n++] = a->shape[d];
-    }
-  }
-  return n;
-}
-
 /* max/min/argmax/argmin have no value over nothing: fail when a reduced axis
  * is empty (PyTorch does too). */
 static int check_nonempty(const char *fn, const lt_tensor *a, int64_t mask) {
@@ -115,7 +102,8 @@ static lt_tensor *reduce_axes(const char *fn, lt_op op, lt_tensor *a, const int 
   }
 
   int64_t shape[LT_MAX_DIMS];
-  int ndim = reduced_shape(a, mask, keepdim, shape);
+  int ndim;
+  lt__reduce_shape(a->shape, a->ndim, mask, keepdim, shape, &ndim);
   lt_node *x = lt__ir_as(a, dt);
   if (!x) return NULL;
   int64_t attrs[2] = {mask, keepdim ? 1 : 0};
@@ -156,7 +144,7 @@ static lt_tensor *arg_reduce(const char *fn, lt_op op, lt_tensor *a, int axis, b
 
   int64_t shape[LT_MAX_DIMS];
   int ndim = 0;
-  if (a->ndim > 0) ndim = reduced_shape(a, (int64_t)1 << ax, keepdim, shape);
+  if (a->ndim > 0) lt__reduce_shape(a->shape, a->ndim, (int64_t)1 << ax, keepdim, shape, &ndim);
   /* A 0-d operand runs as [1] with keepdim off, giving a 0-d index (always 0). */
   lt_node *x = one_axis_operand(a, (lt_dtype)a->dtype);
   if (!x) return NULL;

@@ -1,11 +1,13 @@
 /* The ref backend: buffers in host memory, "compilation" into a flat list of
  * instructions, and an interpreter that runs them one at a time. */
+#include <stdio.h>
 #include <string.h>
 #include <xxhash.h>
 
 #include "../../core/lt_alloc.h"
 #include "../../core/lt_collective.h"
 #include "../../core/lt_error.h"
+#include "../../core/lt_node_rules.h"
 #include "../bytes.h"
 #include "ref.h"
 
@@ -335,9 +337,10 @@ static int ref_execute(lt_executable *e, lt_buffer *const *args, int nargs, lt_b
  * last_use is recomputed. deserialize checks every field (op, dtype, ndim, shape,
  * parameter, operand, root and alias indices, operand counts per op) and every
  * count against the bytes left, in time linear in the bytes: any input gives
- * LT_EINVAL or a structurally sound executable. It does not redo shape
- * inference: that the instructions agree with each other is what the cache's
- * checksum, key and environment checks vouch for. */
+ * LT_EINVAL or a structurally sound executable. Each instruction is held to
+ * the IR's contract with its operands (lt__node_rules_check, the loader's
+ * check of a program file's nodes): a program file's checksum can be made
+ * right by whoever changed its bytes. */
 enum { kRefMagic = 0x4652544c /* "LTRF" */, kRefFormat = 1 };
 
 static int ref_serialize(const lt_executable *e, void **bytes, size_t *nbytes) {
@@ -366,8 +369,30 @@ static int bad_bytes(lt_executable *e, const char *what) {
   return lt__err(LT_EINVAL, "ref: bad serialized executable: %s", what);
 }
 
+/* Whether instruction in breaks the IR's contract with its operands (why in
+ * buf); operands are earlier instructions, already checked. */
+static bool check_instr(const lt_executable *e, const lt_instr *in, char *buf, size_t n) {
+  lt_rule_operand sigs[8], *sigv = sigs;
+  if (in->noperands > 8 && !(sigv = lt__malloc((size_t)in->noperands * sizeof *sigv))) {
+    snprintf(buf, n, "out of memory");
+    return true;
+  }
+  for (int k = 0; k < in->noperands; k++) {
+    const lt_instr *src = &e->instr[in->operands[k]];
+    sigv[k] = (lt_rule_operand){src->dtype, src->ndim, src->shape};
+  }
+  char why[320];
+  const char *bad =
+      lt__node_rules_check((lt_op)in->op, (lt_dtype)in->dtype, in->shape, in->ndim, sigv,
+                           in->noperands, in->attrs, in->nattrs, why, sizeof why);
+  if (sigv != sigs) lt__free(sigv, (size_t)in->noperands * sizeof *sigv);
+  if (bad) snprintf(buf, n, "instruction %s: %s", lt__op_name((lt_op)in->op), bad);
+  return bad != NULL;
+}
+
 static int ref_deserialize(const void *bytes, size_t nbytes, lt_executable **out) {
   if (!bytes || !out) return lt__err(LT_EINVAL, "ref: deserialize: NULL argument");
+  char problem_buf[400];
   lt_rbuf r = {bytes, nbytes, 0, false};
   if (lt__rb_int(&r, 4) != kRefMagic) return bad_bytes(NULL, "not a ref executable");
   if (lt__rb_int(&r, 4) != kRefFormat) return bad_bytes(NULL, "unknown format version");
@@ -434,6 +459,10 @@ static int ref_deserialize(const void *bytes, size_t nbytes, lt_executable **out
     }
     for (uint32_t k = 0; k < nattrs; k++) in->attrs[k] = (int64_t)lt__rb_int(&r, 8);
     if (r.bad) return bad_bytes(e, "truncated instruction");
+    /* the kernels read shapes and attrs unchecked: each instruction must keep
+     * the IR's contract with its operands (the cache's checksum does not
+     * vouch for bytes a program file carries) */
+    if (check_instr(e, in, problem_buf, sizeof problem_buf)) return bad_bytes(e, problem_buf);
   }
   for (uint32_t q = 0; q < nroots; q++) {
     uint32_t root = (uint32_t)lt__rb_int(&r, 4);

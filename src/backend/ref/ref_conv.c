@@ -15,6 +15,7 @@
 
 #include "../../core/lt_alloc.h"
 #include "../../core/lt_error.h"
+#include "../../core/lt_node_rules.h"
 #include "ref.h"
 
 /* One spatial axis of a window op: input length, output length, kernel,
@@ -23,19 +24,11 @@ typedef struct conv_axis {
   int64_t in, out, k, s, p, d;
 } conv_axis;
 
-/* The number of windows of ax along its input (the conv formula
- * (in + 2p - d (k - 1) - 1) / s + 1, floored; may be <= 0), or -1 when the
- * numbers are out of any sensible range (corrupted attributes). */
+/* The number of windows of ax along its input (the conv formula, the IR's
+ * rule in lt_node_rules.h; 0 when none fits), or -1 when the numbers are out
+ * of any sensible range (corrupted attributes). */
 static int64_t windows(const conv_axis *ax) {
-  const int64_t lim = (int64_t)1 << 40;
-  if (ax->k < 1 || ax->k > lim || ax->s < 1 || ax->s > lim || ax->p < 0 || ax->p > lim ||
-      ax->d < 1 || ax->d > lim || ax->in > lim)
-    return -1;
-  /* k, d <= 2^40: (k - 1) d would overflow, so bound the span first */
-  if (ax->k - 1 > lim / ax->d) return -1;
-  int64_t span = ax->d * (ax->k - 1) + 1, room = ax->in + 2 * ax->p - span;
-  if (room < 0) return 0;
-  return room / ax->s + 1;
+  return lt__conv_windows(ax->in, ax->k, ax->s, ax->p, ax->d);
 }
 
 /* The input position window a's tap i reads along ax (may lie in the padding). */
