@@ -221,6 +221,7 @@ static irv visit(kgen *k, int node, const int8_t *dm) {
       v = rng_value(k, n, node, dm, args[0]);
     else if (k->emit)
       v = ops_emit(&k->ir, n, args, dts);
+    if (k->ir.err) k->err = k->ir.err; /* an op without a case: named, kernel refused */
     if (k->err) return none;
   }
   memo_add(k, node, dm, n->ndim, v);
@@ -836,8 +837,14 @@ static void body_int(kgen *k, void *ud) {
   case LT_OP_MAX:
     n = OP("call i64 @llvm.smax.i64(i64 %s, i64 %s)", s.s, v.s);
     break;
-  default:
+  case LT_OP_MIN:
     n = OP("call i64 @llvm.smin.i64(i64 %s, i64 %s)", s.s, v.s);
+    break;
+  default: /* cg_reduce_ok admits no other integer reduction */
+    if (!k->err)
+      k->err = lt__err(LT_ECOMPILE, "cpu: no integer reduction code for op %s",
+                       lt__op_name((lt_op)r->op));
+    n = s;
     break;
   }
   acc_set(k, r->a, n);
