@@ -14,6 +14,7 @@
 
 #include "../../core/lt_alloc.h"
 #include "../../core/lt_error.h"
+#include "../../core/lt_op_switch.h"
 #include "../../core/lt_shape.h"
 #include "cpu_codegen.h"
 #include "cpu_ops.h"
@@ -860,11 +861,37 @@ static void body_softmax_out(kgen *k, void *ud) {
   store_out(k, r->out, out_index(k), o);
 }
 
+/* The reductions cg_reduce has code for; the switch lists every lt_op
+ * (lt_op_switch.h), so a REDUCE row added to the table fails the build until
+ * it is sorted in here. */
+static bool reduce_has_case(lt_op op) {
+  switch (op) {
+  case LT_OP_SUM:
+  case LT_OP_MEAN:
+  case LT_OP_MAX:
+  case LT_OP_MIN:
+  case LT_OP_PROD:
+  case LT_OP_LOGSUMEXP:
+  case LT_OP_SOFTMAX:
+  case LT_OP_LOG_SOFTMAX:
+    return true;
+  case LT_OP_ARGMAX: /* native kernels (cpu_native.c) */
+  case LT_OP_ARGMIN:
+  case LT_OP_CUMSUM:
+  case LT_OP_ARGSORT:
+    LT_OP_CASES_OUTSIDE(REDUCE)
+    return false;
+  }
+  return false;
+}
+
 int cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, cg_info *info) {
+  const lt_node *n = c->g->nodes[node];
+  if (!reduce_has_case((lt_op)n->op))
+    return lt__err(LT_ECOMPILE, "cpu: no reduction code for op %s", lt__op_name((lt_op)n->op));
   kgen kk, *k = &kk;
   int rc = kgen_init(k, c, NULL, 0);
   if (rc != LT_OK) return rc;
-  const lt_node *n = c->g->nodes[node];
   const lt_node *x = n->operands[0].node;
   bool one_axis = n->op == LT_OP_SOFTMAX || n->op == LT_OP_LOG_SOFTMAX;
   bool whole = one_axis;
