@@ -222,9 +222,10 @@ static bool compare(const char *what, uint64_t seed, const result *a, const resu
       } else {
         double x = get(a->data[o], dt, i), y = get(b->data[o], dt, i);
         if (isnan(x) && isnan(y) && !nan_is_answer(ins, nin, np, a->shape[o], a->ndim[o], i)) {
-          printf("MISMATCH %s seed %llu: output %d element %lld: both give NaN where the answer "
-                 "is finite\n",
-                 what, (unsigned long long)seed, o, (long long)i);
+          printf(
+              "MISMATCH %s seed %llu: output %d element %lld: both give NaN where the answer "
+              "is finite\n",
+              what, (unsigned long long)seed, o, (long long)i);
           g_failures++;
           return false;
         }
@@ -306,26 +307,16 @@ static const struct {
   const char *name;
   unary_op f;
   nan_rule nan;
-} kUnary[] = {{"neg", lt_neg, NULL},
-              {"abs", lt_abs, NULL},
-              {"sign", lt_sign, NULL},
-              {"relu", lt_relu, NULL},
-              {"floor", lt_floor, NULL},
-              {"ceil", lt_ceil, NULL},
-              {"round", lt_round, NULL},
-              {"exp", lt_exp, NULL},
-              {"log", lt_log, nan_below_0},
-              {"log1p", lt_log1p, nan_below_m1},
-              {"sqrt", lt_sqrt, nan_below_0},
-              {"rsqrt", lt_rsqrt, nan_below_0},
-              {"sin", lt_sin, NULL},
-              {"cos", lt_cos, NULL},
-              {"tanh", lt_tanh, NULL},
-              {"sigmoid", lt_sigmoid, NULL},
-              {"gelu", lt_gelu, NULL},
-              {"erf", lt_erf, NULL},
-              {"not", lt_logical_not, NULL},
-              {"gelu_tanh", lt_gelu_tanh, NULL}};
+} kUnary[] = {{"neg", lt_neg, NULL},          {"abs", lt_abs, NULL},
+              {"sign", lt_sign, NULL},        {"relu", lt_relu, NULL},
+              {"floor", lt_floor, NULL},      {"ceil", lt_ceil, NULL},
+              {"round", lt_round, NULL},      {"exp", lt_exp, NULL},
+              {"log", lt_log, nan_below_0},   {"log1p", lt_log1p, nan_below_m1},
+              {"sqrt", lt_sqrt, nan_below_0}, {"rsqrt", lt_rsqrt, nan_below_0},
+              {"sin", lt_sin, NULL},          {"cos", lt_cos, NULL},
+              {"tanh", lt_tanh, NULL},        {"sigmoid", lt_sigmoid, NULL},
+              {"gelu", lt_gelu, NULL},        {"erf", lt_erf, NULL},
+              {"not", lt_logical_not, NULL},  {"gelu_tanh", lt_gelu_tanh, NULL}};
 
 static const struct {
   const char *name;

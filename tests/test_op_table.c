@@ -380,9 +380,7 @@ static void pr_randperm(probe *p) {
   add_in(p, pin_i64(NULL, 0, 1234));
   set_out(p, LT_I64, SHAPE(5), 1);
 }
-static void pr_scatter_add(probe *p) {
-  pr_gather(p);
-}
+static void pr_scatter_add(probe *p) { pr_gather(p); }
 static void pr_index_add(probe *p) { /* (src [2, 2], index [2]) into [2, 3] along axis 1 */
   add_in(p, pin_f32(SHAPE(2, 2), 2, 0));
   add_in(p, pin_i64(SHAPE(2), 1, 3));
@@ -462,8 +460,8 @@ static bool make_probe(lt_op op, probe *p) {
   memset(p, 0, sizeof *p);
   const lt_op_info *info = &lt__op_info[op];
   lt_op_family fam = (lt_op_family)info->family;
-  bool elementwise = fam == LT_FAM_UNARY || fam == LT_FAM_BINARY || fam == LT_FAM_COMPARE ||
-                     fam == LT_FAM_TERNARY;
+  bool elementwise =
+      fam == LT_FAM_UNARY || fam == LT_FAM_BINARY || fam == LT_FAM_COMPARE || fam == LT_FAM_TERNARY;
   if (op == LT_OP_CONST) {
     set_out(p, LT_F32, SHAPE(2, 3), 2);
     p->fattr = 1.5;
@@ -477,7 +475,9 @@ static bool make_probe(lt_op op, probe *p) {
   if (fam == LT_FAM_TERNARY) add_in(p, pin_bool(SHAPE(2, 3), 2)); /* where's condition */
   int nvalues = fam == LT_FAM_TERNARY ? 2 : info->arity;
   for (int k = 0; k < nvalues; k++) add_in(p, pin_f32(SHAPE(2, 3), 2, 3 * k));
-  lt_dtype dt = info->result == LT_RES_BOOL ? LT_BOOL : info->result == LT_RES_NODE ? LT_F64 : LT_F32;
+  lt_dtype dt = info->result == LT_RES_BOOL   ? LT_BOOL
+                : info->result == LT_RES_NODE ? LT_F64
+                                              : LT_F32;
   set_out(p, dt, SHAPE(2, 3), 2);
   return true;
 }
@@ -486,7 +486,7 @@ typedef struct probe_result {
   lt_dtype dt;
   int64_t n;
   double v[kMaxProbeOut];
-  double scale; /* the largest magnitude among operands and results (1 at least) */
+  double scale;   /* the largest magnitude among operands and results (1 at least) */
   int64_t nterms; /* operand elements: a bound on the terms of any one result */
 } probe_result;
 
@@ -580,7 +580,8 @@ static void test_every_op_runs_finite_on_every_backend(void **state) {
  * to give LT_ENOMEM with an empty message). */
 static void test_gradient_rule_without_case_names_the_op(void **state) {
   (void)state;
-  lt_node *a = lt__node_const(LT_F32, SHAPE(2), 1, 1.0), *b = lt__node_const(LT_F32, SHAPE(2), 1, 2.0);
+  lt_node *a = lt__node_const(LT_F32, SHAPE(2), 1, 1.0),
+          *b = lt__node_const(LT_F32, SHAPE(2), 1, 2.0);
   lt_node *ab[2] = {a, b};
   lt_node *add = lt__node_new(LT_OP_ADD, LT_F32, SHAPE(2), 1, ab, 2, NULL, 0, 0.0);
   lt_node *neg = lt__node_new(LT_OP_NEG, LT_F32, SHAPE(2), 1, ab, 1, NULL, 0, 0.0);

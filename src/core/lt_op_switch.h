@@ -71,7 +71,6 @@
  * REDUCE), and of LT_OP_COUNT. */
 #define LT_OP_CASES_OUTSIDE(F) LT_OP_TABLE(LT__NOT_##F) case LT_OP_COUNT:
 /* The same outside binary arithmetic and comparisons together. */
-#define LT_OP_CASES_OUTSIDE_BINARY_COMPARE \
-  LT_OP_TABLE(LT__NOT_BINARY_COMPARE) case LT_OP_COUNT:
+#define LT_OP_CASES_OUTSIDE_BINARY_COMPARE LT_OP_TABLE(LT__NOT_BINARY_COMPARE) case LT_OP_COUNT:
 
 #endif

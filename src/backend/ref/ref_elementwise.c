@@ -133,7 +133,7 @@ static bool unary_f(int op, double x, double *r) {
   case LT_OP_ERF:
     v = erf(x);
     break;
-  case LT_OP_NOT:  /* ref_unary's own loops */
+  case LT_OP_NOT: /* ref_unary's own loops */
   case LT_OP_CAST:
     LT_OP_CASES_OUTSIDE(UNARY)
     return false;
