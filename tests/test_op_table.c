@@ -12,6 +12,7 @@
 #include "../src/backend/cpu/cpu_native.h"
 #include "../src/backend/ref/ref_api.h"
 #include "../src/exec/exec_internal.h"
+#include "lazytensor_dist.h"
 
 static int64_t ctr(const char *name) { return tu_counter(name); }
 
@@ -197,6 +198,410 @@ static void test_nodes_follow_their_row(void **state) {
   lt__node_release(b);
 }
 
+/* ---- every op computes a finite value on every backend --------------------------------
+ * Each op of the table is built as one node on probe operands inside its
+ * domain (positive floats: log, sqrt, pow and division all have finite
+ * answers there), run on ref and on cpu, and must give a finite value that
+ * both backends agree on. Elementwise rows need nothing but their row; the
+ * others get operands and attributes from kProbes below, and an op without
+ * either fails the test by name, so a new row cannot slip past. */
+
+enum { kMaxProbeIn = 4, kMaxProbeOut = 64 };
+
+typedef struct probe {
+  lt_node *in[kMaxProbeIn]; /* borrowed from tensors of the open scope */
+  int nin;
+  lt_dtype dt;
+  int ndim;
+  int64_t shape[LT_MAX_DIMS];
+  int64_t attrs[16];
+  int nattrs;
+  double fattr;
+} probe;
+
+/* An f32 operand holding 0.5, 0.75, ... (shifted by seed), all in (0, 2.25]. */
+static lt_node *pin_f32(const int64_t *shape, int ndim, int seed) {
+  float v[kMaxProbeOut];
+  int64_t n = lt__numel(shape, ndim);
+  assert_true(n <= kMaxProbeOut);
+  for (int64_t i = 0; i < n; i++) v[i] = 0.5f + 0.25f * (float)((i + seed) % 8);
+  return lt__tensor_ir(tu_f32(shape, ndim, v));
+}
+/* An i64 operand holding i % mod (indices in range), or value for a 0-d seed. */
+static lt_node *pin_i64(const int64_t *shape, int ndim, int64_t mod) {
+  int64_t v[kMaxProbeOut];
+  int64_t n = lt__numel(shape, ndim);
+  assert_true(n <= kMaxProbeOut);
+  for (int64_t i = 0; i < n; i++) v[i] = ndim ? (i * 2 + 1) % mod : mod;
+  return lt__tensor_ir(tu_i64(shape, ndim, v));
+}
+static lt_node *pin_bool(const int64_t *shape, int ndim) {
+  uint8_t v[kMaxProbeOut];
+  int64_t n = lt__numel(shape, ndim);
+  for (int64_t i = 0; i < n; i++) v[i] = (uint8_t)(i % 2);
+  return lt__tensor_ir(tu_bool(shape, ndim, v));
+}
+
+static void set_out(probe *p, lt_dtype dt, const int64_t *shape, int ndim) {
+  p->dt = dt;
+  p->ndim = ndim;
+  memcpy(p->shape, shape, (size_t)ndim * sizeof *shape);
+}
+static void set_attrs(probe *p, const int64_t *attrs, int n) {
+  memcpy(p->attrs, attrs, (size_t)n * sizeof *attrs);
+  p->nattrs = n;
+}
+static void add_in(probe *p, lt_node *n) { p->in[p->nin++] = n; }
+
+#define X23 pin_f32(SHAPE(2, 3), 2, 0)
+static void pr_reduce(probe *p) { /* over axis 1 */
+  add_in(p, X23);
+  set_out(p, LT_F32, SHAPE(2), 1);
+  set_attrs(p, SHAPE(2, 0), 2);
+}
+static void pr_argext(probe *p) {
+  add_in(p, X23);
+  set_out(p, LT_I64, SHAPE(2), 1);
+  set_attrs(p, SHAPE(1, 0), 2);
+}
+static void pr_softmax(probe *p) {
+  add_in(p, X23);
+  set_out(p, LT_F32, SHAPE(2, 3), 2);
+  set_attrs(p, SHAPE(1), 1);
+}
+static void pr_scan(probe *p) {
+  pr_softmax(p);
+  set_attrs(p, SHAPE(1, 0), 2);
+}
+static void pr_argsort(probe *p) {
+  pr_scan(p);
+  p->dt = LT_I64;
+}
+static void pr_matmul(probe *p) {
+  add_in(p, X23);
+  add_in(p, pin_f32(SHAPE(3, 2), 2, 3));
+  set_out(p, LT_F32, SHAPE(2, 2), 2);
+}
+static void pr_attention(probe *p) {
+  for (int k = 0; k < 3; k++) add_in(p, pin_f32(SHAPE(1, 2, 3), 3, k));
+  set_out(p, LT_F32, SHAPE(1, 2, 3), 3);
+  set_attrs(p, SHAPE(0, 0), 2); /* not causal, no mask */
+  p->fattr = 0.5;
+}
+#define CONV_ATTRS SHAPE(1, 1, 0, 0, 1, 1, 1), 7 /* stride 1, no padding, dilation 1, 1 group */
+static void pr_conv(probe *p) {
+  add_in(p, pin_f32(SHAPE(1, 1, 3, 3), 4, 0));
+  add_in(p, pin_f32(SHAPE(1, 1, 2, 2), 4, 1));
+  set_out(p, LT_F32, SHAPE(1, 1, 2, 2), 4);
+  set_attrs(p, CONV_ATTRS);
+}
+static void pr_conv_bias(probe *p) {
+  pr_conv(p);
+  add_in(p, pin_f32(SHAPE(1), 1, 2));
+}
+static void pr_conv_grad_input(probe *p) { /* (gy, w) -> x's shape */
+  add_in(p, pin_f32(SHAPE(1, 1, 2, 2), 4, 0));
+  add_in(p, pin_f32(SHAPE(1, 1, 2, 2), 4, 1));
+  set_out(p, LT_F32, SHAPE(1, 1, 3, 3), 4);
+  set_attrs(p, CONV_ATTRS);
+}
+static void pr_conv_grad_weight(probe *p) { /* (x, gy) -> w's shape */
+  add_in(p, pin_f32(SHAPE(1, 1, 3, 3), 4, 0));
+  add_in(p, pin_f32(SHAPE(1, 1, 2, 2), 4, 1));
+  set_out(p, LT_F32, SHAPE(1, 1, 2, 2), 4);
+  set_attrs(p, CONV_ATTRS);
+}
+static void pr_max_pool(probe *p) { /* 2x2 windows, stride 1 */
+  add_in(p, pin_f32(SHAPE(1, 1, 3, 3), 4, 0));
+  set_out(p, LT_I64, SHAPE(1, 1, 2, 2), 4);
+  set_attrs(p, SHAPE(2, 2, 1, 1, 0, 0, 1, 1), 8);
+}
+static void pr_pool_gather(probe *p) {
+  add_in(p, pin_f32(SHAPE(1, 1, 3, 3), 4, 0));
+  add_in(p, pin_i64(SHAPE(1, 1, 4), 3, 9));
+  set_out(p, LT_F32, SHAPE(1, 1, 4), 3);
+}
+static void pr_pool_scatter(probe *p) {
+  add_in(p, pin_f32(SHAPE(1, 1, 4), 3, 0));
+  add_in(p, pin_i64(SHAPE(1, 1, 4), 3, 9));
+  set_out(p, LT_F32, SHAPE(1, 1, 3, 3), 4);
+}
+static void pr_reshape(probe *p) {
+  add_in(p, X23);
+  set_out(p, LT_F32, SHAPE(3, 2), 2);
+}
+static void pr_permute(probe *p) {
+  pr_reshape(p);
+  set_attrs(p, SHAPE(1, 0), 2);
+}
+static void pr_expand(probe *p) {
+  add_in(p, pin_f32(SHAPE(1, 3), 2, 0));
+  set_out(p, LT_F32, SHAPE(2, 3), 2);
+}
+static void pr_slice(probe *p) { /* columns 1.. of each row */
+  add_in(p, X23);
+  set_out(p, LT_F32, SHAPE(2, 2), 2);
+  set_attrs(p, SHAPE(0, 1, 1, 1), 4);
+}
+static void pr_concat(probe *p) {
+  add_in(p, X23);
+  add_in(p, pin_f32(SHAPE(2, 3), 2, 5));
+  set_out(p, LT_F32, SHAPE(4, 3), 2);
+  set_attrs(p, SHAPE(0), 1);
+}
+static void pr_pad(probe *p) {
+  add_in(p, X23);
+  set_out(p, LT_F32, SHAPE(2, 5), 2);
+  set_attrs(p, SHAPE(0, 0, 1, 1), 4);
+  p->fattr = 0.25;
+}
+static void pr_gather(probe *p) {
+  add_in(p, X23);
+  add_in(p, pin_i64(SHAPE(2, 3), 2, 3));
+  set_out(p, LT_F32, SHAPE(2, 3), 2);
+  set_attrs(p, SHAPE(1), 1);
+}
+static void pr_index_select(probe *p) {
+  add_in(p, X23);
+  add_in(p, pin_i64(SHAPE(2), 1, 3));
+  set_out(p, LT_F32, SHAPE(2, 2), 2);
+  set_attrs(p, SHAPE(1), 1);
+}
+static void pr_one_hot(probe *p) {
+  add_in(p, pin_i64(SHAPE(3), 1, 4));
+  set_out(p, LT_I64, SHAPE(3, 4), 2);
+  set_attrs(p, SHAPE(4), 1);
+}
+static void pr_rng(probe *p) {
+  add_in(p, pin_i64(NULL, 0, 1234)); /* the seed */
+  set_out(p, LT_F32, SHAPE(2, 3), 2);
+}
+static void pr_randperm(probe *p) {
+  add_in(p, pin_i64(NULL, 0, 1234));
+  set_out(p, LT_I64, SHAPE(5), 1);
+}
+static void pr_scatter_add(probe *p) { pr_gather(p); }
+static void pr_index_add(probe *p) { /* (src [2, 2], index [2]) into [2, 3] along axis 1 */
+  add_in(p, pin_f32(SHAPE(2, 2), 2, 0));
+  add_in(p, pin_i64(SHAPE(2), 1, 3));
+  set_out(p, LT_F32, SHAPE(2, 3), 2);
+  set_attrs(p, SHAPE(1), 1);
+}
+static void pr_unslice(probe *p) { /* the transpose of pr_slice */
+  add_in(p, pin_f32(SHAPE(2, 2), 2, 0));
+  set_out(p, LT_F32, SHAPE(2, 3), 2);
+  set_attrs(p, SHAPE(0, 1, 1, 1), 4);
+}
+/* collectives in a world of one replica (CPU:0): sum, axis 0, size 1 */
+static void pr_coll(probe *p, const int64_t *attrs, int n) {
+  add_in(p, X23);
+  set_out(p, LT_F32, SHAPE(2, 3), 2);
+  set_attrs(p, attrs, n);
+}
+static void pr_all_reduce(probe *p) { pr_coll(p, SHAPE(0), 1); }
+static void pr_all_gather(probe *p) { pr_coll(p, SHAPE(0, 1), 2); }
+static void pr_reduce_scatter(probe *p) { pr_coll(p, SHAPE(0, 0, 1), 3); }
+static void pr_broadcast(probe *p) { pr_coll(p, SHAPE(0), 1); }
+static void pr_spmd_all_reduce(probe *p) { pr_coll(p, SHAPE(0, 1), 2); }
+static void pr_spmd_copy(probe *p) { pr_coll(p, SHAPE(1), 1); }
+
+/* Operands and attributes of every row that is not elementwise (nor a
+ * leaf): the one hand-written list, checked against the table below. */
+static void (*const kProbes[LT_OP_COUNT])(probe *p) = {
+    [LT_OP_SUM] = pr_reduce,
+    [LT_OP_MEAN] = pr_reduce,
+    [LT_OP_MAX] = pr_reduce,
+    [LT_OP_MIN] = pr_reduce,
+    [LT_OP_PROD] = pr_reduce,
+    [LT_OP_LOGSUMEXP] = pr_reduce,
+    [LT_OP_ARGMAX] = pr_argext,
+    [LT_OP_ARGMIN] = pr_argext,
+    [LT_OP_SOFTMAX] = pr_softmax,
+    [LT_OP_LOG_SOFTMAX] = pr_softmax,
+    [LT_OP_CUMSUM] = pr_scan,
+    [LT_OP_ARGSORT] = pr_argsort,
+    [LT_OP_MATMUL] = pr_matmul,
+    [LT_OP_ATTENTION] = pr_attention,
+    [LT_OP_CONV2D] = pr_conv,
+    [LT_OP_CONV2D_BIAS] = pr_conv_bias,
+    [LT_OP_CONV2D_GRAD_INPUT] = pr_conv_grad_input,
+    [LT_OP_CONV2D_GRAD_WEIGHT] = pr_conv_grad_weight,
+    [LT_OP_MAX_POOL2D_ARGMAX] = pr_max_pool,
+    [LT_OP_POOL_GATHER] = pr_pool_gather,
+    [LT_OP_POOL_SCATTER_ADD] = pr_pool_scatter,
+    [LT_OP_RESHAPE] = pr_reshape,
+    [LT_OP_PERMUTE] = pr_permute,
+    [LT_OP_EXPAND] = pr_expand,
+    [LT_OP_SLICE] = pr_slice,
+    [LT_OP_CONCAT] = pr_concat,
+    [LT_OP_PAD] = pr_pad,
+    [LT_OP_GATHER] = pr_gather,
+    [LT_OP_INDEX_SELECT] = pr_index_select,
+    [LT_OP_ONE_HOT] = pr_one_hot,
+    [LT_OP_RNG_UNIFORM] = pr_rng,
+    [LT_OP_RNG_NORMAL] = pr_rng,
+    [LT_OP_RANDPERM] = pr_randperm,
+    [LT_OP_SCATTER_ADD] = pr_scatter_add,
+    [LT_OP_INDEX_ADD] = pr_index_add,
+    [LT_OP_UNSLICE] = pr_unslice,
+    [LT_OP_ALL_REDUCE] = pr_all_reduce,
+    [LT_OP_ALL_GATHER] = pr_all_gather,
+    [LT_OP_REDUCE_SCATTER] = pr_reduce_scatter,
+    [LT_OP_BROADCAST] = pr_broadcast,
+    [LT_OP_SHARD] = pr_all_gather, /* {axis 0, size 1} */
+    [LT_OP_SPMD_ALL_GATHER] = pr_all_gather,
+    [LT_OP_SPMD_ALL_REDUCE] = pr_spmd_all_reduce,
+    [LT_OP_SPMD_COPY] = pr_spmd_copy,
+};
+
+/* The probe of op from its row alone (elementwise ops, constants), else from
+ * kProbes; false when there is none. */
+static bool make_probe(lt_op op, probe *p) {
+  memset(p, 0, sizeof *p);
+  const lt_op_info *info = &lt__op_info[op];
+  lt_op_family fam = (lt_op_family)info->family;
+  bool elementwise =
+      fam == LT_FAM_UNARY || fam == LT_FAM_BINARY || fam == LT_FAM_COMPARE || fam == LT_FAM_TERNARY;
+  if (op == LT_OP_CONST) {
+    set_out(p, LT_F32, SHAPE(2, 3), 2);
+    p->fattr = 1.5;
+    return true;
+  }
+  if (!elementwise) {
+    if (!kProbes[op]) return false;
+    kProbes[op](p);
+    return true;
+  }
+  if (fam == LT_FAM_TERNARY) add_in(p, pin_bool(SHAPE(2, 3), 2)); /* where's condition */
+  int nvalues = fam == LT_FAM_TERNARY ? 2 : info->arity;
+  for (int k = 0; k < nvalues; k++) add_in(p, pin_f32(SHAPE(2, 3), 2, 3 * k));
+  lt_dtype dt = info->result == LT_RES_BOOL   ? LT_BOOL
+                : info->result == LT_RES_NODE ? LT_F64
+                                              : LT_F32;
+  set_out(p, dt, SHAPE(2, 3), 2);
+  return true;
+}
+
+typedef struct probe_result {
+  lt_dtype dt;
+  int64_t n;
+  double v[kMaxProbeOut];
+  double scale;   /* the largest magnitude among operands and results (1 at least) */
+  int64_t nterms; /* operand elements: a bound on the terms of any one result */
+} probe_result;
+
+/* Runs op's probe on be into r; for an op with a gradient (ref only) also
+ * asks its rule for the operands' gradients. */
+static void run_probe(lt_op op, const lt_backend *be, probe_result *r) {
+  const char *name = lt__op_name(op);
+  lt__backend_force(be);
+  lt_scope_begin();
+  probe p;
+  if (!make_probe(op, &p)) fail_msg("op %s: no probe operands (give it a kProbes entry)", name);
+  r->scale = 1;
+  r->nterms = 1;
+  for (int k = 0; k < p.nin; k++) {
+    assert_non_null(p.in[k]);
+    r->nterms += lt__numel(p.in[k]->shape, p.in[k]->ndim);
+  }
+  lt_node *n = lt__node_new(op, p.dt, p.shape, p.ndim, p.in, p.nin, p.attrs, p.nattrs, p.fattr);
+  if (!n) fail_msg("op %s: the probe node is refused: %s", name, lt_last_error());
+  if (lt__op_has_grad(op) && be == &lt__ref_backend) {
+    lt_node *out[kMaxProbeIn] = {0};
+    lt_node *g = lt__node_const((lt_dtype)n->dtype, n->shape, n->ndim, 1.0);
+    int rc = lt__ag_rule(op)(n, g, out);
+    if (rc != LT_OK) fail_msg("op %s: its gradient rule fails: %s", name, lt_last_error());
+    for (int k = 0; k < kMaxProbeIn; k++) lt__node_release(out[k]);
+    lt__node_release(g);
+  }
+  lt_tensor *t = lt__tensor_from_node(CPU0, n);
+  assert_non_null(t);
+  r->dt = lt_get_dtype(t);
+  r->n = lt_numel(t);
+  assert_true(r->n <= kMaxProbeOut);
+  size_t nb = (size_t)r->n * lt_dtype_size(r->dt);
+  void *raw = malloc(nb + 8);
+  int rc = lt_to_data(t, raw, nb);
+  if (rc != LT_OK) fail_msg("op %s on %s: %s", name, be->name, lt_last_error());
+  free(raw);
+  tu_read(t, r->v, kMaxProbeOut);
+  for (int64_t i = 0; i < r->n; i++) {
+    if (!isfinite(r->v[i]))
+      fail_msg("op %s on %s: element %lld is %g on a probe whose answer is finite", name, be->name,
+               (long long)i, r->v[i]);
+    r->scale = fmax(r->scale, fabs(r->v[i]));
+  }
+  r->scale = fmax(r->scale, 2.25 * 2.25); /* operands are at most 2.25; products of two */
+  lt_scope_end();
+  lt__backend_force(NULL);
+}
+
+static void test_every_op_runs_finite_on_every_backend(void **state) {
+  (void)state;
+  lt__backends_init();
+  /* the collectives run in a world of one replica on CPU:0 */
+  lt_world *w = NULL;
+  int nskipped = 0;
+  if (lt_world_local(1, &w) != LT_OK) w = NULL;
+  int ran = 0;
+  for (int op = 0; op < LT_OP_COUNT; op++) {
+    if (op == LT_OP_DATA) continue; /* a parameter: every probe's operands are DATA leaves */
+    if (!w && lt__op_family(op) == LT_FAM_COLLECTIVE) {
+      nskipped++;
+      continue;
+    }
+    probe_result r[2];
+    for (int b = 0; b < tu_nbackends(); b++)
+      run_probe((lt_op)op, b ? &lt__cpu_backend : &lt__ref_backend, &r[b]);
+    for (int b = 1; b < tu_nbackends(); b++) {
+      assert_int_equal(r[b].dt, r[0].dt);
+      assert_int_equal(r[b].n, r[0].n);
+      bool f32 = r[0].dt == LT_F32, f64 = r[0].dt == LT_F64;
+      /* any order of accumulation, any instruction set: a few ulp per term
+       * at the largest magnitude in play; integers and bools exactly */
+      double tol = f32   ? 8.0 * (double)r[0].nterms * 0x1p-23 * r[0].scale
+                   : f64 ? 8.0 * (double)r[0].nterms * 0x1p-52 * r[0].scale
+                         : 0.0;
+      for (int64_t i = 0; i < r[0].n; i++)
+        if (fabs(r[b].v[i] - r[0].v[i]) > tol)
+          fail_msg("op %s: cpu gives %.9g at element %lld, ref %.9g (tolerance %.3g)",
+                   lt__op_name((lt_op)op), r[b].v[i], (long long)i, r[0].v[i], tol);
+    }
+    ran++;
+  }
+  lt_world_free(w);
+  printf("op probes: %d ops run on %d backend(s); %d collectives skipped (no world of one)\n", ran,
+         tu_nbackends(), nskipped);
+  assert_int_equal(nskipped, 0);
+  assert_int_equal(ran, LT_OP_COUNT - 1);
+}
+
+/* A gradient rule reached by an op it has no case for names the op (it used
+ * to give LT_ENOMEM with an empty message). */
+static void test_gradient_rule_without_case_names_the_op(void **state) {
+  (void)state;
+  lt_node *a = lt__node_const(LT_F32, SHAPE(2), 1, 1.0),
+          *b = lt__node_const(LT_F32, SHAPE(2), 1, 2.0);
+  lt_node *ab[2] = {a, b};
+  lt_node *add = lt__node_new(LT_OP_ADD, LT_F32, SHAPE(2), 1, ab, 2, NULL, 0, 0.0);
+  lt_node *neg = lt__node_new(LT_OP_NEG, LT_F32, SHAPE(2), 1, ab, 1, NULL, 0, 0.0);
+  assert_non_null(add);
+  assert_non_null(neg);
+  lt_node *out[2] = {0};
+  lt_clear_error();
+  assert_int_equal(ag_rule_unary(add, a, out), LT_EINVAL);
+  tu_expect_substr(lt_last_error(), "no case for op add");
+  assert_null(out[0]);
+  lt_clear_error();
+  assert_int_equal(ag_rule_binary(neg, a, out), LT_EINVAL);
+  tu_expect_substr(lt_last_error(), "no case for op neg");
+  lt_clear_error();
+  lt__node_release(add);
+  lt__node_release(neg);
+  lt__node_release(a);
+  lt__node_release(b);
+}
+
 /* ---- the op table in the compile environment key ---------------------------------------- */
 
 /* The table's text with one row inserted before ADD, as a build with a new op
@@ -294,6 +699,8 @@ int main(void) {
       TU_TEST(test_every_op_is_complete),
       TU_TEST(test_the_check_sees_each_gap),
       TU_TEST(test_nodes_follow_their_row),
+      TU_TEST(test_every_op_runs_finite_on_every_backend),
+      TU_TEST(test_gradient_rule_without_case_names_the_op),
       TU_TEST(test_table_change_changes_env_key),
       TU_TEST(test_disk_entry_not_loaded_after_table_change_ref),
       TU_TEST(test_disk_entry_not_loaded_after_table_change_cpu),

@@ -78,10 +78,13 @@ int ag_rule_conv(const lt_node *n, lt_node *g, lt_node **out) {
     out[0] = conv_like(n, ag_ref(g), ag_arg(n, 1), a);
     out[1] = conv_grad(n, LT_OP_CONV2D_GRAD_WEIGHT, ag_ref(g), ag_arg(n, 0), b);
     break;
-  default: /* LT_OP_CONV2D_GRAD_WEIGHT */
+  case LT_OP_CONV2D_GRAD_WEIGHT:
     out[0] = conv_grad(n, LT_OP_CONV2D_GRAD_INPUT, ag_arg(n, 1), ag_ref(g), a);
     out[1] = conv_like(n, ag_arg(n, 0), ag_ref(g), b);
     break;
+  default:
+    return lt__err(LT_EINVAL, "lt_backward: the conv gradient rule has no case for op %s",
+                   lt__op_name((lt_op)n->op));
   }
   return out[0] && out[1] ? LT_OK : LT_ENOMEM;
 }

@@ -2,6 +2,7 @@
  * operand's gradient is summed back to its own shape (ag_reduce_to). */
 #include <math.h>
 
+#include "../core/lt_op_switch.h"
 #include "ag.h"
 
 #define A(n) ag_arg(n, 0)
@@ -20,8 +21,10 @@ static int done1(lt_node **out, lt_node *ga) {
 }
 
 /* Unary rules: gradient of the operand as a function of g, the operand a and
- * the output. */
-static lt_node *unary_grad(const lt_node *n, lt_node *g) {
+ * the output. The switch lists every lt_op (lt_op_switch.h): a unary row
+ * added to the table without a case here fails the build; any other op that
+ * arrives sets *no_case. */
+static lt_node *unary_grad(const lt_node *n, lt_node *g, bool *no_case) {
   switch ((lt_op)n->op) {
   case LT_OP_NEG:
     return lt__node_un(LT_OP_NEG, G(g));
@@ -98,13 +101,27 @@ static lt_node *unary_grad(const lt_node *n, lt_node *g) {
         lt__node_bin(
             LT_OP_MUL, K(n, M_2_SQRTPI),
             lt__node_un(LT_OP_EXP, lt__node_un(LT_OP_NEG, lt__node_bin(LT_OP_MUL, A(n), A(n))))));
-  default:
-    return NULL;
+  case LT_OP_NOT:  /* no gradient (the table says none) */
+  case LT_OP_CAST: /* ag_rule_cast */
+    LT_OP_CASES_OUTSIDE(UNARY)
+    break;
   }
+  *no_case = true;
+  return NULL;
+}
+
+/* A rule reached by an op it has no case for (a table row naming the wrong
+ * rule): an error naming the op, not an empty out-of-memory. */
+static int rule_has_no_case(const char *rule, const lt_node *n) {
+  return lt__err(LT_EINVAL, "lt_backward: the %s gradient rule has no case for op %s", rule,
+                 lt__op_name((lt_op)n->op));
 }
 
 int ag_rule_unary(const lt_node *n, lt_node *g, lt_node **out) {
-  return done1(out, unary_grad(n, g));
+  bool no_case = false;
+  lt_node *ga = unary_grad(n, g, &no_case);
+  if (no_case) return rule_has_no_case("unary", n);
+  return done1(out, ga);
 }
 
 int ag_rule_cast(const lt_node *n, lt_node *g, lt_node **out) {
@@ -169,9 +186,19 @@ int ag_rule_binary(const lt_node *n, lt_node *g, lt_node **out) {
     lt_node *gb = pick(g, lt__node_bin(b_loses, A(n), B(n)), lt__node_bin(LT_OP_EQ, A(n), B(n)), n);
     return finish2(n, out, ga, gb);
   }
-  default:
-    return LT_OK; /* comparisons and logic: no gradient */
+  case LT_OP_EQ: /* comparisons and logic: no gradient */
+  case LT_OP_NE:
+  case LT_OP_LT:
+  case LT_OP_LE:
+  case LT_OP_GT:
+  case LT_OP_GE:
+  case LT_OP_AND:
+  case LT_OP_OR:
+    return LT_OK;
+    LT_OP_CASES_OUTSIDE_BINARY_COMPARE
+    break;
   }
+  return rule_has_no_case("binary", n);
 }
 
 int ag_rule_where(const lt_node *n, lt_node *g, lt_node **out) {

@@ -6,6 +6,7 @@
  * off). Every rule first reshapes g (and, where used, the output) to the
  * keepdim shape, where the reduced axes are 1, and lets broadcasting against
  * the operand spread it over each reduced group. */
+#include "../core/lt_op_switch.h"
 #include "ag.h"
 
 #define A(n) ag_arg(n, 0)
@@ -102,10 +103,18 @@ int ag_rule_reduce(const lt_node *n, lt_node *g, lt_node **out) {
         out,
         lt__node_bin(LT_OP_MUL, gk,
                      lt__node_un(LT_OP_EXP, lt__node_bin(LT_OP_SUB, A(n), as_keep(n, ag_ref(n))))));
-  default:
-    lt__node_release(gk);
-    return LT_OK;
+  case LT_OP_ARGMAX: /* no gradient, or rules of their own (ag_rule_softmax, ag_rule_scan) */
+  case LT_OP_ARGMIN:
+  case LT_OP_SOFTMAX:
+  case LT_OP_LOG_SOFTMAX:
+  case LT_OP_CUMSUM:
+  case LT_OP_ARGSORT:
+    LT_OP_CASES_OUTSIDE(REDUCE)
+    break;
   }
+  lt__node_release(gk);
+  return lt__err(LT_EINVAL, "lt_backward: the reduce gradient rule has no case for op %s",
+                 lt__op_name((lt_op)n->op));
 }
 
 int ag_rule_softmax(const lt_node *n, lt_node *g, lt_node **out) {

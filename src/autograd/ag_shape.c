@@ -174,9 +174,12 @@ int ag_rule_indexed(const lt_node *n, lt_node *g, lt_node **out) {
   case LT_OP_INDEX_SELECT:
     t = LT_OP_INDEX_ADD;
     break;
-  default:
+  case LT_OP_INDEX_ADD:
     t = LT_OP_INDEX_SELECT;
     break;
+  default:
+    return lt__err(LT_EINVAL, "lt_backward: the indexed gradient rule has no case for op %s",
+                   lt__op_name((lt_op)n->op));
   }
   return done1(out, indexed(t, n, G(g), ag_arg(n, 1), operand(n, 0)));
 }

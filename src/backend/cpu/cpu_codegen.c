@@ -14,6 +14,7 @@
 
 #include "../../core/lt_alloc.h"
 #include "../../core/lt_error.h"
+#include "../../core/lt_op_switch.h"
 #include "../../core/lt_shape.h"
 #include "cpu_codegen.h"
 #include "cpu_ops.h"
@@ -221,6 +222,7 @@ static irv visit(kgen *k, int node, const int8_t *dm) {
       v = rng_value(k, n, node, dm, args[0]);
     else if (k->emit)
       v = ops_emit(&k->ir, n, args, dts);
+    if (k->ir.err) k->err = k->ir.err; /* an op without a case: named, kernel refused */
     if (k->err) return none;
   }
   memo_add(k, node, dm, n->ndim, v);
@@ -836,8 +838,14 @@ static void body_int(kgen *k, void *ud) {
   case LT_OP_MAX:
     n = OP("call i64 @llvm.smax.i64(i64 %s, i64 %s)", s.s, v.s);
     break;
-  default:
+  case LT_OP_MIN:
     n = OP("call i64 @llvm.smin.i64(i64 %s, i64 %s)", s.s, v.s);
+    break;
+  default: /* cg_reduce_ok admits no other integer reduction */
+    if (!k->err)
+      k->err = lt__err(LT_ECOMPILE, "cpu: no integer reduction code for op %s",
+                       lt__op_name((lt_op)r->op));
+    n = s;
     break;
   }
   acc_set(k, r->a, n);
@@ -853,11 +861,37 @@ static void body_softmax_out(kgen *k, void *ud) {
   store_out(k, r->out, out_index(k), o);
 }
 
+/* The reductions cg_reduce has code for; the switch lists every lt_op
+ * (lt_op_switch.h), so a REDUCE row added to the table fails the build until
+ * it is sorted in here. */
+static bool reduce_has_case(lt_op op) {
+  switch (op) {
+  case LT_OP_SUM:
+  case LT_OP_MEAN:
+  case LT_OP_MAX:
+  case LT_OP_MIN:
+  case LT_OP_PROD:
+  case LT_OP_LOGSUMEXP:
+  case LT_OP_SOFTMAX:
+  case LT_OP_LOG_SOFTMAX:
+    return true;
+  case LT_OP_ARGMAX: /* native kernels (cpu_native.c) */
+  case LT_OP_ARGMIN:
+  case LT_OP_CUMSUM:
+  case LT_OP_ARGSORT:
+    LT_OP_CASES_OUTSIDE(REDUCE)
+    return false;
+  }
+  return false;
+}
+
 int cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, cg_info *info) {
+  const lt_node *n = c->g->nodes[node];
+  if (!reduce_has_case((lt_op)n->op))
+    return lt__err(LT_ECOMPILE, "cpu: no reduction code for op %s", lt__op_name((lt_op)n->op));
   kgen kk, *k = &kk;
   int rc = kgen_init(k, c, NULL, 0);
   if (rc != LT_OK) return rc;
-  const lt_node *n = c->g->nodes[node];
   const lt_node *x = n->operands[0].node;
   bool one_axis = n->op == LT_OP_SOFTMAX || n->op == LT_OP_LOG_SOFTMAX;
   bool whole = one_axis;

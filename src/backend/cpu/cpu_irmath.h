@@ -10,6 +10,7 @@
 typedef struct cpu_ir {
   lt_strbuf *sb;
   int next; /* SSA counter */
+  int err;  /* the first failure (an op without a case), recorded: the kernel is refused */
 } cpu_ir;
 
 /* An operand: "%v12" or a literal. */

@@ -196,12 +196,14 @@ static int lower_view_op(lw *w, int i) {
       nv->strides[d] = e < 0 || (v->shape[e] == 1 && n->shape[d] != 1) ? 0 : v->strides[e];
     }
     break;
-  default: /* SLICE */
+  case LT_OP_SLICE:
     for (int d = 0; d < n->ndim; d++) {
       nv->offset += n->attrs[d] * v->strides[d];
       nv->strides[d] = v->strides[d] * n->attrs[n->ndim + d];
     }
     break;
+  default: /* a VIEW row of the op table without a case here: refused, named */
+    return lt__err(LT_ECOMPILE, "cpu: no view lowering for op %s", lt__op_name((lt_op)n->op));
   }
   w->kind[i] = CG_VIEW;
   return LT_OK;

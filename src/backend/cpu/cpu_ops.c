@@ -18,9 +18,21 @@
 #include <string.h>
 
 #include "../../core/lt_dtype.h"
+#include "../../core/lt_error.h"
+#include "../../core/lt_op_switch.h"
 #include "../../core/lt_philox.h"
 
 #define OP(...) ir_op(ir, __VA_ARGS__)
+
+/* An op that a switch below has no case for: the switches list every lt_op
+ * (lt_op_switch.h), so a table row forgotten here fails the build; anything
+ * else that arrives is recorded in ir->err, naming the op, and the kernel is
+ * refused at compile time rather than computing NaN. */
+static irv no_case(cpu_ir *ir, const char *kind, int op) {
+  if (!ir->err)
+    ir->err = lt__err(LT_ECOMPILE, "cpu: no %s code for op %s", kind, lt__op_name((lt_op)op));
+  return (irv){"poison"};
+}
 
 const char *ops_type(int dt) {
   switch (dt) {
@@ -102,7 +114,7 @@ irv ops_exp(cpu_ir *ir, irv v, int dt) {
 static irv unary_float(cpu_ir *ir, int op, irv x, int dt) {
   const char *t = ops_type(dt), *s = fsuf(dt);
   bool f32 = dt == LT_F32;
-  switch (op) {
+  switch ((lt_op)op) {
   case LT_OP_NEG:
     return OP("fneg %s %s", t, x.s);
   case LT_OP_ABS:
@@ -183,13 +195,16 @@ static irv unary_float(cpu_ir *ir, int op, irv x, int dt) {
     irv h = OP("fmul %s %s, 0.5", t, x.s);
     return OP("fmul %s %s, %s", t, h.s, one.s);
   }
-  default:
-    return OP("fadd %s 0x7FF8000000000000, 0.0", t);
+  case LT_OP_NOT: /* ops_emit's own code */
+  case LT_OP_CAST:
+    LT_OP_CASES_OUTSIDE(UNARY)
+    break;
   }
+  return no_case(ir, "float unary", op);
 }
 
 static irv unary_int(cpu_ir *ir, int op, irv x) {
-  switch (op) {
+  switch ((lt_op)op) {
   case LT_OP_NEG:
     return OP("sub i64 0, %s", x.s);
   case LT_OP_ABS: {
@@ -203,17 +218,35 @@ static irv unary_int(cpu_ir *ir, int op, irv x) {
   }
   case LT_OP_RELU:
     return OP("call i64 @llvm.smax.i64(i64 %s, i64 0)", x.s);
-  default:
-    return x; /* FLOOR, CEIL, ROUND (and ref's default) */
+  case LT_OP_FLOOR: /* integers are already integral */
+  case LT_OP_CEIL:
+  case LT_OP_ROUND:
+    return x;
+  case LT_OP_EXP: /* float domain only: the builder gives them a float operand or result */
+  case LT_OP_LOG:
+  case LT_OP_LOG1P:
+  case LT_OP_SQRT:
+  case LT_OP_RSQRT:
+  case LT_OP_SIN:
+  case LT_OP_COS:
+  case LT_OP_TANH:
+  case LT_OP_SIGMOID:
+  case LT_OP_GELU:
+  case LT_OP_GELU_TANH:
+  case LT_OP_ERF:
+  case LT_OP_NOT:
+  case LT_OP_CAST:
+    LT_OP_CASES_OUTSIDE(UNARY)
+    break;
   }
+  return no_case(ir, "integer unary", op);
 }
 
-static bool is_unary(int op) { return lt__op_family(op) == LT_FAM_UNARY; }
 static bool is_compare(int op) { return lt__op_family(op) == LT_FAM_COMPARE; }
 
 static irv binary_float(cpu_ir *ir, int op, irv a, irv b, int dt) {
   const char *t = ops_type(dt);
-  switch (op) {
+  switch ((lt_op)op) {
   case LT_OP_ADD:
     return OP("fadd %s %s, %s", t, a.s, b.s);
   case LT_OP_SUB:
@@ -229,17 +262,23 @@ static irv binary_float(cpu_ir *ir, int op, irv a, irv b, int dt) {
   }
   case LT_OP_FMOD: /* LLVM's frem is C's fmod (exact) */
     return OP("frem %s %s, %s", t, a.s, b.s);
-  default: { /* MAXIMUM / MINIMUM: NaN propagates, ties give b as ref */
+  case LT_OP_MAXIMUM: /* NaN propagates, ties give b as ref */
+  case LT_OP_MINIMUM: {
     irv nan = OP("fcmp uno %s %s, %s", t, a.s, b.s);
     irv c = OP("fcmp %s %s %s, %s", op == LT_OP_MAXIMUM ? "ogt" : "olt", t, a.s, b.s);
     irv r = OP("select i1 %s, %s %s, %s %s", c.s, t, a.s, t, b.s);
     return OP("select i1 %s, %s 0x7FF8000000000000, %s %s", nan.s, t, t, r.s);
   }
+  case LT_OP_AND: /* ops_emit's own code */
+  case LT_OP_OR:
+    LT_OP_CASES_OUTSIDE(BINARY)
+    break;
   }
+  return no_case(ir, "float binary", op);
 }
 
 static irv binary_int(cpu_ir *ir, int op, irv a, irv b) {
-  switch (op) {
+  switch ((lt_op)op) {
   case LT_OP_ADD:
     return OP("add i64 %s, %s", a.s, b.s);
   case LT_OP_SUB:
@@ -257,13 +296,20 @@ static irv binary_int(cpu_ir *ir, int op, irv a, irv b) {
   }
   case LT_OP_MAXIMUM:
     return OP("call i64 @llvm.smax.i64(i64 %s, i64 %s)", a.s, b.s);
-  default:
+  case LT_OP_MINIMUM:
     return OP("call i64 @llvm.smin.i64(i64 %s, i64 %s)", a.s, b.s);
+  case LT_OP_POW: /* integer pow takes the fallback (ops_supported) */
+  case LT_OP_AND: /* ops_emit's own code */
+  case LT_OP_OR:
+    LT_OP_CASES_OUTSIDE(BINARY)
+    break;
   }
+  return no_case(ir, "integer binary", op);
 }
 
+/* The predicate of comparison op, or NULL for an op without a case. */
 static const char *fcmp_pred(int op) {
-  switch (op) {
+  switch ((lt_op)op) {
   case LT_OP_EQ:
     return "oeq";
   case LT_OP_NE:
@@ -274,12 +320,15 @@ static const char *fcmp_pred(int op) {
     return "ole";
   case LT_OP_GT:
     return "ogt";
-  default:
+  case LT_OP_GE:
     return "oge";
+    LT_OP_CASES_OUTSIDE(COMPARE)
+    break;
   }
+  return NULL;
 }
 static const char *icmp_pred(int op) {
-  switch (op) {
+  switch ((lt_op)op) {
   case LT_OP_EQ:
     return "eq";
   case LT_OP_NE:
@@ -290,9 +339,12 @@ static const char *icmp_pred(int op) {
     return "sle";
   case LT_OP_GT:
     return "sgt";
-  default:
+  case LT_OP_GE:
     return "sge";
+    LT_OP_CASES_OUTSIDE(COMPARE)
+    break;
   }
+  return NULL;
 }
 
 bool ops_supported(const lt_node *n) {
@@ -314,6 +366,7 @@ bool ops_supported(const lt_node *n) {
 
 irv ops_emit(cpu_ir *ir, const lt_node *n, const irv *args, const int *dts) {
   int dn = n->dtype, op = n->op;
+  lt_op_family fam = op < LT_OP_COUNT ? lt__op_family(op) : LT_FAM_LEAF;
   if (op == LT_OP_CONST) {
     double v = n->fattr;
     switch (dn) {
@@ -338,7 +391,7 @@ irv ops_emit(cpu_ir *ir, const lt_node *n, const irv *args, const int *dts) {
     return from_i1(ir, nt, dn);
   }
   if (op == LT_OP_CAST) return ops_conv(ir, args[0], dts[0], dn);
-  if (is_unary(op)) {
+  if (fam == LT_FAM_UNARY) {
     int da = dts[0];
     if (ops_is_float(da) && da == dn) return unary_float(ir, op, args[0], dn);
     if (ops_is_float(da) || ops_is_float(dn)) {
@@ -353,7 +406,7 @@ irv ops_emit(cpu_ir *ir, const lt_node *n, const irv *args, const int *dts) {
     irv a = ops_conv(ir, args[1], dts[1], dn), b = ops_conv(ir, args[2], dts[2], dn);
     return OP("select i1 %s, %s %s, %s %s", c.s, ops_type(dn), a.s, ops_type(dn), b.s);
   }
-  /* binary */
+  if (fam != LT_FAM_BINARY && fam != LT_FAM_COMPARE) return no_case(ir, "elementwise", op);
   int da = dts[0], db = dts[1];
   if (op == LT_OP_AND || op == LT_OP_OR) {
     irv ta = truth(ir, args[0], da), tb = truth(ir, args[1], db);
@@ -363,13 +416,15 @@ irv ops_emit(cpu_ir *ir, const lt_node *n, const irv *args, const int *dts) {
   bool in_float = ops_is_float(da) || ops_is_float(db) || (!is_compare(op) && ops_is_float(dn));
   if (is_compare(op)) {
     irv r;
+    const char *pred = in_float ? fcmp_pred(op) : icmp_pred(op);
+    if (!pred) return no_case(ir, "comparison", op);
     if (in_float) {
       int ct = da == db && ops_is_float(da) ? da : LT_F64;
       irv a = ops_conv(ir, args[0], da, ct), b = ops_conv(ir, args[1], db, ct);
-      r = OP("fcmp %s %s %s, %s", fcmp_pred(op), ops_type(ct), a.s, b.s);
+      r = OP("fcmp %s %s %s, %s", pred, ops_type(ct), a.s, b.s);
     } else {
       irv a = ops_conv(ir, args[0], da, LT_I64), b = ops_conv(ir, args[1], db, LT_I64);
-      r = OP("icmp %s i64 %s, %s", icmp_pred(op), a.s, b.s);
+      r = OP("icmp %s i64 %s, %s", pred, a.s, b.s);
     }
     return from_i1(ir, r, dn);
   }
@@ -515,7 +570,7 @@ static void uniform_defs(lt_strbuf *sb, int dt) {
     else
       snprintf(name, sizeof name, "lt_uniform_%s_v%d", sfx, L.n);
     lt__sb_printf(sb, "\ndefine internal %s @%s(i64 %%seed, %s %%k) #1 {\n", rt, name, L.i64);
-    cpu_ir ir = {sb, 0};
+    cpu_ir ir = {.sb = sb};
     irv seed = {"%seed"};
     if (L.n) {
       irv one = ir_op(&ir, "insertelement %s poison, i64 %%seed, i64 0", L.i64);

@@ -14,6 +14,10 @@
  * (e.g. an index out of range). One function per op family (the op table's REF
  * column names it), each in its own file. */
 int ref_leaf(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+/* Whether a family kernel that switches on the op has a case for op (the
+ * compile step refuses an op without one, naming it). */
+bool ref_elementwise_has_case(lt_op op);
+bool ref_reduce_has_case(lt_op op);
 int ref_elementwise(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
 int ref_reduce(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
 int ref_matmul(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);

@@ -97,6 +97,10 @@ static int ref_compile(const lt_graph *g, lt_executable **out) {
   for (int i = 0; i < g->nnodes; i++) {
     const lt_node *n = g->nodes[i];
     lt_instr *in = &e->instr[i];
+    if (!lt__ref_has_kernel((lt_op)n->op)) { /* refused before anything runs */
+      ref_executable_free(e);
+      return lt__err(LT_ECOMPILE, "ref: no kernel for op %s", lt__op_name((lt_op)n->op));
+    }
     in->op = n->op;
     in->dtype = n->dtype;
     in->ndim = n->ndim;
@@ -151,7 +155,18 @@ static int run_kernel(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in)
   return kKernels[ins->op](ins, out, in);
 }
 
-bool lt__ref_has_kernel(lt_op op) { return op < LT_OP_COUNT && kKernels[op] != NULL; }
+/* Whether the family kernel of op has a case for it: the kernels that switch
+ * on the op say (elementwise, reductions); the others serve every op of
+ * their rows. */
+static bool kernel_has_case(lt_op op) {
+  if (kKernels[op] == ref_elementwise) return ref_elementwise_has_case(op);
+  if (kKernels[op] == ref_reduce) return ref_reduce_has_case(op);
+  return true;
+}
+
+bool lt__ref_has_kernel(lt_op op) {
+  return op < LT_OP_COUNT && kKernels[op] != NULL && kernel_has_case(op);
+}
 
 /* The ref backend runs every op; as the executor's fallback it runs single
  * instructions for other backends. */
@@ -426,6 +441,7 @@ static int ref_deserialize(const void *bytes, size_t nbytes, lt_executable **out
     const char *problem = lt__instr_read_head(&r, in);
     if (problem) return bad_bytes(e, problem);
     int op = in->op;
+    if (!lt__ref_has_kernel((lt_op)op)) return bad_bytes(e, "an op this build has no kernel for");
     in->param = (int32_t)(uint32_t)lt__rb_int(&r, 4);
     uint32_t nops = (uint32_t)lt__rb_int(&r, 4);
     if (r.bad) return bad_bytes(e, "truncated instruction");

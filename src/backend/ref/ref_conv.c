@@ -316,6 +316,7 @@ int ref_conv(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   case LT_OP_POOL_SCATTER_ADD:
     return pool_scatter_add(ins, out, in);
   default:
-    return lt__err(LT_EEXEC, "conv: op %d is not a convolution or pooling op", ins->op);
+    return lt__err(LT_EEXEC, "ref: the conv kernel has no case for op %s",
+                   lt__op_name((lt_op)ins->op));
   }
 }

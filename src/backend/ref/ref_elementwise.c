@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "../../core/lt_error.h"
+#include "../../core/lt_op_switch.h"
 #include "ref.h"
 
 /* ---- element conversions ---- */
@@ -66,66 +67,126 @@ static double sigmoid(double x) {
   return e / (1.0 + e);
 }
 
-static double unary_f(int op, double x) {
-  switch (op) {
+/* The per-op scalar functions below return false for an op they have no
+ * case for; their switches list every lt_op (lt_op_switch.h), so a row added
+ * to the table and forgotten here fails the build, and anything else that
+ * reaches them is reported by name instead of computed as NaN or 0. */
+
+/* *r = op(x) in double. */
+static bool unary_f(int op, double x, double *r) {
+  double v;
+  switch ((lt_op)op) {
   case LT_OP_NEG:
-    return -x;
+    v = -x;
+    break;
   case LT_OP_ABS:
-    return fabs(x);
+    v = fabs(x);
+    break;
   case LT_OP_SIGN:
-    return (double)((0 < x) - (x < 0));
+    v = (double)((0 < x) - (x < 0));
+    break;
   case LT_OP_RELU:
-    return isnan(x) ? x : x > 0 ? x : 0.0;
+    v = isnan(x) ? x : x > 0 ? x : 0.0;
+    break;
   case LT_OP_FLOOR:
-    return floor(x);
+    v = floor(x);
+    break;
   case LT_OP_CEIL:
-    return ceil(x);
-  case LT_OP_ROUND:
-    return nearbyint(x); /* default rounding mode: half to even */
+    v = ceil(x);
+    break;
+  case LT_OP_ROUND: /* default rounding mode: half to even */
+    v = nearbyint(x);
+    break;
   case LT_OP_EXP:
-    return exp(x);
+    v = exp(x);
+    break;
   case LT_OP_LOG:
-    return log(x);
+    v = log(x);
+    break;
   case LT_OP_LOG1P:
-    return log1p(x);
+    v = log1p(x);
+    break;
   case LT_OP_SQRT:
-    return sqrt(x);
+    v = sqrt(x);
+    break;
   case LT_OP_RSQRT:
-    return 1.0 / sqrt(x);
+    v = 1.0 / sqrt(x);
+    break;
   case LT_OP_SIN:
-    return sin(x);
+    v = sin(x);
+    break;
   case LT_OP_COS:
-    return cos(x);
+    v = cos(x);
+    break;
   case LT_OP_TANH:
-    return tanh(x);
+    v = tanh(x);
+    break;
   case LT_OP_SIGMOID:
-    return sigmoid(x);
+    v = sigmoid(x);
+    break;
   case LT_OP_GELU:
-    return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    v = 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    break;
   case LT_OP_GELU_TANH: /* torch's approximate='tanh' formula as written (NaN at -inf, as torch) */
-    return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    v = 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    break;
   case LT_OP_ERF:
-    return erf(x);
-  default:
-    return NAN;
+    v = erf(x);
+    break;
+  case LT_OP_NOT: /* ref_unary's own loops */
+  case LT_OP_CAST:
+    LT_OP_CASES_OUTSIDE(UNARY)
+    return false;
   }
+  *r = v;
+  return true;
 }
 
-/* Integer unary ops; the others never reach the int domain (see ref_unary). */
-static int64_t unary_i(int op, int64_t x) {
+/* *r = op(x) for integers (and bool); false also for the ops that only
+ * have a float domain (the builder gives them a float operand or result). */
+static bool unary_i(int op, int64_t x, int64_t *r) {
   uint64_t u = (uint64_t)x;
-  switch (op) {
+  switch ((lt_op)op) {
   case LT_OP_NEG:
-    return (int64_t)(0 - u);
+    *r = (int64_t)(0 - u);
+    return true;
   case LT_OP_ABS:
-    return x < 0 ? (int64_t)(0 - u) : x;
+    *r = x < 0 ? (int64_t)(0 - u) : x;
+    return true;
   case LT_OP_SIGN:
-    return (0 < x) - (x < 0);
+    *r = (0 < x) - (x < 0);
+    return true;
   case LT_OP_RELU:
-    return x > 0 ? x : 0;
-  default:
-    return x; /* FLOOR, CEIL, ROUND: integers are already integral */
+    *r = x > 0 ? x : 0;
+    return true;
+  case LT_OP_FLOOR: /* integers are already integral */
+  case LT_OP_CEIL:
+  case LT_OP_ROUND:
+    *r = x;
+    return true;
+  case LT_OP_EXP:
+  case LT_OP_LOG:
+  case LT_OP_LOG1P:
+  case LT_OP_SQRT:
+  case LT_OP_RSQRT:
+  case LT_OP_SIN:
+  case LT_OP_COS:
+  case LT_OP_TANH:
+  case LT_OP_SIGMOID:
+  case LT_OP_GELU:
+  case LT_OP_GELU_TANH:
+  case LT_OP_ERF:
+  case LT_OP_NOT:
+  case LT_OP_CAST:
+    LT_OP_CASES_OUTSIDE(UNARY)
+    return false;
   }
+  return false;
+}
+
+static int no_case(const char *kind, int op, lt_dtype dt) {
+  return lt__err(LT_EEXEC, "ref: the elementwise kernel has no %s case for op %s (dtype %s)", kind,
+                 lt__op_name((lt_op)op), lt_dtype_name(dt));
 }
 
 static int ref_unary(const lt_instr *ins, lt_buffer *out, const lt_buffer *a) {
@@ -143,10 +204,13 @@ static int ref_unary(const lt_instr *ins, lt_buffer *out, const lt_buffer *a) {
     }
     return LT_OK;
   }
-  /* A float operand or result means the op is computed in double. */
+  /* A float operand or result means the op is computed in double. The
+   * probe call rejects an op without a case before any element is written. */
   if (ref_is_float(a->dtype) || ref_is_float(out->dtype)) {
+    double r;
+    if (!unary_f(ins->op, 0.0, &r)) return no_case("unary", ins->op, (lt_dtype)out->dtype);
     for (int64_t i = 0; i < n; i++) {
-      double r = unary_f(ins->op, ref_getf(a, i));
+      unary_f(ins->op, ref_getf(a, i), &r);
       if (ref_is_float(out->dtype))
         ref_setf(out, i, r);
       else
@@ -154,49 +218,74 @@ static int ref_unary(const lt_instr *ins, lt_buffer *out, const lt_buffer *a) {
     }
     return LT_OK;
   }
-  for (int64_t i = 0; i < n; i++) ref_seti(out, i, unary_i(ins->op, ref_geti(a, i)));
+  int64_t r;
+  if (!unary_i(ins->op, 0, &r)) return no_case("integer unary", ins->op, (lt_dtype)out->dtype);
+  for (int64_t i = 0; i < n; i++) {
+    unary_i(ins->op, ref_geti(a, i), &r);
+    ref_seti(out, i, r);
+  }
   return LT_OK;
 }
 
 /* ---- binary ---- */
 
-static double binary_f(int op, double a, double b) {
-  switch (op) {
+/* *r = op(a, b) in double (comparisons and logic give 0 or 1). */
+static bool binary_f(int op, double a, double b, double *r) {
+  double v;
+  switch ((lt_op)op) {
   case LT_OP_ADD:
-    return a + b;
+    v = a + b;
+    break;
   case LT_OP_SUB:
-    return a - b;
+    v = a - b;
+    break;
   case LT_OP_MUL:
-    return a * b;
+    v = a * b;
+    break;
   case LT_OP_DIV:
-    return a / b;
+    v = a / b;
+    break;
   case LT_OP_POW:
-    return pow(a, b);
+    v = pow(a, b);
+    break;
   case LT_OP_FMOD:
-    return fmod(a, b);
+    v = fmod(a, b);
+    break;
   case LT_OP_MAXIMUM:
-    return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
+    v = isnan(a) || isnan(b) ? NAN : a > b ? a : b;
+    break;
   case LT_OP_MINIMUM:
-    return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
+    v = isnan(a) || isnan(b) ? NAN : a < b ? a : b;
+    break;
   case LT_OP_EQ:
-    return a == b;
+    v = a == b;
+    break;
   case LT_OP_NE:
-    return a != b;
+    v = a != b;
+    break;
   case LT_OP_LT:
-    return a < b;
+    v = a < b;
+    break;
   case LT_OP_LE:
-    return a <= b;
+    v = a <= b;
+    break;
   case LT_OP_GT:
-    return a > b;
+    v = a > b;
+    break;
   case LT_OP_GE:
-    return a >= b;
+    v = a >= b;
+    break;
   case LT_OP_AND:
-    return a != 0 && b != 0;
+    v = a != 0 && b != 0;
+    break;
   case LT_OP_OR:
-    return a != 0 || b != 0;
-  default:
-    return NAN;
+    v = a != 0 || b != 0;
+    break;
+    LT_OP_CASES_OUTSIDE_BINARY_COMPARE
+    return false;
   }
+  *r = v;
+  return true;
 }
 
 /* a ** b for integers by repeated squaring, wrapping on overflow. */
@@ -215,48 +304,65 @@ static int64_t ipow(int64_t a, int64_t b) {
   return (int64_t)r;
 }
 
-static int64_t binary_i(int op, int64_t a, int64_t b) {
+/* *r = op(a, b) for integers, wrapping around. */
+static bool binary_i(int op, int64_t a, int64_t b, int64_t *r) {
   uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
-  switch (op) {
+  int64_t v;
+  switch ((lt_op)op) {
   case LT_OP_ADD:
-    return (int64_t)(ua + ub);
+    v = (int64_t)(ua + ub);
+    break;
   case LT_OP_SUB:
-    return (int64_t)(ua - ub);
+    v = (int64_t)(ua - ub);
+    break;
   case LT_OP_MUL:
-    return (int64_t)(ua * ub);
+    v = (int64_t)(ua * ub);
+    break;
   /* Not emitted by the builder (ints divide in f32); guarded against SIGFPE. */
   case LT_OP_DIV:
-    if (b == 0) return 0;
-    if (b == -1) return (int64_t)(0 - ua); /* INT64_MIN / -1 would trap */
-    return a / b;
+    v = b == 0 ? 0 : b == -1 ? (int64_t)(0 - ua) /* INT64_MIN / -1 would trap */ : a / b;
+    break;
   case LT_OP_POW:
-    return ipow(a, b);
-  /* Not emitted by the builders (integer remainders divide); guarded as DIV. */
+    v = ipow(a, b);
+    break;
   case LT_OP_FMOD:
-    return b == 0 || b == -1 ? 0 : a % b;
+    v = fmod(a, b);
+    break;
   case LT_OP_MAXIMUM:
-    return a > b ? a : b;
+    v = a > b ? a : b;
+    break;
   case LT_OP_MINIMUM:
-    return a < b ? a : b;
+    v = a < b ? a : b;
+    break;
   case LT_OP_EQ:
-    return a == b;
+    v = a == b;
+    break;
   case LT_OP_NE:
-    return a != b;
+    v = a != b;
+    break;
   case LT_OP_LT:
-    return a < b;
+    v = a < b;
+    break;
   case LT_OP_LE:
-    return a <= b;
+    v = a <= b;
+    break;
   case LT_OP_GT:
-    return a > b;
+    v = a > b;
+    break;
   case LT_OP_GE:
-    return a >= b;
+    v = a >= b;
+    break;
   case LT_OP_AND:
-    return a != 0 && b != 0;
+    v = a != 0 && b != 0;
+    break;
   case LT_OP_OR:
-    return a != 0 || b != 0;
-  default:
-    return 0;
+    v = a != 0 || b != 0;
+    break;
+    LT_OP_CASES_OUTSIDE_BINARY_COMPARE
+    return false;
   }
+  *r = v;
+  return true;
 }
 
 static int ref_binary(const lt_instr *ins, lt_buffer *out, const lt_buffer *a, const lt_buffer *b) {
@@ -264,18 +370,23 @@ static int ref_binary(const lt_instr *ins, lt_buffer *out, const lt_buffer *a, c
   /* Comparisons compute in the operands' domain; arithmetic in the result's
    * (both agree when the builder cast the operands to the result dtype). */
   bool in_float = ref_is_float(a->dtype) || ref_is_float(b->dtype) || ref_is_float(out->dtype);
+  double rf;
+  int64_t ri;
+  if (in_float ? !binary_f(ins->op, 1, 1, &rf) : !binary_i(ins->op, 1, 1, &ri))
+    return no_case("binary", ins->op, (lt_dtype)out->dtype);
   for (int64_t i = 0; i < out->numel; i++) {
     lt__unravel(i, out->shape, out->ndim, coords);
     int64_t ia = lt__bcast_ravel(a->shape, a->ndim, coords, out->ndim);
     int64_t ib = lt__bcast_ravel(b->shape, b->ndim, coords, out->ndim);
     if (in_float) {
-      double r = binary_f(ins->op, ref_getf(a, ia), ref_getf(b, ib));
+      binary_f(ins->op, ref_getf(a, ia), ref_getf(b, ib), &rf);
       if (ref_is_float(out->dtype))
-        ref_setf(out, i, r);
+        ref_setf(out, i, rf);
       else
-        set_from_float(out, i, r);
+        set_from_float(out, i, rf);
     } else {
-      ref_seti(out, i, binary_i(ins->op, ref_geti(a, ia), ref_geti(b, ib)));
+      binary_i(ins->op, ref_geti(a, ia), ref_geti(b, ib), &ri);
+      ref_seti(out, i, ri);
     }
   }
   return LT_OK;
@@ -310,4 +421,20 @@ int ref_elementwise(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   if (fam == LT_FAM_TERNARY && ins->noperands == 3) return ref_where(out, in[0], in[1], in[2]);
   return lt__err(LT_EEXEC, "ref: elementwise kernel cannot run op %s with %d operands",
                  lt__op_name((lt_op)ins->op), ins->noperands);
+}
+
+bool ref_elementwise_has_case(lt_op op) {
+  double r;
+  if (op >= LT_OP_COUNT) return false;
+  switch (lt__op_family(op)) {
+  case LT_FAM_UNARY:
+    return op == LT_OP_NOT || op == LT_OP_CAST || unary_f(op, 0.0, &r);
+  case LT_FAM_BINARY:
+  case LT_FAM_COMPARE:
+    return binary_f(op, 1, 1, &r);
+  case LT_FAM_TERNARY:
+    return op == LT_OP_WHERE;
+  default:
+    return false;
+  }
 }

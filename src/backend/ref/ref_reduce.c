@@ -13,6 +13,7 @@
 #include <math.h>
 
 #include "../../core/lt_error.h"
+#include "../../core/lt_op_switch.h"
 #include "ref.h"
 
 typedef struct plan {
@@ -102,8 +103,10 @@ static double reduce_float(int op, const lt_buffer *in, const plan *p, int64_t o
     return row_max(in, p, o);
   case LT_OP_MIN:
     return row_min(in, p, o);
-  default:
+  case LT_OP_LOGSUMEXP:
     return row_logsumexp(in, p, o);
+  default: /* ruled out by ref_reduce_has_case */
+    return NAN;
   }
 }
 
@@ -126,7 +129,7 @@ static int64_t reduce_int(int op, const lt_buffer *in, const plan *p, int64_t o)
       if (v > m) m = v;
     }
     return m;
-  default: /* LT_OP_MIN */
+  default: /* LT_OP_MIN (ref_reduce sends no other op here) */
     m = INT64_MAX;
     for (int64_t r = 0; r < p->inner; r++) {
       int64_t v = ref_geti(in, in_index(p, o, r));
@@ -177,9 +180,31 @@ static void row_softmax(bool log_form, const lt_buffer *in, lt_buffer *out, cons
   }
 }
 
+bool ref_reduce_has_case(lt_op op) {
+  switch (op) {
+  case LT_OP_SUM:
+  case LT_OP_MEAN:
+  case LT_OP_MAX:
+  case LT_OP_MIN:
+  case LT_OP_PROD:
+  case LT_OP_LOGSUMEXP:
+  case LT_OP_ARGMAX:
+  case LT_OP_ARGMIN:
+  case LT_OP_SOFTMAX:
+  case LT_OP_LOG_SOFTMAX:
+    return true;
+  case LT_OP_CUMSUM: /* one-axis ops of the family with kernels of their own (ref_scan.c) */
+  case LT_OP_ARGSORT:
+    LT_OP_CASES_OUTSIDE(REDUCE)
+    return false;
+  }
+  return false;
+}
+
 int ref_reduce(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
-  if (ins->op >= LT_OP_COUNT || lt__op_family(ins->op) != LT_FAM_REDUCE)
-    return lt__err(LT_EEXEC, "reduce: op %d is not a reduction", ins->op);
+  if (ins->op >= LT_OP_COUNT || !ref_reduce_has_case((lt_op)ins->op))
+    return lt__err(LT_EEXEC, "ref: the reduction kernel has no case for op %s",
+                   lt__op_name((lt_op)ins->op));
   if (ins->noperands != 1 || ins->nattrs < 1)
     return lt__err(LT_EEXEC, "reduce: malformed instruction (%d operands, %d attrs)",
                    ins->noperands, ins->nattrs);
@@ -226,7 +251,7 @@ int ref_reduce(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
       ref_setf(out, o, reduce_float(ins->op, x, &p, o));
       break;
     default:
-      break; /* ruled out above */
+      break; /* ruled out by ref_reduce_has_case above */
     }
   }
   return LT_OK;

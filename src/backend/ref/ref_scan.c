@@ -64,7 +64,9 @@ static void scan_line(const lt_buffer *in, lt_buffer *out, const line_plan *p, i
 }
 
 int ref_scan(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
-  if (ins->op != LT_OP_CUMSUM) return lt__err(LT_EEXEC, "scan: op %d is not a scan", ins->op);
+  if (ins->op != LT_OP_CUMSUM)
+    return lt__err(LT_EEXEC, "ref: the scan kernel has no case for op %s",
+                   lt__op_name((lt_op)ins->op));
   line_plan p;
   int rc = plan_line("cumsum", ins, out, in[0], &p);
   if (rc != LT_OK) return rc;
@@ -141,7 +143,9 @@ static void sort_line(const lt_buffer *in, lt_buffer *out, const line_plan *p, i
 }
 
 int ref_sort(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
-  if (ins->op != LT_OP_ARGSORT) return lt__err(LT_EEXEC, "sort: op %d is not a sort", ins->op);
+  if (ins->op != LT_OP_ARGSORT)
+    return lt__err(LT_EEXEC, "ref: the sort kernel has no case for op %s",
+                   lt__op_name((lt_op)ins->op));
   line_plan p;
   int rc = plan_line("argsort", ins, out, in[0], &p);
   if (rc != LT_OK) return rc;
