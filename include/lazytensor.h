@@ -149,7 +149,24 @@ LT_API int64_t lt_device_live_tensors(lt_device dev);
 /* ---- tensors and lifetimes ---------------------------------------------------- */
 typedef struct lt_tensor lt_tensor;
 
-LT_API lt_tensor *lt_retain(lt_tensor *t); /* returns t */
+/* Lifetime rules.
+ *  - A tensor created while a scope is open (lt_scope_begin) belongs to the
+ *    innermost open scope of the creating thread; lt_scope_end releases it.
+ *    Outside any scope the caller holds the new tensor's one reference.
+ *  - lt_retain adds a reference, which its holder drops with one lt_release.
+ *    Release only references you hold: never the one a scope holds (retain
+ *    first to keep a scoped tensor past its scope), never one twice.
+ *  - A tensor whose last reference is gone must not be used again.
+ * Misuse is reported, not undefined, within a window: each thread keeps its
+ * most recently released tensor headers (a bounded number) marked released
+ * before recycling them,
+ * so any public call given such a tensor (an op, lt_to_data, lt_item, an
+ * accessor, lt_retain, a second lt_release) fails with LT_EINVAL and a
+ * message naming the call ("lt_item: tensor 42 was released ..."); results
+ * are NULL or the accessor's "none" value (-1, NULL). lt_release of the
+ * reference a scope holds is refused the same way and the tensor lives on.
+ * A pointer older than the window may name a recycled, live tensor. */
+LT_API lt_tensor *lt_retain(lt_tensor *t); /* returns t; NULL for NULL or a released t */
 LT_API void lt_release(lt_tensor *t);      /* NULL is accepted */
 
 /* Scopes nest. Tensors created while a scope is open belong to it. */

@@ -70,7 +70,7 @@ static lt_tensor *reg_get(int64_t id) {
 }
 
 int lt_set_requires_grad(lt_tensor *t, bool on) {
-  if (!t) return lt__err_null("lt_set_requires_grad");
+  if (lt__tensor_check("lt_set_requires_grad", t) != LT_OK) return LT_EINVAL;
   if (on && !lt__is_float((lt_dtype)t->dtype))
     return lt__err(LT_EDTYPE, "lt_set_requires_grad: only floating tensors have gradients (got %s)",
                    lt_dtype_name((lt_dtype)t->dtype));
@@ -88,12 +88,16 @@ int lt_set_requires_grad(lt_tensor *t, bool on) {
   return LT_OK;
 }
 
-bool lt_get_requires_grad(const lt_tensor *t) { return t && t->requires_grad; }
+bool lt_get_requires_grad(const lt_tensor *t) {
+  return t && lt__tensor_check("lt_get_requires_grad", t) == LT_OK && t->requires_grad;
+}
 
-lt_tensor *lt_grad(lt_tensor *t) { return t ? t->grad : NULL; }
+lt_tensor *lt_grad(lt_tensor *t) {
+  return t && lt__tensor_check("lt_grad", t) == LT_OK ? t->grad : NULL;
+}
 
 int lt_zero_grad(lt_tensor *t) {
-  if (!t) return lt__err_null("lt_zero_grad");
+  if (lt__tensor_check("lt_zero_grad", t) != LT_OK) return LT_EINVAL;
   lt_release(t->grad);
   t->grad = NULL;
   return LT_OK;
@@ -273,7 +277,7 @@ static int sync_grads(leaf_set *ls) {
 }
 
 int lt_backward(lt_tensor *loss) {
-  if (!loss) return lt__err_null("lt_backward");
+  if (lt__tensor_check("lt_backward", loss) != LT_OK) return LT_EINVAL;
   if (loss->shard_n)
     return lt__err(LT_EINVAL,
                    "lt_backward: the loss is sharded; reduce it to a replicated value "

@@ -28,6 +28,7 @@
 
 #include "lt_alloc.h"
 #include "lt_error.h"
+#include "lt_tensor.h"
 
 static void *default_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   (void)ud;
@@ -44,7 +45,10 @@ static _Atomic(lt_alloc_fn) g_alloc = default_alloc;
 static _Atomic(void *) g_alloc_ud;
 
 void lt_set_allocator(lt_alloc_fn fn, void *ud) {
-  lt__slab_flush(); /* this thread's cached objects go back to the allocator that made them */
+  /* this thread's cached objects go back to the allocator that made them:
+   * released tensor headers first, which go through the lists */
+  lt__tensor_quarantine_flush();
+  lt__slab_flush();
   atomic_store(&g_alloc_ud, fn ? ud : NULL);
   atomic_store(&g_alloc, fn ? fn : default_alloc);
 }

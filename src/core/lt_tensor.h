@@ -10,11 +10,18 @@
 
 struct lt_buffer;
 
+/* A header's magic says whether it is a tensor the program may use. A
+ * released header is kept (see lt__tensor_check) with LT_TENSOR_RELEASED, so a
+ * stale pointer reads a valid header that says so instead of freed memory. */
+enum { LT_TENSOR_LIVE = 0x4c54564cu, LT_TENSOR_RELEASED = 0x4c544445u };
+
 struct lt_tensor {
   atomic_int refs; /* atomic: autograd's registry may retain another thread's tensor */
   uint8_t dtype;
   uint8_t ndim;
-  uint32_t mark; /* executor collect epoch */
+  atomic_bool scope_owned; /* one of refs is held by the creating thread's open scope */
+  uint32_t mark;           /* executor collect epoch */
+  uint32_t magic;          /* LT_TENSOR_LIVE or LT_TENSOR_RELEASED */
   int64_t id;
   lt_device dev;
   int64_t shape[LT_MAX_DIMS];
@@ -63,6 +70,22 @@ void lt__tensor_set_ir(lt_tensor *t, lt_node *node);
  * value is dropped. Autograd installs it (its registry of requires-grad
  * tensors forgets the tensor); core calls no higher layer directly. */
 void lt__tensor_set_release_hook(void (*fn)(lt_tensor *t));
+
+/* Lifetime misuse detection at the API boundary. LT_OK when t is a live
+ * tensor; otherwise records LT_EINVAL naming fn (a NULL operand keeps the
+ * error already recorded, as lt__err_null does) and returns it. A released
+ * tensor's header stays readable: each thread keeps its last
+ * LT_TENSOR_QUARANTINE released headers (marked LT_TENSOR_RELEASED) before
+ * giving them back to the allocator, so a use within that window is reported,
+ * not a read of freed memory. */
+enum { LT_TENSOR_QUARANTINE = 1024 };
+int lt__tensor_bad(const char *fn, const lt_tensor *t);
+static inline int lt__tensor_check(const char *fn, const lt_tensor *t) {
+  return t && t->magic == LT_TENSOR_LIVE ? LT_OK : lt__tensor_bad(fn, t);
+}
+/* Gives this thread's quarantined headers back to the allocator (before the
+ * allocator changes: they go back to the one that made them). */
+void lt__tensor_quarantine_flush(void);
 
 /* Checks that a tensor op's operands are non-NULL and on one device; records
  * the error naming fn otherwise. */

@@ -425,7 +425,7 @@ int lt__sync_internal(lt_tensor *const *ts, int n, bool force, bool wait, const 
   if (n <= 0) return LT_OK;
   int64_t t_call = lt__now_ns();
   for (int i = 0; i < n; i++)
-    if (!ts[i]) return lt__err_null("lt_sync");
+    if (lt__tensor_check("lt_sync", ts[i]) != LT_OK) return LT_EINVAL;
   lt_device dev = ts[0]->dev;
   for (int i = 1; i < n; i++)
     if (!lt__device_equal(ts[i]->dev, dev))
@@ -601,7 +601,7 @@ static int warm_read(lt_exec_dev *ctx, lt_device dev, lt_tensor *const *ts, int 
 static int warmup(lt_tensor *const *ts, int n, bool step, const char *fn) {
   if (n < 0 || (n > 0 && !ts)) return lt__err(LT_EINVAL, "%s: bad tensor list", fn);
   for (int i = 0; i < n; i++)
-    if (!ts[i]) return lt__err_null(fn);
+    if (lt__tensor_check(fn, ts[i]) != LT_OK) return LT_EINVAL;
   if (n == 0) return LT_OK;
   lt_device dev = ts[0]->dev;
   for (int i = 1; i < n; i++)
@@ -645,7 +645,7 @@ int lt_clear_pending(lt_device dev) {
 }
 
 int lt_set_donatable(lt_tensor *t, bool on) {
-  if (!t) return lt__err_null("lt_set_donatable");
+  if (lt__tensor_check("lt_set_donatable", t) != LT_OK) return LT_EINVAL;
   if (t->host && !lt__tensor_ir(t)) return lt_last_status();
   if (!t->buf)
     return lt__err(LT_EINVAL, "lt_set_donatable: tensor %lld holds a pending graph, not a buffer",
@@ -684,7 +684,7 @@ static int refuse_shard(const char *fn, const lt_tensor *t) {
 }
 
 int lt_to_data(lt_tensor *t, void *dst, size_t nbytes) {
-  if (!t) return lt__err_null("lt_to_data");
+  if (lt__tensor_check("lt_to_data", t) != LT_OK) return LT_EINVAL;
   if (t->shard_n) return refuse_shard("lt_to_data", t);
   size_t need = (size_t)lt__numel(t->shape, t->ndim) * lt_dtype_size((lt_dtype)t->dtype);
   if (!dst && need) return lt__err(LT_EINVAL, "lt_to_data: destination is NULL");
@@ -706,7 +706,7 @@ int lt_to_data(lt_tensor *t, void *dst, size_t nbytes) {
 }
 
 int lt_item(lt_tensor *t, int64_t flat_index, double *out) {
-  if (!t) return lt__err_null("lt_item");
+  if (lt__tensor_check("lt_item", t) != LT_OK) return LT_EINVAL;
   if (t->shard_n) return refuse_shard("lt_item", t);
   int64_t numel = lt__numel(t->shape, t->ndim);
   if (!out) return lt__err(LT_EINVAL, "lt_item: out is NULL");

@@ -6,16 +6,49 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+static void write_header(runlog *l, const char *metric) {
+  fprintf(l->f, "step,epoch,loss,lr,steps_per_s,%s\n", metric);
+}
 
 int runlog_open(runlog *l, const char *path, const char *metric) {
   l->f = fopen(path, "w");
   l->path = NULL;
+  l->opt = "--log";
+  l->temp = false;
   if (!l->f) {
     fprintf(stderr, "lazytensor-train: --log %s: %s\n", path, strerror(errno));
     return -1;
   }
   l->path = strdup(path);
-  fprintf(l->f, "step,epoch,loss,lr,steps_per_s,%s\n", metric);
+  write_header(l, metric);
+  return 0;
+}
+
+int runlog_start(runlog *l, const char *log_path, const char *png_path, const char *metric) {
+  if (log_path) return runlog_open(l, log_path, metric);
+  l->f = NULL;
+  l->path = NULL;
+  l->opt = "--plot";
+  l->temp = true;
+  if (!png_path) return 0;
+  const char *tmpdir = getenv("TMPDIR");
+  char tmpl[4096];
+  snprintf(tmpl, sizeof tmpl, "%s/lazytensor-train-XXXXXX.csv",
+           tmpdir && *tmpdir ? tmpdir : "/tmp");
+  int fd = mkstemps(tmpl, 4);
+  if (fd < 0 || !(l->f = fdopen(fd, "w"))) {
+    fprintf(stderr, "lazytensor-train: --plot %s: cannot make its temporary log %s: %s\n", png_path,
+            tmpl, strerror(errno));
+    if (fd >= 0) {
+      close(fd);
+      unlink(tmpl);
+    }
+    return -1;
+  }
+  l->path = strdup(tmpl);
+  write_header(l, metric);
   return 0;
 }
 
@@ -35,7 +68,8 @@ int runlog_row(runlog *l, int64_t step, int64_t epoch, double loss, double lr, d
   field(l->f, metric, true);
   /* flushed per row: a run stopped early still leaves its curve */
   if (fflush(l->f) != 0 || ferror(l->f)) {
-    fprintf(stderr, "lazytensor-train: --log %s: %s\n", l->path ? l->path : "", strerror(errno));
+    fprintf(stderr, "lazytensor-train: %s %s: %s\n", l->opt, l->path ? l->path : "",
+            strerror(errno));
     return -1;
   }
   return 0;
@@ -50,31 +84,30 @@ int runlog_close(runlog *l) {
   return rc;
 }
 
-const char *runlog_path(const char *log_path, const char *png_path, char *buf, size_t len) {
-  if (log_path) return log_path;
-  if (!png_path) return NULL;
-  if ((size_t)snprintf(buf, len, "%s.csv", png_path) >= len) return NULL;
-  return buf;
-}
-
-int runlog_finish(runlog *l, const char *log_path, const char *png_path) {
-  char buf[4096];
-  const char *csv = runlog_path(log_path, png_path, buf, sizeof buf);
+int runlog_finish(runlog *l, const char *png_path) {
+  if (!l->path) return 0; /* no log */
+  char *csv = l->path;
+  l->path = NULL; /* runlog_close frees it: keep it for the plot */
+  bool temp = l->temp;
+  int rc = 0;
   if (runlog_close(l)) {
-    fprintf(stderr, "lazytensor-train: --log %s: write failed\n", csv ? csv : "");
-    return -1;
+    fprintf(stderr, "lazytensor-train: %s %s: write failed\n", temp ? "--plot" : "--log",
+            temp ? png_path : csv);
+    rc = -1;
   }
-  if (csv) printf("log: %s\n", csv);
-  if (!png_path || !csv) return 0;
-  char err[512];
-  int rc = plot_render(csv, png_path, 900, 540, NULL, err, sizeof err);
-  plot_release_caches(); /* the run draws once, at its end */
-  if (rc) {
-    fprintf(stderr, "lazytensor-train: --plot %s: %s\n", png_path, err);
-    return -1;
+  if (rc == 0 && !temp) printf("log: %s\n", csv);
+  if (rc == 0 && png_path) {
+    char err[512];
+    rc = plot_render(csv, png_path, 900, 540, NULL, err, sizeof err);
+    plot_release_caches(); /* the run draws once, at its end */
+    if (rc)
+      fprintf(stderr, "lazytensor-train: --plot %s: %s\n", png_path, err);
+    else
+      printf("plot: %s\n", png_path);
   }
-  printf("plot: %s\n", png_path);
-  return 0;
+  if (temp) unlink(csv);
+  free(csv);
+  return rc;
 }
 
 void runlog_data_free(runlog_data *d) {

@@ -20,11 +20,18 @@
 typedef struct runlog {
   FILE *f;
   char *path;
+  const char *opt; /* the option its errors name: "--log", or "--plot" for a temporary log */
+  bool temp;       /* a temporary file (--plot without --log), removed by runlog_finish */
 } runlog;
 
 /* Opens path (truncating it) and writes the header with metric's name
  * ("test_acc" or "val_loss"). Returns 0, or -1 with a message on stderr. */
 int runlog_open(runlog *l, const char *path, const char *metric);
+/* The log of a run: log_path when set; else, when png_path is, a temporary
+ * file that only the plot reads (runlog_finish removes it); else none (every
+ * call is then a no-op). Returns 0, or -1 with a message on stderr naming
+ * the option. */
+int runlog_start(runlog *l, const char *log_path, const char *png_path, const char *metric);
 /* One row; NAN for an empty field. Returns 0, or -1 (write error; stderr). */
 int runlog_row(runlog *l, int64_t step, int64_t epoch, double loss, double lr, double rate,
                double metric);
@@ -74,11 +81,9 @@ int plot_render(const char *csv_path, const char *png_path, int width, int heigh
  * the process), so that leak checkers find nothing of theirs left. */
 void plot_release_caches(void);
 
-/* The end of a run with --log/--plot: closes the log and, when png_path is
- * set, draws it (900x540) and says where. log_path may be NULL when the log
- * went to png_path + ".csv" (runlog_path). Returns 0, or -1 (stderr). */
-int runlog_finish(runlog *l, const char *log_path, const char *png_path);
-/* The log's file: log_path, else png_path + ".csv" (into buf), else NULL. */
-const char *runlog_path(const char *log_path, const char *png_path, char *buf, size_t len);
+/* The end of a run (runlog_start): closes the log and, when png_path is
+ * set, draws it (900x540) and says where; a temporary log is removed.
+ * Returns 0, or -1 (stderr, naming the option). */
+int runlog_finish(runlog *l, const char *png_path);
 
 #endif

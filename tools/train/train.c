@@ -35,6 +35,7 @@ typedef struct options {
   lt_nn_optim_kind optim;
   double lr, momentum, weight_decay;
   bool lr_set, wd_set, nesterov, keep_denormals, cosine, cnn;
+  bool hidden_set, layers_set; /* given on the command line (the MLP's alone) */
   uint64_t seed;
   const char *threads, *backend, *data, *save, *load, *cache_dir, *export_path;
   const char *log_path, *plot_path;
@@ -85,8 +86,11 @@ static void usage(FILE *f) {
           "                      steps_per_s,test_acc: a row per progress update and one\n"
           "                      per epoch with its mean loss and test accuracy)\n"
           "  --plot FILE         draw the log's loss and accuracy curves as a PNG (needs\n"
-          "                      cairo at build time; without --log the log goes to\n"
-          "                      FILE.csv)\n"
+          "                      cairo at build time; without --log the log is a\n"
+          "                      temporary file, removed after drawing)\n"
+          "The directories of --save, --export, --log and --plot are checked before\n"
+          "training starts. A loss that turns non-finite or grows a hundredfold is warned\n"
+          "about on stderr.\n"
           "  --keep-denormals    do not flush denormals to zero (see below)\n"
           "  --data-parallel     data-parallel MLP, CNN or GPT, one replica per process\n"
           "                      (under mpirun)\n"
@@ -147,9 +151,9 @@ static int parse_args(int argc, char **argv, options *o) {
     bool ok = true;
     int64_t seed;
     if (!strcmp(name, "--hidden"))
-      ok = cli_parse_i64(val, 1, &o->hidden);
+      ok = cli_parse_i64(val, 1, &o->hidden) && (o->hidden_set = true);
     else if (!strcmp(name, "--layers"))
-      ok = cli_parse_i64(val, 0, &o->layers) && o->layers < MAX_LAYERS;
+      ok = cli_parse_i64(val, 0, &o->layers) && o->layers < MAX_LAYERS && (o->layers_set = true);
     else if (!strcmp(name, "--batch"))
       ok = cli_parse_i64(val, 1, &o->batch);
     else if (!strcmp(name, "--epochs"))
@@ -216,6 +220,18 @@ static int parse_args(int argc, char **argv, options *o) {
     fprintf(stderr, "lazytensor-train: unknown option '%s' (see --help)\n", a);
     return -1;
   }
+  /* as --model gpt does: an option the model has no use for is refused, not ignored */
+  if (o->cnn && (o->hidden_set || o->layers_set)) {
+    fprintf(stderr,
+            "lazytensor-train: %s is an option of the MLP; --model cnn has a fixed "
+            "architecture and does not use it\n",
+            o->hidden_set ? "--hidden" : "--layers");
+    return -1;
+  }
+  /* before the run, not after it: a typo must not lose the training */
+  if (!cli_check_output("--save", o->save) || !cli_check_output("--export", o->export_path) ||
+      !cli_check_output("--log", o->log_path) || !cli_check_output("--plot", o->plot_path))
+    return -1;
   return 0;
 }
 
@@ -339,7 +355,23 @@ static int export_program(const train_model *m, lt_device dev, const lt_nn_datas
 bool train_dp_wanted(int argc, char **argv);
 int train_dp_main(int argc, char **argv);
 
+/* Whether the command line has the flag (exactly). */
+static bool has_flag(int argc, char **argv, const char *flag) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], flag)) return true;
+  return false;
+}
+
 int main(int argc, char **argv) {
+  int64_t job = cli_mpi_job_size();
+  if (job > 1 && !has_flag(argc, argv, "--data-parallel") && !has_flag(argc, argv, "--help") &&
+      !has_flag(argc, argv, "-h"))
+    fprintf(stderr,
+            "lazytensor-train: warning: mpirun started %lld processes without --data-parallel: "
+            "each trains alone, the same run %lld times, and their --save, --export, --log and "
+            "--plot files overwrite each other (add --data-parallel to train one model "
+            "together)\n",
+            (long long)job, (long long)job);
   if (train_dp_wanted(argc, argv)) return train_dp_main(argc, argv);
   if (wants_gpt(argc, argv)) return train_gpt_main(argc, argv);
   options o;
@@ -375,10 +407,8 @@ int main(int argc, char **argv) {
   const char *be = getenv("LT_BACKEND");
 
   int status = 1;
-  runlog rlog = {NULL, NULL};
-  char log_buf[4096];
-  const char *log_file = runlog_path(o.log_path, o.plot_path, log_buf, sizeof log_buf);
-  if ((o.log_path || o.plot_path) && (!log_file || runlog_open(&rlog, log_file, "test_acc"))) {
+  runlog rlog;
+  if (runlog_start(&rlog, o.log_path, o.plot_path, "test_acc")) {
     lt_nn_dataset_free(&train);
     lt_nn_dataset_free(&test);
     return 1;
@@ -441,6 +471,7 @@ int main(int argc, char **argv) {
   double train_s = 0, final_acc = NAN, cur_lr = oc.lr;
   double prev_lr = oc.lr; /* the rate of the step before the current one (the log's rows) */
   bool stop = false;
+  cli_loss_watch watch = cli_loss_watch_for(classes);
   for (int64_t e = 1; e <= o.epochs && !stop; e++) {
     int64_t nb = lt_nn_loader_epoch(loader);
     if (nb < 0) {
@@ -505,6 +536,7 @@ int main(int argc, char **argv) {
         double wloss = (sum - pg.last_sum) / (double)(upto - pg.last_step);
         double wrate = (double)(total - pg.last_total) / (t - pg.last_t);
         progress_show(&pg, e, o.epochs, s + 1, nb, total, wloss, wrate);
+        cli_loss_check(&watch, upto, wloss);
         if (runlog_row(&rlog, upto, e, wloss, prev_lr, wrate, NAN)) goto out;
         pg.last_t = t;
         pg.last_total = total;
@@ -525,6 +557,7 @@ int main(int argc, char **argv) {
       goto out;
     }
     if (pg.tty) printf("\n");
+    if (steps) cli_loss_check(&watch, total, (sum_end - epoch_sum0) / (double)steps);
     double a;
     if (evaluate(&m, dev, test_x, &test, ntest, &a) != LT_OK) {
       fail("evaluation");
@@ -574,7 +607,7 @@ int main(int argc, char **argv) {
   status = 0;
 out:
   /* also after a failure: the curve so far */
-  if ((o.log_path || o.plot_path) && runlog_finish(&rlog, o.log_path, o.plot_path)) status = 1;
+  if (runlog_finish(&rlog, o.plot_path)) status = 1;
   lt_wait_device_ops(dev);
   lt_release(prev);
   lt_release(acc);

@@ -24,10 +24,12 @@
 #include "lazytensor_nn.h"
 #include "cli.h"
 #include "model.h"
+#include "rank_agree.h"
 
 int train_dp_main(int argc, char **argv);
 int train_gpt_dp_main(int argc, char **argv);
 bool train_dp_wanted(int argc, char **argv);
+void train_dp_warn_alone(const lt_world *w);
 
 typedef struct dp_options {
   bool mpi, cnn;
@@ -270,6 +272,14 @@ static int replica(int rank, lt_device dev, void *arg) {
   return rc;
 }
 
+void train_dp_warn_alone(const lt_world *w) {
+  if (lt_world_size(w) > 1) return;
+  fprintf(stderr,
+          "lazytensor-train: warning: --data-parallel runs in a world of 1 process (%s): it "
+          "trains alone; start it as mpirun -np N lazytensor-train --data-parallel ...\n",
+          cli_mpi_job_size() ? "mpirun started one" : "not started by mpirun");
+}
+
 int train_dp_main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) /* the GPT's own options and loop: train_gpt_dp.c */
     if (!strcmp(argv[i], "--model=gpt") ||
@@ -283,6 +293,25 @@ int train_dp_main(int argc, char **argv) {
   if ((o.mpi ? lt_world_mpi(&w) : lt_world_local((int)o.devices, &w)) != LT_OK) {
     fprintf(stderr, "lazytensor-train: world: %s\n", lt_last_error());
     return 1;
+  }
+  if (o.mpi) {
+    train_dp_warn_alone(w);
+    const rank_option opts[] = {
+        rank_opt_text("--model", o.cnn ? "cnn" : "mlp"),
+        rank_opt_int("--batch", o.batch),
+        rank_opt_int("--epochs", o.epochs),
+        rank_opt_int("--hidden", o.hidden),
+        rank_opt_int("--layers", o.layers),
+        rank_opt_real("--lr", o.lr_set ? o.lr : -1),
+        rank_opt_int("--seed", o.seed),
+        rank_opt_int("--limit-steps", o.limit_steps),
+        rank_opt_int("--test-limit", o.test_limit),
+        rank_opt_text("--data", o.data),
+    };
+    if (rank_agree(w, opts, (int)(sizeof opts / sizeof *opts)) != LT_OK) {
+      lt_world_free(w);
+      return 2;
+    }
   }
   lt_nn_dataset train, test;
   if (lt_nn_fashion_mnist(o.data, true, &train) != LT_OK) {

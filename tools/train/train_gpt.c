@@ -63,7 +63,8 @@ static void gpt_usage(FILE *f) {
           "                      steps_per_s,val_loss: a row per progress line, val_loss on\n"
           "                      the rows of an evaluation and on the last row)\n"
           "  --plot FILE         draw the log's training and validation loss as a PNG\n"
-          "                      (without --log the log goes to FILE.csv)\n"
+          "                      (without --log the log is a temporary file, removed\n"
+          "                      after drawing)\n"
           "  --keep-denormals    do not flush denormals to zero\n"
           "  --composite-ops     attention, tanh gelu and the embedding lookup built from\n"
           "                      other ops (matmul, mask, softmax; the formula;\n"
@@ -194,6 +195,10 @@ int gpt_parse(int argc, char **argv, gpt_options *o) {
             (long long)o->c.width, (long long)o->c.heads);
     return -1;
   }
+  /* before the run, not after it: a typo must not lose the training */
+  if (!cli_check_output("--save", o->save) || !cli_check_output("--log", o->log_path) ||
+      !cli_check_output("--plot", o->plot_path))
+    return -1;
   return 0;
 }
 
@@ -234,10 +239,8 @@ int train_gpt_main(int argc, char **argv) {
   gpt_trainer tr;
   int status = 1;
   lt_tensor *acc = NULL, *prev = NULL;
-  runlog rlog = {NULL, NULL};
-  char log_buf[4096];
-  const char *log_file = runlog_path(o.log_path, o.plot_path, log_buf, sizeof log_buf);
-  if ((o.log_path || o.plot_path) && (!log_file || runlog_open(&rlog, log_file, "val_loss"))) {
+  runlog rlog;
+  if (runlog_start(&rlog, o.log_path, o.plot_path, "val_loss")) {
     lt_nn_text_free(&text);
     return 1;
   }
@@ -268,6 +271,7 @@ int train_gpt_main(int argc, char **argv) {
   double t0 = cli_now_s(), last_t = t0, last_sum = 0, train_s = 0, val = NAN, trn = NAN;
   int64_t last_step = 0;
   double last_loss = NAN, last_rate = NAN; /* the last step's row waits for the final evaluation */
+  cli_loss_watch watch = cli_loss_watch_for(o.c.vocab);
   for (int64_t s = 0; s < o.steps; s++) {
     if (gpt_trainer_set_lr(&tr, gpt_lr_at(o.lr, s, o.steps, o.warmup)) != LT_OK) {
       gpt_fail("learning rate");
@@ -303,6 +307,7 @@ int train_gpt_main(int argc, char **argv) {
     double wrate = (double)(s + 1 - last_step) / (t - last_t);
     printf("step %lld/%lld  lr %.2e  train loss %.4f  %.2f steps/s\n", (long long)(s + 1),
            (long long)o.steps, gpt_lr_at(o.lr, s, o.steps, o.warmup), wloss, wrate);
+    cli_loss_check(&watch, s + 1, wloss);
     last_loss = wloss;
     last_rate = wrate;
     last_sum = sum;
@@ -371,7 +376,7 @@ int train_gpt_main(int argc, char **argv) {
          gpt_metric_ms("ExecuteTime"));
   status = 0;
 out:
-  if ((o.log_path || o.plot_path) && runlog_finish(&rlog, o.log_path, o.plot_path)) status = 1;
+  if (runlog_finish(&rlog, o.plot_path)) status = 1;
   lt_wait_device_ops(dev);
   lt_release(prev);
   lt_release(acc);

@@ -21,8 +21,10 @@
 #include "lazytensor_nn.h"
 #include "cli.h"
 #include "model.h"
+#include "rank_agree.h"
 
 int train_gpt_dp_main(int argc, char **argv);
+void train_dp_warn_alone(const lt_world *w); /* train_dp.c */
 
 typedef struct gdp_ctx {
   const gpt_options *o;
@@ -173,6 +175,32 @@ int train_gpt_dp_main(int argc, char **argv) {
   if ((o.mpi ? lt_world_mpi(&w) : lt_world_local((int)o.devices, &w)) != LT_OK) {
     fprintf(stderr, "lazytensor-train: world: %s\n", lt_last_error());
     return 1;
+  }
+  if (o.mpi) {
+    train_dp_warn_alone(w);
+    const rank_option opts[] = {
+        rank_opt_text("--model", "gpt"),
+        rank_opt_int("--steps", o.steps),
+        rank_opt_int("--batch", o.batch),
+        rank_opt_int("--warmup", o.warmup),
+        rank_opt_int("--eval-every", o.eval_every),
+        rank_opt_int("--eval-windows", o.eval_windows),
+        rank_opt_int("--log-every", o.log_every),
+        rank_opt_int("--context", o.c.context),
+        rank_opt_int("--width", o.c.width),
+        rank_opt_int("--layers", o.c.layers),
+        rank_opt_int("--heads", o.c.heads),
+        rank_opt_int("--composite-ops", o.c.composite),
+        rank_opt_real("--lr", o.lr),
+        rank_opt_real("--weight-decay", o.weight_decay),
+        rank_opt_real("--clip", o.clip),
+        rank_opt_int("--seed", (int64_t)o.seed),
+        rank_opt_text("--data", o.data),
+    };
+    if (rank_agree(w, opts, (int)(sizeof opts / sizeof *opts)) != LT_OK) {
+      lt_world_free(w);
+      return 2;
+    }
   }
   lt_nn_text text;
   if (lt_nn_text_load(o.data, &text) != LT_OK) {

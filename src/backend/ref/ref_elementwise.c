@@ -325,8 +325,8 @@ static bool binary_i(int op, int64_t a, int64_t b, int64_t *r) {
   case LT_OP_POW:
     v = ipow(a, b);
     break;
-  case LT_OP_FMOD:
-    v = fmod(a, b);
+  case LT_OP_FMOD: /* never built for integers; guarded against SIGFPE */
+    v = b == 0 || b == -1 ? 0 : a % b;
     break;
   case LT_OP_MAXIMUM:
     v = a > b ? a : b;
