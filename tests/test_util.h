@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <setjmp.h>
@@ -101,6 +102,21 @@ static inline void tu_read(lt_tensor *t, double *out, int64_t n) {
  * relative for large values and absolute near 0. False when either is NaN. */
 static inline bool tu_near(double got, double want, double tol) {
   return fabs(got - want) <= tol * (1 + fabs(want));
+}
+
+/* The tolerance for an f32 sum of `terms` values (products x*w of a matmul or
+ * convolution, elements of a reduction), each at most max_term in size, when
+ * it is compared with the same sum taken in another order: oneDNN and the JIT
+ * choose blocking, SIMD width and FMA by the processor (AVX-512, AVX2,
+ * SSE4.1), so no test knows the order. Each of the terms additions rounds by
+ * at most half an ulp of a partial sum; with partial sums up to
+ * terms * max_term, one order's error stays within terms * max_term *
+ * FLT_EPSILON / 2 for the tests' data (mixed signs; an adversarial sum can do
+ * worse), and a factor of 2 on each side covers two f32 orders compared with
+ * each other. The result's own size plays no part: a sum that cancels to
+ * nearly 0 keeps the error of its large terms. */
+static inline double tu_f32_sum_tol(int64_t terms, double max_term) {
+  return 2.0 * (double)(terms > 1 ? terms : 1) * max_term * FLT_EPSILON;
 }
 
 /* t's values as doubles (malloc'd, numel + 1 entries, the caller frees);
