@@ -8,8 +8,11 @@
  * (reduction order differs). f32: |d| <= 1e-6 + 2e-5 |ref| for single ops
  * (the vectorized exp/log/tanh/erf/sigmoid are within ~1e-6 relative; sums
  * use another order); DAGs: 1e-4 relative to the larger of |ref| and the
- * output's largest magnitude, since errors compound through a graph.
- * NaN must match NaN, infinities must match exactly. */
+ * output's largest magnitude, since errors compound through a graph. f32
+ * matmul and convolution outputs (oneDNN: the order of their sums depends on
+ * the processor) also get tu_f32_sum_tol of their terms (g_sum_tol). The
+ * reductions sum f32 in double on both backends, so their order does not
+ * matter. NaN must match NaN, infinities must match exactly. */
 #include "test_util.h"
 
 #include "../src/backend/cpu/cpu_api.h"
