@@ -267,6 +267,8 @@ static int replica_matmul(int r, lt_device dev, void *ctx) {
       for (int k = 0; k < K; k++) s += a[i * K + k] * b[k * N + j];
       w[i * N + j] = s;
     }
+  /* K products of values within 1.5 (tu_wave_at), summed in sgemm's order */
+  const double tol = tu_f32_sum_tol(K, 1.5 * 1.5);
   /* (layout of a, layout of b) -> layout of the result */
   static const int kCases[9][3] = {{-1, -1, -1}, {-1, 1, 1}, {0, -1, 0}, {1, 0, -1}, {-1, 0, -1},
                                    {1, -1, -1},  {0, 0, 0},  {0, 1, 0},  {1, 1, 1}};
@@ -277,7 +279,7 @@ static int replica_matmul(int r, lt_device dev, void *ctx) {
     if (kCases[k][1] >= 0) OK(r, lt_mark_sharding(B, g_world, kCases[k][1]));
     char what[32];
     snprintf(what, sizeof what, "matmul(%d,%d)", kCases[k][0], kCases[k][1]);
-    if (expect(r, what, lt_matmul(A, B), kCases[k][2], SHAPE(M, N), 2, w, 1e-5)) return LT_EINVAL;
+    if (expect(r, what, lt_matmul(A, B), kCases[k][2], SHAPE(M, N), 2, w, tol)) return LT_EINVAL;
     lt_scope_end();
   }
   /* batched: gathered, replicated result */
@@ -286,7 +288,7 @@ static int replica_matmul(int r, lt_device dev, void *ctx) {
   OK(r, lt_mark_sharding(A3, g_world, 0));
   lt_tensor *B = make(dev, 2, SHAPE(K, N), 2);
   OK(r, lt_mark_sharding(B, g_world, 1));
-  if (expect(r, "batched", lt_matmul(A3, B), -1, SHAPE(2, 2, N), 3, w, 1e-5)) return LT_EINVAL;
+  if (expect(r, "batched", lt_matmul(A3, B), -1, SHAPE(2, 2, N), 3, w, tol)) return LT_EINVAL;
   lt_tensor *A = make(dev, 1, SHAPE(M, K), 2), *Bt = make(dev, 2, SHAPE(N, K), 2);
   OK(r, lt_mark_sharding(A, g_world, 0));
   lt_clear_error();
@@ -367,7 +369,10 @@ static int replica_reduce(int r, lt_device dev, void *ctx) {
         else if (cases[k].keep)
           shape[nd++] = 1;
       }
-    if (expect(r, cases[k].what, y, cases[k].want_axis, shape, nd, cases[k].want, 1e-5))
+    /* each replica's partial sum and the all-reduce's sum of them: at most
+     * M * N values within 1.5 (tu_wave_at), rounded to f32 along the way */
+    if (expect(r, cases[k].what, y, cases[k].want_axis, shape, nd, cases[k].want,
+               tu_f32_sum_tol(M * N, 1.5)))
       return LT_EINVAL;
     lt_scope_end();
   }

@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <setjmp.h>
@@ -101,6 +102,22 @@ static inline void tu_read(lt_tensor *t, double *out, int64_t n) {
  * relative for large values and absolute near 0. False when either is NaN. */
 static inline bool tu_near(double got, double want, double tol) {
   return fabs(got - want) <= tol * (1 + fabs(want));
+}
+
+/* The tolerance of an f32 sum of `terms` values (the products of a matmul or
+ * a convolution, a reduction's elements), each at most max_term in size,
+ * against the same sum in another order (or in double): oneDNN and the JIT
+ * choose blocking, SIMD width and FMA by the processor (AVX-512, AVX2,
+ * SSE4.1), so no test knows the order. Each addition rounds by at most half
+ * an ulp of its partial sum; for the tests' data (terms of mixed sign, whose
+ * partial sums grow like a random walk) one order's error stays within
+ * terms * max_term * FLT_EPSILON / 2 (a sum built to be adversarial can do
+ * worse); two orders compared with each other, and a safety factor of 2,
+ * give the factor 2 here. The result's own size plays no part: a sum that
+ * cancels to nearly 0 keeps the error of its large terms. For tu_near, whose
+ * tolerance also scales with 1 + |want|, this is at least as loose. */
+static inline double tu_f32_sum_tol(int64_t terms, double max_term) {
+  return 2.0 * (double)(terms > 1 ? terms : 1) * max_term * FLT_EPSILON;
 }
 
 /* t's values as doubles (malloc'd, numel + 1 entries, the caller frees);
