@@ -298,9 +298,9 @@ static irv binary_int(cpu_ir *ir, int op, irv a, irv b) {
     return OP("call i64 @llvm.smax.i64(i64 %s, i64 %s)", a.s, b.s);
   case LT_OP_MINIMUM:
     return OP("call i64 @llvm.smin.i64(i64 %s, i64 %s)", a.s, b.s);
-  case LT_OP_POW: /* integer pow takes the fallback (ops_supported) */
+  case LT_OP_POW:  /* integer pow takes the fallback (ops_supported) */
   case LT_OP_FMOD: /* integer fmod too */
-  case LT_OP_AND: /* ops_emit's own code */
+  case LT_OP_AND:  /* ops_emit's own code */
   case LT_OP_OR:
     LT_OP_CASES_OUTSIDE(BINARY)
     break;
