@@ -8,17 +8,7 @@
 #include "test_util.h"
 #include "../src/core/lt_buffer_pool.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TEST_ASAN 1
-#endif
-#endif
-#ifndef TEST_ASAN
-#define TEST_ASAN 0
-#endif
-#if TEST_ASAN
+#if TU_ASAN
 #include <sanitizer/asan_interface.h>
 #endif
 #if defined(__has_include)
@@ -119,7 +109,7 @@ static void test_bound(void **state) {
   lt_buffer_pool_stats s1 = stats();
   assert_int_equal(s1.cached_bytes, MIB);
   assert_int_equal(s1.unmaps - s0.unmaps, 1);
-  if (!TEST_ASAN) { /* (under ASan blocks come from its heap) */
+  if (!TU_ASAN) { /* (under ASan blocks come from its heap) */
     assert_false(mapped(a, MIB));
     assert_true(mapped(b, MIB));
   }
@@ -134,7 +124,7 @@ static void test_bound(void **state) {
   assert_non_null(d);
   lt__buffer_pool_free(d, MIB);
   assert_int_equal(stats().cached_bytes, 0);
-  if (!TEST_ASAN) assert_false(mapped(d, MIB));
+  if (!TU_ASAN) assert_false(mapped(d, MIB));
 
   /* without a cap the pool still never holds more than its peak in use: a
    * block of another class evicts the kept one rather than add to it */
@@ -345,7 +335,7 @@ static void test_two_threads(void **state) {
 
 static void test_use_after_free_is_caught(void **state) {
   (void)state;
-#if TEST_ASAN
+#if TU_ASAN
   char *p = lt__buffer_pool_alloc(MIB, false);
   assert_non_null(p);
   assert_false(__asan_address_is_poisoned(p + 100));

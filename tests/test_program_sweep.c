@@ -198,8 +198,8 @@ static int run_program(lt_program *p) {
 static int child_main(const char *path) {
   /* a damaged size must fail an allocation, not take the machine */
   struct rlimit lim = {(rlim_t)16 << 30, (rlim_t)16 << 30};
-  setrlimit(RLIMIT_AS, &lim);
-  alarm(120); /* a hang dies by SIGALRM: counted as a signal */
+  if (!TU_ASAN) setrlimit(RLIMIT_AS, &lim); /* under ASan: its options (run_child) */
+  alarm(120);                               /* a hang dies by SIGALRM: counted as a signal */
   int code = 0;
   for (int bi = 0; bi < tu_nbackends(); bi++) {
     lt__backend_force(backend_of(bi));
@@ -378,10 +378,24 @@ static char g_dir[128];
 static int run_child(const char *self, const char *path) {
   int n = 0;
   while (environ[n]) n++;
-  char **envp = calloc((size_t)n + 1, sizeof *envp);
+  char **envp = calloc((size_t)n + 2, sizeof *envp);
   int k = 0;
   for (int i = 0; i < n; i++)
-    if (strncmp(environ[i], "LT_PERSISTENT_CACHE_", 20) != 0) envp[k++] = environ[i];
+    if (strncmp(environ[i], "LT_PERSISTENT_CACHE_", 20) != 0 &&
+        strncmp(environ[i], "ASAN_OPTIONS=", 13) != 0)
+      envp[k++] = environ[i];
+  /* AddressSanitizer reserves terabytes of shadow, so the child cannot cap its
+   * address space (child_main): ASan's own limits make a damaged size fail its
+   * allocation instead */
+  char asan[512];
+  if (TU_ASAN) {
+    const char *was = getenv("ASAN_OPTIONS");
+    snprintf(asan, sizeof asan,
+             "ASAN_OPTIONS=%s%sallocator_may_return_null=1:max_allocation_size_mb=16384:"
+             "soft_rss_limit_mb=16384",
+             was ? was : "", was && *was ? ":" : "");
+    envp[k++] = asan;
+  }
   char *const argv[] = {"test_program_sweep", "--child", (char *)path, NULL};
   fflush(stdout);
   fflush(stderr);

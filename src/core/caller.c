@@ -32,10 +32,14 @@ const int64_t *lt__caller_attrs(int op, const int64_t *attrs, int *nattrs, int64
 static const struct { const char *fn, *noun; } kCallers[] = {LT_CALLER_TABLE(LT_CALLER_NAME_ROW)};
 #undef LT_CALLER_NAME_ROW
 
+bool lt__caller_known(int64_t id) {
+  return id > 0 && id < (int64_t)(sizeof kCallers / sizeof *kCallers) && kCallers[id].fn;
+}
+
 const char *lt__caller_who(const int64_t *attrs, int nattrs, const char *op_name,
                            const char **noun) {
   int64_t id = nattrs >= 2 && attrs ? attrs[1] : 0;
-  bool known = id > 0 && id < (int64_t)(sizeof kCallers / sizeof *kCallers) && kCallers[id].fn;
+  bool known = lt__caller_known(id);
   *noun = known ? kCallers[id].noun : "index";
   return known ? kCallers[id].fn : op_name;
 }

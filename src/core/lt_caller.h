@@ -41,6 +41,9 @@ void lt__caller_end(int token);
  * index op with its one attribute). *nattrs is updated. */
 const int64_t *lt__caller_attrs(int op, const int64_t *attrs, int *nattrs, int64_t room[2]);
 
+/* Whether id is a row of the caller table (a loaded node's attribute is checked). */
+bool lt__caller_known(int64_t id);
+
 /* Who reports an index error of an instruction with these attributes: the
  * function recorded in attrs[1] with its noun, or op_name and "index". */
 const char *lt__caller_who(const int64_t *attrs, int nattrs, const char *op_name,

@@ -9,6 +9,7 @@
 #include "lt_dtype.h"
 #include "lt_error.h"
 #include "lt_node_rules.h"
+#include "lt_caller.h"
 #include "lt_shape.h"
 
 lt_mm_fit lt__matmul_shape(const int64_t *a, int an, const int64_t *b, int bn, int64_t *out,
@@ -84,6 +85,15 @@ static const char *want_shape(ck *c, const int64_t *want, int wn) {
 static const char *want_nattrs(ck *c, int n) {
   if (c->nattrs == n) return NULL;
   return bad(c, "%d attrs where the op takes %d", c->nattrs, n);
+}
+
+/* An index op's attrs: its own one, and the id of the public function that
+ * built it when it was built inside a caller scope (lt_caller.h). */
+static const char *want_index_attrs(ck *c) {
+  if (c->nattrs == 2 && lt__caller_known(c->attrs[1])) return NULL;
+  if (c->nattrs == 2)
+    return bad(c, "attr 1 (caller) %lld is no known caller", (long long)c->attrs[1]);
+  return want_nattrs(c, 1);
 }
 
 static const char *want_dtype(ck *c, int k, lt_dtype dt) {
@@ -434,7 +444,7 @@ static const char *check_index(ck *c) {
   const lt_rule_operand *a = &c->ops[0];
   int r = a->ndim;
   if (c->op == LT_OP_ONE_HOT) {
-    TRY(want_nattrs(c, 1));
+    TRY(want_index_attrs(c));
     if (!int_dtype(a->dtype))
       return bad(c, "operand 0 dtype %s where the op takes an integer",
                  lt_dtype_name((lt_dtype)a->dtype));
@@ -445,7 +455,7 @@ static const char *check_index(ck *c) {
     s[r] = c->attrs[0];
     return want_shape(c, s, r + 1);
   }
-  TRY(want_nattrs(c, 1));
+  TRY(want_index_attrs(c));
   if (r == 0) return want_rank(c, 0, 1, LT_MAX_DIMS);
   TRY(want_attr(c, 0, "axis", 0, r - 1));
   int ax = (int)c->attrs[0];
@@ -491,7 +501,7 @@ static const char *check_scatter(ck *c) {
   int r = c->ndim;
   if (src->ndim != r) return bad(c, "operand 0 has rank %d where the node has %d", src->ndim, r);
   if (c->op == LT_OP_UNSLICE) return check_box(c, c->shape, src->shape, r);
-  TRY(want_nattrs(c, 1));
+  TRY(want_index_attrs(c));
   if (r == 0) return bad(c, "rank 0 where the op takes an axis");
   TRY(want_attr(c, 0, "axis", 0, r - 1));
   int ax = (int)c->attrs[0];
