@@ -8,8 +8,11 @@
  * (reduction order differs). f32: |d| <= 1e-6 + 2e-5 |ref| for single ops
  * (the vectorized exp/log/tanh/erf/sigmoid are within ~1e-6 relative; sums
  * use another order); DAGs: 1e-4 relative to the larger of |ref| and the
- * output's largest magnitude, since errors compound through a graph.
- * Infinities must match exactly. NaN must match NaN, and both backends
+ * output's largest magnitude, since errors compound through a graph. f32
+ * matmul and convolution outputs (oneDNN: the order of their sums depends on
+ * the processor) also get tu_f32_sum_tol of their terms (g_sum_tol). The
+ * reductions sum f32 in double on both backends, so their order does not
+ * matter. Infinities must match exactly. NaN must match NaN, and both backends
  * giving NaN counts as agreement only where NaN is the answer: where an
  * operand of the element is NaN or infinite, or, for the elementwise ops
  * whose domain excludes some finite values (log of a negative number, 0 / 0,
@@ -191,6 +194,15 @@ static bool nan_is_answer(const input *ins, int nin, const nan_policy *np, const
   return np->rule && np->rule(x);
 }
 
+/* An f32 sum's order bound (tu_f32_sum_tol from its terms) for output 0,
+ * allowed on top of the rule above: matmul and convolution products sum in
+ * oneDNN's order on cpu, which depends on the processor. each: one bound per
+ * element (NULL: all is every element's). */
+static struct {
+  const double *each;
+  double all;
+} g_sum_tol;
+
 /* Compares; on mismatch prints and counts a failure. scale_rel: the DAG mode. */
 static bool compare(const char *what, uint64_t seed, const result *a, const result *b, bool dag,
                     const input *ins, int nin, const nan_policy *np) {
@@ -242,6 +254,7 @@ static bool compare(const char *what, uint64_t seed, const result *a, const resu
             rtol = dt == LT_F32 ? 1e-4 : 1e-9;
             scale = fmax(scale, amax);
           }
+          if (o == 0 && dt == LT_F32) atol += g_sum_tol.each ? g_sum_tol.each[i] : g_sum_tol.all;
           ok = fabs(x - y) <= atol + rtol * scale;
         }
       }
@@ -591,6 +604,16 @@ static int b_matmul(lt_tensor **in, const void *ud, lt_tensor **outs) {
   return 2;
 }
 
+/* The largest magnitude among an f32 input's values (finite ones). */
+static double max_abs_f32(const input *in) {
+  double m = 0;
+  for (int64_t i = 0; i < numel(in->shape, in->ndim); i++) {
+    double v = fabs(((const float *)in->data)[i]);
+    if (isfinite(v)) m = fmax(m, v);
+  }
+  return m;
+}
+
 static void test_matmul(void **state) {
   (void)state;
   static const struct {
@@ -640,7 +663,11 @@ static void test_matmul(void **state) {
         input_fill(&in[1], (lt_dtype)dt, sb, nb, false);
         char what[64];
         snprintf(what, sizeof what, "matmul %s case %zu t%d", lt_dtype_name((lt_dtype)dt), c, t);
-        diff(what, 0, in, 2, b_matmul, &mc, true); /* sgemm sums in f32 */
+        if (dt == LT_F32) /* sgemm sums K products in f32 */
+          g_sum_tol.all = tu_f32_sum_tol(cases[c].a[cases[c].na - 1],
+                                         max_abs_f32(&in[0]) * max_abs_f32(&in[1]));
+        diff(what, 0, in, 2, b_matmul, &mc, true);
+        g_sum_tol.all = 0;
         input_free(in, 2);
       }
   assert_int_equal(g_failures - g_failures_before, 0);
@@ -684,7 +711,13 @@ static void test_conv_pool(void **state) {
         char what[64];
         snprintf(what, sizeof what, "conv/pool %s case %d specials %d", lt_dtype_name(dts[d]),
                  which, sp);
+        /* a convolution's output sums C / g * 3 * 3 products and the bias
+         * (with specials, 1e30 and inf: the relative rule) */
+        if (dts[d] == LT_F32 && which < 2 && !sp)
+          g_sum_tol.all = tu_f32_sum_tol(
+              2 * 3 * 3 + 1, fmax(max_abs_f32(&in[0]) * max_abs_f32(&in[1]), max_abs_f32(&in[2])));
         diff(what, 0, in, 3, b_conv_pool, &which, true);
+        g_sum_tol.all = 0;
         input_free(in, 3);
       }
   assert_int_equal(g_failures - g_failures_before, 0);
@@ -822,6 +855,29 @@ static int b_shapes(lt_tensor **in, const void *ud, lt_tensor **outs) {
   return r ? 1 : -1;
 }
 
+/* The order bound of each element of shape case which >= 14 (a matmul of
+ * x [4, 6, 5]; see b_shapes), from its own terms. */
+static void shape_matmul_tol(int which, const float *x, double *tol) {
+  float w[15];
+  for (int i = 0; i < 15; i++) w[i] = 0.25f * (float)(i % 7) - 0.5f;
+  /* a [4, M, K] as strides into x, and b: w [K, N] or exp(x) [4, 6, 5] */
+  int64_t m = which == 15 ? 5 : which == 16 ? 5 : which == 17 ? 5 : 6;
+  int64_t k = which == 15 || which == 17 ? 6 : 5, nn = which == 17 ? 5 : 15 / k;
+  int64_t sm = which == 15 || which == 17 ? 1 : 5, sk = which == 15 || which == 17 ? 5 : 1;
+  int64_t off = which == 16 ? 5 : 0;
+  for (int64_t b = 0; b < 4; b++)
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < nn; j++) {
+        double mx = 0;
+        for (int64_t p = 0; p < k; p++) {
+          double a = x[b * 30 + off + i * sm + p * sk];
+          double bv = which == 17 ? exp(x[b * 30 + p * 5 + j]) : w[p * nn + j];
+          mx = fmax(mx, fabs(a * bv));
+        }
+        tol[(b * m + i) * nn + j] = tu_f32_sum_tol(k, mx);
+      }
+}
+
 static void test_shape_index(void **state) {
   (void)state;
   for (int which = 0; which < 18; which++) {
@@ -830,7 +886,13 @@ static void test_shape_index(void **state) {
     input_fill(&in, LT_F32, SHAPE(4, 6, 5), 3, false);
     char what[32];
     snprintf(what, sizeof what, "shape case %d", which);
+    double tol[4 * 6 * 5];
+    if (which >= 14) {
+      shape_matmul_tol(which, in.data, tol);
+      g_sum_tol.each = tol;
+    }
     diff(what, 0, &in, 1, b_shapes, &which, false);
+    g_sum_tol.each = NULL;
     input_free(&in, 1);
   }
   assert_int_equal(g_failures - g_failures_before, 0);
