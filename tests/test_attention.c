@@ -4,13 +4,10 @@
  * sequence lengths, large scores, rows that see nothing; gradients against
  * finite differences; bad input. */
 #include "test_grad_util.h"
+#include "test_backends.h"
 
-#include "../src/backend/cpu/cpu_api.h"
-#include "../src/backend/ref/ref_api.h"
 #include "../src/ops/lt_ops.h"
 #include "../src/ops/op_attention.h"
-
-static const lt_backend *const kBackends[2] = {&lt__ref_backend, &lt__cpu_backend};
 
 enum { MASK_NONE = 0, MASK_BOOL = 1, MASK_ADD = 2 };
 
@@ -196,7 +193,7 @@ static void test_forward(void **state) {
       {1, 150, 70, 5, 3, MASK_NONE, true, NAN, 1.0},
   };
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
       run_case(&cases[i], LT_F32);
       run_case(&cases[i], LT_F64);
@@ -216,7 +213,7 @@ static void test_large_scores(void **state) {
       {1, 70, 140, 2, 3, MASK_NONE, true, 1.0, 70.0},
   };
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
       run_case(&cases[i], LT_F32);
       run_case(&cases[i], LT_F64);
@@ -229,7 +226,7 @@ static void test_large_scores(void **state) {
 static void test_fully_masked_rows(void **state) {
   (void)state;
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     for (int dti = 0; dti < 2; dti++) {
       lt_dtype dt = dti ? LT_F64 : LT_F32;
       lt_scope_begin();
@@ -270,7 +267,7 @@ static void test_mask_in_later_block(void **state) {
   double want[3 * 3];
   oracle(q, k, v, m, MASK_BOOL, false, 0.9, 1, L, S, E, Ev, want);
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     lt_scope_begin();
     lt_tensor *o = lt_scaled_dot_product_attention(
         mk(LT_F32, SHAPE(L, E), 2, q), mk(LT_F32, SHAPE(S, E), 2, k),
@@ -299,7 +296,7 @@ static void test_nan_scores(void **state) {
   assert_true(isnan(want[0]) && isnan(want[2]) && isnan(want[4]));
   assert_true(isnan(want2[2]) && !isnan(want2[0]) && !isnan(want2[4]));
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     lt_scope_begin();
     k[66 * E] = NAN;
     expect_near("nan key",
@@ -340,7 +337,7 @@ static void test_broadcast(void **state) {
   double want[6 * 3 * 3];
   oracle(qe, ke, ve, me, MASK_ADD, false, 0.7, B, L, S, E, Ev, want);
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     lt_scope_begin();
     /* q [2, 3, L, E], k [3, S, E], v [2, 1, S, Ev], mask [L, S] */
     lt_tensor *o = lt_scaled_dot_product_attention(
@@ -443,7 +440,7 @@ static void test_grad(void **state) {
   const grad_case plain = {MASK_NONE, false, NAN}, causal = {MASK_NONE, true, 0.8},
                   boolm = {MASK_BOOL, false, NAN}, addm = {MASK_ADD, false, 1.5};
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     tg_check("plain", apply_sdpa, (void *)&plain, in, 3, 1e-6);
     tg_check("causal", apply_sdpa, (void *)&causal, in, 3, 1e-6);
     in[3].values = mb;
@@ -471,7 +468,7 @@ static void test_grad_broadcast(void **state) {
       {SHAPE(1, 3), 2, tg_vals(3, 0.4), true, LT_F64},
   };
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     tg_check("broadcast", apply_bcast, NULL, in, 4, 1e-6);
     lt__backend_force(NULL);
   }
@@ -485,7 +482,7 @@ static void test_model_like_f32(void **state) {
   const int64_t B = 2, T = 9, H = 2, D = 4, C = H * D;
   double *x = vals(B * T * 3 * C, 0.8, 1.5);
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     double *got[2] = {NULL, NULL}, *grads[2] = {NULL, NULL};
     for (int fused = 0; fused < 2; fused++) {
       lt_scope_begin();
@@ -624,7 +621,7 @@ static void test_second_order(void **state) {
   };
   const grad_case causal = {MASK_NONE, true, NAN}, addm = {MASK_ADD, false, 0.9};
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     tg_check("second order causal", grad_of, (void *)&causal, in, 3, 1e-5);
     tg_check("second order additive mask", grad_of, (void *)&addm, in, 4, 1e-5);
     lt__backend_force(NULL);
@@ -648,7 +645,7 @@ static lt_tensor *raw(lt_tensor *const *ops, int n, const int64_t *attrs, int na
 static void test_kernels_check_instructions(void **state) {
   (void)state;
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     for (int dti = 0; dti < 2; dti++) {
       lt_dtype dt = dti ? LT_F64 : LT_F32;
       lt_scope_begin();

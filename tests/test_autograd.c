@@ -1,11 +1,7 @@
 /* Autograd: the API, its errors, and finite-difference checks (f64) of the
  * elementwise ops' gradients, including broadcasting. */
 #include "test_grad_util.h"
-
-#include "../src/backend/cpu/cpu_api.h"
-#include "../src/backend/ref/ref_api.h"
-
-static const lt_backend *const kBackends[2] = {&lt__ref_backend, &lt__cpu_backend};
+#include "test_backends.h"
 
 typedef lt_tensor *(*un_op)(lt_tensor *);
 typedef lt_tensor *(*bin_op)(lt_tensor *, lt_tensor *);
@@ -177,7 +173,7 @@ static void test_same_shaped_leaves_in_a_product(void **state) {
   for (int be = 0; be < tu_nbackends(); be++)
     for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
       for (int s = 0; s < 3; s++) {
-        lt__backend_force(kBackends[be]);
+        lt__backend_force(tu_backends[be]);
         lt_scope_begin();
         int64_t sh[1] = {sizes[s]};
         lt_tensor *a = lt_from_data(CPU0, LT_F64, ndims[s] ? sh : shape, ndims[s], av);
@@ -195,7 +191,7 @@ static void test_same_shaped_leaves_in_a_product(void **state) {
         for (int i = 0; i < sizes[s]; i++)
           if (!tu_near(ga[i], want_a[i], 1e-12) || !tu_near(gb[i], want_b[i], 1e-12))
             fail_msg("%s on %s, %d-d [%d]: grad a %.9g (want %.9g), grad b %.9g (want %.9g)",
-                     ops[o].name, kBackends[be]->name, ndims[s], i, ga[i], want_a[i], gb[i],
+                     ops[o].name, tu_backends[be]->name, ndims[s], i, ga[i], want_a[i], gb[i],
                      want_b[i]);
         lt_scope_end();
         lt__backend_force(NULL);
@@ -207,7 +203,7 @@ static void test_same_shaped_leaves_in_a_product(void **state) {
 static void test_graph_key_tells_which_leaf_a_node_reads(void **state) {
   (void)state;
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     lt_scope_begin();
     lt_tensor *a = lt_from_data(CPU0, LT_F64, SHAPE(2), 1, (double[]){3, 1});
     lt_tensor *b = lt_from_data(CPU0, LT_F64, SHAPE(2), 1, (double[]){1, 4});
@@ -252,7 +248,7 @@ static void test_clamp_gradient_at_bounds(void **state) {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
       for (int dt = 0; dt < 2; dt++) {
         lt_dtype dtype = dt ? LT_F32 : LT_F64;
-        lt__backend_force(kBackends[be]);
+        lt__backend_force(tu_backends[be]);
         lt_scope_begin();
         lt_tensor *t = dt ? lt_from_data(CPU0, LT_F32, SHAPE(7), 1, xf)
                           : lt_from_data(CPU0, LT_F64, SHAPE(7), 1, x);
@@ -273,7 +269,7 @@ static void test_clamp_gradient_at_bounds(void **state) {
 static void test_maximum_minimum_ties_and_nan(void **state) {
   (void)state;
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     lt_scope_begin();
     lt_tensor *a = lt_from_data(CPU0, LT_F64, SHAPE(4), 1, (double[]){1, 2, NAN, 5});
     lt_tensor *b = lt_from_data(CPU0, LT_F64, SHAPE(4), 1, (double[]){1, 3, 0, NAN});

@@ -4,28 +4,7 @@
  * input. Each value test runs on ref and on cpu (BOTH): composites are graphs
  * of existing ops, and both backends must give the same exact answers. */
 #include "test_util.h"
-
-#include "../src/backend/cpu/cpu_api.h"
-#include "../src/backend/ref/ref_api.h"
-
-/* Runs body on each backend, inside a scope of its own. */
-static void on_both(void (*body)(void)) {
-  const lt_backend *const bes[2] = {&lt__ref_backend, &lt__cpu_backend};
-  for (int i = 0; i < tu_nbackends(); i++) {
-    lt__backend_force(bes[i]);
-    lt_scope_begin();
-    body();
-    lt_scope_end();
-    lt__backend_force(NULL);
-  }
-}
-#define BOTH(name)                 \
-  static void name##_body(void);   \
-  static void name(void **state) { \
-    (void)state;                   \
-    on_both(name##_body);          \
-  }                                \
-  static void name##_body(void)
+#include "test_backends.h"
 
 static lt_tensor *range_f64(const int64_t *shape, int nd, double start) {
   double v[64];
@@ -37,7 +16,7 @@ static lt_tensor *range_f64(const int64_t *shape, int nd, double start) {
 
 /* ---- isnan / isinf / isfinite ---------------------------------------------------- */
 
-BOTH(test_classify) {
+TU_BOTH(test_classify) {
   lt_tensor *x = tu_f32(SHAPE(6), 1, (float[]){1, NAN, INFINITY, -INFINITY, 0, -0.0f});
   tu_expect(lt_isnan(x), LT_BOOL, SHAPE(6), 1, (double[]){0, 1, 0, 0, 0, 0}, 0);
   tu_expect(lt_isinf(x), LT_BOOL, SHAPE(6), 1, (double[]){0, 0, 1, 1, 0, 0}, 0);
@@ -57,7 +36,7 @@ BOTH(test_classify) {
 
 /* ---- any / all ---------------------------------------------------------------------- */
 
-BOTH(test_any_all) {
+TU_BOTH(test_any_all) {
   lt_tensor *x = tu_f32(SHAPE(2, 3), 2, (float[]){0, 0, 0, 0, NAN, 2});
   tu_expect(lt_any(x, NULL, 0, false), LT_BOOL, NULL, 0, (double[]){1}, 0);
   tu_expect(lt_all(x, NULL, 0, false), LT_BOOL, NULL, 0, (double[]){0}, 0);
@@ -85,7 +64,7 @@ BOTH(test_any_all) {
 
 /* ---- var / std ---------------------------------------------------------------------- */
 
-BOTH(test_var_std) {
+TU_BOTH(test_var_std) {
   /* rows [1 2 3 4] and [2 4 6 8]: over all, mean 3.75 and sum of squared
    * deviations 37.5; per row 5 and 20; per column 0.5, 2, 4.5, 8 */
   lt_tensor *x = tu_f64(SHAPE(2, 4), 2, (double[]){1, 2, 3, 4, 2, 4, 6, 8});
@@ -126,7 +105,7 @@ static void test_var_std_errors(void **state) {
 
 /* ---- norm ------------------------------------------------------------------------------ */
 
-BOTH(test_norm) {
+TU_BOTH(test_norm) {
   lt_tensor *x = tu_f64(SHAPE(2), 1, (double[]){3, -4});
   tu_expect(lt_norm(x, 2, NULL, 0, false), LT_F64, NULL, 0, (double[]){5}, 0);
   tu_expect(lt_norm(x, 1, NULL, 0, false), LT_F64, NULL, 0, (double[]){7}, 0);
@@ -174,7 +153,7 @@ static void test_norm_errors(void **state) {
 
 /* ---- remainder / floor_divide ---------------------------------------------------------- */
 
-BOTH(test_int_remainder_floor_divide) {
+TU_BOTH(test_int_remainder_floor_divide) {
   /* Python's % and //: the remainder takes the divisor's sign */
   int64_t av[] = {-7, 7, -7, 7, 0, 6, -6, 5, -5};
   int64_t bv[] = {2, 2, -2, -2, 3, 3, 3, 0, 0};
@@ -207,7 +186,7 @@ BOTH(test_int_remainder_floor_divide) {
             LT_F32, SHAPE(1), 1, (double[]){-0.5}, 0);
 }
 
-BOTH(test_float_remainder_floor_divide) {
+TU_BOTH(test_float_remainder_floor_divide) {
   /* torch's (and Python's) values, exactly: 1 % 0.1 is 0.09999999999999995,
    * not the 0 of 1 - floor(1 / 0.1) * 0.1, and 1 // 0.1 is 9 */
   double av[] = {-7.5, 7.5, 5.3, 1, -1, 1e15, -0.5, 3, -3};
@@ -258,7 +237,7 @@ static void test_remainder_errors(void **state) {
 
 /* ---- flip / roll / repeat ---------------------------------------------------------------- */
 
-BOTH(test_flip) {
+TU_BOTH(test_flip) {
   lt_tensor *x = range_f64(SHAPE(2, 3), 2, 0); /* [[0 1 2] [3 4 5]] */
   tu_expect(lt_flip(x, (int[]){0}, 1), LT_F64, SHAPE(2, 3), 2, (double[]){3, 4, 5, 0, 1, 2}, 0);
   tu_expect(lt_flip(x, (int[]){-1}, 1), LT_F64, SHAPE(2, 3), 2, (double[]){2, 1, 0, 5, 4, 3}, 0);
@@ -277,7 +256,7 @@ BOTH(test_flip) {
             2, NULL, 0);
 }
 
-BOTH(test_roll) {
+TU_BOTH(test_roll) {
   /* torch docs: x = [1..8].view(4, 2) */
   lt_tensor *x = range_f64(SHAPE(4, 2), 2, 1);
   tu_expect(lt_roll(x, (int64_t[]){1}, 1, NULL, 0), LT_F64, SHAPE(4, 2), 2,
@@ -315,7 +294,7 @@ static void test_roll_flip_errors(void **state) {
   TU_EXPECT_ERROR(lt_flip(x, NULL, 1), LT_EINVAL, "lt_flip");
 }
 
-BOTH(test_repeat) {
+TU_BOTH(test_repeat) {
   /* torch docs: x = [1, 2, 3]; x.repeat(4, 2) is [4, 6]; x.repeat(4, 2, 1) is [4, 2, 3] */
   lt_tensor *x = tu_i64(SHAPE(3), 1, (int64_t[]){1, 2, 3});
   double want[24];
@@ -360,7 +339,7 @@ static void expect_piece(lt_tensor *t, const int64_t *shape, int nd, double firs
   tu_expect(t, LT_F64, shape, nd, v, 0);
 }
 
-BOTH(test_split_chunk) {
+TU_BOTH(test_split_chunk) {
   /* torch docs: a = arange(10).reshape(5, 2) */
   lt_tensor *a = range_f64(SHAPE(5, 2), 2, 0);
   lt_tensor *out[16] = {0};
@@ -428,7 +407,7 @@ static void test_split_errors(void **state) {
 
 /* ---- scatter_add / scatter / index_add ----------------------------------------------------- */
 
-BOTH(test_scatter_add) {
+TU_BOTH(test_scatter_add) {
   /* torch docs: zeros(3, 5).scatter_add(0, index, ones(2, 5)) */
   lt_tensor *z = lt_zeros(CPU0, LT_F32, SHAPE(3, 5), 2);
   double ones[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
@@ -461,7 +440,7 @@ BOTH(test_scatter_add) {
             LT_F64, NULL, 0, (double[]){3.5}, 0);
 }
 
-BOTH(test_scatter) {
+TU_BOTH(test_scatter) {
   /* torch docs: src = arange(1, 11).reshape(2, 5) */
   lt_tensor *src = range_f64(SHAPE(2, 5), 2, 1);
   lt_tensor *z = lt_zeros(CPU0, LT_F64, SHAPE(3, 5), 2);
@@ -510,7 +489,7 @@ BOTH(test_scatter) {
       LT_F64, SHAPE(3), 1, (double[]){-INFINITY, 0, NAN}, 0);
 }
 
-BOTH(test_index_add) {
+TU_BOTH(test_index_add) {
   /* torch docs: ones(5, 3).index_add_(0, [0, 4, 2], [[1 2 3] [4 5 6] [7 8 9]]) */
   lt_tensor *x = lt_full(CPU0, LT_F32, SHAPE(5, 3), 2, 1.0);
   lt_tensor *t = lt_cast(range_f64(SHAPE(3, 3), 2, 1), LT_F32);
@@ -560,7 +539,7 @@ static void test_scatter_errors(void **state) {
 
 /* Index values are data: out of range (or negative) fails when the graph
  * runs, on both backends, and the input keeps its value. */
-BOTH(test_scatter_out_of_range) {
+TU_BOTH(test_scatter_out_of_range) {
   lt_tensor *a = tu_f32(SHAPE(2, 3), 2, (float[]){1, 2, 3, 4, 5, 6});
   lt_tensor *src = tu_f32(SHAPE(1, 3), 2, (float[]){9, 9, 9});
   tu_expect_exec_error(lt_scatter_add(a, 0, tu_i64(SHAPE(1, 3), 2, (int64_t[]){0, 2, 1}), src),

@@ -4,21 +4,7 @@
 #include <pthread.h>
 
 #include "test_grad_util.h"
-
-#include "../src/backend/cpu/cpu_api.h"
-#include "../src/backend/ref/ref_api.h"
-
-static const lt_backend *const kBackends[2] = {&lt__ref_backend, &lt__cpu_backend};
-
-/* g read as doubles (zeros when there is no gradient). */
-static void read_grad(lt_tensor *t, double *out, int64_t n) {
-  lt_tensor *g = lt_grad(t);
-  if (!g) {
-    for (int64_t i = 0; i < n; i++) out[i] = 0;
-    return;
-  }
-  tu_read(g, out, n);
-}
+#include "test_backends.h"
 
 /* ---- var / std / norm -------------------------------------------------------------- */
 
@@ -74,7 +60,7 @@ static void test_norm_grad(void **state) {
 static void test_norm_grad_conventions(void **state) {
   (void)state;
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     lt_scope_begin();
     lt_tensor *z = lt_zeros(CPU0, LT_F64, SHAPE(3), 1);
     lt_tensor *p = tu_f64(SHAPE(3), 1, (double[]){0, 4, -1});
@@ -87,9 +73,9 @@ static void test_norm_grad_conventions(void **state) {
                lt_add(lt_norm(p, 0.5, NULL, 0, false), lt_norm(t, INFINITY, NULL, 0, false)));
     assert_int_equal(lt_backward(loss), LT_OK);
     double gz[3], gp[3], gt[4];
-    read_grad(z, gz, 3);
-    read_grad(p, gp, 3);
-    read_grad(t, gt, 4);
+    tu_read_grad(z, gz, 3);
+    tu_read_grad(p, gp, 3);
+    tu_read_grad(t, gt, 4);
     for (int i = 0; i < 3; i++) assert_true(gz[i] == 0);
     /* ord 0.5 of [0 4 -1]: (2 + 1)^2 = 9; d/dx = 9^(1/2) |x|^(-1/2) sign(x) */
     assert_true(gp[0] == 0);
@@ -116,7 +102,7 @@ static void test_remainder_grad(void **state) {
   tg_check("remainder", apply_rem, NULL, in, 2, 1e-5);
   /* by hand: d/da = 1, d/db = -floor(a / b); floor_divide has no gradient */
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     lt_scope_begin();
     lt_tensor *a = tu_f64(SHAPE(2), 1, (double[]){7, -7});
     lt_tensor *b = tu_f64(NULL, 0, (double[]){2});
@@ -125,8 +111,8 @@ static void test_remainder_grad(void **state) {
     lt_tensor *y = lt_add(lt_remainder(a, b), lt_floor_divide(a, b));
     assert_int_equal(lt_backward(lt_sum(y, NULL, 0, false)), LT_OK);
     double ga[2], gb[1];
-    read_grad(a, ga, 2);
-    read_grad(b, gb, 1);
+    tu_read_grad(a, ga, 2);
+    tu_read_grad(b, gb, 1);
     assert_true(ga[0] == 1 && ga[1] == 1);
     assert_true(tu_near(gb[0], -(3.0 + -4.0), 1e-12));
     lt_scope_end();
@@ -210,7 +196,7 @@ static void test_shape_composites_grad(void **state) {
 static void test_detach(void **state) {
   (void)state;
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     lt_scope_begin();
     lt_tensor *x = tu_f64(SHAPE(2), 1, (double[]){1.5, -2});
     assert_int_equal(lt_set_requires_grad(x, true), LT_OK);
@@ -266,7 +252,7 @@ static void *read_no_grad(void *arg) {
 static void test_no_grad(void **state) {
   (void)state;
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     lt_scope_begin();
     lt_tensor *x = tu_f64(SHAPE(2), 1, (double[]){1.5, -2});
     lt_tensor *w = tu_f64(SHAPE(2), 1, (double[]){0.5, 3});

@@ -7,12 +7,11 @@
  * with lt__backend_force as test_cpu_differential.c does) against values
  * computed by hand with PyTorch's rules. */
 #include "test_util.h"
+#include "test_backends.h"
 
 #include "lazytensor_nn.h"
 #include "../src/backend/bytes.h"
-#include "../src/backend/cpu/cpu_api.h"
 #include "../src/backend/instr.h"
-#include "../src/backend/ref/ref_api.h"
 #include "../src/core/lt_alloc.h"
 #include "../src/core/lt_node.h"
 
@@ -23,19 +22,6 @@ static lt_tensor *u8(const int64_t *shape, int ndim, const uint8_t *v) {
 }
 static lt_tensor *i8(const int64_t *shape, int ndim, const int8_t *v) {
   return lt_from_data(CPU0, LT_I8, shape, ndim, v);
-}
-
-/* Runs body once on each backend, each run in a scope of its own. */
-static void on_both_backends(void (*body)(void)) {
-  static const lt_backend *const kBackends[2] = {&lt__ref_backend, &lt__cpu_backend};
-  for (int b = 0; b < tu_nbackends(); b++) {
-    print_message("  backend %s\n", b ? "cpu" : "ref");
-    lt__backend_force(kBackends[b]);
-    lt_scope_begin();
-    body();
-    lt_scope_end();
-    lt__backend_force(NULL);
-  }
 }
 
 /* ---- ids and names ---------------------------------------------------------------------- */
@@ -195,15 +181,15 @@ static void body_mixed_arith(void) {
 
 static void test_u8_arith(void **state) {
   (void)state;
-  on_both_backends(body_u8_arith);
+  tu_on_both(body_u8_arith);
 }
 static void test_i8_arith(void **state) {
   (void)state;
-  on_both_backends(body_i8_arith);
+  tu_on_both(body_i8_arith);
 }
 static void test_mixed_arith(void **state) {
   (void)state;
-  on_both_backends(body_mixed_arith);
+  tu_on_both(body_mixed_arith);
 }
 
 /* ---- casts and creation ----------------------------------------------------------------- */
@@ -263,11 +249,11 @@ static void body_creation(void) {
 
 static void test_casts(void **state) {
   (void)state;
-  on_both_backends(body_casts);
+  tu_on_both(body_casts);
 }
 static void test_creation(void **state) {
   (void)state;
-  on_both_backends(body_creation);
+  tu_on_both(body_creation);
 }
 
 /* ---- reductions and comparisons --------------------------------------------------------- */
@@ -328,14 +314,14 @@ static void body_comparisons(void) {
 
 static void test_reductions(void **state) {
   (void)state;
-  on_both_backends(body_reductions);
+  tu_on_both(body_reductions);
   lt_tensor *a = u8(SHAPE(2), 1, (uint8_t[]){1, 2});
   TU_EXPECT_ERROR(lt_mean(a, NULL, 0, false), LT_EDTYPE, "needs a floating dtype, got u8");
   tu_expect(lt_logsumexp(a, NULL, 0, false), LT_F32, NULL, 0, VALS(log(exp(1.0) + exp(2.0))), 1e-6);
 }
 static void test_comparisons(void **state) {
   (void)state;
-  on_both_backends(body_comparisons);
+  tu_on_both(body_comparisons);
 }
 
 /* ---- index ops, clamp, shape ops -------------------------------------------------------- */
@@ -371,7 +357,7 @@ static void body_index_clamp_shape(void) {
 
 static void test_index_clamp_shape(void **state) {
   (void)state;
-  on_both_backends(body_index_clamp_shape);
+  tu_on_both(body_index_clamp_shape);
   /* u8 / i8 are not index dtypes here (torch's gather takes int64 only) */
   lt_tensor *a = u8(SHAPE(3), 1, (uint8_t[]){10, 200, 30});
   TU_EXPECT_ERROR(lt_gather(a, 0, u8(SHAPE(1), 1, (uint8_t[]){0})), LT_EDTYPE,
@@ -405,7 +391,7 @@ static void body_data_round_trip(void) {
 
 static void test_data_round_trip(void **state) {
   (void)state;
-  on_both_backends(body_data_round_trip);
+  tu_on_both(body_data_round_trip);
 }
 
 static void test_param_file(void **state) {
@@ -494,7 +480,7 @@ static void test_persistent_cache(void **state) {
   assert_non_null(tu_mkdtemp(g_dir, sizeof g_dir, "lt_dtypes_small"));
   assert_int_equal(lt_set_persistent_cache(g_dir, false), LT_OK);
   tu_reset_executor();
-  on_both_backends(body_persistent_cache);
+  tu_on_both(body_persistent_cache);
   lt_set_persistent_cache(NULL, false);
   lt_cache_clear();
   tu_rm_tree(g_dir);

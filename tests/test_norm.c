@@ -3,11 +3,7 @@
  * training steps, eval mode, gradients by finite differences (f64), that the
  * running-statistics update carries no gradient, and bad inputs. */
 #include "test_grad_util.h"
-
-#include "../src/backend/cpu/cpu_api.h"
-#include "../src/backend/ref/ref_api.h"
-
-static const lt_backend *const kBackends[2] = {&lt__ref_backend, &lt__cpu_backend};
+#include "test_backends.h"
 
 /* n values with a non-zero mean and uneven spread per position. */
 static void fill(double *v, int64_t n, double seed) {
@@ -118,7 +114,7 @@ static void test_batch_norm_values(void **state) {
   const lt_dtype dts[] = {LT_F32, LT_F64};
   double x[128], y[128], w[8], b[8], rm[8], rv[8];
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
       const shape_case *sc = &shapes[si];
       int64_t n = sc->shape[0], c = sc->shape[1], s = inner_of(sc), total = numel_of(sc);
@@ -164,7 +160,7 @@ static void test_batch_norm_running_stats(void **state) {
   const int64_t n = 3, c = 2, s = 6, total = 36;
   const lt_dtype dts[] = {LT_F32, LT_F64};
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     for (int di = 0; di < 2; di++) {
       lt_dtype dt = dts[di];
       double tol = dt == LT_F32 ? 2e-5 : 1e-12;
@@ -207,7 +203,7 @@ static void test_layer_norm_values(void **state) {
   fill(w, 30, 1.9);
   fill(b, 30, 3.3);
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     for (int di = 0; di < 2; di++) {
       lt_dtype dt = dts[di];
       double tol = dt == LT_F32 ? 2e-5 : 1e-12;
@@ -248,7 +244,7 @@ static void test_group_norm_values(void **state) {
   const lt_dtype dts[] = {LT_F32, LT_F64};
   double x[128], y[128], w[8], b[8];
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
       const shape_case *sc = &shapes[si];
       int64_t n = sc->shape[0], c = sc->shape[1], s = inner_of(sc);
@@ -356,7 +352,7 @@ static void test_batch_norm_update_has_no_grad(void **state) {
   bn_oracle(x, 4, 3, 1, NULL, NULL, 1e-5, y, mean, uvar);
   const int64_t c = 3;
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     double g_with[12], g_without[12];
     for (int with = 0; with < 2; with++) {
       lt_scope_begin();
@@ -423,7 +419,7 @@ static void test_batch_norm_edges(void **state) {
   fill(x, 12, 2.2);
   bn_oracle(x, 4, 3, 1, NULL, NULL, 1e-5, y, mean, uvar);
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     lt_scope_begin();
     lt_tensor *rm = lt_zeros(CPU0, LT_F64, &c, 1), *rv = lt_ones(CPU0, LT_F64, &c, 1);
     lt_tensor *e =

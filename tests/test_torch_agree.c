@@ -7,30 +7,9 @@
 #include <float.h>
 
 #include "test_grad_util.h"
+#include "test_backends.h"
 
 #include "lazytensor_nn.h"
-
-#include "../src/backend/cpu/cpu_api.h"
-#include "../src/backend/ref/ref_api.h"
-
-/* Runs body on each backend, inside a scope of its own. */
-static void on_both(void (*body)(void)) {
-  const lt_backend *const bes[2] = {&lt__ref_backend, &lt__cpu_backend};
-  for (int i = 0; i < tu_nbackends(); i++) {
-    lt__backend_force(bes[i]);
-    lt_scope_begin();
-    body();
-    lt_scope_end();
-    lt__backend_force(NULL);
-  }
-}
-#define BOTH(name)                 \
-  static void name##_body(void);   \
-  static void name(void **state) { \
-    (void)state;                   \
-    on_both(name##_body);          \
-  }                                \
-  static void name##_body(void)
 
 /* t's values, which must equal want exactly, zeros with their sign. */
 static void expect_exact(lt_tensor *t, lt_dtype dt, const double *want, int64_t n) {
@@ -48,7 +27,7 @@ static void expect_exact(lt_tensor *t, lt_dtype dt, const double *want, int64_t 
 
 static const double kDividends[10] = {-0.0, 0.0, 1e20, -1e20, 5, -5, -3, 3, 1e30, 7.5};
 
-BOTH(test_remainder_exact_f32) {
+TU_BOTH(test_remainder_exact_f32) {
   float av[10];
   for (int i = 0; i < 10; i++) av[i] = (float)kDividends[i];
   lt_tensor *a = tu_f32(SHAPE(10), 1, av);
@@ -81,7 +60,7 @@ BOTH(test_remainder_exact_f32) {
                LT_F32, (double[]){0.0, -0.0}, 2);
 }
 
-BOTH(test_remainder_exact_f64) {
+TU_BOTH(test_remainder_exact_f64) {
   lt_tensor *a = tu_f64(SHAPE(10), 1, kDividends);
   /* torch.remainder(torch.tensor([-0.0, 0.0, 1e20, -1e20, 5.0, -5.0, -3.0, 3.0, 1e30, 7.5],
    * dtype=torch.float64), 3) = [-0.0, 0.0, 1.0, 2.0, 2.0, 1.0, -0.0, 0.0, 1.0, 1.5] */
@@ -110,17 +89,6 @@ BOTH(test_remainder_exact_f64) {
 
 /* ---- remainder: gradient --------------------------------------------------------------- */
 
-static const lt_backend *const kBackends[2] = {&lt__ref_backend, &lt__cpu_backend};
-
-static void read_grad(lt_tensor *t, double *out, int64_t n) {
-  lt_tensor *g = lt_grad(t);
-  if (!g) {
-    for (int64_t i = 0; i < n; i++) out[i] = 0;
-    return;
-  }
-  tu_read(g, out, n);
-}
-
 /* The gradients of sum(remainder(a, b)) for a, b of n (at most 8) elements. */
 static void remainder_grads(const double *av, const double *bv, int n, double *ga, double *gb) {
   lt_scope_begin();
@@ -128,8 +96,8 @@ static void remainder_grads(const double *av, const double *bv, int n, double *g
   lt_set_requires_grad(a, true);
   lt_set_requires_grad(b, true);
   assert_int_equal(lt_backward(lt_sum(lt_remainder(a, b), NULL, 0, false)), LT_OK);
-  read_grad(a, ga, n);
-  read_grad(b, gb, n);
+  tu_read_grad(a, ga, n);
+  tu_read_grad(b, gb, n);
   lt_scope_end();
 }
 
@@ -166,7 +134,7 @@ static void test_remainder_grad_everywhere(void **state) {
   const double av[8] = {6, -6, 6, -6, 0, 7.5, 1e20, -1e20}, bv[8] = {3, 3, -2, -2, 5, 2.5, 3, 3};
   const double want_gb[8] = {-2, 2, 3, -3, 0, -3, -3.333333333333333e+19, 3.333333333333333e+19};
   for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(kBackends[be]);
+    lt__backend_force(tu_backends[be]);
     double ga[8], gb[8];
     remainder_grads(av, bv, 8, ga, gb);
     for (int i = 0; i < 8; i++) {
@@ -204,7 +172,7 @@ static void test_remainder_grad_everywhere(void **state) {
 
 /* ---- var / std of f32 beyond the f32 range of the squares ----------------------------- */
 
-BOTH(test_f32_var_std_no_overflow) {
+TU_BOTH(test_f32_var_std_no_overflow) {
   lt_tensor *x = tu_f32(SHAPE(2), 1, (float[]){3e19f, -3e19f});
   /* torch.std(torch.tensor([3e19, -3e19])) = 4.242640658024838e+19; torch.var of it is inf
    * (1.8e39 > FLT_MAX) */
@@ -246,7 +214,7 @@ BOTH(test_f32_var_std_no_overflow) {
 
 /* ---- scatter's value form converts with torch's overflow check ------------------------- */
 
-BOTH(test_scatter_value_overflow) {
+TU_BOTH(test_scatter_value_overflow) {
   lt_tensor *idx = tu_i64(SHAPE(2), 1, (int64_t[]){0, 2});
   lt_tensor *u = lt_cast(tu_i32(SHAPE(3), 1, (int32_t[]){1, 2, 3}), LT_U8);
   /* torch.zeros(3, dtype=torch.uint8).scatter(0, torch.tensor([0, 2]), 256): "value cannot
@@ -280,7 +248,7 @@ BOTH(test_scatter_value_overflow) {
 
 /* ---- integer arange: torch 1.13's ------------------------------------------------------- */
 
-BOTH(test_int_arange_torch) {
+TU_BOTH(test_int_arange_torch) {
   /* torch.arange(-3, 3, 0.5, dtype=torch.int64): "step must be nonzero" (numpy's
    * np.arange(-3, 3, 0.5, dtype=np.int64) is -3, -2, ..., 8) */
   TU_EXPECT_ERROR(lt_arange(CPU0, LT_I64, -3, 3, 0.5), LT_EINVAL, "non-zero step");
@@ -313,7 +281,7 @@ BOTH(test_int_arange_torch) {
 
 /* ---- mse_loss promotes after broadcasting ------------------------------------------------ */
 
-BOTH(test_mse_0d_target_promotes) {
+TU_BOTH(test_mse_0d_target_promotes) {
   lt_tensor *x = tu_f32(SHAPE(3), 1, (float[]){1, 2, 4});
   lt_tensor *t = tu_f64(NULL, 0, (double[]){2.5});
   /* F.mse_loss(torch.tensor([1., 2., 4.]), torch.tensor(2.5, dtype=torch.float64)):

@@ -5,30 +5,10 @@
  * function the caller used. Each expectation carries the torch call that
  * gave it. */
 #include "test_util.h"
+#include "test_backends.h"
 #include "lazytensor_nn.h"
 
 #include "../src/backend/backend.h"
-#include "../src/backend/cpu/cpu_api.h"
-#include "../src/backend/ref/ref_api.h"
-
-/* Runs body on each backend, inside a scope of its own. */
-static void on_both(void (*body)(void)) {
-  const lt_backend *const bes[2] = {&lt__ref_backend, &lt__cpu_backend};
-  for (int i = 0; i < tu_nbackends(); i++) {
-    lt__backend_force(bes[i]);
-    lt_scope_begin();
-    body();
-    lt_scope_end();
-    lt__backend_force(NULL);
-  }
-}
-#define BOTH(name)                 \
-  static void name##_body(void);   \
-  static void name(void **state) { \
-    (void)state;                   \
-    on_both(name##_body);          \
-  }                                \
-  static void name##_body(void)
 
 static lt_tensor *leaf(lt_dtype dt, const int64_t *shape, int nd, const double *v) {
   lt_tensor *t;
@@ -49,7 +29,7 @@ static lt_tensor *leaf(lt_dtype dt, const int64_t *shape, int nd, const double *
 
 /* ceil_mode: the only window is wider than the input along both axes (legal:
  * it starts inside the input). */
-BOTH(test_max_pool_ceil_window_wider_than_input) {
+TU_BOTH(test_max_pool_ceil_window_wider_than_input) {
   for (int k = 0; k < 2; k++) {
     lt_dtype dt = k ? LT_F64 : LT_F32;
     /* x = torch.tensor([[[[1., 4.], [3., 2.]]]], requires_grad=True)
@@ -78,7 +58,7 @@ BOTH(test_max_pool_ceil_window_wider_than_input) {
 
 /* A dilated window whose taps all fall in the padding (padding <= kernel / 2
  * is all PyTorch asks): its value is -inf, the max over nothing. */
-BOTH(test_max_pool_window_of_padding_only) {
+TU_BOTH(test_max_pool_window_of_padding_only) {
   for (int k = 0; k < 2; k++) {
     lt_dtype dt = k ? LT_F64 : LT_F32;
     /* x = torch.tensor([[[[1., 5.], [3., 2.]], [[0., -1.], [7., 6.]]]], requires_grad=True)
@@ -108,7 +88,7 @@ BOTH(test_max_pool_window_of_padding_only) {
 
 /* ---- group_norm ------------------------------------------------------------------------ */
 
-BOTH(test_group_norm_one_value_per_group) {
+TU_BOTH(test_group_norm_one_value_per_group) {
   lt_tensor *w = tu_f32(SHAPE(2), 1, (float[]){2, 3}),
             *b = tu_f32(SHAPE(2), 1, (float[]){0.5f, -1});
   /* F.group_norm(torch.tensor([[1., 2.]]), 2) -> ValueError: Expected more than 1 value per
@@ -184,7 +164,7 @@ static void expect_caller_errors(void) {
   assert_null(strstr(lt_last_error(), "lt_nn"));
 }
 
-BOTH(test_index_errors_name_the_caller) { expect_caller_errors(); }
+TU_BOTH(test_index_errors_name_the_caller) { expect_caller_errors(); }
 
 /* An executable loaded from the persistent cache reports the same names (the
  * caller is one of its instructions' attributes). */
