@@ -341,15 +341,21 @@ static int section_starts(const uint8_t *b, size_t n, size_t *at) {
   return LT_PGM_NSECTIONS;
 }
 
+/* The model's program saved to g_path (before: its outputs), read back whole
+ * into *n bytes, with at[] its sections' starts. */
+static uint8_t *saved_model_file(float *before, size_t *n, size_t *at) {
+  save_model(before);
+  uint8_t *good = tu_read_file(g_path, n);
+  section_starts(good, *n, at);
+  return good;
+}
+
 static void test_rejects_damaged_files(void **state) {
   (void)state;
   float before[B * OUT + B];
-  save_model(before);
-  size_t n;
-  uint8_t *good = tu_read_file(g_path, &n);
+  size_t n, at[LT_PGM_NSECTIONS];
+  uint8_t *good = saved_model_file(before, &n, at);
   uint8_t *b = malloc(n + 64);
-  size_t at[LT_PGM_NSECTIONS];
-  section_starts(good, n, at);
   char what[96];
 
   write_bytes(g_bad, NULL, 0);
@@ -418,12 +424,9 @@ static void test_consistent_checksum_bad_fields(void **state) {
   (void)state;
   lt__backend_force(&lt__ref_backend);
   float before[B * OUT + B];
-  save_model(before);
-  size_t n;
-  uint8_t *good = tu_read_file(g_path, &n);
+  size_t n, at[LT_PGM_NSECTIONS];
+  uint8_t *good = saved_model_file(before, &n, at);
   uint8_t *b = malloc(n);
-  size_t at[LT_PGM_NSECTIONS];
-  section_starts(good, n, at);
   int loaded = 0, rejected = 0;
   for (size_t pos = at[0]; pos < at[2]; pos++) {
     for (int v = 0; v < 2; v++) {
@@ -497,12 +500,9 @@ static node_at find_node(const uint8_t *b, size_t sec, const char *want) {
 static void test_node_disagreeing_with_operands(void **state) {
   (void)state;
   float before[B * OUT + B];
-  save_model(before);
-  size_t n;
-  uint8_t *good = tu_read_file(g_path, &n);
+  size_t n, at[LT_PGM_NSECTIONS];
+  uint8_t *good = saved_model_file(before, &n, at);
   uint8_t *b = malloc(n);
-  size_t at[LT_PGM_NSECTIONS];
-  section_starts(good, n, at);
   static const struct {
     const char *op, *field, *needle;
   } cases[] = {
@@ -539,11 +539,8 @@ static void test_damaged_ref_code_recompiles(void **state) {
   (void)state;
   lt__backend_force(&lt__ref_backend);
   float before[B * OUT + B], after[B * OUT + B];
-  save_model(before);
-  size_t n;
-  uint8_t *b = tu_read_file(g_path, &n);
-  size_t at[LT_PGM_NSECTIONS];
-  section_starts(b, n, at);
+  size_t n, at[LT_PGM_NSECTIONS];
+  uint8_t *b = saved_model_file(before, &n, at);
   /* the ref executable: 5 u32 header fields, then per instruction u16 op, u8
    * dtype, u8 ndim, i64 shape[ndim], u64 fattr, i32 param, u32 nops, u32
    * operands[nops], u32 nattrs, i64 attrs[nattrs] */

@@ -80,6 +80,12 @@ extern const lt_op_info lt__op_info[LT_OP_COUNT];
 /* False when the table declares op not differentiable (GRAD `none`). */
 bool lt__op_has_grad(int op);
 
+/* The result dtype that the table's rule gives a node of op whose own dtype
+ * is own: operand_dt is the dtype of operand lt__op_dtype_operand(op) (the
+ * one a SAME result copies; a node of no operands passes own). */
+lt_dtype lt__op_result_dtype(int op, lt_dtype operand_dt, lt_dtype own);
+#define lt__op_dtype_operand(op) (lt__op_family(op) == LT_FAM_TERNARY ? 1 : 0)
+
 /* Whether op may be given n operands (kernels index them unchecked, so
  * decoders of serialized executables check this first). */
 bool lt__op_arity_ok(int op, uint32_t n);

@@ -580,20 +580,8 @@ static const char *check_collective(ck *c) {
 /* The table's result dtype rule (lt__node_new checks it too; here it is
  * named as a field). */
 static const char *check_result_dtype(ck *c) {
-  lt_dtype want = c->dt;
-  switch (lt__op_result(c->op)) {
-  case LT_RES_SAME:
-    want = (lt_dtype)c->ops[lt__op_family(c->op) == LT_FAM_TERNARY ? 1 : 0].dtype;
-    break;
-  case LT_RES_BOOL:
-    want = LT_BOOL;
-    break;
-  case LT_RES_INDEX:
-    want = LT_I64;
-    break;
-  case LT_RES_NODE:
-    break;
-  }
+  lt_dtype want =
+      lt__op_result_dtype(c->op, (lt_dtype)c->ops[lt__op_dtype_operand(c->op)].dtype, c->dt);
   if (want == c->dt) return NULL;
   return bad(c, "dtype %s where the op table's rule gives %s", lt_dtype_name(c->dt),
              lt_dtype_name(want));

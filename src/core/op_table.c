@@ -31,6 +31,20 @@ bool lt__op_has_grad(int op) {
   return (unsigned)op < LT_OP_COUNT && strcmp(lt__op_info[op].grad, "none") != 0;
 }
 
+lt_dtype lt__op_result_dtype(int op, lt_dtype operand_dt, lt_dtype own) {
+  switch (lt__op_result(op)) {
+  case LT_RES_SAME:
+    return operand_dt;
+  case LT_RES_BOOL:
+    return LT_BOOL;
+  case LT_RES_INDEX:
+    return LT_I64;
+  case LT_RES_NODE:
+    break;
+  }
+  return own;
+}
+
 bool lt__op_arity_ok(int op, uint32_t n) {
   if ((unsigned)op >= LT_OP_COUNT) return false;
   int a = lt__op_info[op].arity;

@@ -1,23 +1,14 @@
 #!/usr/bin/env bash
 # Runs tests/mpi/mpi_world <mode> under `mpirun --oversubscribe -np 2` (ctest:
 # mpi_collectives, mpi_data_parallel, mpi_tensor_parallel, mpi_kill, ...). Exit
-# 77 (skipped) when mpirun is absent. Open MPI refuses root unless told: CI runs as root.
+# 77 (skipped) when mpirun is absent (mpi_env.sh).
 # usage: run.sh <mpirun or ""> <program> <mode> [ranks, default 2]
 set -u
 mpirun=${1:-}
 prog=$2
 mode=$3
 np=${4:-2}
-if [ -z "$mpirun" ] || ! command -v "$mpirun" >/dev/null 2>&1; then
-  echo "mpirun not found: skipped"
-  exit 77
-fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_base_warn_component_unused=0
-export LT_NUM_THREADS=1
-# Open MPI's own allocations outlive MPI_Finalize, and a broken world abandons
-# its buffers to MPI on purpose: leak reports here would not be ours
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+. "$(dirname "$0")/mpi_env.sh" "$mpirun"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 # Fault modes: the ranks that survive (or leave) must each print "rank <r>: ok"

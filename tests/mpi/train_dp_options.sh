@@ -14,14 +14,7 @@ train=$1
 mpirun=${2:-}
 dir=${LT_DATA_DIR:-/usr/share/datasets/fashion-mnist}
 [ -f "$dir/t10k-images-idx3-ubyte.gz" ] || { echo "no Fashion-MNIST in $dir: skipped"; exit 77; }
-if [ -z "$mpirun" ] || ! command -v "$mpirun" >/dev/null 2>&1; then
-  echo "mpirun not found: skipped"
-  exit 77
-fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_base_warn_component_unused=0
-export LT_NUM_THREADS=1
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+. "$(dirname "$0")/mpi_env.sh" "$mpirun"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }

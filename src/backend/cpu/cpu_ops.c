@@ -222,20 +222,7 @@ static irv unary_int(cpu_ir *ir, int op, irv x) {
   case LT_OP_CEIL:
   case LT_OP_ROUND:
     return x;
-  case LT_OP_EXP: /* float domain only: the builder gives them a float operand or result */
-  case LT_OP_LOG:
-  case LT_OP_LOG1P:
-  case LT_OP_SQRT:
-  case LT_OP_RSQRT:
-  case LT_OP_SIN:
-  case LT_OP_COS:
-  case LT_OP_TANH:
-  case LT_OP_SIGMOID:
-  case LT_OP_GELU:
-  case LT_OP_GELU_TANH:
-  case LT_OP_ERF:
-  case LT_OP_NOT:
-  case LT_OP_CAST:
+    LT_OP_CASES_NOT_INTEGER_UNARY
     LT_OP_CASES_OUTSIDE(UNARY)
     break;
   }

@@ -164,20 +164,7 @@ static bool unary_i(int op, int64_t x, int64_t *r) {
   case LT_OP_ROUND:
     *r = x;
     return true;
-  case LT_OP_EXP:
-  case LT_OP_LOG:
-  case LT_OP_LOG1P:
-  case LT_OP_SQRT:
-  case LT_OP_RSQRT:
-  case LT_OP_SIN:
-  case LT_OP_COS:
-  case LT_OP_TANH:
-  case LT_OP_SIGMOID:
-  case LT_OP_GELU:
-  case LT_OP_GELU_TANH:
-  case LT_OP_ERF:
-  case LT_OP_NOT:
-  case LT_OP_CAST:
+    LT_OP_CASES_NOT_INTEGER_UNARY
     LT_OP_CASES_OUTSIDE(UNARY)
     return false;
   }
