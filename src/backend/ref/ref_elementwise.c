@@ -74,7 +74,8 @@ static double sigmoid(double x) {
 
 /* *r = op(x) in double. */
 static bool unary_f(int op, double x, double *r) {
-  double v;
+  double v = 0; /* each case sets it (gcc -O2 cannot see that an op outside the enum returns) */
+  if ((unsigned)op >= LT_OP_COUNT) return false;
   switch ((lt_op)op) {
   case LT_OP_NEG:
     v = -x;
@@ -218,7 +219,8 @@ static int ref_unary(const lt_instr *ins, lt_buffer *out, const lt_buffer *a) {
 
 /* *r = op(a, b) in double (comparisons and logic give 0 or 1). */
 static bool binary_f(int op, double a, double b, double *r) {
-  double v;
+  double v = 0; /* each case sets it (gcc -O2 cannot see that an op outside the enum returns) */
+  if ((unsigned)op >= LT_OP_COUNT) return false;
   switch ((lt_op)op) {
   case LT_OP_ADD:
     v = a + b;
@@ -294,7 +296,8 @@ static int64_t ipow(int64_t a, int64_t b) {
 /* *r = op(a, b) for integers, wrapping around. */
 static bool binary_i(int op, int64_t a, int64_t b, int64_t *r) {
   uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
-  int64_t v;
+  int64_t v = 0; /* each case sets it (gcc -O2 cannot see that an op outside the enum returns) */
+  if ((unsigned)op >= LT_OP_COUNT) return false;
   switch ((lt_op)op) {
   case LT_OP_ADD:
     v = (int64_t)(ua + ub);
