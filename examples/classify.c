@@ -9,6 +9,7 @@
  * size, the last one padded with zero images whose predictions are ignored. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lazytensor.h"
 #include "lazytensor_nn.h"
@@ -19,10 +20,11 @@ static int fail(const char *what) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2 || argc > 4) {
-    fprintf(stderr,
+  const bool help = argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+  if (help || argc < 2 || argc > 4) { /* help as GNU tools: stdout, 0 */
+    fprintf(help ? stdout : stderr,
             "usage: lazytensor-classify PROGRAM_FILE [FASHION_MNIST_DIR [PREDICTIONS_OUT]]\n");
-    return 2;
+    return help ? 0 : 2;
   }
   lt_program *p = lt_program_load(argv[1]);
   if (!p) return fail(argv[1]);

@@ -2,6 +2,7 @@
  * traced again with new data to show that the second run hits the cache. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lazytensor.h"
 
@@ -30,7 +31,15 @@ static int run_once(float scale) {
   return rc;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc > 1) { /* no options: --help (as GNU tools: stdout, 0) or a usage error */
+    const bool help = !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h");
+    fprintf(help ? stdout : stderr,
+            "usage: lazytensor-example\n"
+            "Traces relu(x @ w + b) twice (the second run hits the compilation cache)\n"
+            "and prints the results and the metrics report.\n");
+    return help ? 0 : 2;
+  }
   if (run_once(1.0f) != LT_OK || run_once(2.0f) != LT_OK) return 1;
   char report[4096];
   lt_metrics_report(report, sizeof report);

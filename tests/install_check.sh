@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Installs the build into a temporary prefix and builds the example against it
-# twice: once through pkg-config, once through CMake's find_package; then a
-# program with both public headers, one with the deprecated names, and checks
-# what the shared library exports.
+# Installs the build into a temporary prefix; checks that every program is
+# installed and answers --help; builds the example against it three times:
+# through pkg-config with the shared library, through pkg-config --static with
+# liblazytensor.a, and through CMake's find_package; then a program with both
+# public headers, one with the deprecated names, and checks what the shared
+# library exports.
 set -euo pipefail
 build=$1 cc=$2 src=$(cd "$(dirname "$0")/.." && pwd)
 prefix=$(mktemp -d)
@@ -10,10 +12,41 @@ trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
 libdir=$(dirname "$(find "$prefix" -name lazytensor.pc)")
 export PKG_CONFIG_PATH=$libdir
+
+# The programs: the ones every install has, and whatever else the build made
+# under a lazytensor-* name (the user-facing names; tests and benchmarks have others).
+tools="lazytensor-train lazytensor-aot lazytensor-classify lazytensor-example lazytensor-soak"
+for f in "$build"/lazytensor-*; do
+  [ -f "$f" ] && [ -x "$f" ] && tools="$tools $(basename "$f")"
+done
+for t in $(tr ' ' '\n' <<<"$tools" | sort -u); do
+  [ -x "$prefix/bin/$t" ] || { echo "$t is not installed in $prefix/bin" >&2; exit 1; }
+  "$prefix/bin/$t" --help >"$prefix/help.out" 2>&1 || {
+    echo "$prefix/bin/$t --help failed:" >&2
+    cat "$prefix/help.out" >&2
+    exit 1
+  }
+  grep -q "usage: $t" "$prefix/help.out" || { echo "$t --help printed no usage line" >&2; exit 1; }
+done
+echo "installed programs: $(tr ' ' '\n' <<<"$tools" | sort -u | tr '\n' ' ')ok"
+
 "$cc" -std=c11 -Wall -Wextra -Werror "$src/examples/example.c" -o "$prefix/ex-pc" \
   $(pkg-config --cflags --libs lazytensor) -Wl,-rpath,"$prefix/lib" -Wl,-rpath,"$(dirname "$libdir")"
 "$prefix/ex-pc" | grep -q "sum = 8"
 echo "pkg-config consumer: ok"
+# Static: liblazytensor.a in place of -llazytensor, everything it needs from
+# Libs.private and Requires.private; the program must not need the shared library.
+archive=$(pkg-config --variable=libdir lazytensor)/liblazytensor.a
+[ -f "$archive" ] || { echo "$archive is not installed" >&2; exit 1; }
+static_libs=$(pkg-config --static --libs lazytensor | sed "s|-llazytensor\b|$archive|")
+"$cc" -std=c11 -Wall -Wextra -Werror "$src/examples/example.c" -o "$prefix/ex-static" \
+  $(pkg-config --static --cflags lazytensor) $static_libs
+if readelf -d "$prefix/ex-static" | grep -q 'NEEDED.*liblazytensor'; then
+  echo "the static program needs liblazytensor.so" >&2
+  exit 1
+fi
+"$prefix/ex-static" | grep -q "sum = 8"
+echo "pkg-config --static consumer: ok"
 mkdir -p "$prefix/consumer"
 cat >"$prefix/consumer/CMakeLists.txt" <<CM
 cmake_minimum_required(VERSION 3.25)

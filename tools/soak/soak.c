@@ -49,6 +49,13 @@ static int die(const char *what) {
 }
 
 int main(int argc, char **argv) {
+  if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+    printf(
+        "usage: lazytensor-soak [STEPS (20000) [MAX_RSS_GROWTH_KIB (4096)]]\n"
+        "Trains a small MLP for STEPS steps and fails (1) when RSS or the live\n"
+        "tensor count grows after warm-up.\n");
+    return 0;
+  }
   long steps = argc > 1 ? atol(argv[1]) : 20000;
   long max_growth = argc > 2 ? atol(argv[2]) : 4096;
   if (steps < 10) steps = 10;
