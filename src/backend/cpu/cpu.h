@@ -226,7 +226,8 @@ void cpu_gemm_init(void);
 void cpu_gemm_one_thread(void);
 /* Runs CK_BLAS kernel k (out = a @ b over its batch) over the slot table,
  * and with it `next` when k->epilogue holds and next fits (then the caller
- * skips next: see cpu_gemm_takes_next). LT_OK or an error set. */
+ * skips next: see cpu_gemm_takes_next). Always LT_OK: a product cannot fail
+ * (cpu_gemm.c), so a donated buffer may be written before one. */
 int cpu_gemm(const cpu_kernel *k, const cpu_kernel *next, void **table);
 bool cpu_gemm_takes_next(const cpu_kernel *k, const cpu_kernel *next);
 

@@ -77,21 +77,22 @@ static void sgemm_plain(const gemm_block *g) {
     }
 }
 
-/* One product; never fails (LT_OK). */
-static int gemm_one(const gemm_block *g) {
+/* One product; it cannot fail (OpenBLAS's dgemm reports nothing, and a
+ * failed oneDNN sgemm is redone in plain loops), so neither can anything
+ * below built on it. */
+static void gemm_one(const gemm_block *g) {
   pthread_once(&g_once, gemm_init);
   single_threaded_libraries();
-  if (g->n == 0 || g->m == 0) return LT_OK;
+  if (g->n == 0 || g->m == 0) return;
   if (g->f64) {
     cblas_dgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans,
                 (blasint)g->n, (blasint)g->m, (blasint)g->k, 1.0, g->a, (blasint)g->lda, g->b,
                 (blasint)g->ldb, 0.0, g->c, (blasint)g->ldc);
-    return LT_OK;
+    return;
   }
   dnnl_status_t st = dnnl_sgemm(g->ta ? 'T' : 'N', g->tb ? 'T' : 'N', g->n, g->m, g->k, 1.0f, g->a,
                                 g->lda, g->b, g->ldb, 0.0f, g->c, g->ldc);
   if (st != dnnl_success) sgemm_plain(g);
-  return LT_OK;
 }
 
 /* Block i of a product cut along its rows (split_rows) or columns. */
@@ -99,7 +100,6 @@ typedef struct gemm_job {
   gemm_block whole;
   bool split_rows;
   int64_t block;
-  atomic_int rc;
   const cpu_kernel *epi; /* a loop run over each block of rows after its product, or NULL */
   void **table;
   int64_t epi_per_row; /* the loop's iterations per row of the product */
@@ -123,10 +123,8 @@ static void gemm_part(void **ctx, int64_t lo, int64_t hi) {
       g.c = (char *)g.c + (size_t)from * es;
       g.m = len;
     }
-    int rc = gemm_one(&g);
-    if (rc != LT_OK)
-      atomic_store(&j->rc, rc);
-    else if (j->epi)
+    gemm_one(&g);
+    if (j->epi)
       j->epi->fn(cpu_loop_args(j->epi, j->table), from * j->epi_per_row,
                  (from + len) * j->epi_per_row);
   }
@@ -135,7 +133,7 @@ static void gemm_part(void **ctx, int64_t lo, int64_t hi) {
 /* One product, on the pool when it is big enough to share; then its
  * epilogue, if any: per block of rows when the product is cut along rows,
  * else over the whole product afterwards. */
-static int gemm_run(const gemm_block *g, const cpu_kernel *epi, void **table) {
+static void gemm_run(const gemm_block *g, const cpu_kernel *epi, void **table) {
   int nt = cpu_pool_threads();
   gemm_job j;
   memset(&j, 0, sizeof j);
@@ -148,29 +146,22 @@ static int gemm_run(const gemm_block *g, const cpu_kernel *epi, void **table) {
     parts = total / GEMM_MIN_BLOCK < nt ? total / GEMM_MIN_BLOCK : nt;
   }
   if (parts < 2) {
-    int rc = gemm_one(g);
-    if (rc == LT_OK && epi) cpu_loop_run(epi, table);
-    return rc;
+    gemm_one(g);
+    if (epi) cpu_loop_run(epi, table);
+    return;
   }
   int64_t total = j.split_rows ? g->n : g->m;
   /* equal blocks, rounded up to whole vectors */
   j.block = (total + parts - 1) / parts;
   j.block = (j.block + GEMM_MIN_BLOCK - 1) / GEMM_MIN_BLOCK * GEMM_MIN_BLOCK;
   parts = (total + j.block - 1) / j.block;
-  atomic_init(&j.rc, LT_OK);
   if (epi && j.split_rows) {
     j.epi = epi;
     j.table = table;
     j.epi_per_row = epi->extent / g->n;
   }
   cpu_pool_run_parts(gemm_part, (void **)&j, parts);
-  int rc = atomic_load(&j.rc);
-  if (rc == LT_OK && epi && !j.epi) cpu_loop_run(epi, table);
-  return rc;
-}
-
-static int gemm_failed(void) {
-  return lt__err(LT_ENOMEM, "matmul: the GEMM library failed (out of memory?)");
+  if (epi && !j.epi) cpu_loop_run(epi, table);
 }
 
 /* Whole batch entries per thread, when there are enough of them. */
@@ -178,7 +169,6 @@ typedef struct batch_job {
   const cpu_matmul *mm;
   const void *abase, *bbase;
   void *out;
-  atomic_int rc;
 } batch_job;
 
 static gemm_block batch_entry(const cpu_matmul *mm, const void *abase, const void *bbase, void *out,
@@ -208,8 +198,7 @@ static void batch_part(void **ctx, int64_t lo, int64_t hi) {
   batch_job *j = (batch_job *)ctx;
   for (int64_t bi = lo; bi < hi; bi++) {
     gemm_block g = batch_entry(j->mm, j->abase, j->bbase, j->out, bi);
-    int rc = gemm_one(&g);
-    if (rc != LT_OK) atomic_store(&j->rc, rc);
+    gemm_one(&g);
   }
 }
 
@@ -254,19 +243,18 @@ int cpu_gemm(const cpu_kernel *k, const cpu_kernel *next, void **table) {
   if (nbatch > 1 && batch_folds(mm)) {
     gemm_block g = batch_entry(mm, abase, bbase, out, 0);
     g.n = nbatch * mm->n;
-    return gemm_run(&g, epi, table) == LT_OK ? LT_OK : gemm_failed();
+    gemm_run(&g, epi, table);
+    return LT_OK;
   }
   int nt = cpu_pool_threads();
   if (nbatch >= nt && nt > 1 && nbatch * mm->n * mm->m * mm->k >= GEMM_PAR_MIN) {
     batch_job j = {.mm = mm, .abase = abase, .bbase = bbase, .out = out};
-    atomic_init(&j.rc, LT_OK);
     cpu_pool_run_parts(batch_part, (void **)&j, nbatch);
-    if (atomic_load(&j.rc) != LT_OK) return gemm_failed();
     return LT_OK;
   }
   for (int64_t bi = 0; bi < nbatch; bi++) {
     gemm_block g = batch_entry(mm, abase, bbase, out, bi);
-    if (gemm_run(&g, epi, table) != LT_OK) return gemm_failed();
+    gemm_run(&g, epi, table);
   }
   return LT_OK;
 }
