@@ -422,19 +422,35 @@ self_test() {
   cc=${CC:-cc}
   command -v "$cc" >/dev/null || cc=gcc
 
-  # A clean tree: core < exec, exec calls down into core, a header in src/ used by both.
+  # A clean tree: core < exec < nn, exec calls down into core, a header in src/ used by
+  # both; public headers of exec and nn, one that includes both, and programs outside src/
+  # (a tool on ALLOW for one internal header, a bench on the public API).
+  ALLOW=("tools/t/tool.c src/exec/exec.h|self-test: a tool allowed one internal header")
   mk() { # ROOT: writes the clean fake tree
-    mkdir -p "$1"/include "$1"/src/core "$1"/src/exec "$1"/src/backend/ref "$1"/src/backend/cpu
-    printf '#pragma once\nint lt_api(void);\n' >"$1"/include/lazytensor.h
+    mkdir -p "$1"/include "$1"/src/core "$1"/src/exec "$1"/src/nn "$1"/src/backend/ref \
+      "$1"/src/backend/cpu "$1"/tools/t "$1"/bench
+    printf '#pragma once\n#define LT_API\nLT_API int lt_api(void);\n' >"$1"/include/lazytensor.h
+    printf '#pragma once\n#include "lazytensor.h"\nLT_API int lt_exec_api(void);\n' \
+      >"$1"/include/lazytensor_exec.h
+    printf '#pragma once\n#include "lazytensor.h"\nLT_API int lt_nn_fn(void);\n' \
+      >"$1"/include/lazytensor_nn.h
+    printf '#pragma once\n#include "lazytensor_exec.h"\n#include "lazytensor_nn.h"\n' \
+      >"$1"/include/lazytensor_all.h
     printf '#pragma once\n#include "lazytensor.h"\n' >"$1"/src/lt_hooks.h
     printf '#pragma once\nint core_fn(void);\n' >"$1"/src/core/core.h
     printf '#include "core.h"\n#include "../lt_hooks.h"\nint core_fn(void) { return 1; }\n' \
       >"$1"/src/core/core.c
     printf '#pragma once\n#include "core.h"\nint exec_fn(void);\n' >"$1"/src/exec/exec.h
-    printf '#include "exec.h"\n#include <lt_hooks.h>\nint exec_fn(void) { return core_fn(); }\n' \
+    printf '#include "exec.h"\n#include <lt_hooks.h>\n#include "lazytensor_exec.h"\n%s\n' \
+      'int exec_fn(void) { return core_fn(); }' 'int lt_exec_api(void) { return 0; }' \
       >"$1"/src/exec/exec.c
+    printf '#include "lazytensor_all.h"\nint lt_nn_fn(void) { return lt_exec_api(); }\n' \
+      >"$1"/src/nn/nn.c
     printf 'int ref_fn(void) { return 2; }\n' >"$1"/src/backend/ref/ref.c
     printf 'int cpu_fn(void) { return 3; }\n' >"$1"/src/backend/cpu/cpu.c
+    printf '#include "lazytensor_all.h"\n#include "../../src/exec/exec.h"\n' >"$1"/tools/t/tool.c
+    printf '#include "helper.h"\n#include <lazytensor_nn.h>\n#include <stdio.h>\n' >"$1"/bench/b.c
+    printf '#pragma once\n#include "../include/lazytensor.h"\n' >"$1"/bench/helper.h
   }
   build() { # ROOT: compiles every .c like CMake lays out lt_objects
     local f
@@ -468,7 +484,44 @@ self_test() {
 
   local t
   t=$tmp/clean && mk "$t" && build "$t"
-  expect "clean tree passes" "$t" 0 "check_layers: ok"
+  expect "clean tree passes" "$t" 0 "check_layers: ok" \
+    "public headers: lazytensor_all.h=nn lazytensor_exec.h=exec lazytensor_nn.h=nn,"
+
+  t=$tmp/pubup && mk "$t"
+  printf '#include "lazytensor_nn.h"\nint exec_probe(void) { return 0; }\n' >"$t"/src/exec/probe.c
+  build "$t"
+  expect "exec includes the public header of nn" "$t" 1 \
+    'LAYER VIOLATION: src/exec/probe.c (exec) -> include/lazytensor_nn.h (public API of nn: lt_nn_fn is defined in src/nn/nn.c) via include lazytensor_nn.h'
+
+  t=$tmp/pubvia && mk "$t"
+  printf '#include <lazytensor_all.h>\n' >"$t"/src/core/probe.h
+  build "$t"
+  expect "core includes a public header that includes nn's" "$t" 1 \
+    'LAYER VIOLATION: src/core/probe.h (core) -> include/lazytensor_all.h (public API of nn: it includes include/lazytensor_nn.h, where lt_nn_fn is defined in src/nn/nn.c) via include lazytensor_all.h'
+
+  t=$tmp/pubbase && mk "$t"
+  printf '#include "lazytensor_exec.h"\n' >>"$t"/include/lazytensor.h
+  build "$t"
+  expect "the base header includes another public header" "$t" 1 \
+    'LAYER VIOLATION: include/lazytensor.h (public base) -> include/lazytensor_exec.h (public API of exec) via include lazytensor_exec.h (the base header includes no other public header)'
+
+  t=$tmp/toolinc && mk "$t"
+  printf '#include "lazytensor.h"\n#include "../../src/core/core.h"\n' >"$t"/tools/t/probe.c
+  build "$t"
+  expect "a tool includes an internal header not on ALLOW" "$t" 1 \
+    'LAYER VIOLATION: tools/t/probe.c (tools) -> src/core/core.h (internal) via include ../../src/core/core.h'
+
+  t=$tmp/toolname && mk "$t"
+  printf 'int lt__secret(void);\nint use(void) { return lt__secret(); }\n' >>"$t"/bench/b.c
+  build "$t"
+  expect "a bench names an internal identifier" "$t" 1 \
+    'LAYER VIOLATION: bench/b.c (bench) -> src/ (internal) via name lt__secret'
+
+  t=$tmp/stale && mk "$t"
+  printf '#include "lazytensor_all.h"\n' >"$t"/tools/t/tool.c
+  build "$t"
+  expect "an ALLOW entry that no include uses" "$t" 1 \
+    'LAYER CHECK ERROR: the ALLOW entry "tools/t/tool.c src/exec/exec.h" matches no include'
 
   t=$tmp/include && mk "$t"
   printf '#include "../exec/exec.h"\nint core_up(void) { return 0; }\n' >"$t"/src/core/up.c
