@@ -298,7 +298,10 @@ check() {
       best=include bestr=$PUBLIC_RANK why=""
       while IFS= read -r fn; do
         s=${def[$fn]:-}
-        [[ -n $s ]] || continue # declared, defined nowhere (a build option): nothing to rank
+        if [[ -z $s ]]; then # a build option left it out, or it was renamed: say so
+          echo "check_layers: note: $h declares $fn, which no object defines (not ranked by it)" >&2
+          continue
+        fi
         layer_of "$s"
         l=$REPLY
         rank_of "$l"
