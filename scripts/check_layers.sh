@@ -73,7 +73,7 @@ OUTSIDE=(tools bench fuzz examples)
 ALLOW=(
   "tools/aot/aot.c src/core/lt_node.h|the IR nodes that the AOT compiler turns into C loops"
   "tools/aot/aot.c src/exec/program_graph.h|a loaded program's graph: the documented internal API for tools"
-  "bench/attention.c src/ops/op_attention.h|lt__attn_set_fused_always: times the fused attention against the composite"
+  "bench/attention.c src/ops/op_attention.h|lt__attn_set_fused_always: builds the fused ATTENTION node at every shape it times"
   "fuzz/fuzz_cache_entry.c src/backend/backend.h|drives a backend's deserializer directly"
   "fuzz/fuzz_cache_entry.c src/backend/ref/ref_api.h|lt__ref_backend: the deserializer under test"
   "fuzz/fuzz_cache_entry.c src/exec/disk_cache.h|lt__disk_cache_load: the cache entry loader under test"
