@@ -206,6 +206,7 @@ check() {
   # file of the tree (unresolved quoted ones are noted on stderr).
   includes() {
     local line file inc dir cand delim target
+    local -a dirs
     local re='^[[:space:]]*#[[:space:]]*include[[:space:]]*([<"])([^">]+)[">]'
     while IFS= read -r line; do
       file=${line%%:*}
@@ -216,13 +217,13 @@ check() {
       inc=${BASH_REMATCH[2]}
       dir=${file%/*}
       case "$file" in
-      include/*) set -- include ;;
-      src/*) set -- src/core src include ;;
-      *) set -- include src src/core ;;
+      include/*) dirs=(include) ;;
+      src/*) dirs=(src/core src include) ;;
+      *) dirs=(include src src/core) ;;
       esac
-      [[ $delim == '"' ]] && set -- "$dir" "$@"
+      [[ $delim == '"' ]] && dirs=("$dir" "${dirs[@]}")
       target=""
-      for cand in "$@"; do
+      for cand in "${dirs[@]}"; do
         norm "$cand/$inc"
         if [[ -f $REPLY ]]; then
           target=$REPLY
