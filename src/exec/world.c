@@ -27,7 +27,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "lazytensor_dist.h"
+#include "lazytensor_world.h"
 #include "../core/lt_alloc.h"
 #include "../core/lt_collective.h"
 #include "../core/lt_dtype.h"

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "lazytensor_dist.h"
+#include "lazytensor_world.h"
 #include "../core/lt_collective.h"
 
 struct lt_world {

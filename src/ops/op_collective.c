@@ -7,7 +7,7 @@
  * collective traced alone would otherwise fail only when run, far from its
  * cause. The world's size is read now, and the gather and scatter nodes
  * record it (their shapes depend on it). */
-#include "lazytensor_dist.h"
+#include "lazytensor_collective.h"
 #include "lt_ops.h"
 #include "../core/lt_collective.h"
 

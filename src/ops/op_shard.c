@@ -14,7 +14,7 @@
  * executable serves all replicas. */
 #include <string.h>
 
-#include "lazytensor_dist.h"
+#include "lazytensor_collective.h"
 #include "lt_ops.h"
 
 /* ---- nodes ------------------------------------------------------------------------------ */

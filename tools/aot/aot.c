@@ -16,9 +16,10 @@
 #include <string.h>
 
 #include "lazytensor.h"
-#include "../../src/core/lt_buffer.h"
+/* The IR and a program's graph: internal headers, on the allowlist of
+ * scripts/check_layers.sh (the public API has no graph to walk). */
 #include "../../src/core/lt_node.h"
-#include "../../src/exec/program_internal.h"
+#include "../../src/exec/program_graph.h"
 
 typedef struct aot {
   FILE *f;
@@ -47,9 +48,7 @@ static int visit(aot *a, lt_node *n) {
   return 0;
 }
 
-static bool is_input(const aot *a, const lt_node *n) {
-  return n->op == LT_OP_DATA && n->data == a->p->in_buf[0];
-}
+static bool is_input(const aot *a, const lt_node *n) { return lt__program_is_input(a->p, 0, n); }
 
 /* The C name of node i's value. */
 static void vname(const aot *a, int i, char *buf, size_t nbuf) {
@@ -196,11 +195,9 @@ static int emit_node(aot *a, int i) {
 
 static int emit_constant(aot *a, int i) {
   lt_node *n = a->nodes[i];
-  lt_buffer *buf = n->data;
   size_t count = (size_t)lt__numel(n->shape, n->ndim);
   float *v = malloc((count + 1) * sizeof *v);
-  if (!v || lt__buffer_wait(buf) != LT_OK ||
-      buf->backend->from_device(buf, v, count * sizeof *v) != LT_OK) {
+  if (!v || lt__program_read_leaf(n, v, count * sizeof *v) != LT_OK) {
     free(v);
     fprintf(stderr, "lazytensor-aot: cannot read constant %d\n", i);
     return 1;
@@ -216,12 +213,16 @@ static int emit_constant(aot *a, int i) {
 static int generate(const lt_program *p, const char *name, const char *cpath, const char *hpath) {
   aot a = {0};
   a.p = p;
-  if (visit(&a, p->roots[0])) {
+  lt_node *root = lt__program_root(p, 0);
+  if (visit(&a, root)) {
     fprintf(stderr, "lazytensor-aot: out of memory\n");
     return 1;
   }
-  lt_node *root = p->roots[0];
-  long long in_n = lt__numel(p->in_sig[0].shape, p->in_sig[0].ndim);
+  int64_t in_shape[LT_MAX_DIMS];
+  int in_ndim = 0;
+  lt_dtype in_dt;
+  lt_program_signature(p, false, 0, &in_dt, in_shape, &in_ndim); /* main checked input 0 */
+  long long in_n = lt__numel(in_shape, in_ndim);
   long long out_n = lt__numel(root->shape, root->ndim);
   FILE *h = fopen(hpath, "w");
   if (!h) {
@@ -312,8 +313,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "lazytensor-aot: %s\n", lt_last_error());
     return 1;
   }
-  if (p->nin != 1 || p->nout != 1 || p->in_sig[0].dtype != LT_F32 ||
-      p->out_sig[0].dtype != LT_F32) {
+  int64_t shape[LT_MAX_DIMS];
+  int ndim;
+  lt_dtype in_dt = LT_F32, out_dt = LT_F32;
+  if (lt_program_count(p, false) != 1 || lt_program_count(p, true) != 1 ||
+      lt_program_signature(p, false, 0, &in_dt, shape, &ndim) != LT_OK ||
+      lt_program_signature(p, true, 0, &out_dt, shape, &ndim) != LT_OK || in_dt != LT_F32 ||
+      out_dt != LT_F32) {
     fprintf(stderr, "lazytensor-aot: the program must have one f32 input and one f32 output\n");
     lt_program_free(p);
     return 1;
