@@ -56,7 +56,12 @@ void runlog_data_free(runlog_data *d);
 typedef struct plot_layout {
   double x0, x1, y0, y1;
   double step_min, step_max, loss_min, loss_max, acc_min, acc_max;
+  int labels; /* evaluation points labelled with their value */
 } plot_layout;
+
+/* Pixels between an evaluation point's marker centre and its value's label
+ * (above the marker; below it at the top of the plot area). */
+enum { PLOT_LABEL_GAP = 8 };
 
 /* The colours of the curves (RGB, 0-255). */
 enum { PLOT_LOSS_RGB = 0x1f77b4, PLOT_METRIC_RGB = 0xd62728 };
