@@ -52,6 +52,18 @@ static bool near_rgb(int a, int b, int tol) {
   return true;
 }
 
+/* Pixels of the metric's colour (red over the white background, at any
+ * antialiasing coverage over a half) in the box [x0, x1) x [y0, y1). */
+static int reddish_pixels(cairo_surface_t *s, double x0, double x1, double y0, double y1) {
+  int n = 0;
+  for (double y = y0; y < y1; y++)
+    for (double x = x0; x < x1; x++) {
+      int c = pixel(s, x, y), r = (c >> 16) & 255, g = (c >> 8) & 255, b = c & 255;
+      n += r - g > 80 && r - b > 80;
+    }
+  return n;
+}
+
 static void test_log_roundtrip(void **state) {
   (void)state;
   runlog l;
@@ -123,6 +135,17 @@ static void test_plot_accuracy(void **state) {
   /* the accuracy is not on the loss axis: 0.6 as a loss at step 200 is empty */
   assert_false(
       near_rgb(pixel(s, plot_map_x(&p, 200), plot_map_loss(&p, 0.1)), PLOT_METRIC_RGB, 60));
+  /* each evaluation point is labelled by its value, above its marker: the
+   * label's left half (no curve passes there: the accuracy starts at this
+   * point and rises to the right) holds text in the metric's colour */
+  assert_int_equal(p.labels, 2);
+  double lx = plot_map_x(&p, 200), ly = plot_map_acc(&p, 0.6);
+  assert_true(reddish_pixels(s, lx - 16, lx - 2, ly - PLOT_LABEL_GAP - 9, ly - PLOT_LABEL_GAP) >=
+              3);
+  /* and nothing reddish where no label is: the same box above the loss curve's start */
+  double nx = plot_map_x(&p, 100), ny = plot_map_acc(&p, 0.3);
+  assert_int_equal(reddish_pixels(s, nx - 16, nx - 2, ny - PLOT_LABEL_GAP - 9, ny - PLOT_LABEL_GAP),
+                   0);
   cairo_surface_destroy(s);
 }
 
@@ -147,6 +170,7 @@ static void test_plot_val_loss(void **state) {
   assert_true(near_rgb(pixel(s, plot_map_x(&p, 200), plot_map_loss(&p, 2.8)), PLOT_METRIC_RGB, 40));
   /* between the validation points (200, 2.8) and (400, 2.2): (300, 2.5) */
   assert_true(near_rgb(pixel(s, plot_map_x(&p, 300), plot_map_loss(&p, 2.5)), PLOT_METRIC_RGB, 40));
+  assert_int_equal(p.labels, 2); /* the two validation points */
   cairo_surface_destroy(s);
 }
 

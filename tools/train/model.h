@@ -8,6 +8,7 @@
 
 #include "lazytensor.h"
 #include "lazytensor_nn.h"
+#include "driver.h"
 
 enum { MODEL_MAX_TENSORS = 128 };
 
@@ -114,12 +115,12 @@ lt_tensor *gpt_trainer_step_dp(gpt_trainer *tr, int rank, int size);
  * data-parallel run, train_gpt_dp.c, takes the same ones and refuses those
  * it has no use for). */
 typedef struct gpt_options {
-  int64_t steps, batch, warmup, eval_every, eval_windows, generate, log_every, devices;
+  driver_opts d; /* the options of every model (driver.h) */
+  int64_t steps, batch, warmup, eval_every, eval_windows, generate, devices;
   gpt_config c;
   double lr, weight_decay, clip, temperature;
-  uint64_t seed;
-  bool keep_denormals, mpi; /* mpi: --data-parallel */
-  const char *threads, *backend, *data, *prompt, *save, *cache_dir, *log_path, *plot_path;
+  bool mpi; /* --data-parallel */
+  const char *prompt;
 } gpt_options;
 /* 0 on success, 1 after --help, -1 on a bad command line (after a message). */
 int gpt_parse(int argc, char **argv, gpt_options *o);

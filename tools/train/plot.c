@@ -1,6 +1,8 @@
 /* --plot: the training log (runlog.h) drawn with cairo as a PNG: training
  * loss (and the GPT's validation loss) on a left axis, test accuracy on a
- * right axis, against steps; ticks, grid, labels and a legend. Built only
+ * right axis, against steps; ticks, grid, labels and a legend; each
+ * evaluation point carries its value (the test accuracy, or the validation
+ * loss) as a label beside its marker. Built only
  * where CMake found cairo (LT_HAVE_CAIRO); runlog.c has the stub otherwise. */
 #include <cairo.h>
 #include <fontconfig/fontconfig.h>
@@ -59,6 +61,32 @@ static void series(cairo_t *cr, const plot_layout *p, const runlog_data *d, cons
   }
 }
 
+/* Each evaluation point of the metric labelled by its value (accuracy to 4
+ * places, validation loss to 3), in the metric's colour, centred above its
+ * marker: below it where the label would leave the plot area at the top,
+ * and shifted in where it would cross a side. Returns the labels drawn. */
+static int label_points(cairo_t *cr, const plot_layout *p, const runlog_data *d) {
+  int drawn = 0;
+  char buf[32];
+  set_rgb(cr, PLOT_METRIC_RGB);
+  for (size_t i = 0; i < d->n; i++) {
+    if (!isfinite(d->metric[i])) continue;
+    snprintf(buf, sizeof buf, d->metric_is_acc ? "%.4f" : "%.3f", d->metric[i]);
+    cairo_text_extents_t te;
+    cairo_text_extents(cr, buf, &te);
+    double x = plot_map_x(p, d->step[i]);
+    double y = d->metric_is_acc ? plot_map_acc(p, d->metric[i]) : plot_map_loss(p, d->metric[i]);
+    double left = x - te.width / 2;
+    if (left + te.width > p->x1 - 2) left = p->x1 - 2 - te.width;
+    if (left < p->x0 + 2) left = p->x0 + 2;
+    double top = y - PLOT_LABEL_GAP - te.height;
+    if (top < p->y0 + 2) top = y + PLOT_LABEL_GAP;
+    text_at(cr, left, top, buf, 0, 0);
+    drawn++;
+  }
+  return drawn;
+}
+
 int plot_render(const char *csv_path, const char *png_path, int width, int height,
                 plot_layout *layout, char *err, size_t errlen) {
   if (width < 200 || height < 150 || width > 8192 || height > 8192) {
@@ -68,7 +96,7 @@ int plot_render(const char *csv_path, const char *png_path, int width, int heigh
   runlog_data d;
   if (runlog_read(csv_path, &d, err, errlen)) return -1;
   int rc = -1;
-  plot_layout p = {70, width - 70.0, 40, height - 55.0, 0, 1, 0, 1, 0, 1};
+  plot_layout p = {70, width - 70.0, 40, height - 55.0, 0, 1, 0, 1, 0, 1, 0};
   /* the ranges: steps from 0, losses from 0 to a tick above the largest */
   double smax = 0, lmax = 0;
   bool any_metric = false;
@@ -160,6 +188,7 @@ int plot_render(const char *csv_path, const char *png_path, int width, int heigh
   series(cr, &p, &d, d.loss, false, PLOT_LOSS_RGB, 3, false);
   if (any_metric) series(cr, &p, &d, d.metric, d.metric_is_acc, PLOT_METRIC_RGB, 3, true);
   cairo_restore(cr);
+  p.labels = label_points(cr, &p, &d);
 
   /* the legend, in the top margin on the right, off the curves */
   const char *names[2] = {"training loss", d.metric_is_acc ? "test accuracy" : "validation loss"};

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The header: the log's columns (docs/TRAINING.md documents them). */
 static void write_header(runlog *l, const char *metric) {
   fprintf(l->f, "step,epoch,loss,lr,steps_per_s,%s\n", metric);
 }

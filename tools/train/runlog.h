@@ -3,12 +3,10 @@
  *
  * The CSV: a header line, then one row per logged step. Columns:
  *   step,epoch,loss,lr,steps_per_s,<metric>
- * step: training steps done; epoch: 1-based (the GPT run: 1); loss: the mean
- * training loss over the steps since the row before; lr: the learning rate of
- * the row's last step; steps_per_s: over the same window; <metric> is
- * test_acc (the MLP and CNN: filled in on the row that ends an epoch, whose
- * loss is then the epoch's mean) or val_loss (the GPT: filled in on the rows
- * of an evaluation). An empty field has no value. */
+ * written by runlog.c's write_header, the one place that names them;
+ * docs/TRAINING.md documents each (tests/train_log.sh checks that its header
+ * is the one written). <metric> is test_acc (the MLP and the CNN) or val_loss
+ * (the GPT). An empty field has no value. */
 #ifndef LT_TRAIN_RUNLOG_H
 #define LT_TRAIN_RUNLOG_H
 
@@ -56,7 +54,12 @@ void runlog_data_free(runlog_data *d);
 typedef struct plot_layout {
   double x0, x1, y0, y1;
   double step_min, step_max, loss_min, loss_max, acc_min, acc_max;
+  int labels; /* evaluation points labelled with their value */
 } plot_layout;
+
+/* Pixels between an evaluation point's marker centre and its value's label
+ * (above the marker; below it at the top of the plot area). */
+enum { PLOT_LABEL_GAP = 8 };
 
 /* The colours of the curves (RGB, 0-255). */
 enum { PLOT_LOSS_RGB = 0x1f77b4, PLOT_METRIC_RGB = 0xd62728 };

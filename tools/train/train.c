@@ -1,15 +1,18 @@
 /* lazytensor-train: trains an MLP (by default 784-512-512-10, ReLU) or a CNN
  * (--model cnn, model_cnn.c) on Fashion-MNIST, Adam lr 1e-3, batch 128, with
- * one cached graph per training step.
+ * one cached graph per training step. What this file adds to the driver
+ * (driver.h; train_gpt.c is the GPT's): the models' options, the dataset,
+ * the step (next batch, forward, cross-entropy, backward, optimizer step),
+ * epochs and the test-set evaluation, --export.
  *
  * Per step: scope_begin; forward; loss; lt_backward; optimizer step (lazy
  * lt_assign updates; grads dropped); scope_end; lt_mark_step. The loss is
- * never read in the step: each step adds it to a running sum on the device
- * (a new 0-d tensor per step), and the progress line reads the sum of the
- * step before, which lt_mark_step has already waited for, so reading costs
- * no overlap. Graphs of a run: (1) parameter init with every epoch's shuffle,
- * (2) the training step, (3) the test-set forward in eval mode (the CNN's in
- * chunks of one shape). */
+ * never read in the step: each step adds it to a running sum on the device,
+ * and the progress line and the log's row read the sum of the step before,
+ * which lt_mark_step has already waited for, so reading costs no overlap.
+ * Graphs of a run: (1) parameter init with every epoch's shuffle, (2) the
+ * training step, (3) the test-set forward in eval mode (the CNN's in chunks
+ * of one shape). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,27 +21,24 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__SSE__)
-#include <xmmintrin.h>
-#endif
-
 #include "lazytensor.h"
 #include "lazytensor_nn.h"
 #include "cli.h"
+#include "driver.h"
 #include "model.h"
 #include "runlog.h"
 
 #define MAX_LAYERS 16
 
+/* The options of the MLP and the CNN; d: those of every model (driver.h). */
 typedef struct options {
-  int64_t hidden, layers, batch, epochs, limit_steps, test_limit, log_every;
+  driver_opts d;
+  int64_t hidden, layers, batch, epochs, limit_steps, test_limit;
   lt_nn_optim_kind optim;
   double lr, momentum, weight_decay;
-  bool lr_set, wd_set, nesterov, keep_denormals, cosine, cnn;
+  bool lr_set, wd_set, nesterov, cosine, cnn;
   bool hidden_set, layers_set; /* given on the command line (the MLP's alone) */
-  uint64_t seed;
-  const char *threads, *backend, *data, *save, *load, *cache_dir, *export_path;
-  const char *log_path, *plot_path;
+  const char *load, *export_path;
 } options;
 
 static void usage(FILE *f) {
@@ -83,8 +83,9 @@ static void usage(FILE *f) {
           "  --cache-dir DIR     keep compiled graphs in DIR (created if missing) and reuse\n"
           "                      them in later runs: a warm start compiles nothing\n"
           "  --log FILE          write the training log as CSV (step,epoch,loss,lr,\n"
-          "                      steps_per_s,test_acc: a row per progress update and one\n"
-          "                      per epoch with its mean loss and test accuracy)\n"
+          "                      steps_per_s,test_acc: a row every max(1, steps per epoch\n"
+          "                      / 50) steps and one at the end of each epoch with its\n"
+          "                      test accuracy)\n"
           "  --plot FILE         draw the log's loss and accuracy curves as a PNG (needs\n"
           "                      cairo at build time; without --log the log is a\n"
           "                      temporary file, removed after drawing)\n"
@@ -110,7 +111,7 @@ static int parse_args(int argc, char **argv, options *o) {
   o->batch = 128;
   o->epochs = 1;
   o->optim = LT_NN_ADAM;
-  o->seed = 1;
+  o->d.seed = 1;
   o->cosine = true;
   for (int i = 1; i < argc; i++) {
     char *a = argv[i], *val = NULL;
@@ -123,7 +124,7 @@ static int parse_args(int argc, char **argv, options *o) {
       continue;
     }
     if (strcmp(a, "--keep-denormals") == 0) {
-      o->keep_denormals = true;
+      o->d.keep_denormals = true;
       continue;
     }
     char name[64];
@@ -149,8 +150,9 @@ static int parse_args(int argc, char **argv, options *o) {
       val = argv[++i];
     }
     bool ok = true;
-    int64_t seed;
-    if (!strcmp(name, "--hidden"))
+    if (driver_parse_option(&o->d, name, val, &ok))
+      ;
+    else if (!strcmp(name, "--hidden"))
       ok = cli_parse_i64(val, 1, &o->hidden) && (o->hidden_set = true);
     else if (!strcmp(name, "--layers"))
       ok = cli_parse_i64(val, 0, &o->layers) && o->layers < MAX_LAYERS && (o->layers_set = true);
@@ -162,12 +164,7 @@ static int parse_args(int argc, char **argv, options *o) {
       ok = cli_parse_i64(val, 1, &o->limit_steps);
     else if (!strcmp(name, "--test-limit"))
       ok = cli_parse_i64(val, 1, &o->test_limit);
-    else if (!strcmp(name, "--log-every"))
-      ok = cli_parse_i64(val, 1, &o->log_every);
-    else if (!strcmp(name, "--seed")) {
-      ok = cli_parse_i64(val, 0, &seed);
-      o->seed = (uint64_t)seed;
-    } else if (!strcmp(name, "--lr"))
+    else if (!strcmp(name, "--lr"))
       ok = cli_parse_f64(val, &o->lr) && (o->lr_set = true);
     else if (!strcmp(name, "--momentum"))
       ok = cli_parse_f64(val, &o->momentum);
@@ -182,27 +179,10 @@ static int parse_args(int argc, char **argv, options *o) {
         o->optim = LT_NN_ADAMW;
       else
         ok = false;
-    } else if (!strcmp(name, "--threads")) {
-      int64_t t;
-      ok = cli_parse_i64(val, 1, &t);
-      o->threads = val;
-    } else if (!strcmp(name, "--backend")) {
-      ok = !strcmp(val, "ref") || !strcmp(val, "cpu");
-      o->backend = val;
-    } else if (!strcmp(name, "--data"))
-      o->data = val;
-    else if (!strcmp(name, "--save"))
-      o->save = val;
-    else if (!strcmp(name, "--load"))
+    } else if (!strcmp(name, "--load"))
       o->load = val;
     else if (!strcmp(name, "--export"))
       o->export_path = val;
-    else if (!strcmp(name, "--log"))
-      o->log_path = val;
-    else if (!strcmp(name, "--plot"))
-      o->plot_path = val;
-    else if (!strcmp(name, "--cache-dir"))
-      o->cache_dir = val;
     else if (!strcmp(name, "--model")) {
       ok = !strcmp(val, "mlp") || !strcmp(val, "cnn");
       o->cnn = !strcmp(val, "cnn");
@@ -229,8 +209,8 @@ static int parse_args(int argc, char **argv, options *o) {
     return -1;
   }
   /* before the run, not after it: a typo must not lose the training */
-  if (!cli_check_output("--save", o->save) || !cli_check_output("--export", o->export_path) ||
-      !cli_check_output("--log", o->log_path) || !cli_check_output("--plot", o->plot_path))
+  if (!cli_check_output("--save", o->d.save) || !cli_check_output("--export", o->export_path) ||
+      !cli_check_output("--log", o->d.log_path) || !cli_check_output("--plot", o->d.plot_path))
     return -1;
   return 0;
 }
@@ -278,38 +258,11 @@ static int evaluate(const train_model *m, lt_device dev, lt_tensor *test_x,
   return rc;
 }
 
-/* A counter's value (-1 for an unknown name). */
-static long long counter(const char *name) {
-  int64_t v = -1;
-  lt_get_counter(name, &v);
-  return (long long)v;
-}
-
-static double metric_ms(const char *name) {
-  lt_metric_stats st;
-  return lt_get_metric(name, &st) == LT_OK ? st.total / 1e6 : 0.0;
-}
-
-static int fail(const char *what) {
-  fflush(stdout);
-  fprintf(stderr, "lazytensor-train: %s: %s\n", what, lt_last_error());
-  return 1;
-}
-
 /* The progress display: a bar redrawn in place on a terminal, plain lines
  * otherwise. */
-typedef struct progress {
-  bool tty;
-  double t0;
-  int64_t last_step; /* steps summed in last_sum */
-  double last_sum;
-  double last_t; /* when the last line was shown, and the steps done then */
-  int64_t last_total;
-} progress;
-
-static void progress_show(progress *pg, int64_t epoch, int64_t epochs, int64_t step, int64_t steps,
+static void progress_show(bool tty, int64_t epoch, int64_t epochs, int64_t step, int64_t steps,
                           int64_t done_total, double loss, double rate) {
-  if (pg->tty) {
+  if (tty) {
     int width = 30, fill = steps ? (int)(width * step / steps) : width;
     char bar[64];
     for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
@@ -362,6 +315,24 @@ static bool has_flag(int argc, char **argv, const char *flag) {
   return false;
 }
 
+/* One training step of the MLP or the CNN (driver_step's trace): the next
+ * batch, forward, cross-entropy, backward, the optimizer's step. */
+typedef struct step_ctx {
+  const train_model *m;
+  lt_nn_loader *loader;
+  lt_nn_optim *opt;
+} step_ctx;
+
+static lt_tensor *trace_step(void *ctx) {
+  const step_ctx *c = ctx;
+  lt_tensor *x, *y;
+  int rc = lt_nn_loader_next(c->loader, &x, &y);
+  lt_tensor *loss = rc == 1 ? lt_nn_cross_entropy(c->m->forward(c->m, x, true), y) : NULL;
+  rc = loss ? lt_backward(loss) : LT_EINVAL;
+  if (rc == LT_OK) rc = lt_nn_optim_step(c->opt);
+  return rc == LT_OK ? loss : NULL;
+}
+
 int main(int argc, char **argv) {
   int64_t job = cli_mpi_job_size();
   if (job > 1 && !has_flag(argc, argv, "--data-parallel") && !has_flag(argc, argv, "--help") &&
@@ -377,24 +348,14 @@ int main(int argc, char **argv) {
   options o;
   int prc = parse_args(argc, argv, &o);
   if (prc) return prc > 0 ? 0 : 2;
-#if defined(__SSE__)
-  /* Before the library starts its threads, which inherit the FP environment. */
-  if (!o.keep_denormals) _mm_setcsr(_mm_getcsr() | 0x8040); /* FTZ | DAZ */
-#endif
-  /* Before the library's first use: both are read once. */
-  if (o.threads) setenv("LT_NUM_THREADS", o.threads, 1);
-  if (o.backend) setenv("LT_BACKEND", o.backend, 1);
-  /* Before the first compile (the model's initialisation is one). */
-  if (o.cache_dir && lt_set_persistent_cache(o.cache_dir, false) != LT_OK)
-    return fail("--cache-dir");
-  lt_device dev = lt_cpu(0);
-  lt_set_seed(dev, o.seed);
+  lt_device dev;
+  if (driver_setup(&o.d, &dev)) return 1;
 
   lt_nn_dataset train, test;
-  if (lt_nn_fashion_mnist(o.data, true, &train) != LT_OK) return fail("training set");
-  if (lt_nn_fashion_mnist(o.data, false, &test) != LT_OK) {
+  if (lt_nn_fashion_mnist(o.d.data, true, &train) != LT_OK) return driver_fail("training set");
+  if (lt_nn_fashion_mnist(o.d.data, false, &test) != LT_OK) {
     lt_nn_dataset_free(&train);
-    return fail("test set");
+    return driver_fail("test set");
   }
   int64_t classes = train.num_classes > test.num_classes ? train.num_classes : test.num_classes;
   int64_t ntest = o.test_limit && o.test_limit < test.n ? o.test_limit : test.n;
@@ -404,11 +365,10 @@ int main(int argc, char **argv) {
   oc.momentum = o.momentum;
   oc.nesterov = o.nesterov;
   const char *oname = o.optim == LT_NN_SGD ? "sgd" : o.optim == LT_NN_ADAM ? "adam" : "adamw";
-  const char *be = getenv("LT_BACKEND");
 
   int status = 1;
   runlog rlog;
-  if (runlog_start(&rlog, o.log_path, o.plot_path, "test_acc")) {
+  if (runlog_start(&rlog, o.d.log_path, o.d.plot_path, "test_acc")) {
     lt_nn_dataset_free(&train);
     lt_nn_dataset_free(&test);
     return 1;
@@ -416,11 +376,12 @@ int main(int argc, char **argv) {
   train_model m;
   lt_nn_optim *opt = NULL;
   lt_nn_loader *loader = NULL;
-  lt_tensor *test_x = NULL, *acc = NULL, *prev = NULL;
+  lt_tensor *test_x = NULL;
+  driver_loss ls = {dev, NULL, NULL};
   int mrc = o.cnn ? model_cnn_init(&m, dev, train.rows, train.cols, classes)
                   : model_mlp_init(&m, dev, train.features, o.hidden, o.layers, classes);
   if (mrc != LT_OK) {
-    fail("model");
+    driver_fail("model");
     goto out;
   }
   printf("lazytensor-train: %lld train / %lld test samples, ", (long long)train.n,
@@ -428,42 +389,40 @@ int main(int argc, char **argv) {
   m.describe(&m, stdout);
   printf(", %s lr %g (%s), batch %lld, %lld epoch(s), backend %s, threads %s\n", oname, oc.lr,
          o.cosine ? "cosine to 0" : "constant", (long long)o.batch, (long long)o.epochs,
-         be && *be ? be : "default",
-         getenv("LT_NUM_THREADS") ? getenv("LT_NUM_THREADS") : "default");
+         driver_backend_name(), driver_threads_name());
 
   if (o.load && lt_nn_load(o.load, m.state, m.nstate) != LT_OK) {
-    fail("--load");
+    driver_fail("--load");
     goto out;
   }
   opt = lt_nn_optim_create(&oc, m.params, m.nparams);
   if (!opt) {
-    fail("optimizer");
+    driver_fail("optimizer");
     goto out;
   }
   if (o.epochs > 0) {
     loader = lt_nn_loader_create(&train, dev, o.batch, true);
     if (!loader || lt_nn_loader_shuffle_ahead(loader, (int)o.epochs) != LT_OK) {
-      fail("loader");
+      driver_fail("loader");
       goto out;
     }
   }
   /* The MLP's test images as one device tensor (uploaded with the init); a
    * chunked evaluation makes its chunks when it runs. */
   if (!m.eval_chunk) test_x = lt_nn_dataset_images(&test, dev, 0, ntest);
-  double zero = 0;
-  acc = lt_from_data(dev, LT_F64, NULL, 0, &zero);
-  if ((!m.eval_chunk && !test_x) || !acc) {
-    fail("test set");
+  if (driver_loss_init(&ls, dev, "test set")) goto out;
+  if (!m.eval_chunk && !test_x) {
+    driver_fail("test set");
     goto out;
   }
   /* Graph 1: the parameters' init and every epoch's shuffle; uploads. */
   if (lt_mark_step(dev) != LT_OK || lt_wait_device_ops(dev) != LT_OK) {
-    fail("init");
+    driver_fail("init");
     goto out;
   }
 
-  progress pg = {isatty(STDOUT_FILENO) == 1, 0, 0, 0, 0, 0};
-  int64_t log_every = o.log_every ? o.log_every : pg.tty ? 10 : 100;
+  bool tty = isatty(STDOUT_FILENO) == 1;
+  int64_t log_every = o.d.log_every ? o.d.log_every : tty ? 10 : 100;
   int64_t total = 0;
   /* The schedule's length: every step the run will take. */
   int64_t planned = o.epochs * (train.n / o.batch);
@@ -472,22 +431,19 @@ int main(int argc, char **argv) {
   double prev_lr = oc.lr; /* the rate of the step before the current one (the log's rows) */
   bool stop = false;
   cli_loss_watch watch = cli_loss_watch_for(classes);
+  step_ctx sc = {&m, loader, opt};
   for (int64_t e = 1; e <= o.epochs && !stop; e++) {
     int64_t nb = lt_nn_loader_epoch(loader);
     if (nb < 0) {
-      fail("shuffle");
+      driver_fail("shuffle");
       goto out;
     }
+    int64_t row_every = driver_log_every(nb); /* the log's rows: its curve's points */
     double t0 = cli_now_s(), epoch_sum0 = 0;
-    if (lt_item(acc, 0, &epoch_sum0) != LT_OK) { /* ready: the last epoch was waited for */
-      fail("reading the loss");
-      goto out;
-    }
+    if (driver_read_sum(ls.acc, &epoch_sum0)) goto out; /* ready: the last epoch was waited for */
     int64_t epoch_first = total;
-    pg.t0 = pg.last_t = t0;
-    pg.last_total = total;
-    pg.last_step = total;
-    pg.last_sum = epoch_sum0;
+    /* the windows of the progress lines and of the log's rows */
+    driver_window pw = {total, epoch_sum0, total, t0}, lw = pw;
     for (int64_t s = 0; s < nb; s++) {
       if (o.limit_steps && total >= o.limit_steps) {
         stop = true;
@@ -498,79 +454,55 @@ int main(int argc, char **argv) {
       if (o.cosine && planned > 0)
         cur_lr = 0.5 * oc.lr * (1 + cos(3.14159265358979323846 * (double)total / (double)planned));
       if (o.cosine && planned > 0 && lt_nn_optim_set_lr(opt, cur_lr) != LT_OK) {
-        fail("learning rate");
+        driver_fail("learning rate");
         goto out;
       }
-      lt_scope_begin();
-      lt_tensor *x, *y;
-      int rc = lt_nn_loader_next(loader, &x, &y);
-      lt_tensor *loss = rc == 1 ? lt_nn_cross_entropy(m.forward(&m, x, true), y) : NULL;
-      rc = loss ? lt_backward(loss) : LT_EINVAL;
-      if (rc == LT_OK) rc = lt_nn_optim_step(opt);
-      lt_tensor *next = rc == LT_OK ? lt_add(acc, lt_cast(loss, LT_F64)) : NULL;
-      if (next) lt_retain(next);
-      lt_scope_end();
-      if (!next) {
-        fail("training step");
-        goto out;
-      }
-      lt_release(prev);
-      prev = acc;
-      acc = next;
-      if (lt_mark_step(dev) != LT_OK) {
-        fail("training step (mark_step)");
-        goto out;
-      }
+      if (driver_step(&ls, trace_step, &sc)) goto out;
       total++;
-      /* prev: the running sum through the step before this one, which
+      /* ls.prev: the running sum through the step before this one, which
        * lt_mark_step has waited for: reading it costs no overlap. */
       int64_t upto = total - 1; /* steps summed in prev */
-      if ((s + 1) % log_every == 0 && upto > pg.last_step) {
-        double sum;
-        if (lt_item(prev, 0, &sum) != LT_OK) {
-          fail("reading the loss");
-          goto out;
-        }
-        double t = cli_now_s();
+      bool show = (s + 1) % log_every == 0 && upto > pw.step;
+      bool row = rlog.f && (s + 1) % row_every == 0 && upto > lw.step;
+      if (!show && !row) continue;
+      double sum;
+      if (driver_read_sum(ls.prev, &sum)) goto out;
+      double t = cli_now_s();
+      if (show) {
         /* the step rate over the window since the last line */
-        double wloss = (sum - pg.last_sum) / (double)(upto - pg.last_step);
-        double wrate = (double)(total - pg.last_total) / (t - pg.last_t);
-        progress_show(&pg, e, o.epochs, s + 1, nb, total, wloss, wrate);
+        double wloss = driver_window_loss(&pw, upto, sum);
+        progress_show(tty, e, o.epochs, s + 1, nb, total, wloss, driver_window_rate(&pw, total, t));
         cli_loss_check(&watch, upto, wloss);
-        if (runlog_row(&rlog, upto, e, wloss, prev_lr, wrate, NAN)) goto out;
-        pg.last_t = t;
-        pg.last_total = total;
-        pg.last_sum = sum;
-        pg.last_step = upto;
+        pw = (driver_window){upto, sum, total, t};
+      }
+      if (row) {
+        if (runlog_row(&rlog, upto, e, driver_window_loss(&lw, upto, sum), prev_lr,
+                       driver_window_rate(&lw, total, t), NAN))
+          goto out;
+        lw = (driver_window){upto, sum, total, t};
       }
     }
     if (lt_wait_device_ops(dev) != LT_OK) {
-      fail("training step");
+      driver_fail("training step");
       goto out;
     }
     double dt = cli_now_s() - t0;
     train_s += dt;
     int64_t steps = total - epoch_first;
     double sum_end = 0;
-    if (lt_item(acc, 0, &sum_end) != LT_OK) {
-      fail("reading the loss");
-      goto out;
-    }
-    if (pg.tty) printf("\n");
+    if (driver_read_sum(ls.acc, &sum_end)) goto out;
+    if (tty) printf("\n");
     if (steps) cli_loss_check(&watch, total, (sum_end - epoch_sum0) / (double)steps);
     double a;
     if (evaluate(&m, dev, test_x, &test, ntest, &a) != LT_OK) {
-      fail("evaluation");
+      driver_fail("evaluation");
       goto out;
     }
     final_acc = a;
     /* The epoch's row continues the loss curve: the mean over the steps since
      * the last row (as every other row), not the epoch's mean. */
-    if (steps &&
-        runlog_row(
-            &rlog, total, e,
-            total > pg.last_step ? (sum_end - pg.last_sum) / (double)(total - pg.last_step) : NAN,
-            cur_lr, (double)steps / (dt > 0 ? dt : 1), a))
+    if (steps && runlog_row(&rlog, total, e, driver_window_loss(&lw, total, sum_end), cur_lr,
+                            (double)steps / (dt > 0 ? dt : 1), a))
       goto out;
     printf("epoch %lld: %lld steps in %.2f s (%.1f steps/s), mean loss %.4f, test accuracy %.4f\n",
            (long long)e, (long long)steps, dt, (double)steps / (dt > 0 ? dt : 1),
@@ -579,38 +511,31 @@ int main(int argc, char **argv) {
   }
   if (o.epochs == 0) {
     if (evaluate(&m, dev, test_x, &test, ntest, &final_acc) != LT_OK) {
-      fail("evaluation");
+      driver_fail("evaluation");
       goto out;
     }
     printf("test accuracy %.4f\n", final_acc);
   }
-  if (o.save) {
-    if (lt_nn_save(o.save, m.state, m.nstate) != LT_OK) {
-      fail("--save");
+  if (o.d.save) {
+    if (lt_nn_save(o.d.save, m.state, m.nstate) != LT_OK) {
+      driver_fail("--save");
       goto out;
     }
-    printf("saved %d tensors to %s\n", m.nstate, o.save);
+    printf("saved %d tensors to %s\n", m.nstate, o.d.save);
   }
   if (o.export_path && export_program(&m, dev, &test, ntest, o.export_path) != LT_OK) {
-    fail("--export");
+    driver_fail("--export");
     goto out;
   }
   printf("summary: %lld steps, %.1f steps/s, final test accuracy %.4f\n", (long long)total,
          train_s > 0 ? (double)total / train_s : 0.0, final_acc);
-  printf("summary: compiles %lld uncached, %lld cached (cache hits)\n", counter("UncachedCompile"),
-         counter("CachedCompile"));
-  /* Tracing and waiting apart: a step traced faster than the device runs the
-   * one before waits for the lock, and that wait is not tracing. */
-  printf("summary: trace %.1f ms, lock wait %.1f ms, compile %.1f ms, execute %.1f ms\n",
-         metric_ms("TraceTime"), metric_ms("DeviceLockWait"), metric_ms("CompileTime"),
-         metric_ms("ExecuteTime"));
+  driver_print_summary();
   status = 0;
 out:
   /* also after a failure: the curve so far */
-  if (runlog_finish(&rlog, o.plot_path)) status = 1;
+  if (runlog_finish(&rlog, o.d.plot_path)) status = 1;
   lt_wait_device_ops(dev);
-  lt_release(prev);
-  lt_release(acc);
+  driver_loss_free(&ls);
   lt_release(test_x);
   lt_nn_loader_free(loader);
   lt_nn_optim_free(opt);

@@ -3,7 +3,10 @@
  * issue #15 (AdamW 1e-3, betas 0.9/0.999, weight decay 0.1 on the weight
  * matrices, clipping at global norm 1, 100 warm-up steps then a cosine to
  * a tenth, batch 32 random windows of 65 characters). bench/train_gpt_torch.py
- * is the PyTorch peer of the same run.
+ * is the PyTorch peer of the same run. What this file adds to the driver
+ * (driver.h; train.c is the MLP's and the CNN's): the GPT's options, the
+ * corpus, the step (gpt_trainer_step), a run counted in steps with
+ * evaluations on the validation split, and the sampling after training.
  *
  * Graphs of a run, each compiled once: (1) the parameters' init, (2) the
  * training step (the rate is data), (3) the evaluation forward (fixed
@@ -17,13 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__SSE__)
-#include <xmmintrin.h>
-#endif
-
 #include "lazytensor.h"
 #include "lazytensor_nn.h"
 #include "cli.h"
+#include "driver.h"
 #include "model.h"
 #include "runlog.h"
 
@@ -60,7 +60,8 @@ static void gpt_usage(FILE *f) {
           "  --save FILE         write the parameters after training\n"
           "  --cache-dir DIR     keep compiled graphs in DIR across runs\n"
           "  --log FILE          write the training log as CSV (step,epoch,loss,lr,\n"
-          "                      steps_per_s,val_loss: a row per progress line, val_loss on\n"
+          "                      steps_per_s,val_loss: a row every max(1, steps / 50)\n"
+          "                      steps, at each evaluation and at the end; val_loss on\n"
           "                      the rows of an evaluation and on the last row)\n"
           "  --plot FILE         draw the log's training and validation loss as a PNG\n"
           "                      (without --log the log is a temporary file, removed\n"
@@ -83,13 +84,13 @@ int gpt_parse(int argc, char **argv, gpt_options *o) {
   o->warmup = 100;
   o->eval_every = 500;
   o->eval_windows = 256;
-  o->log_every = 100;
+  o->d.log_every = 100;
   o->c = (gpt_config){0, 64, 128, 4, 4, 4, false};
   o->lr = 1e-3;
   o->weight_decay = 0.1;
   o->clip = 1.0;
   o->temperature = 1.0;
-  o->seed = 1;
+  o->d.seed = 1;
   o->prompt = "\n";
   o->devices = 1;
   for (int i = 1; i < argc; i++) {
@@ -99,7 +100,7 @@ int gpt_parse(int argc, char **argv, gpt_options *o) {
       return 1;
     }
     if (!strcmp(a, "--keep-denormals")) {
-      o->keep_denormals = true;
+      o->d.keep_denormals = true;
       continue;
     }
     if (!strcmp(a, "--composite-ops")) {
@@ -125,8 +126,9 @@ int gpt_parse(int argc, char **argv, gpt_options *o) {
       val = argv[++i];
     }
     bool ok = true;
-    int64_t iv = 0;
-    if (!strcmp(name, "--model"))
+    if (driver_parse_option(&o->d, name, val, &ok))
+      ;
+    else if (!strcmp(name, "--model"))
       ok = !strcmp(val, "gpt");
     else if (!strcmp(name, "--devices"))
       ok = cli_parse_i64(val, 1, &o->devices) && o->devices <= LT_MAX_DEVICES;
@@ -140,8 +142,6 @@ int gpt_parse(int argc, char **argv, gpt_options *o) {
       ok = cli_parse_i64(val, 0, &o->eval_every);
     else if (!strcmp(name, "--eval-windows"))
       ok = cli_parse_i64(val, 1, &o->eval_windows);
-    else if (!strcmp(name, "--log-every"))
-      ok = cli_parse_i64(val, 1, &o->log_every);
     else if (!strcmp(name, "--generate"))
       ok = cli_parse_i64(val, 0, &o->generate);
     else if (!strcmp(name, "--context"))
@@ -152,10 +152,7 @@ int gpt_parse(int argc, char **argv, gpt_options *o) {
       ok = cli_parse_i64(val, 0, &o->c.layers);
     else if (!strcmp(name, "--heads"))
       ok = cli_parse_i64(val, 1, &o->c.heads);
-    else if (!strcmp(name, "--seed")) {
-      ok = cli_parse_i64(val, 0, &iv);
-      o->seed = (uint64_t)iv;
-    } else if (!strcmp(name, "--lr"))
+    else if (!strcmp(name, "--lr"))
       ok = cli_parse_f64(val, &o->lr);
     else if (!strcmp(name, "--weight-decay"))
       ok = cli_parse_f64(val, &o->weight_decay);
@@ -165,20 +162,6 @@ int gpt_parse(int argc, char **argv, gpt_options *o) {
       ok = cli_parse_f64(val, &o->temperature);
     else if (!strcmp(name, "--prompt"))
       o->prompt = val;
-    else if (!strcmp(name, "--threads"))
-      ok = cli_parse_i64(val, 1, &iv) && (o->threads = val);
-    else if (!strcmp(name, "--backend"))
-      ok = (!strcmp(val, "ref") || !strcmp(val, "cpu")) && (o->backend = val);
-    else if (!strcmp(name, "--data"))
-      o->data = val;
-    else if (!strcmp(name, "--save"))
-      o->save = val;
-    else if (!strcmp(name, "--cache-dir"))
-      o->cache_dir = val;
-    else if (!strcmp(name, "--log"))
-      o->log_path = val;
-    else if (!strcmp(name, "--plot"))
-      o->plot_path = val;
     else
       goto bad;
     if (!ok) {
@@ -196,61 +179,38 @@ int gpt_parse(int argc, char **argv, gpt_options *o) {
     return -1;
   }
   /* before the run, not after it: a typo must not lose the training */
-  if (!cli_check_output("--save", o->save) || !cli_check_output("--log", o->log_path) ||
-      !cli_check_output("--plot", o->plot_path))
+  if (!cli_check_output("--save", o->d.save) || !cli_check_output("--log", o->d.log_path) ||
+      !cli_check_output("--plot", o->d.plot_path))
     return -1;
   return 0;
 }
 
-static long long gpt_counter(const char *name) {
-  int64_t v = -1;
-  lt_get_counter(name, &v);
-  return (long long)v;
-}
-
-static double gpt_metric_ms(const char *name) {
-  lt_metric_stats st;
-  return lt_get_metric(name, &st) == LT_OK ? st.total / 1e6 : 0.0;
-}
-
-static int gpt_fail(const char *what) {
-  fflush(stdout);
-  const char *e = lt_last_error();
-  fprintf(stderr, "lazytensor-train: %s: %s\n", what, *e ? e : "failed (see above)");
-  return 1;
-}
+/* The GPT's step (driver_step's trace): the next batch of windows. */
+static lt_tensor *trace_step(void *ctx) { return gpt_trainer_step(ctx); }
 
 int train_gpt_main(int argc, char **argv) {
   gpt_options o;
   int prc = gpt_parse(argc, argv, &o);
   if (prc) return prc > 0 ? 0 : 2;
-#if defined(__SSE__)
-  if (!o.keep_denormals) _mm_setcsr(_mm_getcsr() | 0x8040); /* FTZ | DAZ, as train.c */
-#endif
-  if (o.threads) setenv("LT_NUM_THREADS", o.threads, 1);
-  if (o.backend) setenv("LT_BACKEND", o.backend, 1);
-  if (o.cache_dir && lt_set_persistent_cache(o.cache_dir, false) != LT_OK)
-    return gpt_fail("--cache-dir");
-  lt_device dev = lt_cpu(0);
-  lt_set_seed(dev, o.seed);
+  lt_device dev;
+  if (driver_setup(&o.d, &dev)) return 1;
   lt_nn_text text;
-  if (lt_nn_text_load(o.data, &text) != LT_OK) return gpt_fail("corpus");
+  if (lt_nn_text_load(o.d.data, &text) != LT_OK) return driver_fail("corpus");
   o.c.vocab = text.vocab_size;
   gpt_trainer tr;
   int status = 1;
-  lt_tensor *acc = NULL, *prev = NULL;
+  driver_loss ls = {dev, NULL, NULL};
   runlog rlog;
-  if (runlog_start(&rlog, o.log_path, o.plot_path, "val_loss")) {
+  if (runlog_start(&rlog, o.d.log_path, o.d.plot_path, "val_loss")) {
     lt_nn_text_free(&text);
     return 1;
   }
-  if (gpt_trainer_init(&tr, dev, &text, &o.c, o.batch, o.lr, o.weight_decay, o.clip, o.seed) !=
+  if (gpt_trainer_init(&tr, dev, &text, &o.c, o.batch, o.lr, o.weight_decay, o.clip, o.d.seed) !=
       LT_OK) {
     lt_nn_text_free(&text);
     runlog_close(&rlog);
-    return gpt_fail("model");
+    return driver_fail("model");
   }
-  const char *be = getenv("LT_BACKEND");
   printf("lazytensor-train: %lld characters from %d files (%lld train, %lld validation), ",
          (long long)text.n, text.files, (long long)text.n_train,
          (long long)(text.n - text.n_train));
@@ -259,82 +219,75 @@ int train_gpt_main(int argc, char **argv) {
       ", adamw lr %g (warm-up %lld, cosine to %g), weight decay %g, clip %g, batch %lld, %lld "
       "steps, backend %s, threads %s\n",
       o.lr, (long long)o.warmup, o.lr / 10, o.weight_decay, o.clip, (long long)o.batch,
-      (long long)o.steps, be && *be ? be : "default",
-      getenv("LT_NUM_THREADS") ? getenv("LT_NUM_THREADS") : "default");
-  double zero = 0;
-  acc = lt_from_data(dev, LT_F64, NULL, 0, &zero);
+      (long long)o.steps, driver_backend_name(), driver_threads_name());
   /* Graph 1: the parameters' init (and the uploads). */
-  if (!acc || lt_mark_step(dev) != LT_OK || lt_wait_device_ops(dev) != LT_OK) {
-    gpt_fail("init");
+  if (driver_loss_init(&ls, dev, "init")) goto out;
+  if (lt_mark_step(dev) != LT_OK || lt_wait_device_ops(dev) != LT_OK) {
+    driver_fail("init");
     goto out;
   }
-  double t0 = cli_now_s(), last_t = t0, last_sum = 0, train_s = 0, val = NAN, trn = NAN;
-  int64_t last_step = 0;
+  double t0 = cli_now_s(), train_s = 0, val = NAN, trn = NAN;
+  /* the windows of the progress lines and of the log's rows */
+  driver_window pw = {0, 0, 0, t0}, lw = pw;
+  int64_t row_every = driver_log_every(o.steps);
   double last_loss = NAN, last_rate = NAN; /* the last step's row waits for the final evaluation */
   cli_loss_watch watch = cli_loss_watch_for(o.c.vocab);
   for (int64_t s = 0; s < o.steps; s++) {
     if (gpt_trainer_set_lr(&tr, gpt_lr_at(o.lr, s, o.steps, o.warmup)) != LT_OK) {
-      gpt_fail("learning rate");
+      driver_fail("learning rate");
       goto out;
     }
-    lt_scope_begin();
-    lt_tensor *loss = gpt_trainer_step(&tr);
-    lt_tensor *next = loss ? lt_add(acc, lt_cast(loss, LT_F64)) : NULL;
-    if (next) lt_retain(next);
-    lt_scope_end();
-    if (!next) {
-      gpt_fail("training step");
-      goto out;
-    }
-    lt_release(prev);
-    prev = acc;
-    acc = next;
-    if (lt_mark_step(dev) != LT_OK) {
-      gpt_fail("training step (mark_step)");
-      goto out;
-    }
-    bool log = (s + 1) % o.log_every == 0 || s + 1 == o.steps;
-    bool eval = o.eval_every && (s + 1) % o.eval_every == 0 && s + 1 < o.steps;
-    if (!log && !eval) continue;
+    if (driver_step(&ls, trace_step, &tr)) goto out;
+    bool last = s + 1 == o.steps;
+    bool show = (s + 1) % o.d.log_every == 0 || last;
+    bool eval = o.eval_every && (s + 1) % o.eval_every == 0 && !last;
+    bool row = rlog.f && ((s + 1) % row_every == 0 || eval || last);
+    if (!show && !row && !eval) continue;
     /* the running sum through this step (waits for it) */
     double sum;
-    if (lt_item(acc, 0, &sum) != LT_OK) {
-      gpt_fail("reading the loss");
-      goto out;
-    }
+    if (driver_read_sum(ls.acc, &sum)) goto out;
     double t = cli_now_s();
-    double wloss = (sum - last_sum) / (double)(s + 1 - last_step);
-    double wrate = (double)(s + 1 - last_step) / (t - last_t);
-    printf("step %lld/%lld  lr %.2e  train loss %.4f  %.2f steps/s\n", (long long)(s + 1),
-           (long long)o.steps, gpt_lr_at(o.lr, s, o.steps, o.warmup), wloss, wrate);
-    cli_loss_check(&watch, s + 1, wloss);
-    last_loss = wloss;
-    last_rate = wrate;
-    last_sum = sum;
-    last_step = s + 1;
+    if (show || eval) {
+      double wloss = driver_window_loss(&pw, s + 1, sum);
+      printf("step %lld/%lld  lr %.2e  train loss %.4f  %.2f steps/s\n", (long long)(s + 1),
+             (long long)o.steps, gpt_lr_at(o.lr, s, o.steps, o.warmup), wloss,
+             driver_window_rate(&pw, s + 1, t));
+      cli_loss_check(&watch, s + 1, wloss);
+      pw = (driver_window){s + 1, sum, s + 1, t};
+    }
+    double rloss = driver_window_loss(&lw, s + 1, sum), rrate = driver_window_rate(&lw, s + 1, t);
+    if (row) {
+      last_loss = rloss;
+      last_rate = rrate;
+      lw = (driver_window){s + 1, sum, s + 1, t};
+    }
     if (eval) {
       if (gpt_evaluate(&tr, true, o.eval_windows, &val) != LT_OK) {
-        gpt_fail("evaluation");
+        driver_fail("evaluation");
         goto out;
       }
       printf("step %lld/%lld  validation loss %.4f\n", (long long)(s + 1), (long long)o.steps, val);
     }
-    if (s + 1 < o.steps && runlog_row(&rlog, s + 1, 1, wloss, gpt_lr_at(o.lr, s, o.steps, o.warmup),
-                                      wrate, eval ? val : NAN))
+    if (row && !last &&
+        runlog_row(&rlog, s + 1, 1, rloss, gpt_lr_at(o.lr, s, o.steps, o.warmup), rrate,
+                   eval ? val : NAN))
       goto out;
     fflush(stdout);
-    last_t = cli_now_s(); /* the evaluation is not training */
+    /* the evaluation and the output are not training: the windows' clocks skip them */
+    double now = cli_now_s();
     train_s += t - t0;
-    t0 = last_t;
+    t0 = now;
+    pw.t += now - t;
+    lw.t += now - t;
   }
   if (lt_wait_device_ops(dev) != LT_OK) {
-    gpt_fail("training step");
+    driver_fail("training step");
     goto out;
   }
   train_s += cli_now_s() - t0;
   if (gpt_evaluate(&tr, false, o.eval_windows, &trn) != LT_OK ||
       gpt_evaluate(&tr, true, o.eval_windows, &val) != LT_OK) {
-    gpt_fail("evaluation");
+    driver_fail("evaluation");
     goto out;
   }
   /* the parseable line, the same as bench/train_gpt_torch.py's */
@@ -349,10 +302,10 @@ int train_gpt_main(int argc, char **argv) {
       goto out;
     }
     double g0 = cli_now_s();
-    int rc = gpt_generate(&tr.m, &text, o.prompt, o.generate, o.temperature, o.seed, sample);
+    int rc = gpt_generate(&tr.m, &text, o.prompt, o.generate, o.temperature, o.d.seed, sample);
     if (rc != LT_OK) {
       free(sample);
-      gpt_fail("generation");
+      driver_fail("generation");
       goto out;
     }
     sample[o.generate] = 0;
@@ -360,26 +313,21 @@ int train_gpt_main(int argc, char **argv) {
            (long long)o.generate, o.temperature, cli_now_s() - g0, o.prompt, sample);
     free(sample);
   }
-  if (o.save) {
-    if (lt_nn_save(o.save, tr.m.state, tr.m.nstate) != LT_OK) {
-      gpt_fail("--save");
+  if (o.d.save) {
+    if (lt_nn_save(o.d.save, tr.m.state, tr.m.nstate) != LT_OK) {
+      driver_fail("--save");
       goto out;
     }
-    printf("saved %d tensors to %s\n", tr.m.nstate, o.save);
+    printf("saved %d tensors to %s\n", tr.m.nstate, o.d.save);
   }
   printf("summary: %lld steps, %.2f steps/s\n", (long long)o.steps,
          train_s > 0 ? (double)o.steps / train_s : 0.0);
-  printf("summary: compiles %lld uncached, %lld cached (cache hits)\n",
-         gpt_counter("UncachedCompile"), gpt_counter("CachedCompile"));
-  printf("summary: trace %.1f ms, lock wait %.1f ms, compile %.1f ms, execute %.1f ms\n",
-         gpt_metric_ms("TraceTime"), gpt_metric_ms("DeviceLockWait"), gpt_metric_ms("CompileTime"),
-         gpt_metric_ms("ExecuteTime"));
+  driver_print_summary();
   status = 0;
 out:
-  if (runlog_finish(&rlog, o.plot_path)) status = 1;
+  if (runlog_finish(&rlog, o.d.plot_path)) status = 1;
   lt_wait_device_ops(dev);
-  lt_release(prev);
-  lt_release(acc);
+  driver_loss_free(&ls);
   gpt_trainer_free(&tr);
   lt_nn_text_free(&text);
   return status;

@@ -38,10 +38,10 @@ static int refuse_unused(const gpt_options *o) {
   const char *bad = o->generate                    ? "--generate"
                     : o->temperature != 1.0        ? "--temperature"
                     : strcmp(o->prompt, "\n") != 0 ? "--prompt"
-                    : o->backend                   ? "--backend"
-                    : o->cache_dir                 ? "--cache-dir"
-                    : o->log_path                  ? "--log"
-                    : o->plot_path                 ? "--plot"
+                    : o->d.backend                 ? "--backend"
+                    : o->d.cache_dir               ? "--cache-dir"
+                    : o->d.log_path                ? "--log"
+                    : o->d.plot_path               ? "--plot"
                                                    : NULL;
   if (bad) {
     fprintf(stderr,
@@ -78,11 +78,11 @@ static int gdp_replica(int rank, lt_device dev, void *arg) {
   bool lead = rank == 0;
   gpt_config c = o->c;
   c.vocab = ctx->text->vocab_size;
-  lt_set_seed(dev, o->seed);
+  lt_set_seed(dev, o->d.seed);
   gpt_trainer tr;
   lt_tensor *acc = NULL;
-  int rc =
-      gpt_trainer_init(&tr, dev, ctx->text, &c, o->batch, o->lr, o->weight_decay, o->clip, o->seed);
+  int rc = gpt_trainer_init(&tr, dev, ctx->text, &c, o->batch, o->lr, o->weight_decay, o->clip,
+                            o->d.seed);
   if (rc != LT_OK) return rc;
   rc = lt_dp_broadcast_params(tr.m.params, tr.m.nparams);
   double zero = 0;
@@ -122,7 +122,7 @@ static int gdp_replica(int rank, lt_device dev, void *arg) {
     lt_release(acc);
     acc = next;
     rc = lt_mark_step(dev);
-    bool log = (s + 1) % o->log_every == 0 || s + 1 == o->steps;
+    bool log = (s + 1) % o->d.log_every == 0 || s + 1 == o->steps;
     bool eval = o->eval_every && (s + 1) % o->eval_every == 0 && s + 1 < o->steps;
     if (rc != LT_OK || !lead || (!log && !eval)) continue;
     double sum;
@@ -147,9 +147,9 @@ static int gdp_replica(int rank, lt_device dev, void *arg) {
     if (rc == LT_OK)
       printf("final: steps %lld train_loss %.4f val_loss %.4f\n", (long long)o->steps, trn, val);
   }
-  if (rc == LT_OK && lead && o->save) {
-    rc = lt_nn_save(o->save, tr.m.state, tr.m.nstate);
-    if (rc == LT_OK) printf("saved %d tensors to %s\n", tr.m.nstate, o->save);
+  if (rc == LT_OK && lead && o->d.save) {
+    rc = lt_nn_save(o->d.save, tr.m.state, tr.m.nstate);
+    if (rc == LT_OK) printf("saved %d tensors to %s\n", tr.m.nstate, o->d.save);
   }
   if (rc == LT_OK && lead)
     printf("summary: %lld steps, %.2f steps/s\n", (long long)o->steps,
@@ -168,9 +168,9 @@ int train_gpt_dp_main(int argc, char **argv) {
   if ((prc = refuse_unused(&o))) return prc;
 #if defined(__SSE__)
   /* before the replicas' threads start (they inherit it), as train_gpt.c */
-  if (!o.keep_denormals) _mm_setcsr(_mm_getcsr() | 0x8040); /* FTZ | DAZ */
+  if (!o.d.keep_denormals) _mm_setcsr(_mm_getcsr() | 0x8040); /* FTZ | DAZ */
 #endif
-  if (o.threads) setenv("LT_NUM_THREADS", o.threads, 1);
+  if (o.d.threads) setenv("LT_NUM_THREADS", o.d.threads, 1);
   lt_world *w = NULL;
   if ((o.mpi ? lt_world_mpi(&w) : lt_world_local((int)o.devices, &w)) != LT_OK) {
     fprintf(stderr, "lazytensor-train: world: %s\n", lt_last_error());
@@ -185,7 +185,7 @@ int train_gpt_dp_main(int argc, char **argv) {
         rank_opt_int("--warmup", o.warmup),
         rank_opt_int("--eval-every", o.eval_every),
         rank_opt_int("--eval-windows", o.eval_windows),
-        rank_opt_int("--log-every", o.log_every),
+        rank_opt_int("--log-every", o.d.log_every),
         rank_opt_int("--context", o.c.context),
         rank_opt_int("--width", o.c.width),
         rank_opt_int("--layers", o.c.layers),
@@ -194,8 +194,8 @@ int train_gpt_dp_main(int argc, char **argv) {
         rank_opt_real("--lr", o.lr),
         rank_opt_real("--weight-decay", o.weight_decay),
         rank_opt_real("--clip", o.clip),
-        rank_opt_int("--seed", (int64_t)o.seed),
-        rank_opt_text("--data", o.data),
+        rank_opt_int("--seed", (int64_t)o.d.seed),
+        rank_opt_text("--data", o.d.data),
     };
     if (rank_agree(w, opts, (int)(sizeof opts / sizeof *opts)) != LT_OK) {
       lt_world_free(w);
@@ -203,7 +203,7 @@ int train_gpt_dp_main(int argc, char **argv) {
     }
   }
   lt_nn_text text;
-  if (lt_nn_text_load(o.data, &text) != LT_OK) {
+  if (lt_nn_text_load(o.d.data, &text) != LT_OK) {
     fprintf(stderr, "lazytensor-train: corpus: %s\n", lt_last_error());
     lt_world_free(w);
     return 1;

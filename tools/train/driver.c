@@ -1,0 +1,141 @@
+/* The training driver of lazytensor-train (driver.h). */
+#include "driver.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
+#include "cli.h"
+
+bool driver_parse_option(driver_opts *o, const char *name, const char *val, bool *ok) {
+  int64_t iv = 0;
+  *ok = true;
+  if (!strcmp(name, "--seed")) {
+    *ok = cli_parse_i64(val, 0, &iv);
+    o->seed = (uint64_t)iv;
+  } else if (!strcmp(name, "--log-every"))
+    *ok = cli_parse_i64(val, 1, &o->log_every);
+  else if (!strcmp(name, "--threads")) {
+    *ok = cli_parse_i64(val, 1, &iv);
+    o->threads = val;
+  } else if (!strcmp(name, "--backend")) {
+    *ok = !strcmp(val, "ref") || !strcmp(val, "cpu");
+    o->backend = val;
+  } else if (!strcmp(name, "--data"))
+    o->data = val;
+  else if (!strcmp(name, "--save"))
+    o->save = val;
+  else if (!strcmp(name, "--cache-dir"))
+    o->cache_dir = val;
+  else if (!strcmp(name, "--log"))
+    o->log_path = val;
+  else if (!strcmp(name, "--plot"))
+    o->plot_path = val;
+  else
+    return false;
+  return true;
+}
+
+int driver_setup(const driver_opts *o, lt_device *dev) {
+#if defined(__SSE__)
+  /* Adam's first moment of an input whose grad stays 0 decays through the
+   * subnormal range, which otherwise doubles the step time. */
+  if (!o->keep_denormals) _mm_setcsr(_mm_getcsr() | 0x8040); /* FTZ | DAZ */
+#endif
+  /* Before the library's first use: both are read once. */
+  if (o->threads) setenv("LT_NUM_THREADS", o->threads, 1);
+  if (o->backend) setenv("LT_BACKEND", o->backend, 1);
+  /* Before the first compile (the model's initialisation is one). */
+  if (o->cache_dir && lt_set_persistent_cache(o->cache_dir, false) != LT_OK)
+    return driver_fail("--cache-dir");
+  *dev = lt_cpu(0);
+  lt_set_seed(*dev, o->seed);
+  return 0;
+}
+
+const char *driver_backend_name(void) {
+  const char *be = getenv("LT_BACKEND");
+  return be && *be ? be : "default";
+}
+
+const char *driver_threads_name(void) {
+  return getenv("LT_NUM_THREADS") ? getenv("LT_NUM_THREADS") : "default";
+}
+
+int driver_fail(const char *what) {
+  fflush(stdout);
+  const char *e = lt_last_error();
+  fprintf(stderr, "lazytensor-train: %s: %s\n", what, *e ? e : "failed (see above)");
+  return 1;
+}
+
+int driver_loss_init(driver_loss *l, lt_device dev, const char *what) {
+  double zero = 0;
+  l->dev = dev;
+  l->prev = NULL;
+  l->acc = lt_from_data(dev, LT_F64, NULL, 0, &zero);
+  return l->acc ? 0 : driver_fail(what);
+}
+
+void driver_loss_free(driver_loss *l) {
+  lt_release(l->prev);
+  lt_release(l->acc);
+  l->prev = l->acc = NULL;
+}
+
+int driver_step(driver_loss *l, lt_tensor *(*trace)(void *ctx), void *ctx) {
+  lt_scope_begin();
+  lt_tensor *loss = trace(ctx);
+  lt_tensor *next = loss ? lt_add(l->acc, lt_cast(loss, LT_F64)) : NULL;
+  if (next) lt_retain(next);
+  lt_scope_end();
+  if (!next) return driver_fail("training step");
+  lt_release(l->prev);
+  l->prev = l->acc;
+  l->acc = next;
+  if (lt_mark_step(l->dev) != LT_OK) return driver_fail("training step (mark_step)");
+  return 0;
+}
+
+int driver_read_sum(lt_tensor *sum, double *out) {
+  return lt_item(sum, 0, out) == LT_OK ? 0 : driver_fail("reading the loss");
+}
+
+double driver_window_loss(const driver_window *w, int64_t step, double sum) {
+  return step > w->step ? (sum - w->sum) / (double)(step - w->step) : NAN;
+}
+
+double driver_window_rate(const driver_window *w, int64_t done, double t) {
+  return (double)(done - w->done) / (t - w->t);
+}
+
+int64_t driver_log_every(int64_t steps) {
+  return steps / DRIVER_LOG_POINTS > 1 ? steps / DRIVER_LOG_POINTS : 1;
+}
+
+/* A counter's value (-1 for an unknown name). */
+static long long counter(const char *name) {
+  int64_t v = -1;
+  lt_get_counter(name, &v);
+  return (long long)v;
+}
+
+static double metric_ms(const char *name) {
+  lt_metric_stats st;
+  return lt_get_metric(name, &st) == LT_OK ? st.total / 1e6 : 0.0;
+}
+
+void driver_print_summary(void) {
+  printf("summary: compiles %lld uncached, %lld cached (cache hits)\n", counter("UncachedCompile"),
+         counter("CachedCompile"));
+  /* Tracing and waiting apart: a step traced faster than the device runs the
+   * one before waits for the lock, and that wait is not tracing. */
+  printf("summary: trace %.1f ms, lock wait %.1f ms, compile %.1f ms, execute %.1f ms\n",
+         metric_ms("TraceTime"), metric_ms("DeviceLockWait"), metric_ms("CompileTime"),
+         metric_ms("ExecuteTime"));
+}
