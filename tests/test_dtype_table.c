@@ -16,22 +16,22 @@ _Static_assert(sizeof lt__dtype_infos / sizeof lt__dtype_infos[0] == LT_NUM_DTYP
  * to its largest value. */
 static void test_rows_match_c_types(void **state) {
   (void)state;
-#define CHECK_TYPE(E, NAME, TORCH, T, KIND, F2I, MIN, MAX)                                        \
-  do {                                                                                           \
-    const lt_dtype_info *d = lt__dtype_info(LT_##E);                                             \
-    assert_non_null(d);                                                                          \
-    assert_int_equal(d->size, sizeof(T));                                                        \
-    assert_int_equal(lt_dtype_size(LT_##E), sizeof(T));                                          \
-    assert_int_equal(d->kind, LT_DK_##KIND);                                                     \
-    T half = (T)0.5, minus_one = (T)-1;                                                          \
-    assert_true((half != 0) == (d->kind == LT_DK_FLOAT));                                        \
-    assert_true((minus_one > (T)0) == (d->kind == LT_DK_BOOL || d->kind == LT_DK_UINT));           \
-    assert_true(lt__is_float(LT_##E) == (d->kind == LT_DK_FLOAT));                               \
-    assert_true(lt__is_int(LT_##E) == (d->kind == LT_DK_SINT || d->kind == LT_DK_UINT));         \
-    assert_true(lt__is_unsigned(LT_##E) == (d->kind == LT_DK_BOOL || d->kind == LT_DK_UINT));    \
-    assert_int_equal(lt__dtype_category(LT_##E), d->kind == LT_DK_BOOL    ? 0                    \
-                                                 : d->kind == LT_DK_FLOAT ? 2                    \
-                                                                          : 1);                  \
+#define CHECK_TYPE(E, NAME, TORCH, T, KIND, F2I, MIN, MAX)                                    \
+  do {                                                                                        \
+    const lt_dtype_info *d = lt__dtype_info(LT_##E);                                          \
+    assert_non_null(d);                                                                       \
+    assert_int_equal(d->size, sizeof(T));                                                     \
+    assert_int_equal(lt_dtype_size(LT_##E), sizeof(T));                                       \
+    assert_int_equal(d->kind, LT_DK_##KIND);                                                  \
+    T half = (T)0.5, minus_one = (T)-1;                                                       \
+    assert_true((half != 0) == (d->kind == LT_DK_FLOAT));                                     \
+    assert_true((minus_one > (T)0) == (d->kind == LT_DK_BOOL || d->kind == LT_DK_UINT));      \
+    assert_true(lt__is_float(LT_##E) == (d->kind == LT_DK_FLOAT));                            \
+    assert_true(lt__is_int(LT_##E) == (d->kind == LT_DK_SINT || d->kind == LT_DK_UINT));      \
+    assert_true(lt__is_unsigned(LT_##E) == (d->kind == LT_DK_BOOL || d->kind == LT_DK_UINT)); \
+    assert_int_equal(lt__dtype_category(LT_##E), d->kind == LT_DK_BOOL    ? 0                 \
+                                                 : d->kind == LT_DK_FLOAT ? 2                 \
+                                                                          : 1);               \
   } while (0);
   LT_DTYPE_TABLE(CHECK_TYPE)
 #undef CHECK_TYPE

@@ -42,9 +42,10 @@ typedef enum lt_f2i_rule { LT_F2I_NONE, LT_F2I_SAT, LT_F2I_WRAP } lt_f2i_rule;
 #define LT__DT_ROW(E, ...) LT__DT_ROW_##E,
 enum { LT_DTYPE_TABLE(LT__DT_ROW) LT__DT_ROWS };
 #undef LT__DT_ROW
-_Static_assert((int)LT__DT_ROWS == (int)LT_NUM_DTYPES, "every lt_dtype needs a row in LT_DTYPE_TABLE");
-#define LT__DT_ORDER(E, ...)                                                                     \
-  _Static_assert(LT__DT_ROW_##E == (int)LT_##E, "LT_DTYPE_TABLE rows must be in lt_dtype id order");
+_Static_assert((int)LT__DT_ROWS == (int)LT_NUM_DTYPES,
+               "every lt_dtype needs a row in LT_DTYPE_TABLE");
+#define LT__DT_ORDER(E, ...) \
+  _Static_assert(LT__DT_ROW_##E == (int)LT_##E, "LT_DTYPE_TABLE rows must be in id order");
 LT_DTYPE_TABLE(LT__DT_ORDER)
 #undef LT__DT_ORDER
 
@@ -88,18 +89,18 @@ static inline int64_t lt__f2int(double v, int64_t lo, int64_t hi, lt_f2i_rule ru
 /* ---- per row: element i of an array at base, as double and as int64 ----
  * load_i64 of a float truncates as lt__f2i64; store_f64 converts as CAST
  * (F2I above, bool: v != 0); store_i64 wraps integers (bool: v != 0). */
-#define LT__DT_ACCESS(E, NAME, TORCH, T, KIND, F2I, MIN, MAX)                                    \
-  static inline double lt__load_f64_##E(const void *base, int64_t i) {                           \
-    return (double)((const T *)base)[i];                                                         \
-  }                                                                                              \
-  static inline int64_t lt__load_i64_##E(const void *base, int64_t i) {                          \
-    return LT__TO_I64_##KIND(((const T *)base)[i]);                                              \
-  }                                                                                              \
-  static inline void lt__store_f64_##E(void *base, int64_t i, double v) {                        \
-    ((T *)base)[i] = (T)LT__FROM_F64_##KIND(v, F2I, MIN, MAX);                                   \
-  }                                                                                              \
-  static inline void lt__store_i64_##E(void *base, int64_t i, int64_t v) {                       \
-    ((T *)base)[i] = (T)LT__FROM_I64_##KIND(v, MIN, MAX);                                        \
+#define LT__DT_ACCESS(E, NAME, TORCH, T, KIND, F2I, MIN, MAX)              \
+  static inline double lt__load_f64_##E(const void *base, int64_t i) {     \
+    return (double)((const T *)base)[i];                                   \
+  }                                                                        \
+  static inline int64_t lt__load_i64_##E(const void *base, int64_t i) {    \
+    return LT__TO_I64_##KIND(((const T *)base)[i]);                        \
+  }                                                                        \
+  static inline void lt__store_f64_##E(void *base, int64_t i, double v) {  \
+    ((T *)base)[i] = (T)LT__FROM_F64_##KIND(v, F2I, MIN, MAX);             \
+  }                                                                        \
+  static inline void lt__store_i64_##E(void *base, int64_t i, int64_t v) { \
+    ((T *)base)[i] = (T)LT__FROM_I64_##KIND(v, MIN, MAX);                  \
   }
 LT_DTYPE_TABLE(LT__DT_ACCESS)
 #undef LT__DT_ACCESS
@@ -111,8 +112,8 @@ typedef struct lt_dtype_info {
   size_t size;            /* bytes per element */
   lt_dtype_kind kind;
   lt_f2i_rule f2i;
-  double min_f64, max_f64;   /* the range as doubles (i64's max reads 2^63) */
-  int64_t min_i64, max_i64;  /* integers and bool: the range; floats: int64's */
+  double min_f64, max_f64;  /* the range as doubles (i64's max reads 2^63) */
+  int64_t min_i64, max_i64; /* integers and bool: the range; floats: int64's */
   double (*load_f64)(const void *base, int64_t i);
   int64_t (*load_i64)(const void *base, int64_t i);
   void (*store_f64)(void *base, int64_t i, double v);
@@ -132,8 +133,8 @@ int lt__dtype_from_name(const char *name);
 /* Kind tests, switches over the table (folded where dt is known). */
 static inline lt_dtype_kind lt__dtype_kind(int dt) {
   switch (dt) {
-#define LT__DT_KIND(E, NAME, TORCH, T, KIND, ...)                                                \
-  case LT_##E:                                                                                   \
+#define LT__DT_KIND(E, NAME, TORCH, T, KIND, ...) \
+  case LT_##E:                                    \
     return LT_DK_##KIND;
     LT_DTYPE_TABLE(LT__DT_KIND)
 #undef LT__DT_KIND
@@ -158,25 +159,25 @@ static inline int lt__dtype_category(int dt) {
 
 /* Element i of the dt array at base, by dtype: switches over the table that
  * inline into the per-row functions, for loops that touch every element. */
-#define LT__DT_SWITCH(dt, RET, CALL)                                                             \
-  switch (dt) {                                                                                  \
-    LT_DTYPE_TABLE(CALL)                                                                         \
-  default:                                                                                       \
-    RET;                                                                                         \
+#define LT__DT_SWITCH(dt, RET, CALL) \
+  switch (dt) {                      \
+    LT_DTYPE_TABLE(CALL)             \
+  default:                           \
+    RET;                             \
   }
-#define LT__DT_CASE_LOAD_F64(E, ...)                                                             \
-  case LT_##E:                                                                                   \
+#define LT__DT_CASE_LOAD_F64(E, ...) \
+  case LT_##E:                       \
     return lt__load_f64_##E(base, i);
-#define LT__DT_CASE_LOAD_I64(E, ...)                                                             \
-  case LT_##E:                                                                                   \
+#define LT__DT_CASE_LOAD_I64(E, ...) \
+  case LT_##E:                       \
     return lt__load_i64_##E(base, i);
-#define LT__DT_CASE_STORE_F64(E, ...)                                                            \
-  case LT_##E:                                                                                   \
-    lt__store_f64_##E(base, i, v);                                                               \
+#define LT__DT_CASE_STORE_F64(E, ...) \
+  case LT_##E:                        \
+    lt__store_f64_##E(base, i, v);    \
     return;
-#define LT__DT_CASE_STORE_I64(E, ...)                                                            \
-  case LT_##E:                                                                                   \
-    lt__store_i64_##E(base, i, v);                                                               \
+#define LT__DT_CASE_STORE_I64(E, ...) \
+  case LT_##E:                        \
+    lt__store_i64_##E(base, i, v);    \
     return;
 static inline double lt__load_f64(int dt, const void *base, int64_t i) {
   LT__DT_SWITCH(dt, return 0, LT__DT_CASE_LOAD_F64)
@@ -187,9 +188,8 @@ static inline int64_t lt__load_i64(int dt, const void *base, int64_t i) {
 static inline void lt__store_f64(int dt, void *base, int64_t i, double v) {
   LT__DT_SWITCH(dt, return, LT__DT_CASE_STORE_F64)
 }
-static inline void lt__store_i64(int dt, void *base, int64_t i, int64_t v) {
-  LT__DT_SWITCH(dt, return, LT__DT_CASE_STORE_I64)
-}
+static inline void lt__store_i64(int dt, void *base, int64_t i,
+                                 int64_t v){LT__DT_SWITCH(dt, return, LT__DT_CASE_STORE_I64)}
 
 /* torch.promote_types(a, b); u8 with i8 gives i32 (torch: int16, not a dtype
  * here). The enum order is not the promotion order (u8, i8 come last). */

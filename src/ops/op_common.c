@@ -60,10 +60,10 @@ lt_node *lt__scalar_node(lt_device dev, lt_dtype dt, double value) {
   } else {
     const lt_backend *be = lt__backend_for(dev);
     if (lt__buffer_alloc(be, dev, dt, NULL, 0, &b) != LT_OK) return NULL;
-    union {
+    union { /* room and alignment for one element of any dtype */
       int64_t i64;
       double f64;
-    } u; /* room and alignment for one element of any dtype */
+    } u;
     lt__store_f64(dt, &u, 0, v); /* v is in range (lt__dtype_round) */
     if (be->to_device(b, &u, lt_dtype_size(dt)) != LT_OK) {
       lt__buffer_release(b);
