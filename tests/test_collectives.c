@@ -39,27 +39,7 @@ static lt_tensor *input(lt_device dev, int r, lt_dtype dt, const int64_t *shape,
   size_t sz = lt_dtype_size(dt);
   unsigned char *buf = calloc((size_t)m + 1, sz);
   for (int64_t i = 0; i < m; i++) {
-    double v = val(r, i, dt);
-    switch (dt) {
-    case LT_F32:
-      ((float *)buf)[i] = (float)v;
-      break;
-    case LT_F64:
-      ((double *)buf)[i] = v;
-      break;
-    case LT_I32:
-      ((int32_t *)buf)[i] = (int32_t)v;
-      break;
-    case LT_I64:
-      ((int64_t *)buf)[i] = (int64_t)v;
-      break;
-    case LT_I8:
-      ((int8_t *)buf)[i] = (int8_t)v;
-      break;
-    default:
-      ((uint8_t *)buf)[i] = (uint8_t)v;
-      break;
-    }
+    lt__store_f64(dt, buf, i, val(r, i, dt));
   }
   lt_tensor *t = lt_from_data(dev, dt, shape, ndim, buf);
   free(buf);
@@ -73,28 +53,7 @@ static int read_all(lt_tensor *t, double *out) {
   size_t sz = lt_dtype_size(dt);
   unsigned char *buf = malloc((size_t)m * sz + 1);
   int rc = lt_to_data(t, buf, (size_t)m * sz);
-  for (int64_t i = 0; rc == LT_OK && i < m; i++) {
-    switch (dt) {
-    case LT_F32:
-      out[i] = ((float *)buf)[i];
-      break;
-    case LT_F64:
-      out[i] = ((double *)buf)[i];
-      break;
-    case LT_I32:
-      out[i] = ((int32_t *)buf)[i];
-      break;
-    case LT_I64:
-      out[i] = (double)((int64_t *)buf)[i];
-      break;
-    case LT_I8:
-      out[i] = ((int8_t *)buf)[i];
-      break;
-    default:
-      out[i] = ((uint8_t *)buf)[i];
-      break;
-    }
-  }
+  for (int64_t i = 0; rc == LT_OK && i < m; i++) out[i] = lt__load_f64(dt, buf, i);
   free(buf);
   return rc;
 }

@@ -128,24 +128,6 @@ static void result_free(result *r) {
   for (int o = 0; o < 4; o++) free(r->data[o]);
 }
 
-static double get(const void *p, lt_dtype dt, int64_t i) {
-  switch (dt) {
-  case LT_BOOL:
-  case LT_U8:
-    return ((const uint8_t *)p)[i];
-  case LT_I8:
-    return ((const int8_t *)p)[i];
-  case LT_I32:
-    return ((const int32_t *)p)[i];
-  case LT_I64:
-    return (double)((const int64_t *)p)[i];
-  case LT_F32:
-    return ((const float *)p)[i];
-  default:
-    return ((const double *)p)[i];
-  }
-}
-
 static int g_failures, g_cases, g_failures_before;
 
 /* When NaN is the answer of an elementwise op for finite operand values x
@@ -166,7 +148,7 @@ static bool any_nonfinite(const input *ins, int nin) {
   for (int k = 0; k < nin; k++) {
     if (ins[k].dt != LT_F32 && ins[k].dt != LT_F64) continue;
     for (int64_t i = 0; i < numel(ins[k].shape, ins[k].ndim); i++)
-      if (!isfinite(get(ins[k].data, ins[k].dt, i))) return true;
+      if (!isfinite(lt__load_f64(ins[k].dt, ins[k].data, i))) return true;
   }
   return false;
 }
@@ -188,7 +170,7 @@ static bool nan_is_answer(const input *ins, int nin, const nan_policy *np, const
       int64_t c = ins[k].shape[d] == 1 ? 0 : coords[nd - ins[k].ndim + d];
       idx = idx * ins[k].shape[d] + c;
     }
-    x[k] = get(ins[k].data, ins[k].dt, idx);
+    x[k] = lt__load_f64(ins[k].dt, ins[k].data, idx);
     if (!isfinite(x[k])) return true;
   }
   return np->rule && np->rule(x);
@@ -224,7 +206,7 @@ static bool compare(const char *what, uint64_t seed, const result *a, const resu
     lt_dtype dt = a->dt[o];
     double amax = 0;
     for (int64_t i = 0; i < a->n[o]; i++) {
-      double x = fabs(get(a->data[o], dt, i));
+      double x = fabs(lt__load_f64(dt, a->data[o], i));
       if (isfinite(x) && x > amax) amax = x;
     }
     for (int64_t i = 0; i < a->n[o]; i++) {
@@ -232,7 +214,7 @@ static bool compare(const char *what, uint64_t seed, const result *a, const resu
       if (dt == LT_I64) {
         ok = ((int64_t *)a->data[o])[i] == ((int64_t *)b->data[o])[i];
       } else {
-        double x = get(a->data[o], dt, i), y = get(b->data[o], dt, i);
+        double x = lt__load_f64(dt, a->data[o], i), y = lt__load_f64(dt, b->data[o], i);
         if (isnan(x) && isnan(y) && !nan_is_answer(ins, nin, np, a->shape[o], a->ndim[o], i)) {
           printf(
               "MISMATCH %s seed %llu: output %d element %lld: both give NaN where the answer "
@@ -260,8 +242,8 @@ static bool compare(const char *what, uint64_t seed, const result *a, const resu
       }
       if (!ok) {
         printf("MISMATCH %s seed %llu: output %d element %lld: ref %.9g cpu %.9g\n", what,
-               (unsigned long long)seed, o, (long long)i, get(a->data[o], dt, i),
-               get(b->data[o], dt, i));
+               (unsigned long long)seed, o, (long long)i, lt__load_f64(dt, a->data[o], i),
+               lt__load_f64(dt, b->data[o], i));
         g_failures++;
         return false;
       }
@@ -753,7 +735,7 @@ static int b_attention(lt_tensor **in, const void *ud, lt_tensor **outs) {
 static bool nan_row_sees_nothing(const input *ins, const int64_t *shape, int nd, int64_t i) {
   int64_t L = shape[nd - 2], Ev = shape[nd - 1], row = (i / Ev) % L, S = ins[3].shape[1];
   for (int64_t j = 0; j < S; j++)
-    if (get(ins[3].data, ins[3].dt, row * S + j) > 2.0) return false;
+    if (lt__load_f64(ins[3].dt, ins[3].data, row * S + j) > 2.0) return false;
   return true;
 }
 

@@ -107,26 +107,10 @@ static lt_tensor *mk(lt_dtype dt, const int64_t *shape, int nd, uint64_t seed, b
       f = sp[(r >> 4) % 8];
     }
     int64_t k = r % 8 ? (int64_t)(r >> 8) % 21 - 10 : (int64_t)r;
-    switch (dt) {
-    case LT_F32:
-      ((float *)v)[i] = (float)f;
-      break;
-    case LT_F64:
-      ((double *)v)[i] = f;
-      break;
-    case LT_I64:
-      ((int64_t *)v)[i] = k;
-      break;
-    case LT_I32:
-      ((int32_t *)v)[i] = (int32_t)k;
-      break;
-    case LT_BOOL:
-      ((uint8_t *)v)[i] = (uint8_t)(r >> 9 & 1);
-      break;
-    default: /* u8, i8: any byte */
-      ((uint8_t *)v)[i] = (uint8_t)k;
-      break;
-    }
+    if (lt__is_float(dt))
+      lt__store_f64(dt, v, i, f);
+    else /* integers keep the low bits of k (u8, i8: any byte) */
+      lt__store_i64(dt, v, i, dt == LT_BOOL ? (int64_t)(r >> 9 & 1) : k);
   }
   lt_tensor *t = lt_from_data(CPU0, dt, shape, nd, v);
   free(v);

@@ -11,29 +11,7 @@ static lt_tensor *mk(lt_dtype dt, const int64_t *shape, int ndim, const double *
   for (int i = 0; i < ndim; i++) n *= shape[i];
   size_t sz = lt_dtype_size(dt);
   char *buf = malloc((size_t)n * sz + 1);
-  for (int64_t i = 0; i < n; i++) {
-    switch (dt) {
-    case LT_BOOL:
-      ((uint8_t *)buf)[i] = v[i] != 0;
-      break;
-    case LT_U8:
-    case LT_I8: /* small test values: the same byte for both */
-      ((uint8_t *)buf)[i] = (uint8_t)(int64_t)v[i];
-      break;
-    case LT_I32:
-      ((int32_t *)buf)[i] = (int32_t)v[i];
-      break;
-    case LT_I64:
-      ((int64_t *)buf)[i] = (int64_t)v[i];
-      break;
-    case LT_F32:
-      ((float *)buf)[i] = (float)v[i];
-      break;
-    default:
-      ((double *)buf)[i] = v[i];
-      break;
-    }
-  }
+  for (int64_t i = 0; i < n; i++) lt__store_f64(dt, buf, i, v[i]);
   lt_tensor *t = lt_from_data(CPU0, dt, shape, ndim, buf);
   free(buf);
   return t;

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "lazytensor.h"
+#include "../src/core/lt_dtype.h" /* the dtype table: element load / store */
 
 /* 1 in an AddressSanitizer build (gcc says so by a macro, clang by a feature). */
 #if defined(__SANITIZE_ADDRESS__)
@@ -84,29 +85,7 @@ static inline void tu_read(lt_tensor *t, double *out, int64_t n) {
   void *tmp = malloc(numel * sz + 1);
   int rc = lt_to_data(t, tmp, numel * sz);
   if (rc != LT_OK) fail_msg("lt_to_data: %s", lt_last_error());
-  for (int64_t i = 0; i < numel; i++) {
-    switch (lt_get_dtype(t)) {
-    case LT_BOOL:
-    case LT_U8:
-      out[i] = ((uint8_t *)tmp)[i];
-      break;
-    case LT_I8:
-      out[i] = ((int8_t *)tmp)[i];
-      break;
-    case LT_I32:
-      out[i] = ((int32_t *)tmp)[i];
-      break;
-    case LT_I64:
-      out[i] = (double)((int64_t *)tmp)[i];
-      break;
-    case LT_F32:
-      out[i] = ((float *)tmp)[i];
-      break;
-    default:
-      out[i] = ((double *)tmp)[i];
-      break;
-    }
-  }
+  for (int64_t i = 0; i < numel; i++) out[i] = lt__load_f64(lt_get_dtype(t), tmp, i);
   free(tmp);
 }
 

@@ -1,23 +1,52 @@
-/* Dtype names, sizes and promotion. */
+/* The dtype table's rows (lt_dtype.h), name lookup and promotion. */
 #include <math.h>
+#include <string.h>
 
 #include "lt_dtype.h"
 #include "lt_tensor.h"
 
-static const char *const kNames[LT_NUM_DTYPES] = {"bool", "i32", "i64", "f32", "f64", "u8", "i8"};
-static const size_t kSizes[LT_NUM_DTYPES] = {1, 4, 8, 4, 8, 1, 1};
+/* A row's limits as int64: a float row takes int64's own (load_i64 saturates there). */
+#define I64_LIMIT_BOOL(x, i64) ((int64_t)(x))
+#define I64_LIMIT_SINT(x, i64) ((int64_t)(x))
+#define I64_LIMIT_UINT(x, i64) ((int64_t)(x))
+#define I64_LIMIT_FLOAT(x, i64) (i64)
+#define ROW(E, NAME, TORCH, T, KIND, F2I, MIN, MAX) \
+  [LT_##E] = {NAME,                                 \
+              TORCH,                                \
+              sizeof(T),                            \
+              LT_DK_##KIND,                         \
+              LT_F2I_##F2I,                         \
+              (double)(MIN),                        \
+              (double)(MAX),                        \
+              I64_LIMIT_##KIND(MIN, INT64_MIN),     \
+              I64_LIMIT_##KIND(MAX, INT64_MAX),     \
+              lt__load_f64_##E,                     \
+              lt__load_i64_##E,                     \
+              lt__store_f64_##E,                    \
+              lt__store_i64_##E},
+const lt_dtype_info lt__dtype_infos[LT_NUM_DTYPES] = {LT_DTYPE_TABLE(ROW)};
+#undef ROW
 
-const char *lt_dtype_name(lt_dtype dt) { return lt__dtype_valid(dt) ? kNames[dt] : "?"; }
-size_t lt_dtype_size(lt_dtype dt) { return lt__dtype_valid(dt) ? kSizes[dt] : 0; }
+const char *lt_dtype_name(lt_dtype dt) {
+  return lt__dtype_valid(dt) ? lt__dtype_infos[dt].name : "?";
+}
+size_t lt_dtype_size(lt_dtype dt) { return lt__dtype_valid(dt) ? lt__dtype_infos[dt].size : 0; }
+
+int lt__dtype_from_name(const char *name) {
+  for (int dt = 0; name && dt < LT_NUM_DTYPES; dt++)
+    if (!strcmp(name, lt__dtype_infos[dt].name) || !strcmp(name, lt__dtype_infos[dt].torch_name))
+      return dt;
+  return -1;
+}
 
 /* Bits of an integer dtype (its rank among integers). */
-static int int_bits(lt_dtype dt) { return dt == LT_U8 || dt == LT_I8 ? 8 : dt == LT_I32 ? 32 : 64; }
+static size_t int_bits(lt_dtype dt) { return 8 * lt_dtype_size(dt); }
 
 lt_dtype lt__promote_types(lt_dtype a, lt_dtype b) {
   if (a == b || b == LT_BOOL) return a;
   if (a == LT_BOOL) return b;
   if (lt__is_float(a) || lt__is_float(b)) {
-    if (lt__is_float(a) && lt__is_float(b)) return a == LT_F64 || b == LT_F64 ? LT_F64 : LT_F32;
+    if (lt__is_float(a) && lt__is_float(b)) return lt_dtype_size(a) >= lt_dtype_size(b) ? a : b;
     return lt__is_float(a) ? a : b;
   }
   /* Two integers: the wider one; u8 with i8 needs a signed type above 8 bits. */
@@ -45,42 +74,18 @@ lt_dtype lt__promote(const lt_tensor *const *ts, int n) {
   return dim_dt;
 }
 
-int64_t lt__f2i64(double v) {
-  if (isnan(v)) return 0;
-  if (v <= -9223372036854775808.0) return INT64_MIN;
-  if (v >= 9223372036854775808.0) return INT64_MAX;
-  return (int64_t)v;
-}
-
 int64_t lt__int_wrap(lt_dtype dt, int64_t v) {
-  /* Through the unsigned type, whose conversion is defined modulo 2^n; the
-   * signed step is two's complement on every compiler this builds with. */
-  switch (dt) {
-  case LT_U8:
-    return (uint8_t)v;
-  case LT_I8:
-    return (int8_t)(uint8_t)v;
-  case LT_I32:
-    return (int32_t)(uint32_t)v;
-  default:
-    return v;
-  }
+  const lt_dtype_info *d = lt__dtype_info(dt);
+  return lt__is_int(dt) ? lt__wrap_range(v, d->min_i64, d->max_i64) : v;
 }
 
 double lt__dtype_round(lt_dtype dt, double v) {
-  switch (dt) {
-  case LT_U8:
-  case LT_I8:
-    return (double)lt__int_wrap(dt, lt__f2i64(v));
-  case LT_BOOL:
-    return v != 0;
-  case LT_I32:
-    return isfinite(v) ? (double)(int32_t)v : 0;
-  case LT_I64:
-    return isfinite(v) ? (double)(int64_t)v : 0;
-  case LT_F32:
-    return (double)(float)v;
-  default:
-    return v;
-  }
+  const lt_dtype_info *d = lt__dtype_info(dt);
+  if (!d) return v;
+  /* A non-finite value into a saturating integer dtype reads 0 here (lt_pad's
+   * value, scalar creation), where CAST gives the dtype's limit. */
+  if (d->f2i == LT_F2I_SAT && !isfinite(v)) return 0;
+  double elem[2]; /* any row's element fits */
+  d->store_f64(elem, 0, v);
+  return d->load_f64(elem, 0);
 }

@@ -1,18 +1,196 @@
-/* Dtype facts and PyTorch-style promotion. */
+/* The dtype table: the one place that says what each dtype is (its C storage
+ * type, size, kind, names, limits and how one element converts to and from
+ * double and int64), and PyTorch-style promotion. Everything else reads it:
+ * lt_dtype_name / lt_dtype_size, the kind tests (lt__is_float, lt__is_int),
+ * every backend's and the world's element access, and the tests.
+ *
+ * X(ENUM, "name", "torch name", CTYPE, KIND, F2I, MIN, MAX)
+ *   ENUM   the lt_dtype (LT_<ENUM> in lazytensor.h); rows are in id order
+ *   CTYPE  the C type one element is stored as (bool: one byte, 0 or 1)
+ *   KIND   BOOL, SINT (signed integer), UINT (unsigned integer) or FLOAT
+ *   F2I    how a float becomes this integer dtype (CAST, stores from double):
+ *          both truncate toward zero, NaN gives 0; SAT saturates at the
+ *          dtype's range, WRAP saturates at int64's range and keeps the low
+ *          bits (two's complement). NONE for bool and float rows
+ *   MIN, MAX  the finite range of CTYPE (floats: -max .. max)
+ *
+ * docs/ADDING_A_DTYPE.md says what a new dtype touches. */
 #ifndef LT_DTYPE_H
 #define LT_DTYPE_H
 
+#include <float.h>
+#include <stdint.h>
+
 #include "lazytensor.h"
 
+/* clang-format off */
+#define LT_DTYPE_TABLE(X) \
+  X(BOOL, "bool", "bool",    uint8_t, BOOL,  NONE, 0,         1)         \
+  X(I32,  "i32",  "int32",   int32_t, SINT,  SAT,  INT32_MIN, INT32_MAX) \
+  X(I64,  "i64",  "int64",   int64_t, SINT,  SAT,  INT64_MIN, INT64_MAX) \
+  X(F32,  "f32",  "float32", float,   FLOAT, NONE, -FLT_MAX,  FLT_MAX)   \
+  X(F64,  "f64",  "float64", double,  FLOAT, NONE, -DBL_MAX,  DBL_MAX)   \
+  X(U8,   "u8",   "uint8",   uint8_t, UINT,  WRAP, 0,         UINT8_MAX) \
+  X(I8,   "i8",   "int8",    int8_t,  SINT,  WRAP, INT8_MIN,  INT8_MAX)
+/* clang-format on */
+
+typedef enum lt_dtype_kind { LT_DK_BOOL, LT_DK_SINT, LT_DK_UINT, LT_DK_FLOAT } lt_dtype_kind;
+typedef enum lt_f2i_rule { LT_F2I_NONE, LT_F2I_SAT, LT_F2I_WRAP } lt_f2i_rule;
+
+/* A row out of range of the enum, or a dtype without a row, fails the build
+ * here (row i must be dtype id i). */
+#define LT__DT_ROW(E, ...) LT__DT_ROW_##E,
+enum { LT_DTYPE_TABLE(LT__DT_ROW) LT__DT_ROWS };
+#undef LT__DT_ROW
+_Static_assert((int)LT__DT_ROWS == (int)LT_NUM_DTYPES,
+               "every lt_dtype needs a row in LT_DTYPE_TABLE");
+#define LT__DT_ORDER(E, ...) \
+  _Static_assert(LT__DT_ROW_##E == (int)LT_##E, "LT_DTYPE_TABLE rows must be in id order");
+LT_DTYPE_TABLE(LT__DT_ORDER)
+#undef LT__DT_ORDER
+
+/* ---- conversions every row's load and store share ---- */
+
+/* A float truncated toward zero to int64, saturating at its range, NaN 0:
+ * the first step of every float-to-integer conversion (no undefined behaviour). */
+static inline int64_t lt__f2i64(double v) {
+  if (v != v) return 0;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  if (v >= 9223372036854775808.0) return INT64_MAX;
+  return (int64_t)v;
+}
+/* v wrapped into [lo, hi], a range of 2^n values: its low n bits, read as
+ * the range does (two's complement for a signed one). Done in uint64, where
+ * overflow is defined. */
+static inline int64_t lt__wrap_range(int64_t v, int64_t lo, int64_t hi) {
+  if (lo == INT64_MIN && hi == INT64_MAX) return v;
+  uint64_t off = ((uint64_t)v - (uint64_t)lo) & ((uint64_t)hi - (uint64_t)lo);
+  return lo + (int64_t)off;
+}
+static inline int64_t lt__f2int(double v, int64_t lo, int64_t hi, lt_f2i_rule rule) {
+  int64_t x = lt__f2i64(v);
+  if (rule == LT_F2I_WRAP) return lt__wrap_range(x, lo, hi);
+  return x < lo ? lo : x > hi ? hi : x;
+}
+
+#define LT__TO_I64_BOOL(x) ((int64_t)(x))
+#define LT__TO_I64_SINT(x) ((int64_t)(x))
+#define LT__TO_I64_UINT(x) ((int64_t)(x))
+#define LT__TO_I64_FLOAT(x) lt__f2i64((double)(x))
+#define LT__FROM_F64_BOOL(v, F2I, MIN, MAX) ((v) != 0) /* NaN is true */
+#define LT__FROM_F64_SINT(v, F2I, MIN, MAX) lt__f2int(v, MIN, MAX, LT_F2I_##F2I)
+#define LT__FROM_F64_UINT(v, F2I, MIN, MAX) lt__f2int(v, MIN, MAX, LT_F2I_##F2I)
+#define LT__FROM_F64_FLOAT(v, F2I, MIN, MAX) (v)
+#define LT__FROM_I64_BOOL(v, MIN, MAX) ((v) != 0)
+#define LT__FROM_I64_SINT(v, MIN, MAX) lt__wrap_range(v, MIN, MAX)
+#define LT__FROM_I64_UINT(v, MIN, MAX) lt__wrap_range(v, MIN, MAX)
+#define LT__FROM_I64_FLOAT(v, MIN, MAX) (v)
+
+/* ---- per row: element i of an array at base, as double and as int64 ----
+ * load_i64 of a float truncates as lt__f2i64; store_f64 converts as CAST
+ * (F2I above, bool: v != 0); store_i64 wraps integers (bool: v != 0). */
+#define LT__DT_ACCESS(E, NAME, TORCH, T, KIND, F2I, MIN, MAX)              \
+  static inline double lt__load_f64_##E(const void *base, int64_t i) {     \
+    return (double)((const T *)base)[i];                                   \
+  }                                                                        \
+  static inline int64_t lt__load_i64_##E(const void *base, int64_t i) {    \
+    return LT__TO_I64_##KIND(((const T *)base)[i]);                        \
+  }                                                                        \
+  static inline void lt__store_f64_##E(void *base, int64_t i, double v) {  \
+    ((T *)base)[i] = (T)LT__FROM_F64_##KIND(v, F2I, MIN, MAX);             \
+  }                                                                        \
+  static inline void lt__store_i64_##E(void *base, int64_t i, int64_t v) { \
+    ((T *)base)[i] = (T)LT__FROM_I64_##KIND(v, MIN, MAX);                  \
+  }
+LT_DTYPE_TABLE(LT__DT_ACCESS)
+#undef LT__DT_ACCESS
+
+/* ---- the traits of one dtype ---- */
+typedef struct lt_dtype_info {
+  const char *name;       /* "f32" (lt_dtype_name) */
+  const char *torch_name; /* "float32" (torch.float32) */
+  size_t size;            /* bytes per element */
+  lt_dtype_kind kind;
+  lt_f2i_rule f2i;
+  double min_f64, max_f64;  /* the range as doubles (i64's max reads 2^63) */
+  int64_t min_i64, max_i64; /* integers and bool: the range; floats: int64's */
+  double (*load_f64)(const void *base, int64_t i);
+  int64_t (*load_i64)(const void *base, int64_t i);
+  void (*store_f64)(void *base, int64_t i, double v);
+  void (*store_i64)(void *base, int64_t i, int64_t v);
+} lt_dtype_info;
+
+extern const lt_dtype_info lt__dtype_infos[LT_NUM_DTYPES];
+
 static inline bool lt__dtype_valid(int dt) { return dt >= 0 && dt < LT_NUM_DTYPES; }
-static inline bool lt__is_float(lt_dtype dt) { return dt == LT_F32 || dt == LT_F64; }
-static inline bool lt__is_int(lt_dtype dt) {
-  return dt == LT_I32 || dt == LT_I64 || dt == LT_U8 || dt == LT_I8;
+/* The row of dt; NULL when dt is not a dtype. */
+static inline const lt_dtype_info *lt__dtype_info(int dt) {
+  return lt__dtype_valid(dt) ? &lt__dtype_infos[dt] : NULL;
+}
+/* The dtype named name ("f32" or "float32"); -1 when none is. */
+int lt__dtype_from_name(const char *name);
+
+/* Kind tests, switches over the table (folded where dt is known). */
+static inline lt_dtype_kind lt__dtype_kind(int dt) {
+  switch (dt) {
+#define LT__DT_KIND(E, NAME, TORCH, T, KIND, ...) \
+  case LT_##E:                                    \
+    return LT_DK_##KIND;
+    LT_DTYPE_TABLE(LT__DT_KIND)
+#undef LT__DT_KIND
+  default:
+    return LT_DK_BOOL;
+  }
+}
+static inline bool lt__is_float(int dt) { return lt__dtype_kind(dt) == LT_DK_FLOAT; }
+static inline bool lt__is_int(int dt) {
+  lt_dtype_kind k = lt__dtype_kind(dt);
+  return lt__dtype_valid(dt) && (k == LT_DK_SINT || k == LT_DK_UINT);
+}
+/* Whether an integer or bool dtype reads its bits as unsigned (bool, u8). */
+static inline bool lt__is_unsigned(int dt) {
+  lt_dtype_kind k = lt__dtype_kind(dt);
+  return k == LT_DK_BOOL || k == LT_DK_UINT;
 }
 /* 0 bool, 1 integer, 2 floating */
-static inline int lt__dtype_category(lt_dtype dt) {
-  return dt == LT_BOOL ? 0 : lt__is_int(dt) ? 1 : 2;
+static inline int lt__dtype_category(int dt) {
+  return lt__is_float(dt) ? 2 : lt__is_int(dt) ? 1 : 0;
 }
+
+/* Element i of the dt array at base, by dtype: switches over the table that
+ * inline into the per-row functions, for loops that touch every element. */
+#define LT__DT_SWITCH(dt, RET, CALL) \
+  switch (dt) {                      \
+    LT_DTYPE_TABLE(CALL)             \
+  default:                           \
+    RET;                             \
+  }
+#define LT__DT_CASE_LOAD_F64(E, ...) \
+  case LT_##E:                       \
+    return lt__load_f64_##E(base, i);
+#define LT__DT_CASE_LOAD_I64(E, ...) \
+  case LT_##E:                       \
+    return lt__load_i64_##E(base, i);
+#define LT__DT_CASE_STORE_F64(E, ...) \
+  case LT_##E:                        \
+    lt__store_f64_##E(base, i, v);    \
+    return;
+#define LT__DT_CASE_STORE_I64(E, ...) \
+  case LT_##E:                        \
+    lt__store_i64_##E(base, i, v);    \
+    return;
+static inline double lt__load_f64(int dt, const void *base, int64_t i) {
+  LT__DT_SWITCH(dt, return 0, LT__DT_CASE_LOAD_F64)
+}
+static inline int64_t lt__load_i64(int dt, const void *base, int64_t i) {
+  LT__DT_SWITCH(dt, return 0, LT__DT_CASE_LOAD_I64)
+}
+static inline void lt__store_f64(int dt, void *base, int64_t i, double v) {
+  LT__DT_SWITCH(dt, return, LT__DT_CASE_STORE_F64)
+}
+static inline void lt__store_i64(int dt, void *base, int64_t i,
+                                 int64_t v){LT__DT_SWITCH(dt, return, LT__DT_CASE_STORE_I64)}
+
 /* torch.promote_types(a, b); u8 with i8 gives i32 (torch: int16, not a dtype
  * here). The enum order is not the promotion order (u8, i8 come last). */
 lt_dtype lt__promote_types(lt_dtype a, lt_dtype b);
@@ -24,9 +202,6 @@ lt_dtype lt__promote(const lt_tensor *const *ts, int n);
 /* Converts a double to what an element of dtype dt stores, then back. */
 double lt__dtype_round(lt_dtype dt, double v);
 
-/* A float truncated toward zero to int64, saturating at its range, NaN 0:
- * the first step of every float-to-integer conversion (no undefined behaviour). */
-int64_t lt__f2i64(double v);
 /* v wrapped to the range of integer dtype dt (its low bits, two's complement):
  * how integer arithmetic and conversions to u8 / i8 / i32 overflow. Other
  * dtypes return v. */

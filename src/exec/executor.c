@@ -8,6 +8,7 @@
 #include <xxhash.h>
 
 #include "../core/lt_alloc.h"
+#include "../core/lt_dtype.h"
 #include "../core/lt_error.h"
 #include "debug.h"
 #include "disk_cache.h"
@@ -718,40 +719,7 @@ int lt_item(lt_tensor *t, int64_t flat_index, double *out) {
   if (!tmp) return LT_ENOMEM;
   int rc = lt_to_data(t, tmp, nbytes);
   if (rc == LT_OK) {
-    const unsigned char *p = tmp + (size_t)flat_index * sz;
-    switch ((lt_dtype)t->dtype) {
-    case LT_BOOL:
-    case LT_U8:
-      *out = *p;
-      break;
-    case LT_I8: {
-      int8_t v;
-      memcpy(&v, p, 1);
-      *out = v;
-      break;
-    }
-    case LT_I32: {
-      int32_t v;
-      memcpy(&v, p, 4);
-      *out = v;
-      break;
-    }
-    case LT_I64: {
-      int64_t v;
-      memcpy(&v, p, 8);
-      *out = (double)v;
-      break;
-    }
-    case LT_F32: {
-      float v;
-      memcpy(&v, p, 4);
-      *out = v;
-      break;
-    }
-    default:
-      memcpy(out, p, 8);
-      break;
-    }
+    *out = lt__load_f64(t->dtype, tmp, flat_index);
   }
   lt__free(tmp, nbytes);
   return rc;

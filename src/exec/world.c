@@ -36,56 +36,16 @@
 #include "world_internal.h"
 #include "lt_metrics.h"
 
-/* ---- element access (every dtype through double or int64) ---- */
-
-static bool is_float(int dt) { return dt == LT_F32 || dt == LT_F64; }
-
-static double getf(const void *p, int dt, int64_t i) {
-  return dt == LT_F32 ? ((const float *)p)[i] : ((const double *)p)[i];
-}
-static void setf(void *p, int dt, int64_t i, double v) {
-  if (dt == LT_F32)
-    ((float *)p)[i] = (float)v;
-  else
-    ((double *)p)[i] = v;
-}
-static int64_t geti(const void *p, int dt, int64_t i) {
-  switch (dt) {
-  case LT_U8:
-  case LT_BOOL:
-    return ((const uint8_t *)p)[i];
-  case LT_I8:
-    return ((const int8_t *)p)[i];
-  case LT_I32:
-    return ((const int32_t *)p)[i];
-  default:
-    return ((const int64_t *)p)[i];
-  }
-}
-/* Integers wrap as the dtype does (the low bits of the int64 result). */
-static void seti(void *p, int dt, int64_t i, int64_t v) {
-  switch (dt) {
-  case LT_U8:
-  case LT_BOOL:
-  case LT_I8:
-    ((uint8_t *)p)[i] = (uint8_t)(uint64_t)v;
-    break;
-  case LT_I32:
-    ((uint32_t *)p)[i] = (uint32_t)(uint64_t)v;
-    break;
-  default:
-    ((int64_t *)p)[i] = v;
-    break;
-  }
-}
+/* Elements go through double (floats) or int64 (integers, which wrap as the
+ * dtype does): the dtype table's load / store (core/lt_dtype.h). */
 
 /* out[io] = reduce over ranks k of in_k[ii] (rank order). */
 static void reduce_one(lt_coll_call *const *s, int n, int redop, int dt, int64_t ii, void *out,
                        int64_t io) {
-  if (is_float(dt)) {
-    double acc = getf(s[0]->in, dt, ii);
+  if (lt__is_float(dt)) {
+    double acc = lt__load_f64(dt, s[0]->in, ii);
     for (int k = 1; k < n; k++) {
-      double v = getf(s[k]->in, dt, ii);
+      double v = lt__load_f64(dt, s[k]->in, ii);
       if (redop == LT_COLL_SUM || redop == LT_COLL_MEAN)
         acc += v;
       else if (acc != acc || v != v) /* NaN propagates, as torch.maximum */
@@ -96,12 +56,12 @@ static void reduce_one(lt_coll_call *const *s, int n, int redop, int dt, int64_t
         acc = v < acc ? v : acc;
     }
     if (redop == LT_COLL_MEAN) acc /= n;
-    setf(out, dt, io, acc);
+    lt__store_f64(dt, out, io, acc);
     return;
   }
-  int64_t acc = geti(s[0]->in, dt, ii);
+  int64_t acc = lt__load_i64(dt, s[0]->in, ii);
   for (int k = 1; k < n; k++) {
-    int64_t v = geti(s[k]->in, dt, ii);
+    int64_t v = lt__load_i64(dt, s[k]->in, ii);
     if (redop == LT_COLL_SUM)
       acc = (int64_t)((uint64_t)acc + (uint64_t)v); /* wraps, never undefined */
     else if (redop == LT_COLL_MAX)
@@ -109,7 +69,7 @@ static void reduce_one(lt_coll_call *const *s, int n, int redop, int dt, int64_t
     else
       acc = v < acc ? v : acc;
   }
-  seti(out, dt, io, acc);
+  lt__store_i64(dt, out, io, acc);
 }
 
 static int64_t numel(const int64_t *shape, int ndim) {

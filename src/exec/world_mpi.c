@@ -377,14 +377,14 @@ static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
     for (int d = 0; d < c->axis; d++) outer *= c->in_shape[d];
     for (int d = c->axis + 1; d < c->ndim; d++) inner *= c->in_shape[d];
   }
-  if (c->kind == LT_COLL_ALL_REDUCE && size > 1 && (dt == LT_F32 || dt == LT_F64) &&
+  if (c->kind == LT_COLL_ALL_REDUCE && size > 1 && lt__is_float(dt) &&
       (c->redop == LT_COLL_SUM || c->redop == LT_COLL_MEAN) && (size_t)m * esz >= RING_MIN_BYTES)
     return ring_all_reduce(s, rank, size, c, m, deadline, what);
   if (!grow(&s->send, &s->send_cap, (size_t)m * esz + 1) ||
       !grow(&s->recv, &s->recv_cap, (size_t)(c->kind == LT_COLL_BROADCAST ? m : mo) * esz + 1))
     return lt__err(LT_ENOMEM, "collective %s: out of memory", what);
   MPI_Datatype ty = mpi_type(dt);
-  bool fl = dt == LT_F32 || dt == LT_F64;
+  bool fl = lt__is_float(dt);
   MPI_Op op = MPI_SUM;
   if (c->redop == LT_COLL_MAX) op = fl ? s->fmax : MPI_MAX;
   if (c->redop == LT_COLL_MIN) op = fl ? s->fmin : MPI_MIN;

@@ -5,10 +5,9 @@
 #include <math.h>
 
 #include "lt_caller.h"
+#include "lt_dtype.h"
 #include "lt_shape.h"
 #include "nn.h"
-
-static bool is_float(lt_dtype dt) { return dt == LT_F32 || dt == LT_F64; }
 
 static int check_reduction(const char *fn, lt_nn_reduction r) {
   if (r == LT_NN_REDUCTION_MEAN || r == LT_NN_REDUCTION_SUM || r == LT_NN_REDUCTION_NONE)
@@ -41,7 +40,7 @@ lt_tensor *lt_nn_mse_loss(lt_tensor *input, lt_tensor *target, lt_nn_reduction r
     return NULL;
   }
   if (check_reduction(fn, reduction) != LT_OK) return NULL;
-  if (!is_float(lt_get_dtype(input)) || !is_float(lt_get_dtype(target))) {
+  if (!lt__is_float(lt_get_dtype(input)) || !lt__is_float(lt_get_dtype(target))) {
     lt__err(LT_EDTYPE, "%s: input and target must be f32 or f64 (got %s and %s)", fn,
             lt_dtype_name(lt_get_dtype(input)), lt_dtype_name(lt_get_dtype(target)));
     return NULL;
@@ -66,7 +65,7 @@ lt_tensor *lt_nn_mse_loss(lt_tensor *input, lt_tensor *target, lt_nn_reduction r
 static int check_class_target(const char *fn, lt_tensor *x, lt_tensor *target, int *cls) {
   if (!x || !target) return lt__err_null(fn);
   lt_dtype xd = lt_get_dtype(x), yd = lt_get_dtype(target);
-  if (!is_float(xd))
+  if (!lt__is_float(xd))
     return lt__err(LT_EDTYPE, "%s: input must be f32 or f64, got %s", fn, lt_dtype_name(xd));
   if (yd != LT_I32 && yd != LT_I64)
     return lt__err(LT_EDTYPE, "%s: target must be i32 or i64 class indices, got %s", fn,
@@ -169,7 +168,7 @@ lt_tensor *lt_nn_bce_with_logits(lt_tensor *x, lt_tensor *target, lt_tensor *pos
   if (check_reduction(fn, reduction) != LT_OK) return NULL;
   lt_dtype xd = lt_get_dtype(x), yd = lt_get_dtype(target);
   lt_dtype pd = pos_weight ? lt_get_dtype(pos_weight) : xd;
-  if (!is_float(xd) || !is_float(yd) || !is_float(pd)) {
+  if (!lt__is_float(xd) || !lt__is_float(yd) || !lt__is_float(pd)) {
     lt__err(LT_EDTYPE, "%s: input, target and pos_weight must be f32 or f64 (got %s, %s, %s)", fn,
             lt_dtype_name(xd), lt_dtype_name(yd), lt_dtype_name(pd));
     return NULL;

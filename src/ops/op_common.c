@@ -60,34 +60,11 @@ lt_node *lt__scalar_node(lt_device dev, lt_dtype dt, double value) {
   } else {
     const lt_backend *be = lt__backend_for(dev);
     if (lt__buffer_alloc(be, dev, dt, NULL, 0, &b) != LT_OK) return NULL;
-    union {
-      uint8_t b;
-      int32_t i32;
+    union { /* room and alignment for one element of any dtype */
       int64_t i64;
-      float f32;
       double f64;
     } u;
-    switch (dt) {
-    case LT_BOOL:
-      u.b = v != 0;
-      break;
-    case LT_U8:
-    case LT_I8: /* v is in range (lt__dtype_round); i8 stores its two's complement byte */
-      u.b = (uint8_t)(int64_t)v;
-      break;
-    case LT_I32:
-      u.i32 = (int32_t)v;
-      break;
-    case LT_I64:
-      u.i64 = (int64_t)v;
-      break;
-    case LT_F32:
-      u.f32 = (float)v;
-      break;
-    default:
-      u.f64 = v;
-      break;
-    }
+    lt__store_f64(dt, &u, 0, v); /* v is in range (lt__dtype_round) */
     if (be->to_device(b, &u, lt_dtype_size(dt)) != LT_OK) {
       lt__buffer_release(b);
       return NULL;

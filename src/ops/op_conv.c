@@ -23,10 +23,8 @@
  * computation can overflow; the ref kernels hold attrs to the same bound). */
 #define CONV_LIMIT ((int64_t)1 << 40)
 
-static bool is_float(int dt) { return dt == LT_F32 || dt == LT_F64; }
-
 static int need_float(const char *fn, const char *what, const lt_tensor *t) {
-  if (is_float(t->dtype)) return LT_OK;
+  if (lt__is_float(t->dtype)) return LT_OK;
   return lt__err(LT_EDTYPE, "%s: %s must be f32 or f64, got %s", fn, what,
                  lt_dtype_name((lt_dtype)t->dtype));
 }

@@ -14,31 +14,6 @@ static int check_create(const char *fn, lt_device dev, lt_dtype dt, const int64_
   return lt__check_shape(fn, shape, ndim);
 }
 
-/* Host buffer of numel elements of dt, filled by value(i). */
-static void store(void *p, lt_dtype dt, int64_t i, double v) {
-  switch (dt) {
-  case LT_BOOL:
-    ((uint8_t *)p)[i] = v != 0;
-    break;
-  case LT_U8:
-  case LT_I8: /* truncated to int64, then the low byte (as a cast) */
-    ((uint8_t *)p)[i] = (uint8_t)lt__f2i64(v);
-    break;
-  case LT_I32:
-    ((int32_t *)p)[i] = (int32_t)v;
-    break;
-  case LT_I64:
-    ((int64_t *)p)[i] = (int64_t)v;
-    break;
-  case LT_F32:
-    ((float *)p)[i] = (float)v;
-    break;
-  default:
-    ((double *)p)[i] = v;
-    break;
-  }
-}
-
 /* Host data of the given shape: a copy of data, or zeros when data is NULL. */
 static lt_tensor *from_host_copy(const char *fn, lt_device dev, lt_dtype dt, const int64_t *shape,
                                  int ndim, const void *data) {
@@ -177,7 +152,7 @@ lt_tensor *lt_arange(lt_device dev, lt_dtype dt, double start, double stop, doub
   if (integral)
     arange_int(p, dt, n, start, step);
   else /* start + i * step in double, then rounded to dt, as torch on cpu */
-    for (int64_t i = 0; i < n; i++) store(p, dt, i, start + (double)i * step);
+    for (int64_t i = 0; i < n; i++) lt__store_f64(dt, p, i, start + (double)i * step);
   lt_tensor *t = lt__tensor_from_host(dev, dt, &n, 1, p, nbytes);
   if (!t) lt__free(p, nbytes);
   return t;
@@ -190,7 +165,7 @@ lt_tensor *lt_eye(lt_device dev, lt_dtype dt, int64_t n, int64_t m) {
   size_t nbytes = (size_t)(n * m) * lt_dtype_size(dt);
   void *p = lt__calloc(nbytes);
   if (!p) return NULL;
-  for (int64_t i = 0; i < n && i < m; i++) store(p, dt, i * m + i, 1.0);
+  for (int64_t i = 0; i < n && i < m; i++) lt__store_f64(dt, p, i * m + i, 1.0);
   lt_tensor *t = lt__tensor_from_host(dev, dt, shape, 2, p, nbytes);
   if (!t) lt__free(p, nbytes);
   return t;

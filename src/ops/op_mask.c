@@ -25,32 +25,18 @@
  * [0, 255] only. Returns false when v does not fit; *out is the value as
  * the dtype holds it. (lt_scatter's value form checks its value here too.) */
 bool lt__fill_value(lt_dtype dt, double v, double *out) {
-  double lo, hi;
-  switch (dt) {
-  case LT_BOOL:
+  const lt_dtype_info *d = lt__dtype_info(dt);
+  if (d->kind == LT_DK_BOOL) {
     *out = v != 0;
     return true;
-  case LT_F64:
-    *out = v;
-    return true;
-  case LT_F32:
-    *out = (double)(float)v;
-    return !(isfinite(v) && fabs(v) > FLT_MAX);
-  case LT_U8:
-    lo = 0, hi = 255;
-    break;
-  case LT_I8:
-    lo = -128, hi = 127;
-    break;
-  case LT_I32:
-    lo = -2147483648.0, hi = 2147483647.0;
-    break;
-  default: /* i64: [-2^63, 2^63) */
-    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return false;
-    *out = trunc(v);
-    return true;
   }
-  if (!(v >= lo && v <= hi)) return false; /* also NaN */
+  if (d->kind == LT_DK_FLOAT) {
+    *out = lt__dtype_round(dt, v);
+    return !(isfinite(v) && fabs(v) > d->max_f64);
+  }
+  /* the range of the dtype's table row; i64's max reads 2^63 as a double,
+   * itself out of range (also NaN) */
+  if (!(v >= d->min_f64 && v <= d->max_f64 && v < 9223372036854775808.0)) return false;
   *out = trunc(v);
   return true;
 }

@@ -39,6 +39,7 @@
 #include "lazytensor_dist.h"
 #include "lazytensor_nn.h"
 #include "../dp_mlp.h"
+#include "../../src/core/lt_dtype.h" /* the dtype table: element load / store */
 
 static int g_rank = -1, g_fail = 0;
 
@@ -54,46 +55,12 @@ static int g_rank = -1, g_fail = 0;
 
 /* ---- typed buffers through double (integers cast, so sums wrap as the dtype) ---- */
 static void put(void *p, lt_dtype dt, int i, double v) {
-  switch (dt) {
-  case LT_F32:
-    ((float *)p)[i] = (float)v;
-    break;
-  case LT_F64:
-    ((double *)p)[i] = v;
-    break;
-  case LT_I32:
-    ((int32_t *)p)[i] = (int32_t)(uint32_t)(int64_t)v;
-    break;
-  case LT_I64:
-    ((int64_t *)p)[i] = (int64_t)v;
-    break;
-  case LT_I8:
-    ((int8_t *)p)[i] = (int8_t)(uint8_t)(int64_t)v;
-    break;
-  case LT_BOOL:
-    ((uint8_t *)p)[i] = v != 0;
-    break;
-  default:
-    ((uint8_t *)p)[i] = (uint8_t)(int64_t)v;
-    break;
-  }
+  if (lt__is_float(dt))
+    lt__store_f64(dt, p, i, v);
+  else
+    lt__store_i64(dt, p, i, (int64_t)v);
 }
-static double get(const void *p, lt_dtype dt, int i) {
-  switch (dt) {
-  case LT_F32:
-    return ((const float *)p)[i];
-  case LT_F64:
-    return ((const double *)p)[i];
-  case LT_I32:
-    return ((const int32_t *)p)[i];
-  case LT_I64:
-    return (double)((const int64_t *)p)[i];
-  case LT_I8:
-    return ((const int8_t *)p)[i];
-  default:
-    return ((const uint8_t *)p)[i];
-  }
-}
+static double get(const void *p, lt_dtype dt, int i) { return lt__load_f64(dt, p, i); }
 
 /* Each rank's 6 values and the hand-computed reductions over the 2 ranks. */
 typedef struct vals {

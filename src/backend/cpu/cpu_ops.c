@@ -51,14 +51,10 @@ const char *ops_type(int dt) {
   }
 }
 
-bool ops_is_float(int dt) { return dt == LT_F32 || dt == LT_F64; }
+bool ops_is_float(int dt) { return lt__is_float(dt); }
 
 static const char *fsuf(int dt) { return dt == LT_F32 ? "f32" : "f64"; }
-static int width(int dt) {
-  return dt == LT_BOOL || dt == LT_U8 || dt == LT_I8 ? 8 : dt == LT_I32 ? 32 : 64;
-}
-/* Whether an integer dtype's i8 bits read as unsigned (bool, u8). */
-static bool is_unsigned(int dt) { return dt == LT_BOOL || dt == LT_U8; }
+static int width(int dt) { return 8 * (int)lt_dtype_size((lt_dtype)dt); }
 
 irv ops_conv(cpu_ir *ir, irv v, int from, int to) {
   if (from == to) return v;
@@ -78,14 +74,14 @@ irv ops_conv(cpu_ir *ir, irv v, int from, int to) {
               ops_type(from), v.s);
   }
   if (ops_is_float(to))
-    return OP("%s %s %s to %s", is_unsigned(from) ? "uitofp" : "sitofp", ops_type(from), v.s,
+    return OP("%s %s %s to %s", lt__is_unsigned(from) ? "uitofp" : "sitofp", ops_type(from), v.s,
               ops_type(to));
   if (to == LT_BOOL) {
     irv c = OP("icmp ne %s %s, 0", ops_type(from), v.s);
     return OP("zext i1 %s to i8", c.s);
   }
   if (width(to) > width(from))
-    return OP("%s %s %s to %s", is_unsigned(from) ? "zext" : "sext", ops_type(from), v.s,
+    return OP("%s %s %s to %s", lt__is_unsigned(from) ? "zext" : "sext", ops_type(from), v.s,
               ops_type(to));
   if (width(to) == width(from)) return v; /* bool, u8, i8: the same i8 bits */
   return OP("trunc %s %s to %s", ops_type(from), v.s, ops_type(to));

@@ -33,95 +33,26 @@ int ref_attention(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
 /* ref_collective.c */
 int ref_collective(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
 
-/* ---- element access ---- */
-static inline bool ref_is_float(int dt) { return dt == LT_F32 || dt == LT_F64; }
+/* ---- element access: the dtype table's load / store (core/lt_dtype.h) ---- */
+static inline bool ref_is_float(int dt) { return lt__is_float(dt); }
 
 static inline double ref_getf(const lt_buffer *b, int64_t i) {
-  switch (b->dtype) {
-  case LT_BOOL:
-  case LT_U8:
-    return ((const uint8_t *)b->data)[i];
-  case LT_I8:
-    return ((const int8_t *)b->data)[i];
-  case LT_I32:
-    return ((const int32_t *)b->data)[i];
-  case LT_I64:
-    return (double)((const int64_t *)b->data)[i];
-  case LT_F32:
-    return ((const float *)b->data)[i];
-  default:
-    return ((const double *)b->data)[i];
-  }
+  return lt__load_f64(b->dtype, b->data, i);
 }
-
+/* Floats truncate toward zero (NaN 0, saturating at int64's range). */
 static inline int64_t ref_geti(const lt_buffer *b, int64_t i) {
-  switch (b->dtype) {
-  case LT_BOOL:
-  case LT_U8:
-    return ((const uint8_t *)b->data)[i];
-  case LT_I8:
-    return ((const int8_t *)b->data)[i];
-  case LT_I32:
-    return ((const int32_t *)b->data)[i];
-  case LT_I64:
-    return ((const int64_t *)b->data)[i];
-  case LT_F32:
-    return (int64_t)((const float *)b->data)[i];
-  default:
-    return (int64_t)((const double *)b->data)[i];
-  }
+  return lt__load_i64(b->dtype, b->data, i);
 }
-
-/* Stores v converted to the buffer's dtype (bool: v != 0; u8 / i8: truncated
- * to int64, then its low 8 bits, as CAST). */
+/* Stores v converted to the buffer's dtype as CAST does (bool: v != 0;
+ * integers truncate toward zero, i32 / i64 saturate, u8 / i8 keep the low
+ * byte of the int64). */
 static inline void ref_setf(lt_buffer *b, int64_t i, double v) {
-  switch (b->dtype) {
-  case LT_BOOL:
-    ((uint8_t *)b->data)[i] = v != 0;
-    break;
-  case LT_U8:
-  case LT_I8:
-    ((uint8_t *)b->data)[i] = (uint8_t)lt__f2i64(v);
-    break;
-  case LT_I32:
-    ((int32_t *)b->data)[i] = (int32_t)v;
-    break;
-  case LT_I64:
-    ((int64_t *)b->data)[i] = (int64_t)v;
-    break;
-  case LT_F32:
-    ((float *)b->data)[i] = (float)v;
-    break;
-  default:
-    ((double *)b->data)[i] = v;
-    break;
-  }
+  lt__store_f64(b->dtype, b->data, i, v);
 }
-
 /* Stores v converted to the buffer's dtype: integers keep the low bits (wrap
  * around), bool is v != 0. */
 static inline void ref_seti(lt_buffer *b, int64_t i, int64_t v) {
-  switch (b->dtype) {
-  case LT_BOOL:
-    ((uint8_t *)b->data)[i] = v != 0;
-    break;
-  case LT_U8:
-  case LT_I8: /* the low byte: two's complement wrap for both */
-    ((uint8_t *)b->data)[i] = (uint8_t)v;
-    break;
-  case LT_I32:
-    ((int32_t *)b->data)[i] = (int32_t)v;
-    break;
-  case LT_I64:
-    ((int64_t *)b->data)[i] = v;
-    break;
-  case LT_F32:
-    ((float *)b->data)[i] = (float)v;
-    break;
-  default:
-    ((double *)b->data)[i] = (double)v;
-    break;
-  }
+  lt__store_i64(b->dtype, b->data, i, v);
 }
 
 #endif

@@ -23,35 +23,9 @@
 #include "../../core/lt_op_switch.h"
 #include "ref.h"
 
-/* ---- element conversions ---- */
-
-/* Float to int64 without undefined behaviour: truncate, saturate, NaN -> 0. */
-static int64_t f2i(double v) {
-  if (isnan(v)) return 0;
-  if (v <= -9223372036854775808.0) return INT64_MIN;
-  if (v >= 9223372036854775808.0) return INT64_MAX;
-  return (int64_t)v;
-}
-
-/* Stores float v into an integer or bool buffer (see CAST above). */
-static void set_from_float(lt_buffer *out, int64_t i, double v) {
-  switch (out->dtype) {
-  case LT_BOOL:
-    ref_seti(out, i, v != 0);
-    break; /* NaN != 0 */
-  case LT_I32: {
-    int64_t x = f2i(v);
-    ref_seti(out, i, x < INT32_MIN ? INT32_MIN : x > INT32_MAX ? INT32_MAX : x);
-    break;
-  }
-  case LT_I64:
-    ref_seti(out, i, f2i(v));
-    break;
-  default:
-    ref_setf(out, i, v);
-    break;
-  }
-}
+/* ---- element conversions ----
+ * A float into an integer or bool buffer converts as CAST (see above):
+ * ref_setf, the dtype table's store (core/lt_dtype.h, column F2I). */
 
 /* Reads element i of b as a truth value (non-zero, NaN included, is true). */
 static bool get_truth(const lt_buffer *b, int64_t i) {
@@ -186,7 +160,7 @@ static int ref_unary(const lt_instr *ins, lt_buffer *out, const lt_buffer *a) {
   if (ins->op == LT_OP_CAST) {
     for (int64_t i = 0; i < n; i++) {
       if (ref_is_float(a->dtype))
-        set_from_float(out, i, ref_getf(a, i));
+        ref_setf(out, i, ref_getf(a, i));
       else
         ref_seti(out, i, ref_geti(a, i));
     }
@@ -199,10 +173,7 @@ static int ref_unary(const lt_instr *ins, lt_buffer *out, const lt_buffer *a) {
     if (!unary_f(ins->op, 0.0, &r)) return no_case("unary", ins->op, (lt_dtype)out->dtype);
     for (int64_t i = 0; i < n; i++) {
       unary_f(ins->op, ref_getf(a, i), &r);
-      if (ref_is_float(out->dtype))
-        ref_setf(out, i, r);
-      else
-        set_from_float(out, i, r);
+      ref_setf(out, i, r);
     }
     return LT_OK;
   }
@@ -370,10 +341,7 @@ static int ref_binary(const lt_instr *ins, lt_buffer *out, const lt_buffer *a, c
     int64_t ib = lt__bcast_ravel(b->shape, b->ndim, coords, out->ndim);
     if (in_float) {
       binary_f(ins->op, ref_getf(a, ia), ref_getf(b, ib), &rf);
-      if (ref_is_float(out->dtype))
-        ref_setf(out, i, rf);
-      else
-        set_from_float(out, i, rf);
+      ref_setf(out, i, rf);
     } else {
       binary_i(ins->op, ref_geti(a, ia), ref_geti(b, ib), &ri);
       ref_seti(out, i, ri);
@@ -393,10 +361,8 @@ static int ref_where(lt_buffer *out, const lt_buffer *c, const lt_buffer *a, con
     int64_t j = lt__bcast_ravel(src->shape, src->ndim, coords, out->ndim);
     if (!ref_is_float(src->dtype))
       ref_seti(out, i, ref_geti(src, j));
-    else if (ref_is_float(out->dtype))
-      ref_setf(out, i, ref_getf(src, j));
     else
-      set_from_float(out, i, ref_getf(src, j));
+      ref_setf(out, i, ref_getf(src, j));
   }
   return LT_OK;
 }
