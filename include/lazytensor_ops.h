@@ -61,6 +61,9 @@
   /* torch's gelu(approximate='tanh'): x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2 */ \
   X(gelu_tanh,   NODE, GELU_TANH, FLOAT,    REAL,     DIFF)   \
   X(erf,         NODE, ERF,       FLOAT,    REAL,     DIFF)   \
+  /* torch.nn.functional.softsign: x / (1 + |x|), NaN at +-inf as torch's \
+   * formula; bool inputs give f32 here (torch has no abs of bool) */ \
+  X(softsign,    NODE, SOFTSIGN,  FLOAT,    REAL,     DIFF)   \
   /* non-zero (NaN too) is true */ \
   X(logical_not, OWN,  NOT,       BOOL,     REAL,     NODIFF) \
   /* NaN; +-inf; neither (torch.isnan, isinf, isfinite); integer and bool \
