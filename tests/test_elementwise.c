@@ -313,15 +313,14 @@ TU_BOTH(test_softsign) {
    *                         dtype=torch.float64)) */
   lt_tensor *a =
       tu_f64(SHAPE(10), 1, (double[]){-3, -1, -0.25, 0, 0.5, 2, 1e30, INFINITY, -INFINITY, NAN});
-  tu_expect(lt_softsign(a), LT_F64, SHAPE(10), 1,
-            (double[]){-0.75, -0.5, -0.2, 0, 0.3333333333333333, 0.6666666666666666, 1, kNan,
-                       kNan, kNan},
-            1e-15);
+  tu_expect(
+      lt_softsign(a), LT_F64, SHAPE(10), 1,
+      (double[]){-0.75, -0.5, -0.2, 0, 0.3333333333333333, 0.6666666666666666, 1, kNan, kNan, kNan},
+      1e-15);
   /* F.softsign(torch.tensor([-3., -0.25, 0.5, 2., 1e30])) (float32) */
   lt_tensor *f = tu_f32(SHAPE(5), 1, (float[]){-3, -0.25f, 0.5f, 2, 1e30f});
   tu_expect(lt_softsign(f), LT_F32, SHAPE(5), 1,
-            (double[]){-0.75, -0.20000000298023224, 0.3333333432674408, 0.6666666865348816, 1},
-            0);
+            (double[]){-0.75, -0.20000000298023224, 0.3333333432674408, 0.6666666865348816, 1}, 0);
   /* F.softsign(torch.tensor([-2, 0, 3])): float32 */
   lt_tensor *i = tu_i64(SHAPE(3), 1, (int64_t[]){-2, 0, 3});
   tu_expect(lt_softsign(i), LT_F32, SHAPE(3), 1, (double[]){-0.6666666865348816, 0, 0.75}, 0);

@@ -173,10 +173,8 @@ static lt_tensor *binary_local(const char *fn, lt_op op, lt_tensor *a, lt_tensor
 /* The rows of LT_BINARY_OPS built as one IR node (BUILD NODE), generated;
  * lt_remainder, lt_floor_divide (op_composite.c) and lt_matmul
  * (op_matmul.c) have builders of their own. */
-#define BINARY_BUILDER_NODE(name, ir)                     \
-  lt_tensor *lt_##name(lt_tensor *a, lt_tensor *b) {      \
-    return binary("lt_" #name, LT_OP_##ir, a, b);         \
-  }
+#define BINARY_BUILDER_NODE(name, ir) \
+  lt_tensor *lt_##name(lt_tensor *a, lt_tensor *b) { return binary("lt_" #name, LT_OP_##ir, a, b); }
 #define BINARY_BUILDER_OWN(name, ir)
 #define BINARY_BUILDER(name, build, ir, ...) BINARY_BUILDER_##build(name, ir)
 LT_BINARY_OPS(BINARY_BUILDER)

@@ -112,9 +112,9 @@ static lt_tensor *reduce_axes(const char *fn, lt_op op, lt_tensor *a, const int 
 
 /* The rows of LT_REDUCE_OPS built as one IR node (BUILD NODE), generated;
  * lt_any and lt_all (op_composite.c) have builders of their own. */
-#define REDUCE_BUILDER_NODE(name, ir)                                                \
-  lt_tensor *lt_##name(lt_tensor *a, const int *axes, int naxes, bool keepdim) {     \
-    return reduce_axes("lt_" #name, LT_OP_##ir, a, axes, naxes, keepdim);           \
+#define REDUCE_BUILDER_NODE(name, ir)                                            \
+  lt_tensor *lt_##name(lt_tensor *a, const int *axes, int naxes, bool keepdim) { \
+    return reduce_axes("lt_" #name, LT_OP_##ir, a, axes, naxes, keepdim);        \
   }
 #define REDUCE_BUILDER_OWN(name, ir)
 #define REDUCE_BUILDER(name, build, ir) REDUCE_BUILDER_##build(name, ir)
