@@ -29,6 +29,8 @@
  *
  * The two public headers: this one (tensors, ops, executor, autograd, random
  * numbers, metrics) and lazytensor_nn.h (layers, losses, optimizers, data).
+ * This one includes lazytensor_ops.h, the table its elementwise and reduction
+ * ops are declared from.
  */
 #ifndef LAZYTENSOR_H
 #define LAZYTENSOR_H
