@@ -176,14 +176,11 @@ typedef lt_tensor *(*unary_fn)(lt_tensor *);
 typedef lt_tensor *(*binary_fn)(lt_tensor *, lt_tensor *);
 typedef lt_tensor *(*reduce_fn)(lt_tensor *, const int *, int, bool);
 
-static const unary_fn kUnary[] = {lt_neg,     lt_abs,   lt_sign, lt_relu,        lt_floor,
-                                  lt_ceil,    lt_round, lt_exp,  lt_log,         lt_log1p,
-                                  lt_sqrt,    lt_rsqrt, lt_sin,  lt_cos,         lt_tanh,
-                                  lt_sigmoid, lt_gelu,  lt_erf,  lt_logical_not, lt_gelu_tanh};
-static const binary_fn kBinary[] = {
-    lt_add, lt_sub, lt_mul, lt_div, lt_pow, lt_maximum,     lt_minimum,    lt_eq,
-    lt_ne,  lt_lt,  lt_le,  lt_gt,  lt_ge,  lt_logical_and, lt_logical_or, lt_matmul};
-static const reduce_fn kReduce[] = {lt_sum, lt_mean, lt_max, lt_min, lt_prod, lt_logsumexp};
+/* Every public op of the tables in lazytensor_ops.h. */
+#define FN_OF_ROW(name, ...) lt_##name,
+static const unary_fn kUnary[] = {LT_UNARY_OPS(FN_OF_ROW)};
+static const binary_fn kBinary[] = {LT_BINARY_OPS(FN_OF_ROW)};
+static const reduce_fn kReduce[] = {LT_REDUCE_OPS(FN_OF_ROW)};
 
 static int axis(reader *r) { return pick(r, 11) - 5; }
 

@@ -29,6 +29,8 @@
  *
  * The two public headers: this one (tensors, ops, executor, autograd, random
  * numbers, metrics) and lazytensor_nn.h (layers, losses, optimizers, data).
+ * This one includes lazytensor_ops.h, the table its elementwise and reduction
+ * ops are declared from.
  */
 #ifndef LAZYTENSOR_H
 #define LAZYTENSOR_H
@@ -36,6 +38,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "lazytensor_ops.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -224,51 +228,25 @@ LT_API int lt_item(lt_tensor *t, int64_t flat_index, double *out);
 /* Binary ops broadcast as numpy and promote dtypes as PyTorch: bool < i32 < i64 <
  * f32 < f64 (u8 and i8 below i32; u8 with i8 gives i32, see lt_dtype), with 0-d
  * tensors only raising the category (bool, int, float) of tensors that have
- * dimensions. */
-LT_API lt_tensor *lt_add(lt_tensor *a, lt_tensor *b);
-LT_API lt_tensor *lt_sub(lt_tensor *a, lt_tensor *b);
-LT_API lt_tensor *lt_mul(lt_tensor *a, lt_tensor *b);
-LT_API lt_tensor *lt_div(lt_tensor *a, lt_tensor *b); /* true division: ints give f32 */
-LT_API lt_tensor *lt_pow(lt_tensor *a, lt_tensor *b);
-LT_API lt_tensor *lt_maximum(lt_tensor *a, lt_tensor *b);
-LT_API lt_tensor *lt_minimum(lt_tensor *a, lt_tensor *b);
-
-LT_API lt_tensor *lt_neg(lt_tensor *a);
-LT_API lt_tensor *lt_abs(lt_tensor *a);
-LT_API lt_tensor *lt_sign(lt_tensor *a);
-LT_API lt_tensor *lt_relu(lt_tensor *a);
-LT_API lt_tensor *lt_floor(lt_tensor *a);
-LT_API lt_tensor *lt_ceil(lt_tensor *a);
-LT_API lt_tensor *lt_round(lt_tensor *a); /* half to even */
-/* Floating ops: bool and integer inputs give f32. */
-LT_API lt_tensor *lt_exp(lt_tensor *a);
-LT_API lt_tensor *lt_log(lt_tensor *a);
-LT_API lt_tensor *lt_log1p(lt_tensor *a);
-LT_API lt_tensor *lt_sqrt(lt_tensor *a);
-LT_API lt_tensor *lt_rsqrt(lt_tensor *a);
-LT_API lt_tensor *lt_sin(lt_tensor *a);
-LT_API lt_tensor *lt_cos(lt_tensor *a);
-LT_API lt_tensor *lt_tanh(lt_tensor *a);
-LT_API lt_tensor *lt_sigmoid(lt_tensor *a);
-LT_API lt_tensor *lt_gelu(lt_tensor *a); /* exact: x * (1 + erf(x / sqrt 2)) / 2 */
-/* torch's gelu(approximate='tanh'): x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2 */
-LT_API lt_tensor *lt_gelu_tanh(lt_tensor *a);
-LT_API lt_tensor *lt_erf(lt_tensor *a);
+ * dimensions.
+ *
+ * The unary and binary ops below are the rows of LT_UNARY_OPS and
+ * LT_BINARY_OPS (lazytensor_ops.h), declared from them here:
+ *   lt_tensor *lt_<name>(lt_tensor *a)                  (neg, abs, ..., exp, ..., isfinite)
+ *   lt_tensor *lt_<name>(lt_tensor *a, lt_tensor *b)    (add, ..., eq, ..., matmul)
+ * Each row gives the op's result dtype, the inputs with a NaN result and
+ * whether it has a gradient. Floating ops (DTYPE FLOAT): bool and integer
+ * inputs give f32. */
+#define LT__DECLARE_UNARY(name, ...) LT_API lt_tensor *lt_##name(lt_tensor *a);
+#define LT__DECLARE_BINARY(name, ...) LT_API lt_tensor *lt_##name(lt_tensor *a, lt_tensor *b);
+LT_UNARY_OPS(LT__DECLARE_UNARY)
+LT_BINARY_OPS(LT__DECLARE_BINARY)
+#undef LT__DECLARE_UNARY
+#undef LT__DECLARE_BINARY
 /* clamp to [lo, hi]; NAN for a bound means none. As torch.clamp: NaN stays NaN, lo > hi
  * gives hi; the gradient is 1 on [lo, hi] (bounds included), 0 outside and at NaN. */
 LT_API lt_tensor *lt_clamp(lt_tensor *a, double lo, double hi);
 
-/* Comparisons give bool. */
-LT_API lt_tensor *lt_eq(lt_tensor *a, lt_tensor *b);
-LT_API lt_tensor *lt_ne(lt_tensor *a, lt_tensor *b);
-LT_API lt_tensor *lt_lt(lt_tensor *a, lt_tensor *b);
-LT_API lt_tensor *lt_le(lt_tensor *a, lt_tensor *b);
-LT_API lt_tensor *lt_gt(lt_tensor *a, lt_tensor *b);
-LT_API lt_tensor *lt_ge(lt_tensor *a, lt_tensor *b);
-/* Logical ops treat non-zero as true and give bool. */
-LT_API lt_tensor *lt_logical_and(lt_tensor *a, lt_tensor *b);
-LT_API lt_tensor *lt_logical_or(lt_tensor *a, lt_tensor *b);
-LT_API lt_tensor *lt_logical_not(lt_tensor *a);
 /* cond ? a : b, broadcasting all three; cond is read as bool. */
 LT_API lt_tensor *lt_where(lt_tensor *cond, lt_tensor *a, lt_tensor *b);
 /* torch.masked_fill: a where mask (bool, broadcast to a's shape) is false,
@@ -292,24 +270,26 @@ LT_API lt_tensor *lt_cast(lt_tensor *a, lt_dtype dt);
  * (numpy's answer; torch raises an error, a lazy graph cannot since b is
  * data); INT_MIN // -1 wraps to INT_MIN.
  * Gradients: remainder's are 1 for a and -floor_divide(a, b) for b (torch's);
- * floor_divide has none (a constant to autograd, as lt_detach). */
-LT_API lt_tensor *lt_remainder(lt_tensor *a, lt_tensor *b);
-LT_API lt_tensor *lt_floor_divide(lt_tensor *a, lt_tensor *b);
-/* Bool tensors of a's shape: NaN; +-inf; neither (torch.isnan, isinf,
- * isfinite). Integer and bool inputs are always finite. */
-LT_API lt_tensor *lt_isnan(lt_tensor *a);
-LT_API lt_tensor *lt_isinf(lt_tensor *a);
-LT_API lt_tensor *lt_isfinite(lt_tensor *a);
+ * floor_divide has none (a constant to autograd, as lt_detach).
+ * (lt_remainder and lt_floor_divide are rows of LT_BINARY_OPS.) */
 
 /* ---- reductions ------------------------------------------------------------------- */
 /* axes: naxes entries (negative count from the end); naxes == 0 reduces all axes.
- * sum and prod of bool/int give i64; mean needs a floating dtype. */
-LT_API lt_tensor *lt_sum(lt_tensor *a, const int *axes, int naxes, bool keepdim);
-LT_API lt_tensor *lt_mean(lt_tensor *a, const int *axes, int naxes, bool keepdim);
-LT_API lt_tensor *lt_max(lt_tensor *a, const int *axes, int naxes, bool keepdim);
-LT_API lt_tensor *lt_min(lt_tensor *a, const int *axes, int naxes, bool keepdim);
-LT_API lt_tensor *lt_prod(lt_tensor *a, const int *axes, int naxes, bool keepdim);
-LT_API lt_tensor *lt_logsumexp(lt_tensor *a, const int *axes, int naxes, bool keepdim);
+ * sum and prod of bool/int give i64; mean needs a floating dtype.
+ * These and lt_any / lt_all below are the rows of LT_REDUCE_OPS
+ * (lazytensor_ops.h), declared from them here:
+ *   lt_tensor *lt_<name>(lt_tensor *a, const int *axes, int naxes, bool keepdim) */
+#define LT__DECLARE_REDUCE(name, ...) \
+  LT_API lt_tensor *lt_##name(lt_tensor *a, const int *axes, int naxes, bool keepdim);
+LT_REDUCE_OPS(LT__DECLARE_REDUCE)
+#undef LT__DECLARE_REDUCE
+/* The names (without "lt_") of the rows of LT_UNARY_OPS, LT_BINARY_OPS and
+ * LT_REDUCE_OPS that this library was built with, in row order, for bindings
+ * that call the library without its headers: the i-th, NULL for i out of
+ * range. */
+LT_API const char *lt_unary_op_name(int i);
+LT_API const char *lt_binary_op_name(int i);
+LT_API const char *lt_reduce_op_name(int i);
 /* torch.var / torch.std over axes (same axes rules): sum((a - mean)^2) /
  * max(N - correction, 0) for groups of N elements; correction 1 is the
  * unbiased estimate (torch's default), 0 the population one. A divisor of 0
@@ -328,9 +308,7 @@ LT_API lt_tensor *lt_std(lt_tensor *a, const int *axes, int naxes, double correc
 LT_API lt_tensor *lt_norm(lt_tensor *a, double ord, const int *axes, int naxes, bool keepdim);
 /* torch.any / torch.all over axes: whether some / every element is non-zero
  * (NaN is non-zero). bool result (u8 for a u8 input, as torch); over no
- * elements any is false and all is true. */
-LT_API lt_tensor *lt_any(lt_tensor *a, const int *axes, int naxes, bool keepdim);
-LT_API lt_tensor *lt_all(lt_tensor *a, const int *axes, int naxes, bool keepdim);
+ * elements any is false and all is true. (Rows of LT_REDUCE_OPS.) */
 /* Index (i64) of the first largest / smallest value along one axis. */
 LT_API lt_tensor *lt_argmax(lt_tensor *a, int axis, bool keepdim);
 LT_API lt_tensor *lt_argmin(lt_tensor *a, int axis, bool keepdim);
@@ -339,8 +317,7 @@ LT_API lt_tensor *lt_log_softmax(lt_tensor *a, int axis);
 
 /* ---- contraction -------------------------------------------------------------------- */
 /* numpy.matmul: 1-d operands are promoted and the added dim removed; batch dims
- * broadcast. bool is not accepted. */
-LT_API lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b);
+ * broadcast. bool is not accepted. lt_matmul(a, b) is a row of LT_BINARY_OPS. */
 
 /* ---- attention ------------------------------------------------------------------------ */
 /* torch.nn.functional.scaled_dot_product_attention (PyTorch 2's documented

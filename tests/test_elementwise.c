@@ -1,6 +1,7 @@
 /* Elementwise ops: hand-computed values, broadcasting, dtype promotion, 0-d and
  * empty tensors, NaN/inf, integer corner cases and every error case. */
 #include "test_util.h"
+#include "test_backends.h"
 
 #include "lazytensor_nn.h"
 
@@ -306,6 +307,34 @@ static void test_float_unary_on_ints(void **state) {
             1e-6);
 }
 
+/* torch.nn.functional.softsign (torch 1.13): values and gradient, on each backend. */
+TU_BOTH(test_softsign) {
+  /* F.softsign(torch.tensor([-3., -1., -0.25, 0., 0.5, 2., 1e30, inf, -inf, nan],
+   *                         dtype=torch.float64)) */
+  lt_tensor *a =
+      tu_f64(SHAPE(10), 1, (double[]){-3, -1, -0.25, 0, 0.5, 2, 1e30, INFINITY, -INFINITY, NAN});
+  tu_expect(
+      lt_softsign(a), LT_F64, SHAPE(10), 1,
+      (double[]){-0.75, -0.5, -0.2, 0, 0.3333333333333333, 0.6666666666666666, 1, kNan, kNan, kNan},
+      1e-15);
+  /* F.softsign(torch.tensor([-3., -0.25, 0.5, 2., 1e30])) (float32) */
+  lt_tensor *f = tu_f32(SHAPE(5), 1, (float[]){-3, -0.25f, 0.5f, 2, 1e30f});
+  tu_expect(lt_softsign(f), LT_F32, SHAPE(5), 1,
+            (double[]){-0.75, -0.20000000298023224, 0.3333333432674408, 0.6666666865348816, 1}, 0);
+  /* F.softsign(torch.tensor([-2, 0, 3])): float32 */
+  lt_tensor *i = tu_i64(SHAPE(3), 1, (int64_t[]){-2, 0, 3});
+  tu_expect(lt_softsign(i), LT_F32, SHAPE(3), 1, (double[]){-0.6666666865348816, 0, 0.75}, 0);
+  /* x = torch.tensor([-3., -0.25, 0., 0.5, 2.], dtype=torch.float64, requires_grad=True);
+   * F.softsign(x).sum().backward(); x.grad (1 at 0, where abs' own gradient is 0) */
+  lt_tensor *x = tu_f64(SHAPE(5), 1, (double[]){-3, -0.25, 0, 0.5, 2});
+  assert_int_equal(lt_set_requires_grad(x, true), LT_OK);
+  assert_int_equal(lt_backward(lt_sum(lt_softsign(x), NULL, 0, false)), LT_OK);
+  double g[5];
+  tu_read_grad(x, g, 5);
+  static const double kGrad[5] = {0.0625, 0.64, 1.0, 0.4444444444444444, 0.1111111111111111};
+  for (int k = 0; k < 5; k++) assert_true(fabs(g[k] - kGrad[k]) <= 1e-15);
+}
+
 /* ---- clamp ---- */
 
 static void test_clamp(void **state) {
@@ -578,6 +607,7 @@ int main(void) {
       TU_TEST(test_floor_ceil_round),
       TU_TEST(test_float_unary),
       TU_TEST(test_float_unary_on_ints),
+      TU_TEST(test_softsign),
       TU_TEST(test_clamp),
       TU_TEST(test_clamp_bounds_are_data),
       TU_TEST(test_comparisons),

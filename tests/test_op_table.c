@@ -5,6 +5,8 @@
  * rule or a declared "none"; and a change of the table must change the compile
  * environment key, so that no cache entry written for another op set is
  * ever loaded. */
+#include <strings.h>
+
 #include "test_util.h"
 
 #include "../src/autograd/ag.h"
@@ -602,6 +604,65 @@ static void test_gradient_rule_without_case_names_the_op(void **state) {
   lt__node_release(b);
 }
 
+/* ---- the public op table (include/lazytensor_ops.h) against the IR's ------------------- */
+
+typedef struct public_row {
+  const char *name, *build, *ir, *grad;
+} public_row;
+#define PUBLIC_ROW(name, build, ir, dtype, domain, grad) {#name, #build, #ir, #grad},
+static const public_row kPublicUnary[] = {LT_UNARY_OPS(PUBLIC_ROW)};
+#define NPUBLIC (sizeof kPublicUnary / sizeof *kPublicUnary)
+
+/* The IR op whose enum name (as in lt_op_table.h, "GELU_TANH") is ir, or LT_OP_COUNT. */
+static lt_op ir_op_named(const char *ir) {
+  for (int op = 0; op < LT_OP_COUNT; op++)
+    if (strcasecmp(lt__op_name((lt_op)op), ir) == 0) return (lt_op)op;
+  return LT_OP_COUNT;
+}
+
+/* What is wrong between the public unary rows and the IR table, or NULL;
+ * *what names the op. Every unary IR op but CAST (lt_cast) is some row's IR
+ * op; a NODE row's op is unary; GRAD DIFF exactly where the IR row has a
+ * gradient rule. */
+static const char *public_unary_problem(const public_row *rows, size_t n, const char **what) {
+  for (int op = 0; op < LT_OP_COUNT; op++) {
+    if (lt__op_family((lt_op)op) != LT_FAM_UNARY || op == LT_OP_CAST) continue;
+    bool found = false;
+    for (size_t i = 0; i < n && !found; i++) found = ir_op_named(rows[i].ir) == (lt_op)op;
+    *what = lt__op_name((lt_op)op);
+    if (!found) return "unary IR op without a row in LT_UNARY_OPS (include/lazytensor_ops.h)";
+  }
+  for (size_t i = 0; i < n; i++) {
+    *what = rows[i].name;
+    if (strcmp(rows[i].build, "NODE") != 0) continue;
+    lt_op op = ir_op_named(rows[i].ir);
+    if (op == LT_OP_COUNT || lt__op_family(op) != LT_FAM_UNARY)
+      return "NODE row whose IR op is not unary";
+    if (lt__op_has_grad(op) != (strcmp(rows[i].grad, "DIFF") == 0))
+      return "GRAD column disagrees with the IR row's gradient rule";
+  }
+  return NULL;
+}
+
+static void test_public_unary_ops_match_the_ir(void **state) {
+  (void)state;
+  const char *what = NULL, *p = public_unary_problem(kPublicUnary, NPUBLIC, &what);
+  if (p) fail_msg("%s: %s", what, p);
+  /* and the check sees each gap: a row left out, a wrong GRAD */
+  public_row rows[NPUBLIC];
+  memcpy(rows, kPublicUnary, sizeof rows);
+  size_t sin_row = NPUBLIC;
+  for (size_t i = 0; i < NPUBLIC; i++)
+    if (strcmp(rows[i].name, "sin") == 0) sin_row = i;
+  assert_true(sin_row < NPUBLIC);
+  rows[sin_row].grad = "NODIFF";
+  tu_expect_substr(public_unary_problem(rows, NPUBLIC, &what), "GRAD column");
+  assert_string_equal(what, "sin");
+  rows[sin_row] = rows[NPUBLIC - 1];
+  tu_expect_substr(public_unary_problem(rows, NPUBLIC - 1, &what), "without a row");
+  assert_string_equal(what, "sin");
+}
+
 /* ---- the op table in the compile environment key ---------------------------------------- */
 
 /* The table's text with one row inserted before ADD, as a build with a new op
@@ -701,6 +762,7 @@ int main(void) {
       TU_TEST(test_nodes_follow_their_row),
       TU_TEST(test_every_op_runs_finite_on_every_backend),
       TU_TEST(test_gradient_rule_without_case_names_the_op),
+      TU_TEST(test_public_unary_ops_match_the_ir),
       TU_TEST(test_table_change_changes_env_key),
       TU_TEST(test_disk_entry_not_loaded_after_table_change_ref),
       TU_TEST(test_disk_entry_not_loaded_after_table_change_cpu),

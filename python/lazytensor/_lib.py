@@ -218,12 +218,27 @@ _SIGS = {
     "lt_nn_loader_free": (None, [ctypes.c_void_p]),
 }
 
-_UNARY = ["neg", "abs", "sign", "relu", "floor", "ceil", "round", "exp", "log", "log1p", "sqrt",
-          "rsqrt", "sin", "cos", "tanh", "sigmoid", "gelu", "gelu_tanh", "erf", "logical_not",
-          "isnan", "isinf", "isfinite"]
-_BINARY = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt",
-           "ge", "logical_and", "logical_or", "remainder", "floor_divide", "matmul"]
-_REDUCE = ["sum", "mean", "max", "min", "prod", "logsumexp", "any", "all"]
+
+
+def _op_names(fn):
+    """The names of one op table of lazytensor_ops.h, as the loaded library has them."""
+    f = getattr(lib, fn)
+    f.restype = ctypes.c_char_p
+    f.argtypes = [ctypes.c_int]
+    names = []
+    while True:
+        n = f(len(names))
+        if n is None:
+            return names
+        names.append(n.decode())
+
+
+# The ops come from the library (its tables, include/lazytensor_ops.h), not
+# from a list here: the binding then binds exactly the ops of the library it
+# loaded, whichever build or install that is.
+_UNARY = _op_names("lt_unary_op_name")
+_BINARY = _op_names("lt_binary_op_name")
+_REDUCE = _op_names("lt_reduce_op_name")
 for _n in _UNARY:
     _SIGS["lt_" + _n] = (T, [T])
 for _n in _BINARY:

@@ -101,6 +101,10 @@ static lt_node *unary_grad(const lt_node *n, lt_node *g, bool *no_case) {
         lt__node_bin(
             LT_OP_MUL, K(n, M_2_SQRTPI),
             lt__node_un(LT_OP_EXP, lt__node_un(LT_OP_NEG, lt__node_bin(LT_OP_MUL, A(n), A(n))))));
+  case LT_OP_SOFTSIGN: { /* 1 / (1 + |x|)^2 (torch's: 1 at 0, where abs' gradient is 0) */
+    lt_node *d = lt__node_bin(LT_OP_ADD, K(n, 1), lt__node_un(LT_OP_ABS, A(n)));
+    return lt__node_bin(LT_OP_DIV, G(g), lt__node_bin(LT_OP_MUL, d, lt__node_retain(d)));
+  }
   case LT_OP_NOT:  /* no gradient (the table says none) */
   case LT_OP_CAST: /* ag_rule_cast */
     LT_OP_CASES_OUTSIDE(UNARY)

@@ -74,22 +74,21 @@
 #define LT_OP_CASES_OUTSIDE_BINARY_COMPARE LT_OP_TABLE(LT__NOT_BINARY_COMPARE) case LT_OP_COUNT:
 
 /* The unary ops that never reach an integer kernel: the builders give the
- * transcendental ones a float operand (an integer one is cast first), NOT
- * takes bools and CAST has kernels of its own. An integer unary switch lists
- * them with LT_OP_CASES_OUTSIDE(UNARY) to reject them. */
+ * floating ones (DTYPE FLOAT in LT_UNARY_OPS, lazytensor_ops.h) a float
+ * operand (an integer one is cast first), NOT takes bools and CAST has
+ * kernels of its own. An integer unary switch lists them with
+ * LT_OP_CASES_OUTSIDE(UNARY) to reject them. */
+#define LT__FLOAT_UNARY_NODE_FLOAT(ir) case LT_OP_##ir:
+#define LT__FLOAT_UNARY_NODE_KEEP(ir)
+#define LT__FLOAT_UNARY_NODE_INTEGRAL(ir)
+#define LT__FLOAT_UNARY_NODE_BOOL(ir)
+#define LT__FLOAT_UNARY_OWN_FLOAT(ir)
+#define LT__FLOAT_UNARY_OWN_KEEP(ir)
+#define LT__FLOAT_UNARY_OWN_INTEGRAL(ir)
+#define LT__FLOAT_UNARY_OWN_BOOL(ir)
+#define LT__FLOAT_UNARY(name, build, ir, dtype, ...) LT__FLOAT_UNARY_##build##_##dtype(ir)
 #define LT_OP_CASES_NOT_INTEGER_UNARY \
-  case LT_OP_EXP:                     \
-  case LT_OP_LOG:                     \
-  case LT_OP_LOG1P:                   \
-  case LT_OP_SQRT:                    \
-  case LT_OP_RSQRT:                   \
-  case LT_OP_SIN:                     \
-  case LT_OP_COS:                     \
-  case LT_OP_TANH:                    \
-  case LT_OP_SIGMOID:                 \
-  case LT_OP_GELU:                    \
-  case LT_OP_GELU_TANH:               \
-  case LT_OP_ERF:                     \
+  LT_UNARY_OPS(LT__FLOAT_UNARY)       \
   case LT_OP_NOT:                     \
   case LT_OP_CAST:
 

@@ -51,6 +51,7 @@
   X(GELU,          "gelu",          UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
   X(GELU_TANH,     "gelu_tanh",     UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
   X(ERF,           "erf",           UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
+  X(SOFTSIGN,      "softsign",      UNARY,   1, SAME,  unary,   elementwise, LOOP)     \
   X(NOT,           "not",           UNARY,   1, BOOL,  none,    elementwise, LOOP)     \
   X(CAST,          "cast",          UNARY,   1, NODE,  cast,    elementwise, LOOP)     \
   /* binary elementwise: numpy broadcasting inside the op; both operands carry \

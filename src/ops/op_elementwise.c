@@ -22,6 +22,7 @@
 
 /* ---- unary ----------------------------------------------------------------- */
 
+/* A NODE row's DTYPE column of LT_UNARY_OPS, UK_<DTYPE>. */
 typedef enum unary_kind {
   UK_KEEP,     /* result keeps the input dtype (abs, sign, relu) */
   UK_INTEGRAL, /* identity on bool/int inputs (floor, ceil, round) */
@@ -62,26 +63,14 @@ lt_tensor *lt_neg(lt_tensor *a) {
   return unary("lt_neg", LT_OP_NEG, UK_KEEP, a);
 }
 
-lt_tensor *lt_abs(lt_tensor *a) { return unary("lt_abs", LT_OP_ABS, UK_KEEP, a); }
-lt_tensor *lt_sign(lt_tensor *a) { return unary("lt_sign", LT_OP_SIGN, UK_KEEP, a); }
-lt_tensor *lt_relu(lt_tensor *a) { return unary("lt_relu", LT_OP_RELU, UK_KEEP, a); }
-lt_tensor *lt_floor(lt_tensor *a) { return unary("lt_floor", LT_OP_FLOOR, UK_INTEGRAL, a); }
-lt_tensor *lt_ceil(lt_tensor *a) { return unary("lt_ceil", LT_OP_CEIL, UK_INTEGRAL, a); }
-lt_tensor *lt_round(lt_tensor *a) { return unary("lt_round", LT_OP_ROUND, UK_INTEGRAL, a); }
-lt_tensor *lt_exp(lt_tensor *a) { return unary("lt_exp", LT_OP_EXP, UK_FLOAT, a); }
-lt_tensor *lt_log(lt_tensor *a) { return unary("lt_log", LT_OP_LOG, UK_FLOAT, a); }
-lt_tensor *lt_log1p(lt_tensor *a) { return unary("lt_log1p", LT_OP_LOG1P, UK_FLOAT, a); }
-lt_tensor *lt_sqrt(lt_tensor *a) { return unary("lt_sqrt", LT_OP_SQRT, UK_FLOAT, a); }
-lt_tensor *lt_rsqrt(lt_tensor *a) { return unary("lt_rsqrt", LT_OP_RSQRT, UK_FLOAT, a); }
-lt_tensor *lt_sin(lt_tensor *a) { return unary("lt_sin", LT_OP_SIN, UK_FLOAT, a); }
-lt_tensor *lt_cos(lt_tensor *a) { return unary("lt_cos", LT_OP_COS, UK_FLOAT, a); }
-lt_tensor *lt_tanh(lt_tensor *a) { return unary("lt_tanh", LT_OP_TANH, UK_FLOAT, a); }
-lt_tensor *lt_sigmoid(lt_tensor *a) { return unary("lt_sigmoid", LT_OP_SIGMOID, UK_FLOAT, a); }
-lt_tensor *lt_gelu(lt_tensor *a) { return unary("lt_gelu", LT_OP_GELU, UK_FLOAT, a); }
-lt_tensor *lt_gelu_tanh(lt_tensor *a) {
-  return unary("lt_gelu_tanh", LT_OP_GELU_TANH, UK_FLOAT, a);
-}
-lt_tensor *lt_erf(lt_tensor *a) { return unary("lt_erf", LT_OP_ERF, UK_FLOAT, a); }
+/* The rows of LT_UNARY_OPS built as one IR node (BUILD NODE): one builder
+ * each, generated; the OWN rows have builders of their own (lt_neg above,
+ * lt_logical_not below, lt_isnan ... in op_composite.c). */
+#define UNARY_BUILDER_NODE(name, ir, dtype) \
+  lt_tensor *lt_##name(lt_tensor *a) { return unary("lt_" #name, LT_OP_##ir, UK_##dtype, a); }
+#define UNARY_BUILDER_OWN(name, ir, dtype)
+#define UNARY_BUILDER(name, build, ir, dtype, ...) UNARY_BUILDER_##build(name, ir, dtype)
+LT_UNARY_OPS(UNARY_BUILDER)
 
 /* Logical not reads its operand in its own dtype (non-zero is true). */
 static lt_tensor *logical_not_local(lt_tensor *a);
@@ -181,29 +170,14 @@ static lt_tensor *binary_local(const char *fn, lt_op op, lt_tensor *a, lt_tensor
   return lt__make(a->dev, op, result, shape, ndim, x, 2, NULL, 0, 0.0);
 }
 
-lt_tensor *lt_add(lt_tensor *a, lt_tensor *b) { return binary("lt_add", LT_OP_ADD, a, b); }
-lt_tensor *lt_sub(lt_tensor *a, lt_tensor *b) { return binary("lt_sub", LT_OP_SUB, a, b); }
-lt_tensor *lt_mul(lt_tensor *a, lt_tensor *b) { return binary("lt_mul", LT_OP_MUL, a, b); }
-lt_tensor *lt_div(lt_tensor *a, lt_tensor *b) { return binary("lt_div", LT_OP_DIV, a, b); }
-lt_tensor *lt_pow(lt_tensor *a, lt_tensor *b) { return binary("lt_pow", LT_OP_POW, a, b); }
-lt_tensor *lt_maximum(lt_tensor *a, lt_tensor *b) {
-  return binary("lt_maximum", LT_OP_MAXIMUM, a, b);
-}
-lt_tensor *lt_minimum(lt_tensor *a, lt_tensor *b) {
-  return binary("lt_minimum", LT_OP_MINIMUM, a, b);
-}
-lt_tensor *lt_eq(lt_tensor *a, lt_tensor *b) { return binary("lt_eq", LT_OP_EQ, a, b); }
-lt_tensor *lt_ne(lt_tensor *a, lt_tensor *b) { return binary("lt_ne", LT_OP_NE, a, b); }
-lt_tensor *lt_lt(lt_tensor *a, lt_tensor *b) { return binary("lt_lt", LT_OP_LT, a, b); }
-lt_tensor *lt_le(lt_tensor *a, lt_tensor *b) { return binary("lt_le", LT_OP_LE, a, b); }
-lt_tensor *lt_gt(lt_tensor *a, lt_tensor *b) { return binary("lt_gt", LT_OP_GT, a, b); }
-lt_tensor *lt_ge(lt_tensor *a, lt_tensor *b) { return binary("lt_ge", LT_OP_GE, a, b); }
-lt_tensor *lt_logical_and(lt_tensor *a, lt_tensor *b) {
-  return binary("lt_logical_and", LT_OP_AND, a, b);
-}
-lt_tensor *lt_logical_or(lt_tensor *a, lt_tensor *b) {
-  return binary("lt_logical_or", LT_OP_OR, a, b);
-}
+/* The rows of LT_BINARY_OPS built as one IR node (BUILD NODE), generated;
+ * lt_remainder, lt_floor_divide (op_composite.c) and lt_matmul
+ * (op_matmul.c) have builders of their own. */
+#define BINARY_BUILDER_NODE(name, ir) \
+  lt_tensor *lt_##name(lt_tensor *a, lt_tensor *b) { return binary("lt_" #name, LT_OP_##ir, a, b); }
+#define BINARY_BUILDER_OWN(name, ir)
+#define BINARY_BUILDER(name, build, ir, ...) BINARY_BUILDER_##build(name, ir)
+LT_BINARY_OPS(BINARY_BUILDER)
 
 /* ---- where ------------------------------------------------------------------- */
 

@@ -110,24 +110,15 @@ static lt_tensor *reduce_axes(const char *fn, lt_op op, lt_tensor *a, const int 
   return lt__make(a->dev, op, dt, shape, ndim, &x, 1, attrs, 2, 0.0);
 }
 
-lt_tensor *lt_sum(lt_tensor *a, const int *axes, int naxes, bool keepdim) {
-  return reduce_axes("lt_sum", LT_OP_SUM, a, axes, naxes, keepdim);
-}
-lt_tensor *lt_mean(lt_tensor *a, const int *axes, int naxes, bool keepdim) {
-  return reduce_axes("lt_mean", LT_OP_MEAN, a, axes, naxes, keepdim);
-}
-lt_tensor *lt_max(lt_tensor *a, const int *axes, int naxes, bool keepdim) {
-  return reduce_axes("lt_max", LT_OP_MAX, a, axes, naxes, keepdim);
-}
-lt_tensor *lt_min(lt_tensor *a, const int *axes, int naxes, bool keepdim) {
-  return reduce_axes("lt_min", LT_OP_MIN, a, axes, naxes, keepdim);
-}
-lt_tensor *lt_prod(lt_tensor *a, const int *axes, int naxes, bool keepdim) {
-  return reduce_axes("lt_prod", LT_OP_PROD, a, axes, naxes, keepdim);
-}
-lt_tensor *lt_logsumexp(lt_tensor *a, const int *axes, int naxes, bool keepdim) {
-  return reduce_axes("lt_logsumexp", LT_OP_LOGSUMEXP, a, axes, naxes, keepdim);
-}
+/* The rows of LT_REDUCE_OPS built as one IR node (BUILD NODE), generated;
+ * lt_any and lt_all (op_composite.c) have builders of their own. */
+#define REDUCE_BUILDER_NODE(name, ir)                                            \
+  lt_tensor *lt_##name(lt_tensor *a, const int *axes, int naxes, bool keepdim) { \
+    return reduce_axes("lt_" #name, LT_OP_##ir, a, axes, naxes, keepdim);        \
+  }
+#define REDUCE_BUILDER_OWN(name, ir)
+#define REDUCE_BUILDER(name, build, ir) REDUCE_BUILDER_##build(name, ir)
+LT_REDUCE_OPS(REDUCE_BUILDER)
 
 /* The operand's IR as dtype dt, seen as [1] when a is 0-d (see top comment). */
 static lt_node *one_axis_operand(lt_tensor *a, lt_dtype dt) {

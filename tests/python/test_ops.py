@@ -1,6 +1,8 @@
 """Every public op of the binding against numpy (or hand values where numpy has
 no such function)."""
 import math
+import os
+import re
 
 import numpy as np
 import pytest
@@ -114,6 +116,32 @@ UNARY = [
 @pytest.mark.parametrize("name,ref,x", UNARY, ids=[u[0] for u in UNARY])
 def test_unary(name, ref, x):
     close(getattr(lt.from_numpy(x), name)(), ref(x), 2e-5)
+
+
+def _table_rows(macro):
+    """The names of the rows of one table of include/lazytensor_ops.h in this tree."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "..", "include", "lazytensor_ops.h")) as f:
+        text = f.read()
+    start = text.index("#define " + macro + "(X)")
+    ends = [i for i in (text.find("#define", start + 1), text.find("clang-format on", start)) if i >= 0]
+    body = text[start:min(ends)]
+    return re.findall(r"^\s*X\((\w+),", body, re.M)
+
+
+@pytest.mark.parametrize("macro,names", [("LT_UNARY_OPS", lt._lib.UNARY),
+                                         ("LT_BINARY_OPS", lt._lib.BINARY),
+                                         ("LT_REDUCE_OPS", lt._lib.REDUCE)])
+def test_binding_has_the_tables_ops(macro, names):
+    # The binding takes its lists from the library; they must be this tree's
+    # table (a stale library would show here), and each op must be a method.
+    assert names == _table_rows(macro)
+    for n in names:
+        assert callable(getattr(lt.Tensor, n)), n
+
+
+def test_unary_references_name_table_ops():
+    assert {u[0] for u in UNARY} <= set(lt._lib.UNARY)
 
 
 def test_special_values():

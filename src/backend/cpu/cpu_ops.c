@@ -191,6 +191,11 @@ static irv unary_float(cpu_ir *ir, int op, irv x, int dt) {
     irv h = OP("fmul %s %s, 0.5", t, x.s);
     return OP("fmul %s %s, %s", t, h.s, one.s);
   }
+  case LT_OP_SOFTSIGN: { /* ref's x / (1 + |x|), in dt as torch */
+    irv a = OP("call %s @llvm.fabs.%s(%s %s)", t, s, t, x.s);
+    irv d = OP("fadd %s 1.0, %s", t, a.s);
+    return OP("fdiv %s %s, %s", t, x.s, d.s);
+  }
   case LT_OP_NOT: /* ops_emit's own code */
   case LT_OP_CAST:
     LT_OP_CASES_OUTSIDE(UNARY)

@@ -108,6 +108,9 @@ static bool unary_f(int op, double x, double *r) {
   case LT_OP_ERF:
     v = erf(x);
     break;
+  case LT_OP_SOFTSIGN: /* torch's formula as written: NaN at +-inf */
+    v = x / (1.0 + fabs(x));
+    break;
   case LT_OP_NOT: /* ref_unary's own loops */
   case LT_OP_CAST:
     LT_OP_CASES_OUTSIDE(UNARY)
