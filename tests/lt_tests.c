@@ -34,8 +34,9 @@ int main(int argc, char **argv) {
     argv++;
   }
   if (!test) {
-    fprintf(stderr, "lt_tests: no test named by argv[0] or argv[1]; usage: lt_tests TEST [ARGS]\n"
-                    "(or run through a link named after the test). Tests:\n");
+    fprintf(stderr,
+            "lt_tests: no test named by argv[0] or argv[1]; usage: lt_tests TEST [ARGS]\n"
+            "(or run through a link named after the test). Tests:\n");
     for (size_t i = 0; i < lt_test_count; i++) fprintf(stderr, "  %s\n", lt_test_entries[i].name);
     return 2;
   }

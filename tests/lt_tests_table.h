@@ -5,9 +5,9 @@
 #include <stddef.h>
 
 struct lt_test_entry {
-  const char *name;                /* test_foo: the file's name, the link's name */
-  int (*main_void)(void);          /* the file's `int main(void)`, or NULL */
-  int (*main_args)(int, char **);  /* the file's `int main(int argc, char **argv)`, or NULL */
+  const char *name;               /* test_foo: the file's name, the link's name */
+  int (*main_void)(void);         /* the file's `int main(void)`, or NULL */
+  int (*main_args)(int, char **); /* the file's `int main(int argc, char **argv)`, or NULL */
 };
 
 extern const struct lt_test_entry lt_test_entries[];
