@@ -95,17 +95,29 @@ bash scripts/check_layers.sh --self-test # two commands: set -e ignores a failur
 bash scripts/check_layers.sh build
 
 echo "== valgrind memcheck (ref backend; the LLVM JIT is covered by ASan above)"
-# build/test_* are links to build/lt_tests, which picks the test by its name
+# build/test_* are links to build/lt_tests, which picks the test by its name; the
+# tests run $jobs at a time (as under ctest -j), each one's log printed if it fails.
+valgrind_one() {
+  local log
+  log=$(mktemp /tmp/lt-valgrind.XXXXXX)
+  if LT_BACKEND=ref valgrind -q --error-exitcode=1 --leak-check=full \
+    --errors-for-leak-kinds=definite,possible "$1" >"$log" 2>&1; then
+    echo "valgrind clean: $(basename "$1")"
+    rm -f "$log"
+  else
+    cat "$log"
+    rm -f "$log"
+    echo "valgrind: $(basename "$1") FAILED"
+    return 1
+  fi
+}
+export -f valgrind_one
 for t in build/test_*; do
   [ -x "$t" ] || continue
   # test_coll_abandon checks that an abandoned execution's memory is leaked
   case "$(basename "$t")" in test_cpu_* | test_coll_abandon) continue ;; esac
-  LT_BACKEND=ref valgrind -q --error-exitcode=1 --leak-check=full \
-    --errors-for-leak-kinds=definite,possible "$t" >/tmp/lt-valgrind-$$.log 2>&1 ||
-    { cat /tmp/lt-valgrind-$$.log; exit 1; }
-  echo "valgrind clean: $(basename "$t")"
-done
-rm -f /tmp/lt-valgrind-$$.log
+  printf '%s\n' "$t"
+done | xargs -P "$jobs" -n 1 bash -c 'valgrind_one "$1"' valgrind_one
 elapsed "valgrind"
 
 echo "== python binding (pytest over build/liblazytensor.so; exit 77: skipped)"
