@@ -10,19 +10,31 @@
 #                             tests of a few seconds each, on both backends; the target:
 #                             under 3 minutes on 2 cores from a fresh clone)
 #
-# The tiers are CTest labels (CMakeLists.txt): `quick`, and `slow` for the fault and
-# program sweeps, MPI worlds, training runs, the Python and install checks. Every test
-# file links into one program, build*/lt_tests (build*/test_foo are links to it), so a
-# configuration links LLVM, oneDNN and the library once, not once per test.
+# The tiers are CTest labels (CMakeLists.txt): `quick`, and `slow` for the sweeps and
+# the other tests of 10 s or more, MPI worlds, training runs, the Python and install
+# checks (`ctest -L quick`, `ctest -L slow`).
 #
-# Where the time goes on 2 cores (estimated from measured pieces; every section prints
-# its own elapsed time): each of the five configurations compiles the library (~26k
-# lines; about a minute at -O0, more optimised), and all but Release compile the tests;
-# the test runs are the ASan+UBSan suite, the valgrind loop (the slowest: every ref test
-# under memcheck), the reliability checks (four fuzzers for LT_FUZZ_SECONDS each, the
-# fault sweeps, the soak) and the plain suite. Only what a section uses is built: the
-# TSan build only lt_tests, the Release build only the library and the tools (no tests,
-# no benchmarks), the benchmarks only in the clang build and the gcc build.
+# Where the time goes on 2 cores (each section prints the seconds since the start).
+# Measured in pieces on a 2-core machine shared with other jobs, not end to end:
+#  - builds: the library (~26k lines) and tests (~25k) compile in ~30 s at -O0
+#    (Debug, no compiler cache), ~1.5 min at -O2; sanitizers ~1 min. Links were
+#    the bottleneck: one static-LLVM link is ~6 s and ~49 MB, and each test was its
+#    own program (~150 static links in the gcc and Release builds, ~7 min of the
+#    old 24-34 min run). Now the tests are one program, lt_tests (build*/test_foo
+#    are links to it); the TSan build builds only lt_tests, the Release build only
+#    the library and tools (no tests, no benchmarks); the benchmarks build in the
+#    clang build and the gcc build.
+#  - ASan+UBSan suite: the test_* files ~4 min at -j2 (test_faults ~1.7 min,
+#    test_cpu_differential ~1.3, test_program_sweep ~1), then the tool, MPI and
+#    training tests. TSan: a dozen tests.
+#  - valgrind: every ref test under memcheck (~4 s start-up each; the sweeps take
+#    longest), two at a time.
+#  - reliability (scripts/reliability.sh): 4 fuzzers x LT_FUZZ_SECONDS (60) one
+#    after another, its own clang build, the fault sweeps, the soak: ~6 min.
+#  - the AVX2 rerun and the plain suite (RelWithDebInfo: a few times faster than
+#    Debug).
+# Estimated total: 13-20 minutes, the reliability checks and the two full suite
+# runs the largest parts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0
