@@ -26,15 +26,16 @@
 #    clang build and the gcc build.
 #  - ASan+UBSan suite: the test_* files ~4 min at -j2 (test_faults ~1.7 min,
 #    test_cpu_differential ~1.3, test_program_sweep ~1), then the tool, MPI and
-#    training tests. TSan: a dozen tests.
-#  - valgrind: every ref test under memcheck (~4 s start-up each; the sweeps take
-#    longest), two at a time.
+#    training tests. TSan: ~1 min to build lt_tests, ~1 min for its dozen tests.
+#  - valgrind: every ref test under memcheck (~4 s start-up each), two at a time:
+#    ~2 min.
 #  - reliability (scripts/reliability.sh): 4 fuzzers x LT_FUZZ_SECONDS (60) one
-#    after another, its own clang build, the fault sweeps, the soak: ~6 min.
-#  - the AVX2 rerun and the plain suite (RelWithDebInfo: a few times faster than
-#    Debug).
-# Estimated total: 13-20 minutes, the reliability checks and the two full suite
-# runs the largest parts.
+#    after another (one core idle), its own clang build, the fault sweeps, the
+#    soak: ~6 min.
+#  - the AVX2 rerun and the plain suite (RelWithDebInfo: test_* a few times faster
+#    than under Debug or ASan; the tool, MPI and training tests as above).
+# Estimated total (the old run less what is no longer linked or built): 13-22
+# minutes; the reliability checks and the two full suite runs are the largest parts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0
