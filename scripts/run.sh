@@ -8,6 +8,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j "$(nproc)"
+cmake --build build -j "$(nproc)" --target lazytensor-train # the job needs nothing else
 ./build/lazytensor-train --epochs 1 --log build/run.csv --plot build/run.png "$@"
 echo "training curves: $PWD/build/run.png (log: $PWD/build/run.csv)"
