@@ -19,6 +19,7 @@
 #include "backend/backend.h"
 #include "backend/ref/ref_api.h"
 #include "exec/disk_cache.h"
+#include "fuzz_entry.h"
 
 static char g_dir[64], g_entry[160];
 static const lt_graph_key kKey = {0x0123456789abcdefull, 0xfedcba9876543210ull};

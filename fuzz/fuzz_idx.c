@@ -18,6 +18,7 @@
 
 #include "lazytensor.h"
 #include "lazytensor_nn.h"
+#include "fuzz_entry.h"
 
 static const int64_t kMaxDeclared = (int64_t)1 << 26;
 static char g_path[64];

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "lazytensor.h"
+#include "fuzz_entry.h"
 
 enum { POOL = 16, MAX_OPS = 48, MAX_NUMEL = 4096 };
 

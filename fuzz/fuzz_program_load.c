@@ -17,6 +17,7 @@
 #include "backend/ref/ref_api.h"
 #include "exec/program_file.h"
 #include "exec/program_internal.h"
+#include "fuzz_entry.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;

@@ -21,9 +21,13 @@ typedef struct lt_world lt_world;
  * threads (at least 1). */
 LT_API int lt_world_local(int n, lt_world **out);
 /* A world of processes over MPI (Open MPI 4.1; the library must have been
- * built with it, else LT_EINVAL saying so): one replica per process, rank
- * and size those of MPI_COMM_WORLD, this process's replica on CPU:0 (which
- * must belong to no other world). Run the program under mpirun. Initialises
+ * built with it, else LT_EINVAL saying so). liblazytensor does not link
+ * libmpi: the first call loads it (the libmpi found at build time, or the
+ * file LT_MPI_LIBRARY names), and fails with LT_EINVAL saying why when it
+ * cannot, so programs that use no MPI world need no MPI. One replica per
+ * process, rank and size those of MPI_COMM_WORLD, this process's replica
+ * on CPU:0 (which must belong to no other world). Run the program under
+ * mpirun. Initialises
  * MPI (MPI_THREAD_MULTIPLE requested, at least MPI_THREAD_SERIALIZED
  * required: the executor's worker thread issues the calls) unless the
  * program did; lt_world_free then finalises it. Collectives are MPI's

@@ -42,6 +42,7 @@
 #ifdef LT_HAVE_MPI
 #include <mpi.h>
 
+#include "world_mpi_lib.h"
 #include "world_mpi_live.h"
 
 enum { DESC_LEN = 8 + LT_MAX_DIMS };
@@ -81,13 +82,13 @@ MINMAX_FN(min_f64, double, <)
 
 /* One op for both float dtypes: dispatch on the datatype. */
 static void fmax_op(void *in, void *inout, int *len, MPI_Datatype *dt) {
-  if (*dt == MPI_FLOAT)
+  if (*dt == lt__mpi.t_float)
     max_f32(in, inout, len, dt);
   else
     max_f64(in, inout, len, dt);
 }
 static void fmin_op(void *in, void *inout, int *len, MPI_Datatype *dt) {
-  if (*dt == MPI_FLOAT)
+  if (*dt == lt__mpi.t_float)
     min_f32(in, inout, len, dt);
   else
     min_f64(in, inout, len, dt);
@@ -96,17 +97,17 @@ static void fmin_op(void *in, void *inout, int *len, MPI_Datatype *dt) {
 static MPI_Datatype mpi_type(int dt) {
   switch (dt) {
   case LT_F32:
-    return MPI_FLOAT;
+    return lt__mpi.t_float;
   case LT_F64:
-    return MPI_DOUBLE;
+    return lt__mpi.t_double;
   case LT_I32:
-    return MPI_INT32_T;
+    return lt__mpi.t_int32;
   case LT_I64:
-    return MPI_INT64_T;
+    return lt__mpi.t_int64;
   case LT_I8:
-    return MPI_INT8_T;
+    return lt__mpi.t_int8;
   default: /* u8, bool */
-    return MPI_UINT8_T;
+    return lt__mpi.t_uint8;
   }
 }
 
@@ -173,11 +174,11 @@ static int wait_reqs(mpi_state *s, MPI_Request *req, int nreq, int64_t deadline_
   uint64_t idx = s->posted - 1; /* this call, among the ones this rank posted */
   for (long spins = 0;; spins++) {
     int flag = 0;
-    int rc = MPI_Testall(nreq, req, &flag, MPI_STATUSES_IGNORE);
+    int rc = lt__mpi.Testall(nreq, req, &flag, MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS) {
       char es[MPI_MAX_ERROR_STRING];
       int len = 0;
-      MPI_Error_string(rc, es, &len);
+      lt__mpi.Error_string(rc, es, &len);
       /* a peer's death may reach MPI first: give the heartbeats the time
        * to say which rank it was */
       int64_t until = lt__now_ns() + (int64_t)(LT_LIVE_SILENCE_MS + 1000) * 1000000;
@@ -288,7 +289,7 @@ static int ring_all_reduce(mpi_state *s, int rank, int p, lt_coll_call *c, int64
   ring_chunks k = {m / p, m % p};
   if (!grow(&s->recv, &s->recv_cap, (size_t)(k.base + 1) * esz))
     return lt__err(LT_ENOMEM, "collective %s: out of memory", what);
-  MPI_Datatype ty = f64 ? MPI_DOUBLE : MPI_FLOAT;
+  MPI_Datatype ty = f64 ? lt__mpi.t_double : lt__mpi.t_float;
   int next = (rank + 1) % p, prev = (rank + p - 1) % p;
   int own = (rank + 1) % p; /* the chunk this rank finishes */
   const char *in = c->in;
@@ -302,9 +303,9 @@ static int ring_all_reduce(mpi_state *s, int rank, int p, lt_coll_call *c, int64
     const char *src = (step == 0 ? in : out) + ring_off(k, sc) * esz;
     MPI_Request q[2];
     void *dst = gather ? (void *)(out + ring_off(k, rc) * esz) : s->recv;
-    int r1 = MPI_Irecv(dst, (int)ring_len(k, rc), ty, prev, step, s->comm, &q[0]);
+    int r1 = lt__mpi.Irecv(dst, (int)ring_len(k, rc), ty, prev, step, s->comm, &q[0]);
     int r2 = r1 == MPI_SUCCESS
-                 ? MPI_Isend(src, (int)ring_len(k, sc), ty, next, step, s->comm, &q[1])
+                 ? lt__mpi.Isend(src, (int)ring_len(k, sc), ty, next, step, s->comm, &q[1])
                  : r1;
     int st = r2 == MPI_SUCCESS
                  ? wait_reqs(s, q, 2, deadline, rank, c->seq, what, "ring transfer")
@@ -341,8 +342,8 @@ static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
     return lt__err(LT_ENOMEM, "collective %s: out of memory", what);
   memcpy(s->send, mine, sizeof mine);
   MPI_Request req;
-  int rc =
-      MPI_Iallgather(s->send, DESC_LEN, MPI_INT64_T, s->recv, DESC_LEN, MPI_INT64_T, s->comm, &req);
+  int rc = lt__mpi.Iallgather(s->send, DESC_LEN, lt__mpi.t_int64, s->recv, DESC_LEN,
+                              lt__mpi.t_int64, s->comm, &req);
   if (rc != MPI_SUCCESS) return breakdown(s, "MPI_Iallgather failed to start; the world is broken");
   s->posted++;
   if (wait_reqs(s, &req, 1, deadline, rank, c->seq, what, "check of the ranks' calls") != LT_OK)
@@ -385,17 +386,17 @@ static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
     return lt__err(LT_ENOMEM, "collective %s: out of memory", what);
   MPI_Datatype ty = mpi_type(dt);
   bool fl = lt__is_float(dt);
-  MPI_Op op = MPI_SUM;
-  if (c->redop == LT_COLL_MAX) op = fl ? s->fmax : MPI_MAX;
-  if (c->redop == LT_COLL_MIN) op = fl ? s->fmin : MPI_MIN;
+  MPI_Op op = lt__mpi.op_sum;
+  if (c->redop == LT_COLL_MAX) op = fl ? s->fmax : lt__mpi.op_max;
+  if (c->redop == LT_COLL_MIN) op = fl ? s->fmin : lt__mpi.op_min;
   switch (c->kind) {
   case LT_COLL_ALL_REDUCE:
     memcpy(s->send, c->in, (size_t)m * esz);
-    rc = MPI_Iallreduce(s->send, s->recv, (int)m, ty, op, s->comm, &req);
+    rc = lt__mpi.Iallreduce(s->send, s->recv, (int)m, ty, op, s->comm, &req);
     break;
   case LT_COLL_ALL_GATHER:
     memcpy(s->send, c->in, (size_t)m * esz);
-    rc = MPI_Iallgather(s->send, (int)m, ty, s->recv, (int)m, ty, s->comm, &req);
+    rc = lt__mpi.Iallgather(s->send, (int)m, ty, s->recv, (int)m, ty, s->comm, &req);
     break;
   case LT_COLL_REDUCE_SCATTER: {
     /* chunk-major: block q of the send buffer is chunk q along axis */
@@ -404,12 +405,12 @@ static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
       for (int64_t o = 0; o < outer; o++)
         memcpy((char *)s->send + (size_t)((q * outer + o) * blk) * esz,
                (const char *)c->in + (size_t)(o * len * inner + q * blk) * esz, (size_t)blk * esz);
-    rc = MPI_Ireduce_scatter_block(s->send, s->recv, (int)mo, ty, op, s->comm, &req);
+    rc = lt__mpi.Ireduce_scatter_block(s->send, s->recv, (int)mo, ty, op, s->comm, &req);
     break;
   }
   default: /* broadcast */
     if (rank == c->root) memcpy(s->recv, c->in, (size_t)m * esz);
-    rc = MPI_Ibcast(s->recv, (int)m, ty, c->root, s->comm, &req);
+    rc = lt__mpi.Ibcast(s->recv, (int)m, ty, c->root, s->comm, &req);
     break;
   }
   if (rc != MPI_SUCCESS)
@@ -455,19 +456,22 @@ int lt_world_mpi(lt_world **out) {
   if (!lt__exec_dev("lt_world_mpi", lt_cpu(0))) return LT_EDEVICE;
   if (lt__coll_binding(0, NULL))
     return lt__err(LT_EINVAL, "lt_world_mpi: CPU:0 already belongs to a world");
+  char mpi_why[600];
+  if (lt__mpi_load(mpi_why, sizeof mpi_why) != 0)
+    return lt__err(LT_EINVAL, "lt_world_mpi: %s", mpi_why);
   int inited = 0, provided = 0;
   bool we_init = false;
-  MPI_Initialized(&inited);
+  lt__mpi.Initialized(&inited);
   if (!inited) {
-    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+    if (lt__mpi.Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
       return lt__err(LT_EINVAL, "lt_world_mpi: MPI_Init_thread failed");
     we_init = true;
   } else {
     int fin = 0;
-    MPI_Finalized(&fin);
+    lt__mpi.Finalized(&fin);
     if (fin)
       return lt__err(LT_EINVAL, "lt_world_mpi: MPI was finalised already (by lt_world_free?)");
-    MPI_Query_thread(&provided);
+    lt__mpi.Query_thread(&provided);
   }
   if (provided < MPI_THREAD_SERIALIZED)
     return lt__err(LT_EINVAL,
@@ -486,13 +490,13 @@ int lt_world_mpi(lt_world **out) {
   s->we_init = we_init;
   s->timeout_ms = timeout_ms;
   pthread_mutex_init(&s->lock, NULL);
-  MPI_Comm_dup(MPI_COMM_WORLD, &s->comm);
-  MPI_Comm_set_errhandler(s->comm, MPI_ERRORS_RETURN);
-  MPI_Op_create(fmax_op, 1, &s->fmax);
-  MPI_Op_create(fmin_op, 1, &s->fmin);
+  lt__mpi.Comm_dup(lt__mpi.comm_world, &s->comm);
+  lt__mpi.Comm_set_errhandler(s->comm, lt__mpi.errors_return);
+  lt__mpi.Op_create(fmax_op, 1, &s->fmax);
+  lt__mpi.Op_create(fmin_op, 1, &s->fmin);
   int rank = 0, size = 1;
-  MPI_Comm_rank(s->comm, &rank);
-  MPI_Comm_size(s->comm, &size);
+  lt__mpi.Comm_rank(s->comm, &rank);
+  lt__mpi.Comm_size(s->comm, &size);
   s->size = size;
   s->live = lt__live_start(s->comm, rank, size);
   w->n = size;
@@ -536,12 +540,12 @@ void lt__mpi_free(lt_world *w) {
     lt__live_stop(s->live);
     /* requests MPI still holds, or a peer that is gone: MPI_Finalize could hang */
     if (!s->abandoned && !gone && !(s->broken && !s->live)) {
-      MPI_Op_free(&s->fmax);
-      MPI_Op_free(&s->fmin);
-      MPI_Comm_free(&s->comm);
+      lt__mpi.Op_free(&s->fmax);
+      lt__mpi.Op_free(&s->fmin);
+      lt__mpi.Comm_free(&s->comm);
       free(s->send);
       free(s->recv);
-      if (s->we_init) MPI_Finalize();
+      if (s->we_init) lt__mpi.Finalize();
     }
     int rank = w->self;
     uint64_t posted = s->posted;

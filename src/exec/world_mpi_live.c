@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "lt_metrics.h"
+#include "world_mpi_lib.h"
 
 enum { TICK_MS = 20, MSG_BEAT = 1, MSG_LEAVE = 2, TAG = 7 };
 
@@ -42,17 +43,17 @@ struct lt_mpi_live {
 /* Under l->lock: takes every message that came from q, then reposts. */
 static void drain(lt_mpi_live *l, int q, int64_t now) {
   peer *p = &l->p[q];
-  for (int k = 0; k < 64 && p->rq != MPI_REQUEST_NULL; k++) {
+  for (int k = 0; k < 64 && p->rq != lt__mpi.request_null; k++) {
     int flag = 0;
-    if (MPI_Test(&p->rq, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || !flag) return;
+    if (lt__mpi.Test(&p->rq, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || !flag) return;
     p->last_ns = now;
     if (p->rbuf[0] == MSG_LEAVE && !p->left) {
       p->left = true;
       p->left_posted = (uint64_t)p->rbuf[1];
       pthread_cond_broadcast(&l->cond);
     }
-    if (MPI_Irecv(p->rbuf, 2, MPI_INT64_T, q, TAG, l->comm, &p->rq) != MPI_SUCCESS)
-      p->rq = MPI_REQUEST_NULL;
+    if (lt__mpi.Irecv(p->rbuf, 2, lt__mpi.t_int64, q, TAG, l->comm, &p->rq) != MPI_SUCCESS)
+      p->rq = lt__mpi.request_null;
   }
 }
 
@@ -61,16 +62,16 @@ static void drain(lt_mpi_live *l, int q, int64_t now) {
 static void send_to(lt_mpi_live *l, int q, bool beat_due, bool *leave_done) {
   peer *p = &l->p[q];
   *leave_done = false;
-  if (p->sq != MPI_REQUEST_NULL) {
+  if (p->sq != lt__mpi.request_null) {
     int flag = 0;
-    if (MPI_Test(&p->sq, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || !flag) return;
+    if (lt__mpi.Test(&p->sq, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || !flag) return;
   }
   if (p->sbuf[0] == MSG_LEAVE) return; /* said our last word */
   if (!beat_due && !l->leaving) return;
   p->sbuf[0] = l->leaving ? MSG_LEAVE : MSG_BEAT;
   p->sbuf[1] = (int64_t)l->posted;
-  if (MPI_Isend(p->sbuf, 2, MPI_INT64_T, q, TAG, l->comm, &p->sq) != MPI_SUCCESS)
-    p->sq = MPI_REQUEST_NULL;
+  if (lt__mpi.Isend(p->sbuf, 2, lt__mpi.t_int64, q, TAG, l->comm, &p->sq) != MPI_SUCCESS)
+    p->sq = lt__mpi.request_null;
   *leave_done = p->sbuf[0] == MSG_LEAVE;
 }
 
@@ -111,7 +112,7 @@ static void *beat_main(void *arg) {
 
 lt_mpi_live *lt__live_start(MPI_Comm comm, int rank, int size) {
   int level = 0;
-  MPI_Query_thread(&level);
+  lt__mpi.Query_thread(&level);
   if (size < 2 || level < MPI_THREAD_MULTIPLE) return NULL;
   lt_mpi_live *l = calloc(1, sizeof *l);
   peer *p = calloc((size_t)size, sizeof *p);
@@ -124,17 +125,17 @@ lt_mpi_live *lt__live_start(MPI_Comm comm, int rank, int size) {
   l->rank = rank;
   l->size = size;
   l->leave_unsent = size - 1;
-  if (MPI_Comm_dup(comm, &l->comm) != MPI_SUCCESS) {
+  if (lt__mpi.Comm_dup(comm, &l->comm) != MPI_SUCCESS) {
     free(p);
     free(l);
     return NULL;
   }
-  MPI_Comm_set_errhandler(l->comm, MPI_ERRORS_RETURN);
+  lt__mpi.Comm_set_errhandler(l->comm, lt__mpi.errors_return);
   int64_t now = lt__now_ns();
   for (int q = 0; q < size; q++) {
-    p[q].rq = p[q].sq = MPI_REQUEST_NULL;
+    p[q].rq = p[q].sq = lt__mpi.request_null;
     p[q].last_ns = now;
-    if (q != rank) MPI_Irecv(p[q].rbuf, 2, MPI_INT64_T, q, TAG, l->comm, &p[q].rq);
+    if (q != rank) lt__mpi.Irecv(p[q].rbuf, 2, lt__mpi.t_int64, q, TAG, l->comm, &p[q].rq);
   }
   pthread_mutex_init(&l->lock, NULL);
   pthread_condattr_t attr;
@@ -223,14 +224,14 @@ void lt__live_stop(lt_mpi_live *l) {
   if (started) pthread_join(l->thread, NULL);
   for (int q = 0; q < l->size; q++) {
     peer *p = &l->p[q];
-    if (p->rq != MPI_REQUEST_NULL) { /* a posted receive can be cancelled */
-      MPI_Cancel(&p->rq);
-      MPI_Wait(&p->rq, MPI_STATUS_IGNORE);
+    if (p->rq != lt__mpi.request_null) { /* a posted receive can be cancelled */
+      lt__mpi.Cancel(&p->rq);
+      lt__mpi.Wait(&p->rq, MPI_STATUS_IGNORE);
     }
     /* a send to a peer that is gone may never complete: let MPI drop it */
-    if (p->sq != MPI_REQUEST_NULL) MPI_Request_free(&p->sq);
+    if (p->sq != lt__mpi.request_null) lt__mpi.Request_free(&p->sq);
   }
-  MPI_Comm_free(&l->comm);
+  lt__mpi.Comm_free(&l->comm);
   pthread_cond_destroy(&l->cond);
   pthread_mutex_destroy(&l->lock);
   free(l->p);

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# What the built libraries show the programs that link them:
+#  - the shared library needs no libmpi (lt_world_mpi loads it at run time),
+#    neither directly nor through another library, and leaves no MPI symbol
+#    for the loader to resolve;
+#  - every global symbol the static library defines carries the lt prefix
+#    (lt_ public, lt__ internal), so none clashes with a user's own names.
+# Allowed without the prefix: names starting with "__", which C reserves to
+# the implementation (a program cannot define them), as compilers emit for
+# sanitizer and coverage instrumentation. Nothing else.
+# Usage: symbols_check.sh liblazytensor.so liblazytensor.a
+set -euo pipefail
+shared=$1 static=$2
+fail=0
+
+if readelf -d "$shared" | grep -i 'NEEDED.*libmpi'; then
+  echo "FAIL: $shared has libmpi as NEEDED"
+  fail=1
+fi
+if ldd "$shared" | grep -i 'libmpi'; then
+  echo "FAIL: $shared pulls libmpi in through another library"
+  fail=1
+fi
+mpi_undef=$(nm -D --undefined-only "$shared" | awk '{print $NF}' | grep -E '^(P?MPI_|ompi_|opal_)' || true)
+if [ -n "$mpi_undef" ]; then
+  echo "FAIL: $shared leaves MPI symbols to the loader (use the lt__mpi table): $mpi_undef"
+  fail=1
+fi
+
+# nm -g --defined-only: "address type name" (objects' headers have one field)
+unprefixed=$(nm -g --defined-only "$static" | awk 'NF == 3 {print $3}' |
+  grep -v -E '^(lt_|__)' | sort -u || true)
+if [ -n "$unprefixed" ]; then
+  echo "FAIL: $static defines globals without the lt_ prefix (make them static, or" \
+    "rename them lt__*):"
+  # the object each comes from
+  nm -g --defined-only -A "$static" | awk -v names="$(echo "$unprefixed" | tr '\n' ' ')" '
+    BEGIN { n = split(names, a, " "); for (i = 1; i <= n; i++) want[a[i]] = 1 }
+    NF == 3 && ($3 in want) { sub(/:[0-9a-f]+$/, "", $1); sub(/^.*:/, "", $1); print "  " $3 " (" $1 ")" }' |
+    sort -u
+  fail=1
+fi
+
+[ "$fail" -eq 0 ] && echo "symbols: ok (no libmpi needed; every global of $(basename "$static") is lt_*)"
+exit "$fail"
