@@ -171,9 +171,9 @@ static int run_dir(const prob *p, int kind, const float *a, const float *b, floa
   mkbuf(&ab, LT_F32, as, (void *)a);
   mkbuf(&bb, LT_F32, bs, (void *)b);
   lt_buffer *in[2] = {&ab, &bb};
-  if (kind == FWD) return cpu_conv2d_fwd(&ins, &ob, in);
-  if (kind == BWD_DATA) return cpu_conv2d_bwd_data(&ins, &ob, in);
-  return cpu_conv2d_bwd_weight(&ins, &ob, in);
+  if (kind == FWD) return lt__cpu_conv2d_fwd(&ins, &ob, in);
+  if (kind == BWD_DATA) return lt__cpu_conv2d_bwd_data(&ins, &ob, in);
+  return lt__cpu_conv2d_bwd_weight(&ins, &ob, in);
 }
 
 /* Checks res against the reference on about budget multiply-adds' worth of
@@ -296,7 +296,7 @@ static void test_conv_bad(void **state) {
   lt_instr ins;
   int64_t good[7] = {1, 1, 1, 1, 1, 1, 1};
   mkins(&ins, LT_F32, ys, 2, good, 7);
-  assert_int_equal(cpu_conv2d_fwd(&ins, &yb, in), LT_OK);
+  assert_int_equal(lt__cpu_conv2d_fwd(&ins, &yb, in), LT_OK);
   int64_t bad[][7] = {
       {0, 1, 1, 1, 1, 1, 1},         {1, 1, -1, 1, 1, 1, 1}, {1, 1, 1, 1, 0, 1, 1},
       {1, 1, 1, 1, 1, 1, 3},         {1, 1, 1, 1, 1, 1, 0},  {1, 1, 1, 1, 1, 1, 2}, /* C/g != 4 */
@@ -305,28 +305,28 @@ static void test_conv_bad(void **state) {
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     mkins(&ins, LT_F32, ys, 2, bad[i], 7);
-    assert_int_equal(cpu_conv2d_fwd(&ins, &yb, in), DECLINE);
-    assert_int_equal(cpu_conv2d_bwd_data(&ins, &xb, (lt_buffer *[]){&yb, &wb}), DECLINE);
-    assert_int_equal(cpu_conv2d_bwd_weight(&ins, &wb, (lt_buffer *[]){&xb, &yb}), DECLINE);
+    assert_int_equal(lt__cpu_conv2d_fwd(&ins, &yb, in), DECLINE);
+    assert_int_equal(lt__cpu_conv2d_bwd_data(&ins, &xb, (lt_buffer *[]){&yb, &wb}), DECLINE);
+    assert_int_equal(lt__cpu_conv2d_bwd_weight(&ins, &wb, (lt_buffer *[]){&xb, &yb}), DECLINE);
   }
   mkins(&ins, LT_F32, ys, 2, good, 6); /* attribute count */
-  assert_int_equal(cpu_conv2d_fwd(&ins, &yb, in), DECLINE);
+  assert_int_equal(lt__cpu_conv2d_fwd(&ins, &yb, in), DECLINE);
   mkins(&ins, LT_F64, ys, 2, good, 7); /* f64 is the fallback's */
-  assert_int_equal(cpu_conv2d_fwd(&ins, &yb, in), DECLINE);
+  assert_int_equal(lt__cpu_conv2d_fwd(&ins, &yb, in), DECLINE);
   mkins(&ins, LT_F32, ys, 1, good, 7); /* operand count */
-  assert_int_equal(cpu_conv2d_fwd(&ins, &yb, in), DECLINE);
+  assert_int_equal(lt__cpu_conv2d_fwd(&ins, &yb, in), DECLINE);
   mkins(&ins, LT_F32, ys, 2, good, 7);
   xb.numel = 1000; /* a buffer that does not match its shape */
-  assert_int_equal(cpu_conv2d_fwd(&ins, &yb, in), DECLINE);
+  assert_int_equal(lt__cpu_conv2d_fwd(&ins, &yb, in), DECLINE);
   xb.numel = 288;
   xb.ndim = 3;
-  assert_int_equal(cpu_conv2d_fwd(&ins, &yb, in), DECLINE);
+  assert_int_equal(lt__cpu_conv2d_fwd(&ins, &yb, in), DECLINE);
   xb.ndim = 4;
   wb.shape[1] = 5, wb.numel = 180; /* C/g != C */
-  assert_int_equal(cpu_conv2d_fwd(&ins, &yb, in), DECLINE);
+  assert_int_equal(lt__cpu_conv2d_fwd(&ins, &yb, in), DECLINE);
   wb.shape[1] = 4, wb.numel = 144;
   ins.shape[3] = 5; /* the node's shape is not the result's */
-  assert_int_equal(cpu_conv2d_fwd(&ins, &yb, in), DECLINE);
+  assert_int_equal(lt__cpu_conv2d_fwd(&ins, &yb, in), DECLINE);
   (void)p;
   free(x), free(w), free(y);
 }
@@ -359,7 +359,7 @@ static void check_bias(const prob *p) {
   mkbuf(&bb, LT_F32, (const int64_t[4]){p->o, 1, 1, 1}, b);
   bb.ndim = 1;
   lt_buffer *in[3] = {&ab, &wb, &bb};
-  assert_int_equal(cpu_conv2d_fwd(&ins, &ob, in), LT_OK);
+  assert_int_equal(lt__cpu_conv2d_fwd(&ins, &ob, in), LT_OK);
   /* the two primitives may sum in different orders (oneDNN picks its kernels
    * by the processor): within the f32 error of cg*kh*kw products and the bias */
   double tol = tu_f32_sum_tol(d.cg * p->kh * p->kw + 1,
@@ -373,13 +373,13 @@ static void check_bias(const prob *p) {
   }
   /* declined: a bias of the wrong length or dtype, or missing */
   bb.shape[0] = bb.numel = p->o + 1;
-  assert_int_equal(cpu_conv2d_fwd(&ins, &ob, in), DECLINE);
+  assert_int_equal(lt__cpu_conv2d_fwd(&ins, &ob, in), DECLINE);
   bb.shape[0] = bb.numel = p->o;
   bb.dtype = LT_F64;
-  assert_int_equal(cpu_conv2d_fwd(&ins, &ob, in), DECLINE);
+  assert_int_equal(lt__cpu_conv2d_fwd(&ins, &ob, in), DECLINE);
   bb.dtype = LT_F32;
   ins.noperands = 2;
-  assert_int_equal(cpu_conv2d_fwd(&ins, &ob, in), DECLINE);
+  assert_int_equal(lt__cpu_conv2d_fwd(&ins, &ob, in), DECLINE);
   free(x), free(w), free(b), free(y0), free(y);
 }
 
@@ -401,7 +401,7 @@ static void test_conv_bias(void **state) {
   mkbuf(&wb, LT_F32, (const int64_t[4]){3, 0, 3, 3}, w);
   mkbuf(&bb, LT_F32, (const int64_t[4]){3, 1, 1, 1}, b);
   bb.ndim = 1;
-  assert_int_equal(cpu_conv2d_fwd(&ins, &ob, (lt_buffer *[]){&ab, &wb, &bb}), LT_OK);
+  assert_int_equal(lt__cpu_conv2d_fwd(&ins, &ob, (lt_buffer *[]){&ab, &wb, &bb}), LT_OK);
   for (int i = 0; i < 96; i++) assert_true(y[i] == b[i / 16 % 3]);
 }
 
@@ -410,10 +410,10 @@ static void test_conv_cache(void **state) {
   if (!tu_cpu_allowed()) skip();
   prob p = {2, 3, 6, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1};
   check_prob(&p, SMALL);
-  assert_true(cpu_conv_cached() > 0);
-  cpu_conv_cleanup();
-  assert_int_equal(cpu_conv_cached(), 0);
-  cpu_conv_cleanup();
+  assert_true(lt__cpu_conv_cached() > 0);
+  lt__cpu_conv_cleanup();
+  assert_int_equal(lt__cpu_conv_cached(), 0);
+  lt__cpu_conv_cleanup();
   check_prob(&p, SMALL); /* made again */
   /* more problems than the cache holds: the oldest are evicted */
   for (int64_t h = 3; h < 3 + 70; h++) {
@@ -424,8 +424,8 @@ static void test_conv_cache(void **state) {
     assert_int_equal(run_dir(&q, FWD, x, w, y), LT_OK);
     for (int64_t i = 0; i < 3 * h; i++) assert_true(y[i] == 2.0f * (float)i);
   }
-  assert_true(cpu_conv_cached() <= 64);
-  cpu_conv_cleanup();
+  assert_true(lt__cpu_conv_cached() <= 64);
+  lt__cpu_conv_cleanup();
 }
 
 /* Several threads running problems that overflow the cache while another
@@ -449,7 +449,7 @@ static void *conv_worker(void *arg) {
 static void *cleaner(void *arg) {
   (void)arg;
   while (!atomic_load(&g_stop)) {
-    cpu_conv_cleanup();
+    lt__cpu_conv_cleanup();
     usleep(200);
   }
   return NULL;
@@ -470,8 +470,8 @@ static void test_conv_cache_threads(void **state) {
   }
   atomic_store(&g_stop, 1);
   assert_int_equal(pthread_join(c, NULL), 0);
-  cpu_conv_cleanup();
-  assert_int_equal(cpu_conv_cached(), 0);
+  lt__cpu_conv_cleanup();
+  assert_int_equal(lt__cpu_conv_cached(), 0);
 }
 
 /* ---- threads: the same problem in child processes with 2 and 8 pool threads --------------- */
@@ -595,7 +595,7 @@ static int run_pool(lt_dtype dt, const int64_t xs[4], void *x, int64_t oh, int64
   mkbuf(&xb, dt, xs, x);
   mkbuf(&yb, LT_I64, ys, y);
   lt_buffer *in[1] = {&xb};
-  return cpu_max_pool2d_argmax(&ins, &yb, in);
+  return lt__cpu_max_pool2d_argmax(&ins, &yb, in);
 }
 
 /* PyTorch's output size (floor or ceil mode). */
@@ -734,7 +734,7 @@ static int run_planes(bool gather, lt_dtype dt, int64_t n, int64_t c, int64_t h,
   ins.ndim = gather ? 3 : 4;
   ins.op = gather ? LT_OP_POOL_GATHER : LT_OP_POOL_SCATTER_ADD;
   lt_buffer *in[2] = {gather ? &bb : &sb, &ib};
-  return gather ? cpu_pool_gather(&ins, &sb, in) : cpu_pool_scatter_add(&ins, &bb, in);
+  return gather ? lt__cpu_pool_gather(&ins, &sb, in) : lt__cpu_pool_scatter_add(&ins, &bb, in);
 }
 
 /* Against plain loops: the gather copies, the scatter sums each position's

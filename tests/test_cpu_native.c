@@ -858,14 +858,14 @@ static void test_gradient_transposes(void **state) {
 static void test_lookup(void **state) {
   (void)state;
   for (int op = 0; op < LT_OP_COUNT; op++)
-    assert_int_equal(cpu_native_has(op), lt__op_cpu_path(op) == LT_CPU_NATIVE);
-  assert_non_null(cpu_native_find(LT_OP_GATHER, LT_I8, LT_I8));
-  assert_null(cpu_native_find(LT_OP_GATHER, LT_F32, LT_F64)); /* a conversion: ref's */
-  assert_non_null(cpu_native_find(LT_OP_RNG_NORMAL, LT_F32, LT_I64));
-  assert_null(cpu_native_find(LT_OP_RNG_NORMAL, LT_I32, LT_I64));
-  assert_null(cpu_native_find(LT_OP_CUMSUM, LT_U8, LT_U8));
-  assert_null(cpu_native_find(LT_OP_ADD, LT_F32, LT_F32));
-  assert_null(cpu_native_find(LT_OP_GATHER, LT_NUM_DTYPES, LT_F32));
+    assert_int_equal(lt__cpu_native_has(op), lt__op_cpu_path(op) == LT_CPU_NATIVE);
+  assert_non_null(lt__cpu_native_find(LT_OP_GATHER, LT_I8, LT_I8));
+  assert_null(lt__cpu_native_find(LT_OP_GATHER, LT_F32, LT_F64)); /* a conversion: ref's */
+  assert_non_null(lt__cpu_native_find(LT_OP_RNG_NORMAL, LT_F32, LT_I64));
+  assert_null(lt__cpu_native_find(LT_OP_RNG_NORMAL, LT_I32, LT_I64));
+  assert_null(lt__cpu_native_find(LT_OP_CUMSUM, LT_U8, LT_U8));
+  assert_null(lt__cpu_native_find(LT_OP_ADD, LT_F32, LT_F32));
+  assert_null(lt__cpu_native_find(LT_OP_GATHER, LT_NUM_DTYPES, LT_F32));
 }
 
 int main(void) {

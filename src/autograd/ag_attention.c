@@ -13,7 +13,7 @@
 #include "../ops/op_attention.h"
 #include "ag.h"
 
-int ag_rule_attention(const lt_node *n, lt_node *g, lt_node **out) {
+int lt__ag_rule_attention(const lt_node *n, lt_node *g, lt_node **out) {
   lt_attn_mask_kind kind = (lt_attn_mask_kind)n->attrs[1];
   bool causal = n->attrs[0] != 0;
   double scale = n->fattr;

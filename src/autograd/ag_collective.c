@@ -16,7 +16,7 @@ static lt_node *coll(lt_op op, const lt_node *like, lt_node *g, const int64_t *s
   return lt__node_make(op, (lt_dtype)like->dtype, shape, like->ndim, &g, 1, attrs, nattrs, 0.0);
 }
 
-int ag_rule_collective(const lt_node *n, lt_node *g, lt_node **out) {
+int lt__ag_rule_collective(const lt_node *n, lt_node *g, lt_node **out) {
   out[0] = NULL;
   if (!ag_is_float(n)) return LT_OK; /* integer values carry no gradient */
   const lt_node *x = n->operands[0].node;
@@ -40,7 +40,7 @@ int ag_rule_collective(const lt_node *n, lt_node *g, lt_node **out) {
     lt_node *y = coll(LT_OP_ALL_GATHER, n, ag_ref(g), x->shape, attrs, 2);
     if (y && redop == 1)
       y = lt__node_bin(LT_OP_MUL, y,
-                       ag_const((lt_dtype)n->dtype, NULL, 0, 1.0 / (double)n->attrs[2]));
+                       lt__ag_const((lt_dtype)n->dtype, NULL, 0, 1.0 / (double)n->attrs[2]));
     out[0] = y;
     break;
   }
@@ -58,7 +58,7 @@ int ag_rule_collective(const lt_node *n, lt_node *g, lt_node **out) {
  *   spmd_all_reduce  sum: g to each partial (identity); mean: g / size
  *   spmd_copy        g -> spmd_all_reduce(g, sum): a replicated value used by
  *                    rank-dependent work gets the sum of the ranks' parts */
-int ag_rule_spmd(const lt_node *n, lt_node *g, lt_node **out) {
+int lt__ag_rule_spmd(const lt_node *n, lt_node *g, lt_node **out) {
   out[0] = NULL;
   if (!ag_is_float(n)) return LT_OK;
   const lt_node *x = n->operands[0].node;
@@ -76,7 +76,7 @@ int ag_rule_spmd(const lt_node *n, lt_node *g, lt_node **out) {
     out[0] = ag_ref(g);
     if (n->attrs[0] == 1)
       out[0] = lt__node_bin(LT_OP_MUL, out[0],
-                            ag_const((lt_dtype)n->dtype, NULL, 0, 1.0 / (double)n->attrs[1]));
+                            lt__ag_const((lt_dtype)n->dtype, NULL, 0, 1.0 / (double)n->attrs[1]));
     break;
   case LT_OP_SPMD_COPY: {
     int64_t attrs[2] = {0, n->attrs[0]};

@@ -56,7 +56,7 @@ static int pool_planes_rule(const lt_node *n, lt_node *g, lt_node **out) {
   return out[0] ? LT_OK : LT_ENOMEM;
 }
 
-int ag_rule_conv(const lt_node *n, lt_node *g, lt_node **out) {
+int lt__ag_rule_conv(const lt_node *n, lt_node *g, lt_node **out) {
   if (n->op == LT_OP_POOL_GATHER || n->op == LT_OP_POOL_SCATTER_ADD)
     return pool_planes_rule(n, g, out);
   const lt_node *a = n->operands[0].node, *b = n->operands[1].node;

@@ -1,5 +1,5 @@
 /* Gradient rules of the elementwise ops. Binary ops broadcast, so each
- * operand's gradient is summed back to its own shape (ag_reduce_to). */
+ * operand's gradient is summed back to its own shape (lt__ag_reduce_to). */
 #include <math.h>
 
 #include "../core/lt_op_switch.h"
@@ -9,10 +9,10 @@
 #define B(n) ag_arg(n, 1)
 #define G(g) ag_ref(g)
 #define OUT(n) ag_ref(n)
-#define K(n, v) ag_const((lt_dtype)(n)->dtype, NULL, 0, (v)) /* a 0-d constant */
+#define K(n, v) lt__ag_const((lt_dtype)(n)->dtype, NULL, 0, (v)) /* a 0-d constant */
 
 static lt_node *shape_of(lt_node *x, const lt_node *like) {
-  return ag_reduce_to(x, like->operands[0].node->shape, like->operands[0].node->ndim);
+  return lt__ag_reduce_to(x, like->operands[0].node->shape, like->operands[0].node->ndim);
 }
 
 static int done1(lt_node **out, lt_node *ga) {
@@ -34,7 +34,7 @@ static lt_node *unary_grad(const lt_node *n, lt_node *g, bool *no_case) {
   case LT_OP_FLOOR:
   case LT_OP_CEIL:
   case LT_OP_ROUND:
-    return ag_const((lt_dtype)n->dtype, n->shape, n->ndim, 0.0);
+    return lt__ag_const((lt_dtype)n->dtype, n->shape, n->ndim, 0.0);
   case LT_OP_RELU: /* 0 at 0, as PyTorch */
     return lt__node_where(lt__node_bin(LT_OP_GT, A(n), K(n, 0)), G(g), K(n, 0));
   case LT_OP_EXP:
@@ -106,7 +106,7 @@ static lt_node *unary_grad(const lt_node *n, lt_node *g, bool *no_case) {
     return lt__node_bin(LT_OP_DIV, G(g), lt__node_bin(LT_OP_MUL, d, lt__node_retain(d)));
   }
   case LT_OP_NOT:  /* no gradient (the table says none) */
-  case LT_OP_CAST: /* ag_rule_cast */
+  case LT_OP_CAST: /* lt__ag_rule_cast */
     LT_OP_CASES_OUTSIDE(UNARY)
     break;
   }
@@ -121,14 +121,14 @@ static int rule_has_no_case(const char *rule, const lt_node *n) {
                  lt__op_name((lt_op)n->op));
 }
 
-int ag_rule_unary(const lt_node *n, lt_node *g, lt_node **out) {
+int lt__ag_rule_unary(const lt_node *n, lt_node *g, lt_node **out) {
   bool no_case = false;
   lt_node *ga = unary_grad(n, g, &no_case);
   if (no_case) return rule_has_no_case("unary", n);
   return done1(out, ga);
 }
 
-int ag_rule_cast(const lt_node *n, lt_node *g, lt_node **out) {
+int lt__ag_rule_cast(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = n->operands[0].node;
   if (!ag_is_float(a)) return LT_OK; /* no gradient into integers */
   return done1(out, lt__node_cast(G(g), (lt_dtype)a->dtype));
@@ -136,7 +136,7 @@ int ag_rule_cast(const lt_node *n, lt_node *g, lt_node **out) {
 
 static int finish2(const lt_node *n, lt_node **out, lt_node *ga, lt_node *gb) {
   out[0] = ga ? shape_of(ga, n) : NULL;
-  out[1] = gb ? ag_reduce_to(gb, n->operands[1].node->shape, n->operands[1].node->ndim) : NULL;
+  out[1] = gb ? lt__ag_reduce_to(gb, n->operands[1].node->shape, n->operands[1].node->ndim) : NULL;
   return out[0] && out[1] ? LT_OK : LT_ENOMEM;
 }
 
@@ -148,7 +148,7 @@ static lt_node *pick(lt_node *g, lt_node *loses, lt_node *tie, const lt_node *n)
                         lt__node_where(tie, lt__node_bin(LT_OP_MUL, G(g), K(n, 0.5)), G(g)));
 }
 
-int ag_rule_binary(const lt_node *n, lt_node *g, lt_node **out) {
+int lt__ag_rule_binary(const lt_node *n, lt_node *g, lt_node **out) {
   switch ((lt_op)n->op) {
   case LT_OP_ADD:
     return finish2(n, out, G(g), G(g));
@@ -205,11 +205,11 @@ int ag_rule_binary(const lt_node *n, lt_node *g, lt_node **out) {
   return rule_has_no_case("binary", n);
 }
 
-int ag_rule_where(const lt_node *n, lt_node *g, lt_node **out) {
+int lt__ag_rule_where(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = n->operands[1].node, *b = n->operands[2].node;
   lt_node *ga = lt__node_where(ag_arg(n, 0), G(g), K(n, 0));
   lt_node *gb = lt__node_where(ag_arg(n, 0), K(n, 0), G(g));
-  out[1] = ag_reduce_to(ga, a->shape, a->ndim);
-  out[2] = ag_reduce_to(gb, b->shape, b->ndim);
+  out[1] = lt__ag_reduce_to(ga, a->shape, a->ndim);
+  out[2] = lt__ag_reduce_to(gb, b->shape, b->ndim);
   return out[1] && out[2] ? LT_OK : LT_ENOMEM;
 }

@@ -8,10 +8,10 @@
 #include "../core/lt_error.h"
 #include "../ops/op_nograd.h"
 
-bool ag_nograd_stops(const lt_node *n) { return n->grad_id == LT__GRAD_ID_CONST; }
+bool lt__ag_nograd_stops(const lt_node *n) { return n->grad_id == LT__GRAD_ID_CONST; }
 
-int ag_nograd_check_loss(const lt_node *loss) {
-  if (!ag_nograd_stops(loss)) return LT_OK;
+int lt__ag_nograd_check_loss(const lt_node *loss) {
+  if (!lt__ag_nograd_stops(loss)) return LT_OK;
   return lt__err(LT_EINVAL,
                  "lt_backward: the loss was computed without autograd (lt_detach or "
                  "inside lt_no_grad_begin/lt_no_grad_end), so it has no gradient");

@@ -6,10 +6,10 @@
 #include "../core/lt_node.h"
 
 /* True when lt_backward must neither walk below n nor give it a gradient. */
-bool ag_nograd_stops(const lt_node *n);
+bool lt__ag_nograd_stops(const lt_node *n);
 
 /* LT_OK, or LT_EINVAL (recorded) when the loss itself is such a constant
  * (torch: "element 0 of tensors does not require grad"). */
-int ag_nograd_check_loss(const lt_node *loss);
+int lt__ag_nograd_check_loss(const lt_node *loss);
 
 #endif

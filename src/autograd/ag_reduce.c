@@ -11,7 +11,7 @@
 
 #define A(n) ag_arg(n, 0)
 #define G(g) ag_ref(g)
-#define K(n, v) ag_const((lt_dtype)(n)->dtype, NULL, 0, (v)) /* a 0-d constant */
+#define K(n, v) lt__ag_const((lt_dtype)(n)->dtype, NULL, 0, (v)) /* a 0-d constant */
 
 static const lt_node *operand(const lt_node *n) { return n->operands[0].node; }
 
@@ -35,7 +35,7 @@ static lt_node *as_keep(const lt_node *n, lt_node *x) {
 
 /* x (consumed) broadcast to the operand's shape. */
 static lt_node *to_operand(const lt_node *n, lt_node *x) {
-  return ag_expand(x, operand(n)->shape, operand(n)->ndim);
+  return lt__ag_expand(x, operand(n)->shape, operand(n)->ndim);
 }
 
 /* Elements per reduced group. */
@@ -61,14 +61,14 @@ static lt_node *indicator(const lt_node *n, lt_node *cond) {
   return lt__node_where(cond, K(n, 1), K(n, 0));
 }
 
-int ag_rule_reduce(const lt_node *n, lt_node *g, lt_node **out) {
+int lt__ag_rule_reduce(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = operand(n);
   int64_t mask = n->attrs[0];
   /* Nothing reduced (a 0-d operand): every op is the identity there. */
   if (mask == 0) return done1(out, lt__node_reshape(G(g), a->shape, a->ndim));
   /* An empty operand has an empty gradient: no division by its group size. */
   if (lt__numel(a->shape, a->ndim) == 0)
-    return done1(out, ag_const((lt_dtype)a->dtype, a->shape, a->ndim, 0.0));
+    return done1(out, lt__ag_const((lt_dtype)a->dtype, a->shape, a->ndim, 0.0));
   lt_node *gk = as_keep(n, G(g));
   switch ((lt_op)n->op) {
   case LT_OP_SUM:
@@ -103,7 +103,8 @@ int ag_rule_reduce(const lt_node *n, lt_node *g, lt_node **out) {
         out,
         lt__node_bin(LT_OP_MUL, gk,
                      lt__node_un(LT_OP_EXP, lt__node_bin(LT_OP_SUB, A(n), as_keep(n, ag_ref(n))))));
-  case LT_OP_ARGMAX: /* no gradient, or rules of their own (ag_rule_softmax, ag_rule_scan) */
+  case LT_OP_ARGMAX: /* no gradient, or rules of their own (lt__ag_rule_softmax, lt__ag_rule_scan)
+                      */
   case LT_OP_ARGMIN:
   case LT_OP_SOFTMAX:
   case LT_OP_LOG_SOFTMAX:
@@ -117,7 +118,7 @@ int ag_rule_reduce(const lt_node *n, lt_node *g, lt_node **out) {
                  lt__op_name((lt_op)n->op));
 }
 
-int ag_rule_softmax(const lt_node *n, lt_node *g, lt_node **out) {
+int lt__ag_rule_softmax(const lt_node *n, lt_node *g, lt_node **out) {
   int64_t axis = (int64_t)1 << n->attrs[0];
   lt_node *ga;
   if (n->op == LT_OP_SOFTMAX) { /* out * (g - sum(g * out)) */

@@ -6,7 +6,7 @@
  * op with its reverse flag flipped (and so is differentiable again). */
 #include "ag.h"
 
-int ag_rule_scan(const lt_node *n, lt_node *g, lt_node **out) {
+int lt__ag_rule_scan(const lt_node *n, lt_node *g, lt_node **out) {
   out[0] = NULL;
   if (!ag_is_float(n)) return LT_OK; /* integer sums carry no gradient */
   lt_node *gg = ag_ref(g);

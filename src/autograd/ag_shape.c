@@ -25,7 +25,7 @@ static lt_node *unary_node(lt_op op, lt_node *x, const int64_t *shape, int ndim,
                            const int64_t *attrs, int nattrs) {
   if (!x) return NULL;
   if (x->op == LT_OP_CONST && op != LT_OP_UNSLICE) {
-    lt_node *c = ag_const((lt_dtype)x->dtype, shape, ndim, x->fattr);
+    lt_node *c = lt__ag_const((lt_dtype)x->dtype, shape, ndim, x->fattr);
     lt__node_release(x);
     return c;
   }
@@ -79,36 +79,36 @@ static lt_node *rows_of(lt_node *x) {
  * layer's weight under x [B, T, C]) gets its sum over the batch as one
  * product of every row at once, a^T [k, B*n] @ g [B*n, m], instead of B
  * small products and a reduction. */
-int ag_rule_matmul(const lt_node *n, lt_node *g, lt_node **out) {
+int lt__ag_rule_matmul(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = operand(n, 0), *b = operand(n, 1);
-  out[0] = ag_reduce_to(matmul(G(g), transpose_last(ag_arg(n, 1))), a->shape, a->ndim);
+  out[0] = lt__ag_reduce_to(matmul(G(g), transpose_last(ag_arg(n, 1))), a->shape, a->ndim);
   if (b->ndim == 2 && a->ndim > 2)
     out[1] = matmul(transpose_last(rows_of(ag_arg(n, 0))), rows_of(G(g)));
   else
-    out[1] = ag_reduce_to(matmul(transpose_last(ag_arg(n, 0)), G(g)), b->shape, b->ndim);
+    out[1] = lt__ag_reduce_to(matmul(transpose_last(ag_arg(n, 0)), G(g)), b->shape, b->ndim);
   return out[0] && out[1] ? LT_OK : LT_ENOMEM;
 }
 
 /* ---- shape ops --------------------------------------------------------------- */
 
-int ag_rule_reshape(const lt_node *n, lt_node *g, lt_node **out) {
+int lt__ag_rule_reshape(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = operand(n, 0);
   return done1(out, lt__node_reshape(G(g), a->shape, a->ndim));
 }
 
-int ag_rule_permute(const lt_node *n, lt_node *g, lt_node **out) {
+int lt__ag_rule_permute(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = operand(n, 0);
   int64_t inv[LT_MAX_DIMS];
   for (int d = 0; d < n->ndim; d++) inv[n->attrs[d]] = d;
   return done1(out, unary_node(LT_OP_PERMUTE, G(g), a->shape, a->ndim, inv, a->ndim));
 }
 
-int ag_rule_expand(const lt_node *n, lt_node *g, lt_node **out) {
+int lt__ag_rule_expand(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = operand(n, 0);
-  return done1(out, ag_reduce_to(G(g), a->shape, a->ndim));
+  return done1(out, lt__ag_reduce_to(G(g), a->shape, a->ndim));
 }
 
-int ag_rule_slice(const lt_node *n, lt_node *g, lt_node **out) {
+int lt__ag_rule_slice(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = operand(n, 0);
   return done1(out, unary_node(LT_OP_UNSLICE, G(g), a->shape, a->ndim, n->attrs, n->nattrs));
 }
@@ -126,7 +126,7 @@ static lt_node *block(lt_node *x, const int64_t *starts, const int64_t *shape, i
   return unary_node(LT_OP_SLICE, x, shape, ndim, attrs, 2 * ndim);
 }
 
-int ag_rule_concat(const lt_node *n, lt_node *g, lt_node **out) {
+int lt__ag_rule_concat(const lt_node *n, lt_node *g, lt_node **out) {
   int axis = (int)n->attrs[0];
   int64_t starts[LT_MAX_DIMS] = {0};
   int rc = LT_OK;
@@ -139,7 +139,7 @@ int ag_rule_concat(const lt_node *n, lt_node *g, lt_node **out) {
   return rc;
 }
 
-int ag_rule_pad(const lt_node *n, lt_node *g, lt_node **out) {
+int lt__ag_rule_pad(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = operand(n, 0);
   int64_t starts[LT_MAX_DIMS];
   for (int d = 0; d < a->ndim; d++) starts[d] = n->attrs[2 * d];
@@ -162,7 +162,7 @@ static lt_node *indexed(lt_op op, const lt_node *n, lt_node *src, lt_node *index
 
 /* GATHER -> SCATTER_ADD, INDEX_SELECT -> INDEX_ADD, and back. The index
  * (operand 1) gets no gradient. */
-int ag_rule_indexed(const lt_node *n, lt_node *g, lt_node **out) {
+int lt__ag_rule_indexed(const lt_node *n, lt_node *g, lt_node **out) {
   lt_op t;
   switch ((lt_op)n->op) {
   case LT_OP_GATHER:
@@ -185,7 +185,7 @@ int ag_rule_indexed(const lt_node *n, lt_node *g, lt_node **out) {
 }
 
 /* UNSLICE's transpose is the slice it undid. */
-int ag_rule_unslice(const lt_node *n, lt_node *g, lt_node **out) {
+int lt__ag_rule_unslice(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = operand(n, 0);
   return done1(out, unary_node(LT_OP_SLICE, G(g), a->shape, a->ndim, n->attrs, n->nattrs));
 }
@@ -226,7 +226,7 @@ static int concat_parts(const lt_node *x, int ax, lt_node **parts, int n) {
 
 enum { MERGE_MAX_PARTS = 64 };
 
-lt_node *ag_merge_blocks(lt_node *a, lt_node *b) {
+lt_node *lt__ag_merge_blocks(lt_node *a, lt_node *b) {
   if (!a || !b || a->dtype != b->dtype || a->ndim != b->ndim || a->ndim == 0 ||
       (a->op != LT_OP_UNSLICE && b->op != LT_OP_UNSLICE))
     return NULL;

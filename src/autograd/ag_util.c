@@ -3,11 +3,11 @@
 
 #include "ag.h"
 
-lt_node *ag_const(lt_dtype dt, const int64_t *shape, int ndim, double v) {
+lt_node *lt__ag_const(lt_dtype dt, const int64_t *shape, int ndim, double v) {
   return lt__node_const(dt, shape, ndim, v);
 }
 
-lt_node *ag_reduce_to(lt_node *g, const int64_t *shape, int ndim) {
+lt_node *lt__ag_reduce_to(lt_node *g, const int64_t *shape, int ndim) {
   if (!g) return NULL;
   if (g->ndim == ndim && memcmp(g->shape, shape, (size_t)ndim * sizeof(int64_t)) == 0) return g;
   /* Axes that broadcasting added (leading) or stretched (size 1 in shape). */
@@ -21,7 +21,7 @@ lt_node *ag_reduce_to(lt_node *g, const int64_t *shape, int ndim) {
   return lt__node_reshape(s, shape, ndim);
 }
 
-lt_node *ag_expand(lt_node *a, const int64_t *shape, int ndim) {
+lt_node *lt__ag_expand(lt_node *a, const int64_t *shape, int ndim) {
   if (!a) return NULL;
   if (a->ndim == ndim && memcmp(a->shape, shape, (size_t)ndim * sizeof(int64_t)) == 0) return a;
   if (a->op == LT_OP_CONST) {
@@ -32,7 +32,7 @@ lt_node *ag_expand(lt_node *a, const int64_t *shape, int ndim) {
   return lt__node_make(LT_OP_EXPAND, (lt_dtype)a->dtype, shape, ndim, &a, 1, NULL, 0, 0.0);
 }
 
-int ag_rule_none(const lt_node *n, lt_node *g, lt_node **out) {
+int lt__ag_rule_none(const lt_node *n, lt_node *g, lt_node **out) {
   (void)n;
   (void)g;
   (void)out;

@@ -104,7 +104,7 @@ int lt_zero_grad(lt_tensor *t) {
 }
 
 /* Each op's rule, from the op table's GRAD column. */
-#define AG_RULE_ROW(E, name, fam, arity, res, grad, ref, cpu) [LT_OP_##E] = ag_rule_##grad,
+#define AG_RULE_ROW(E, name, fam, arity, res, grad, ref, cpu) [LT_OP_##E] = lt__ag_rule_##grad,
 static const ag_vjp_fn kRules[LT_OP_COUNT] = {LT_OP_TABLE(AG_RULE_ROW)};
 #undef AG_RULE_ROW
 
@@ -191,7 +191,7 @@ static int post_order(ag_state *s, lt_node *root, leaf_set *ls) {
   while (sp && rc == LT_OK) {
     frame *top = &stack[sp - 1];
     bool is_leaf = top->next == 0 && top->node != root &&
-                   (ag_nograd_stops(top->node) || leaf_of(top->node, ls));
+                   (lt__ag_nograd_stops(top->node) || leaf_of(top->node, ls));
     if (!is_leaf && top->next < top->node->noperands) {
       lt_node *c = through(top->node->operands[top->next++].node);
       if (c->visit == epoch) continue;
@@ -235,7 +235,7 @@ static int accumulate(ag_state *s, int i, lt_node *g) {
                    lt__shape_str(g->shape, g->ndim, a, sizeof a),
                    lt__shape_str(n->shape, n->ndim, b, sizeof b), lt__op_name((lt_op)n->op));
   }
-  lt_node *merged = s->grads[i] ? ag_merge_blocks(s->grads[i], g) : NULL;
+  lt_node *merged = s->grads[i] ? lt__ag_merge_blocks(s->grads[i], g) : NULL;
   if (merged)
     s->grads[i] = merged;
   else
@@ -293,7 +293,7 @@ int lt_backward(lt_tensor *loss) {
     return lt__err(LT_EINVAL,
                    "lt_backward: the loss has no pending graph (it was read or synced); call "
                    "lt_backward before reading it");
-  if (ag_nograd_check_loss(root) != LT_OK) return LT_EINVAL;
+  if (lt__ag_nograd_check_loss(root) != LT_OK) return LT_EINVAL;
   lt_exec_dev *ctx = lt__exec_dev("lt_backward", loss->dev);
   if (!ctx) return LT_EDEVICE;
   leaf_set ls = {0};
@@ -317,7 +317,7 @@ int lt_backward(lt_tensor *loss) {
     lt_node *n = s.nodes[i];
     s.leaf[i] = n == root ? NULL : leaf_of(n, &ls);
     bool need = s.leaf[i] != NULL;
-    for (int k = 0; !need && !s.leaf[i] && !ag_nograd_stops(n) && k < n->noperands; k++) {
+    for (int k = 0; !need && !s.leaf[i] && !lt__ag_nograd_stops(n) && k < n->noperands; k++) {
       const lt_node *c = through(n->operands[k].node);
       need = s.needed[c->order] && c->visit == n->visit;
     }
@@ -329,7 +329,7 @@ int lt_backward(lt_tensor *loss) {
                  "lt_backward: the loss does not depend on any tensor that requires grad");
   /* Reverse sweep. */
   if (rc == LT_OK)
-    rc = accumulate(&s, s.n - 1, ag_const((lt_dtype)loss->dtype, root->shape, root->ndim, 1.0));
+    rc = accumulate(&s, s.n - 1, lt__ag_const((lt_dtype)loss->dtype, root->shape, root->ndim, 1.0));
   for (int i = s.n - 1; rc == LT_OK && i >= 0; i--) {
     lt_node *n = s.nodes[i], *g = s.grads[i];
     if (!g || !s.needed[i]) continue;

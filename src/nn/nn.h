@@ -27,8 +27,8 @@ static inline lt_tensor *nn_step_scalar(lt_device dev, lt_dtype dt, double v) {
  * U(-bound, bound) on dev's RNG (left pending) with requires-grad set, as
  * PyTorch's default init of Linear and Conv2d. *w and *b get one reference
  * each; on failure both are NULL and the status is returned (nn_layers.c). */
-int nn_init_weight_bias(lt_device dev, lt_dtype dt, const int64_t *wshape, int wnd, bool bias,
-                        int64_t nbias, double bound, lt_tensor **w, lt_tensor **b);
+int lt__nn_init_weight_bias(lt_device dev, lt_dtype dt, const int64_t *wshape, int wnd, bool bias,
+                            int64_t nbias, double bound, lt_tensor **w, lt_tensor **b);
 
 /* The optimizer (nn_optim.c); nn_io.c writes and reads its state. */
 struct lt_nn_optim {
@@ -49,6 +49,6 @@ static inline int nn_optim_nstate(const lt_nn_optim *o) {
 }
 
 /* Checks an optimizer configuration; fn names the caller in the message. */
-int nn_optim_check_config(const char *fn, const lt_nn_optim_config *c);
+int lt__nn_optim_check_config(const char *fn, const lt_nn_optim_config *c);
 
 #endif

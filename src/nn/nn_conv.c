@@ -45,7 +45,7 @@ int lt_nn_conv2d_init(lt_nn_conv2d *l, lt_device dev, lt_dtype dt, int64_t in, i
   double bound = 1.0 / sqrt((double)(in / groups * k[0] * k[1]));
   int64_t wshape[4] = {out, in / groups, k[0], k[1]};
   lt_tensor *w, *b;
-  int rc = nn_init_weight_bias(dev, dt, wshape, 4, bias, out, bound, &w, &b);
+  int rc = lt__nn_init_weight_bias(dev, dt, wshape, 4, bias, out, bound, &w, &b);
   if (rc != LT_OK) return rc;
   l->weight = w;
   l->bias = b;

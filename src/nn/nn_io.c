@@ -251,7 +251,7 @@ static void take_optim(reader *r, lt_nn_optim *o, uint64_t len, optim_file *of) 
   of->cfg.beta1 = hyper[3];
   of->cfg.beta2 = hyper[4];
   of->cfg.eps = hyper[5];
-  if (nn_optim_check_config(r->fn, &of->cfg) != LT_OK || of->steps < 0) {
+  if (lt__nn_optim_check_config(r->fn, &of->cfg) != LT_OK || of->steps < 0) {
     char why[256]; /* the message is rewritten below: copy it first */
     snprintf(why, sizeof why, "%s", of->steps < 0 ? "negative step count" : lt_last_error());
     r->rc = lt__err(LT_EINVAL, "%s: %s: corrupt optimizer state (%s)", r->fn, r->path, why);

@@ -5,8 +5,8 @@
 #include "lt_caller.h"
 #include "nn.h"
 
-int nn_init_weight_bias(lt_device dev, lt_dtype dt, const int64_t *wshape, int wnd, bool bias,
-                        int64_t nbias, double bound, lt_tensor **w, lt_tensor **b) {
+int lt__nn_init_weight_bias(lt_device dev, lt_dtype dt, const int64_t *wshape, int wnd, bool bias,
+                            int64_t nbias, double bound, lt_tensor **w, lt_tensor **b) {
   nn_own_begin();
   *w = nn_keep(lt_rand_uniform(dev, dt, wshape, wnd, -bound, bound));
   *b = bias ? nn_keep(lt_rand_uniform(dev, dt, &nbias, 1, -bound, bound)) : NULL;
@@ -38,7 +38,7 @@ int lt_nn_linear_init(lt_nn_linear *l, lt_device dev, lt_dtype dt, int64_t in, i
    * gain sqrt(2 / (1 + 5)): 1 / sqrt(fan_in); the bias uses the same bound. */
   double bound = 1.0 / sqrt((double)in);
   lt_tensor *w, *b;
-  int rc = nn_init_weight_bias(dev, dt, (int64_t[]){in, out}, 2, bias, out, bound, &w, &b);
+  int rc = lt__nn_init_weight_bias(dev, dt, (int64_t[]){in, out}, 2, bias, out, bound, &w, &b);
   if (rc != LT_OK) return rc;
   l->weight = w;
   l->bias = b;

@@ -35,7 +35,7 @@ lt_nn_optim_config lt_nn_optim_defaults(lt_nn_optim_kind kind) {
   return c;
 }
 
-int nn_optim_check_config(const char *fn, const lt_nn_optim_config *c) {
+int lt__nn_optim_check_config(const char *fn, const lt_nn_optim_config *c) {
   if (c->kind != LT_NN_SGD && c->kind != LT_NN_ADAM && c->kind != LT_NN_ADAMW)
     return lt__err(LT_EINVAL, "%s: unknown optimizer kind %d", fn, (int)c->kind);
   if (!(c->lr >= 0) || !isfinite(c->lr))
@@ -88,7 +88,7 @@ lt_nn_optim *lt_nn_optim_create(const lt_nn_optim_config *cfg, lt_tensor *const 
     lt__err(LT_EINVAL, "%s: needs a config and at least one parameter", fn);
     return NULL;
   }
-  if (nn_optim_check_config(fn, cfg) != LT_OK) return NULL;
+  if (lt__nn_optim_check_config(fn, cfg) != LT_OK) return NULL;
   for (int i = 0; i < n; i++) {
     if (!params[i]) {
       lt__err(LT_EINVAL, "%s: parameter %d is NULL", fn, i);

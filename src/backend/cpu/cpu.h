@@ -40,14 +40,14 @@ typedef struct cpu_view {
   int64_t strides[LT_MAX_DIMS];
 } cpu_view;
 
-bool cpu_view_contiguous(const cpu_view *v);
-void cpu_view_init(cpu_view *v, int slot, int dtype, const int64_t *shape, int ndim);
+bool lt__cpu_view_contiguous(const cpu_view *v);
+void lt__cpu_view_init(cpu_view *v, int slot, int dtype, const int64_t *shape, int ndim);
 
 typedef void (*cpu_kernel_fn)(void **slots, int64_t lo, int64_t hi);
 
 typedef enum cpu_kind {
   CK_LOOP,   /* a JIT loop nest: fn over [0, extent), split across the pool */
-  CK_BLAS,   /* matmul through cpu_gemm (oneDNN sgemm, OpenBLAS dgemm) */
+  CK_BLAS,   /* matmul through lt__cpu_gemm (oneDNN sgemm, OpenBLAS dgemm) */
   CK_REF,    /* ops without codegen, on contiguous operands: a native kernel, else ref's */
   CK_MEMCPY, /* out slot = contiguous view (duplicate roots) */
 } cpu_kind;
@@ -109,14 +109,14 @@ struct lt_executable {
   int nfns;           /* JIT functions (CK_LOOP fn_index < nfns) */
   int nargs;          /* the slots of every function, one list after another */
   int ncodes;         /* distinct compiled kernels, one reference each */
-  /* one block (cpu_executable_fn_block): codes has nfns entries, ncodes used */
+  /* one block (lt__cpu_executable_fn_block): codes has nfns entries, ncodes used */
   struct cpu_kcode **codes;
   cpu_fn *fns;
   int *args;
 };
 
 /* The slot pointers the function of loop kernel k takes. The slot table that
- * cpu_run passes has nslots + nargs entries: table[nslots + j] =
+ * lt__cpu_run passes has nslots + nargs entries: table[nslots + j] =
  * table[args[j]], so that a function sees its own slots as 0, 1, ... whatever
  * their numbers in this executable, and one compiled kernel serves every
  * executable that has it. */
@@ -125,7 +125,7 @@ static inline void **cpu_loop_args(const cpu_kernel *k, void **table) {
 }
 
 /* Runs loop kernel k over its whole extent on the pool (cpu_pool.c). */
-void cpu_loop_run(const cpu_kernel *k, void **table);
+void lt__cpu_loop_run(const cpu_kernel *k, void **table);
 
 /* ---- lowering and codegen ---- */
 /* The JIT functions of a graph as lowering made them, each an LLVM module of
@@ -144,14 +144,14 @@ typedef struct cpu_fntab {
   bool misordered; /* a function began out of turn */
 } cpu_fntab;
 /* Starts the module of function fn_index (which must be the next one). */
-void cpu_fntab_begin(cpu_fntab *t, int fn_index);
+void lt__cpu_fntab_begin(cpu_fntab *t, int fn_index);
 /* Ends the module begun last: its function takes slots args. */
-void cpu_fntab_end(cpu_fntab *t, const int *args, int nargs);
-void cpu_fntab_reset(cpu_fntab *t);
-void cpu_fntab_free(cpu_fntab *t);
+void lt__cpu_fntab_end(cpu_fntab *t, const int *args, int nargs);
+void lt__cpu_fntab_reset(cpu_fntab *t);
+void lt__cpu_fntab_free(cpu_fntab *t);
 
-int cpu_lower(const lt_graph *g, lt_executable *e, cpu_fntab *fns);
-void cpu_kernels_free(cpu_kernel *k, int n);
+int lt__cpu_lower(const lt_graph *g, lt_executable *e, cpu_fntab *fns);
+void lt__cpu_kernels_free(cpu_kernel *k, int n);
 
 /* ---- kernels and the JIT ---- */
 /* A kernel's key: XXH3-128 of its module's text (whose symbol is still the
@@ -163,27 +163,27 @@ typedef struct cpu_kkey {
 #define CPU_SYM_PLACEHOLDER "lt_h00000000000000000000000000000000"
 /* The symbol of the kernel of key: lt_h<32 hex digits>, as long as the
  * placeholder (n >= sizeof CPU_SYM_PLACEHOLDER). */
-void cpu_kernel_symbol(char *buf, size_t n, cpu_kkey key);
+void lt__cpu_kernel_symbol(char *buf, size_t n, cpu_kkey key);
 
-int cpu_jit_host(const char **cpu, const char **features);
+int lt__cpu_jit_host(const char **cpu, const char **features);
 /* The optimisation pipeline, in words (part of the environment hash). */
-const char *cpu_jit_pipeline(void);
+const char *lt__cpu_jit_pipeline(void);
 /* A module to compile: IR text defining the symbol of key. */
 typedef struct cpu_kjob {
   const char *ir;
   size_t len;
   cpu_kkey key;
-  void *buf; /* out: LLVM's buffer of its object code (cpu_jit_release) */
+  void *buf; /* out: LLVM's buffer of its object code (lt__cpu_jit_release) */
   const void *obj;
   size_t obj_len;
 } cpu_kjob;
 /* Compiles the jobs' modules to object code for the host, on up to
- * cpu_jit_threads() threads. On failure nothing is kept. */
-int cpu_jit_compile(cpu_kjob *jobs, int n);
+ * lt__cpu_jit_threads() threads. On failure nothing is kept. */
+int lt__cpu_jit_compile(cpu_kjob *jobs, int n);
 /* Frees the jobs' object code. */
-void cpu_jit_release(cpu_kjob *jobs, int n);
+void lt__cpu_jit_release(cpu_kjob *jobs, int n);
 /* Threads a compile uses: LT_COMPILE_THREADS, else the pool's thread count. */
-int cpu_jit_threads(void);
+int lt__cpu_jit_threads(void);
 
 /* A compiled kernel, loaded in the JIT and shared by every executable that
  * has it (counted references); its code is removed with the last. */
@@ -195,54 +195,54 @@ typedef struct cpu_kobj {
   size_t len;
 } cpu_kobj;
 /* A new reference to the loaded kernel of key, or NULL. */
-cpu_kcode *cpu_kcode_find(cpu_kkey key);
+cpu_kcode *lt__cpu_kcode_find(cpu_kkey key);
 /* References to the kernels of objs[0..n): those loaded are shared (*nshared
  * counts them), the others loaded from their object code (copied). On
  * failure nothing is kept. */
-int cpu_kcode_get(const cpu_kobj *objs, int n, cpu_kcode **out, int *nshared);
-void cpu_kcode_release(cpu_kcode *c);
-cpu_kernel_fn cpu_kcode_fn(const cpu_kcode *c);
-cpu_kkey cpu_kcode_key(const cpu_kcode *c);
-const void *cpu_kcode_object(const cpu_kcode *c, size_t *len);
+int lt__cpu_kcode_get(const cpu_kobj *objs, int n, cpu_kcode **out, int *nshared);
+void lt__cpu_kcode_release(cpu_kcode *c);
+cpu_kernel_fn lt__cpu_kcode_fn(const cpu_kcode *c);
+cpu_kkey lt__cpu_kcode_key(const cpu_kcode *c);
+const void *lt__cpu_kcode_object(const cpu_kcode *c, size_t *len);
 
 /* ---- the executable ---- */
-void cpu_executable_free(lt_executable *e);
+void lt__cpu_executable_free(lt_executable *e);
 /* e's functions, codes and their slots, one block: nfns functions taking
  * nargs slots in all (sets nfns, nargs, fns, codes (all NULL), args). */
-int cpu_executable_fn_block(lt_executable *e, int nfns, int nargs);
+int lt__cpu_executable_fn_block(lt_executable *e, int nfns, int nargs);
 /* Sets each loop kernel's fn and arg_base from e's functions and codes. */
-void cpu_executable_link(lt_executable *e);
-int cpu_serialize(const lt_executable *e, void **bytes, size_t *nbytes);
-int cpu_deserialize(const void *bytes, size_t nbytes, lt_executable **out);
+void lt__cpu_executable_link(lt_executable *e);
+int lt__cpu_serialize(const lt_executable *e, void **bytes, size_t *nbytes);
+int lt__cpu_deserialize(const void *bytes, size_t nbytes, lt_executable **out);
 
 /* ---- execution ---- */
-int cpu_run(const lt_executable *e, lt_buffer *const *args, lt_buffer *const *outs);
+int lt__cpu_run(const lt_executable *e, lt_buffer *const *args, lt_buffer *const *outs);
 
 /* ---- GEMM (cpu_gemm.c) ---- */
 /* Sets oneDNN and OpenBLAS to one thread per call (the pool splits products). */
-void cpu_gemm_init(void);
+void lt__cpu_gemm_init(void);
 /* Keeps the libraries' calls on the calling thread at one OpenMP thread:
  * called by every thread that runs oneDNN (the convolutions too). */
-void cpu_gemm_one_thread(void);
+void lt__cpu_gemm_one_thread(void);
 /* Runs CK_BLAS kernel k (out = a @ b over its batch) over the slot table,
  * and with it `next` when k->epilogue holds and next fits (then the caller
- * skips next: see cpu_gemm_takes_next). Always LT_OK: a product cannot fail
+ * skips next: see lt__cpu_gemm_takes_next). Always LT_OK: a product cannot fail
  * (cpu_gemm.c), so a donated buffer may be written before one. */
-int cpu_gemm(const cpu_kernel *k, const cpu_kernel *next, void **table);
-bool cpu_gemm_takes_next(const cpu_kernel *k, const cpu_kernel *next);
+int lt__cpu_gemm(const cpu_kernel *k, const cpu_kernel *next, void **table);
+bool lt__cpu_gemm_takes_next(const cpu_kernel *k, const cpu_kernel *next);
 
 /* ---- profile (cpu_profile.c): LT_CPU_PROFILE=1 ---- */
-bool cpu_profile_on(void);
-uint64_t cpu_profile_now(void); /* ns */
+bool lt__cpu_profile_on(void);
+uint64_t lt__cpu_profile_now(void); /* ns */
 /* Adds ns to kernel i of e; at exit, the costliest kernels go to stderr. */
-void cpu_profile_add(const lt_executable *e, int i, uint64_t ns);
+void lt__cpu_profile_add(const lt_executable *e, int i, uint64_t ns);
 
 /* ---- pool ---- */
-int cpu_pool_threads(void);
+int lt__cpu_pool_threads(void);
 /* Runs fn over [0, extent) in chunks on the pool (inline when small). */
-void cpu_pool_run(cpu_kernel_fn fn, void **slots, int64_t extent, int64_t unit_cost);
+void lt__cpu_pool_run(cpu_kernel_fn fn, void **slots, int64_t extent, int64_t unit_cost);
 /* Runs fn(ctx, i, i + 1) for each i in [0, nparts), spread over the pool's
  * threads: for jobs already cut into parts of about equal cost. */
-void cpu_pool_run_parts(cpu_kernel_fn fn, void **ctx, int64_t nparts);
+void lt__cpu_pool_run_parts(cpu_kernel_fn fn, void **ctx, int64_t nparts);
 
 #endif

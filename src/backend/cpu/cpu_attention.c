@@ -168,7 +168,7 @@ static inline __attribute__((always_inline)) void block_softmax(const attn_job *
 }
 
 /* block_softmax built for the generic target the rest of the backend uses
- * and, on x86-64 with GCC or clang, also for AVX2 and AVX-512: cpu_attention
+ * and, on x86-64 with GCC or clang, also for AVX2 and AVX-512: lt__cpu_attention
  * picks one by what the CPU reports. (Plain functions and a pointer rather
  * than target_clones: an ifunc resolver runs during relocation, before a
  * sanitizer's runtime is set up, and crashes instrumented builds.) */
@@ -241,7 +241,7 @@ static void attn_block(const attn_job *j, int64_t b, int64_t i0, int64_t nq,
 
 static void attn_chunk(void **slots, int64_t lo, int64_t hi) {
   attn_job *j = slots[0];
-  cpu_gemm_one_thread();
+  lt__cpu_gemm_one_thread();
   size_t n = scratch_floats(j->p.Ev);
   float *mem = lt__malloc(sizeof(float) * n);
   if (!mem) {
@@ -259,7 +259,7 @@ static void attn_chunk(void **slots, int64_t lo, int64_t hi) {
   lt__free(mem, sizeof(float) * n);
 }
 
-int cpu_attention(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__cpu_attention(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   attn_job j;
   if (attn_plan_make(ins, out, in, &j.p) != LT_OK || out->dtype != LT_F32)
     return CPU_NATIVE_DECLINED; /* the fallback reports what is wrong */
@@ -275,6 +275,6 @@ int cpu_attention(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   atomic_init(&j.failed, 0);
   void *slots[1] = {&j};
   int64_t rows = j.p.L < QB ? j.p.L : QB;
-  cpu_pool_run(attn_chunk, slots, j.p.B * j.nqb, rows * j.p.S * (j.p.E + j.p.Ev));
+  lt__cpu_pool_run(attn_chunk, slots, j.p.B * j.nqb, rows * j.p.S * (j.p.E + j.p.Ev));
   return atomic_load(&j.failed) ? CPU_NATIVE_DECLINED : LT_OK;
 }

@@ -9,6 +9,6 @@
 
 #include "cpu_native.h"
 
-int cpu_attention(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__cpu_attention(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
 
 #endif

@@ -9,7 +9,7 @@
  * under the environment hash. Functions of equal key share one compiled
  * kernel: within the graph, and with every live executable (the kernel cache
  * of cpu_jit.c), so a graph compiles only kernels no live executable has.
- * Those compile in parallel (cpu_jit_compile); then all are linked. */
+ * Those compile in parallel (lt__cpu_jit_compile); then all are linked. */
 #define _GNU_SOURCE /* memmem */
 #include <llvm-c/Core.h>
 #include <pthread.h>
@@ -27,7 +27,7 @@
 
 /* ---- small shared helpers ---- */
 
-void cpu_view_init(cpu_view *v, int slot, int dtype, const int64_t *shape_in, int ndim) {
+void lt__cpu_view_init(cpu_view *v, int slot, int dtype, const int64_t *shape_in, int ndim) {
   int64_t shape[LT_MAX_DIMS];
   if (ndim) memcpy(shape, shape_in, (size_t)ndim * sizeof *shape); /* shape may be v's own */
   memset(v, 0, sizeof *v);
@@ -38,7 +38,7 @@ void cpu_view_init(cpu_view *v, int slot, int dtype, const int64_t *shape_in, in
   lt__row_major_strides(v->shape, ndim, v->strides);
 }
 
-bool cpu_view_contiguous(const cpu_view *v) {
+bool lt__cpu_view_contiguous(const cpu_view *v) {
   int64_t s = 1;
   for (int d = v->ndim - 1; d >= 0; d--) {
     if (v->shape[d] != 1 && v->strides[d] != s) return false;
@@ -64,20 +64,20 @@ static void meta_push(cpu_fntab *t, int64_t v) {
   t->meta[t->nmeta++] = v;
 }
 
-void cpu_fntab_begin(cpu_fntab *t, int fn_index) {
+void lt__cpu_fntab_begin(cpu_fntab *t, int fn_index) {
   if (fn_index != t->n) t->misordered = true;
   t->begun = t->text.len;
   lt__sb_printf(&t->text, "; lazytensor cpu kernel\n");
-  ir_declarations(&t->text);
+  lt__ir_declarations(&t->text);
   lt__sb_printf(&t->text, "attributes #0 = { nounwind \"prefer-vector-width\"=\"512\" }\n");
 }
 
-void cpu_fntab_end(cpu_fntab *t, const int *args, int nargs) {
+void lt__cpu_fntab_end(cpu_fntab *t, const int *args, int nargs) {
   if (t->text.oom) return;
   const char *f = t->text.s + t->begun;
   size_t len = t->text.len - t->begun;
-  ops_uniform_defs(&t->text, memmem(f, len, "@lt_uniform_f32(", 16) != NULL,
-                   memmem(f, len, "@lt_uniform_f64(", 16) != NULL);
+  lt__ops_uniform_defs(&t->text, memmem(f, len, "@lt_uniform_f32(", 16) != NULL,
+                       memmem(f, len, "@lt_uniform_f64(", 16) != NULL);
   meta_push(t, (int64_t)t->begun);
   meta_push(t, (int64_t)t->text.len);
   meta_push(t, nargs);
@@ -85,14 +85,14 @@ void cpu_fntab_end(cpu_fntab *t, const int *args, int nargs) {
   t->n++;
 }
 
-void cpu_fntab_reset(cpu_fntab *t) {
+void lt__cpu_fntab_reset(cpu_fntab *t) {
   lt__sb_truncate(&t->text, 0);
   t->n = 0;
   t->nmeta = 0;
   t->oom = t->misordered = false;
 }
 
-void cpu_fntab_free(cpu_fntab *t) {
+void lt__cpu_fntab_free(cpu_fntab *t) {
   lt__sb_free(&t->text);
   lt__free(t->meta, t->meta_cap * sizeof *t->meta);
   memset(t, 0, sizeof *t);
@@ -105,13 +105,13 @@ static uint64_t cpu_env_hash(void) {
   uint64_t h = atomic_load(&cached);
   if (h) return h;
   const char *cpu, *features;
-  cpu_jit_host(&cpu, &features);
+  lt__cpu_jit_host(&cpu, &features);
   unsigned maj = 0, min = 0, pat = 0;
   LLVMGetVersion(&maj, &min, &pat);
   lt_strbuf sb = {0};
   lt__sb_printf(&sb, "lazytensor-cpu %s %s llvm %u.%u.%u cpu %s features %s pipeline %s",
                 LT_VERSION_STRING, CPU_BACKEND_VERSION, maj, min, pat, cpu, features,
-                cpu_jit_pipeline());
+                lt__cpu_jit_pipeline());
   h = sb.s ? XXH3_64bits(sb.s, sb.len) : 1;
   lt__sb_free(&sb);
   if (!h) h = 1;
@@ -129,7 +129,7 @@ static size_t fn_block_bytes(int nfns, int nargs) {
   return (size_t)nfns * (sizeof(cpu_kcode *) + sizeof(cpu_fn)) + (size_t)nargs * sizeof(int);
 }
 
-int cpu_executable_fn_block(lt_executable *e, int nfns, int nargs) {
+int lt__cpu_executable_fn_block(lt_executable *e, int nfns, int nargs) {
   char *b = lt__calloc(fn_block_bytes(nfns, nargs));
   if (!b) return LT_ENOMEM;
   e->nfns = nfns;
@@ -140,11 +140,11 @@ int cpu_executable_fn_block(lt_executable *e, int nfns, int nargs) {
   return LT_OK;
 }
 
-void cpu_executable_free(lt_executable *e) {
+void lt__cpu_executable_free(lt_executable *e) {
   if (!e) return;
-  for (int c = 0; c < e->ncodes; c++) cpu_kcode_release(e->codes[c]);
+  for (int c = 0; c < e->ncodes; c++) lt__cpu_kcode_release(e->codes[c]);
   if (e->codes) lt__free(e->codes, fn_block_bytes(e->nfns, e->nargs));
-  if (e->kernels) cpu_kernels_free(e->kernels, e->nkernels);
+  if (e->kernels) lt__cpu_kernels_free(e->kernels, e->nkernels);
   lt__free(e->kernels, (size_t)e->kernels_cap * sizeof *e->kernels);
   lt__free(e->slots, (size_t)e->slots_cap * sizeof *e->slots);
   lt__free(e->root_slot, (size_t)e->nroots * sizeof(int) + 1);
@@ -152,12 +152,12 @@ void cpu_executable_free(lt_executable *e) {
   lt__free(e, sizeof *e);
 }
 
-void cpu_executable_link(lt_executable *e) {
+void lt__cpu_executable_link(lt_executable *e) {
   for (int i = 0; i < e->nkernels; i++) {
     cpu_kernel *k = &e->kernels[i];
     if (k->kind != CK_LOOP) continue;
     const cpu_fn *f = &e->fns[k->fn_index];
-    k->fn = cpu_kcode_fn(e->codes[f->code]);
+    k->fn = lt__cpu_kcode_fn(e->codes[f->code]);
     k->arg_base = e->nslots + f->arg0;
   }
 }
@@ -195,7 +195,7 @@ static cpu_kkey module_key(char *m, size_t len) {
   cpu_kkey key = {h.low64, h.high64};
   char *p = memmem(m, len, CPU_SYM_PLACEHOLDER, sizeof CPU_SYM_PLACEHOLDER - 1);
   char sym[sizeof CPU_SYM_PLACEHOLDER];
-  cpu_kernel_symbol(sym, sizeof sym, key);
+  lt__cpu_kernel_symbol(sym, sizeof sym, key);
   if (p) memcpy(p, sym, sizeof sym - 1);
   return key;
 }
@@ -207,7 +207,7 @@ static int build_functions(lt_executable *e, cpu_fntab *t) {
   if (!n) return LT_OK;
   build_scratch b;
   void *scratch = scratch_new(&b, n);
-  if (!scratch || cpu_executable_fn_block(e, n, nargs) != LT_OK) {
+  if (!scratch || lt__cpu_executable_fn_block(e, n, nargs) != LT_OK) {
     lt__free(scratch, scratch_bytes(n));
     return LT_ENOMEM;
   }
@@ -230,19 +230,19 @@ static int build_functions(lt_executable *e, cpu_fntab *t) {
       continue;
     }
     e->fns[i].code = ncodes;
-    e->codes[ncodes] = cpu_kcode_find(b.keys[i]);
+    e->codes[ncodes] = lt__cpu_kcode_find(b.keys[i]);
     if (!e->codes[ncodes]) {
       b.jobs[njobs] = (cpu_kjob){m, end - start, b.keys[i], NULL, NULL, 0};
       b.job_code[njobs++] = ncodes;
     }
     e->ncodes = ++ncodes; /* the missing ones stay NULL until loaded */
   }
-  int rc = cpu_jit_compile(b.jobs, njobs);
+  int rc = lt__cpu_jit_compile(b.jobs, njobs);
   if (rc == LT_OK) {
     for (int j = 0; j < njobs; j++)
       b.objs[j] = (cpu_kobj){b.jobs[j].key, b.jobs[j].obj, b.jobs[j].obj_len};
-    rc = cpu_kcode_get(b.objs, njobs, b.got, &nshared);
-    cpu_jit_release(b.jobs, njobs);
+    rc = lt__cpu_kcode_get(b.objs, njobs, b.got, &nshared);
+    lt__cpu_jit_release(b.jobs, njobs);
   }
   if (rc == LT_OK) {
     for (int j = 0; j < njobs; j++) e->codes[b.job_code[j]] = b.got[j];
@@ -266,20 +266,20 @@ static int cpu_compile(const lt_graph *g, lt_executable **out) {
   memset(&fns, 0, sizeof fns);
   int rc = LT_ENOMEM;
   if (!e->root_slot || !e->alias) goto fail;
-  if ((rc = cpu_lower(g, e, &fns)) != LT_OK) goto fail;
+  if ((rc = lt__cpu_lower(g, e, &fns)) != LT_OK) goto fail;
   if (fns.oom || fns.text.oom) {
     rc = LT_ENOMEM;
     goto fail;
   }
   if ((rc = build_functions(e, &fns)) != LT_OK) goto fail;
-  cpu_executable_link(e);
-  cpu_fntab_free(&fns);
-  cpu_pool_threads(); /* starts the pool (and sets BLAS's threads) before any run */
+  lt__cpu_executable_link(e);
+  lt__cpu_fntab_free(&fns);
+  lt__cpu_pool_threads(); /* starts the pool (and sets BLAS's threads) before any run */
   *out = e;
   return LT_OK;
 fail:
-  cpu_fntab_free(&fns);
-  cpu_executable_free(e);
+  lt__cpu_fntab_free(&fns);
+  lt__cpu_executable_free(e);
   if (rc == LT_ENOMEM) return lt__err(LT_ENOMEM, "cpu: out of memory compiling a graph");
   return rc;
 }
@@ -301,7 +301,7 @@ static int cpu_execute(lt_executable *e, lt_buffer *const *args, int nargs, lt_b
     if (outs[r]->nbytes != e->slots[e->nparams + r].nbytes)
       return lt__err(LT_EEXEC, "cpu: result %d has %zu bytes, the executable gives %zu", r,
                      outs[r]->nbytes, e->slots[e->nparams + r].nbytes);
-  return cpu_run(e, args, outs);
+  return lt__cpu_run(e, args, outs);
 }
 
 /* The JIT (LLVM's target set-up, ORC) and the thread pool take a few ms to
@@ -310,8 +310,8 @@ static int cpu_execute(lt_executable *e, lt_buffer *const *args, int nargs, lt_b
  * that could not be made costs only the overlap. */
 static void *prepare_main(void *arg) {
   (void)arg;
-  cpu_jit_host(NULL, NULL);
-  cpu_pool_threads();
+  lt__cpu_jit_host(NULL, NULL);
+  lt__cpu_pool_threads();
   return NULL;
 }
 
@@ -339,7 +339,7 @@ const lt_backend lt__cpu_backend = {
     .compile = cpu_compile,
     .signature = cpu_signature,
     .execute = cpu_execute,
-    .executable_free = cpu_executable_free,
-    .serialize = cpu_serialize,
-    .deserialize = cpu_deserialize,
+    .executable_free = lt__cpu_executable_free,
+    .serialize = lt__cpu_serialize,
+    .deserialize = lt__cpu_deserialize,
 };

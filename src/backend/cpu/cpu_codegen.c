@@ -20,7 +20,7 @@
 #include "cpu_ops.h"
 
 #define MAX_LEAVES 512
-#define OP(...) ir_op(&k->ir, __VA_ARGS__)
+#define OP(...) lt__ir_op(&k->ir, __VA_ARGS__)
 
 typedef struct leaf {
   int slot;
@@ -71,14 +71,14 @@ typedef struct kgen {
   int err;
 } kgen;
 
-bool cg_elementwise_ok(const lt_node *n) { return ops_supported(n); }
+bool lt__cg_elementwise_ok(const lt_node *n) { return lt__ops_supported(n); }
 
-bool cg_reduce_ok(const lt_node *n) {
+bool lt__cg_reduce_ok(const lt_node *n) {
   if (lt__op_cpu_path(n->op) != LT_CPU_REDUCE) return false;
   if (n->noperands != 1 || n->nattrs < 1) return false;
   int dx = n->operands[0].node->dtype, dn = n->dtype;
-  if (ops_is_float(dn)) return dx == dn;
-  return !ops_is_float(dx) &&
+  if (lt__ops_is_float(dn)) return dx == dn;
+  return !lt__ops_is_float(dx) &&
          (n->op == LT_OP_SUM || n->op == LT_OP_PROD || n->op == LT_OP_MAX || n->op == LT_OP_MIN);
 }
 
@@ -113,7 +113,7 @@ static int leaf_find(kgen *k, const cpu_view *v, int rng_node, const int64_t *gs
 /* Flat index base + sum of the current loop variables times their strides gs
  * (per loop dim; a collapsed dim steps by the stride of its innermost one). */
 static irv loop_index(kgen *k, int64_t base, const int64_t *gs) {
-  irv idx = ir_int(base);
+  irv idx = lt__ir_int(base);
   for (int c = 0; c < k->nd; c++) {
     int64_t s = gs[k->glast[c]];
     if (!s) continue;
@@ -142,13 +142,13 @@ static irv rng_value(kgen *k, const lt_node *n, int node, const int8_t *dm, irv 
     return none;
   }
   if (!k->emit) return none;
-  return ops_uniform(&k->ir, seed, leaf_index(k, &k->leaves[li]), n->dtype);
+  return lt__ops_uniform(&k->ir, seed, leaf_index(k, &k->leaves[li]), n->dtype);
 }
 
 static irv leaf_load(kgen *k, leaf *l) {
   if (l->loaded || l->hoisted) return l->val;
   irv idx = leaf_index(k, l);
-  const char *t = ops_type(l->dtype);
+  const char *t = lt__ops_type(l->dtype);
   irv p = OP("getelementptr inbounds %s, ptr %%p%d, i64 %s", t, l->slot, idx.s);
   l->val = OP("load %s, ptr %s", t, p.s);
   l->loaded = true;
@@ -221,7 +221,7 @@ static irv visit(kgen *k, int node, const int8_t *dm) {
     if (n->op == LT_OP_RNG_UNIFORM)
       v = rng_value(k, n, node, dm, args[0]);
     else if (k->emit)
-      v = ops_emit(&k->ir, n, args, dts);
+      v = lt__ops_emit(&k->ir, n, args, dts);
     if (k->ir.err) k->err = k->ir.err; /* an op without a case: named, kernel refused */
     if (k->err) return none;
   }
@@ -300,7 +300,7 @@ static void loop_end_by(kgen *k, irv var, irv step, int id) {
                 id);
 }
 
-static void loop_end(kgen *k, irv var, int id) { loop_end_by(k, var, ir_int(1), id); }
+static void loop_end(kgen *k, irv var, int id) { loop_end_by(k, var, lt__ir_int(1), id); }
 
 /* Unravels outer index o over the kept collapsed dims into k->var[0..nk). */
 static void unravel_outer(kgen *k, irv o) {
@@ -318,7 +318,7 @@ static void unravel_outer(kgen *k, irv o) {
 static irv out_index(kgen *k) { return loop_index(k, 0, k->out_gs); }
 
 static void store_out(kgen *k, const cpu_view *out, irv idx, irv v) {
-  const char *t = ops_type(out->dtype);
+  const char *t = lt__ops_type(out->dtype);
   irv p = OP("getelementptr inbounds %s, ptr %%p%d, i64 %s", t, out->slot, idx.s);
   lt__sb_printf(&k->body, "  store %s %s, ptr %s\n", t, v.s, p.s);
 }
@@ -410,7 +410,8 @@ static void pf_block(kgen *k, int c, irv j, int64_t block, const pf_stream *st, 
     for (int64_t e = 0; e < block; e += per_line) {
       k->var[c] = e ? OP("add i64 %s, %lld", j.s, (long long)e) : j;
       irv idx = loop_index(k, st[i].offset, st[i].gs);
-      irv p = OP("getelementptr %s, ptr %%p%d, i64 %s", ops_type(st[i].dtype), st[i].slot, idx.s);
+      irv p =
+          OP("getelementptr %s, ptr %%p%d, i64 %s", lt__ops_type(st[i].dtype), st[i].slot, idx.s);
       lt__sb_printf(&k->body, "  call void @llvm.prefetch.p0(ptr %s, i32 %d, i32 3, i32 1)\n", p.s,
                     st[i].write);
     }
@@ -434,7 +435,7 @@ static void pf_loop(kgen *k, int c, irv lo, irv hi, const pf_stream *st, int n, 
   irv i = k->var[c];
   fn(k, ud);
   loop_end(k, i, ie);
-  loop_end_by(k, b, ir_int(block), id);
+  loop_end_by(k, b, lt__ir_int(block), id);
 }
 
 /* Runs body over the reduced collapsed dims [nk, nd) (nested loops). With
@@ -456,11 +457,11 @@ static void reduced_loops(kgen *k, int c, inner_fn fn, void *ud) {
     int64_t widest;
     int n = pf_streams(k, c, k->pf_out, k->pf_out ? 1 : 0, st, &widest);
     if (n) {
-      pf_loop(k, c, ir_int(0), ir_int(k->D[c]), st, n, widest, k->D[c], fn, ud);
+      pf_loop(k, c, lt__ir_int(0), lt__ir_int(k->D[c]), st, n, widest, k->D[c], fn, ud);
       return;
     }
   }
-  k->var[c] = loop_begin(k, ir_int(0), ir_int(k->D[c]), &id);
+  k->var[c] = loop_begin(k, lt__ir_int(0), lt__ir_int(k->D[c]), &id);
   irv saved = k->var[c];
   reduced_loops(k, c + 1, fn, ud);
   loop_end(k, saved, id);
@@ -519,7 +520,7 @@ static void finish_function(kgen *k, int fn_index, const cpu_view *outs, int nou
       arg_index(args, &nargs, kCap, l < 0 ? outs[nouts + l].slot : k->leaves[l].slot);
   cpu_fntab *t = k->c->fns;
   lt_strbuf *ir = &t->text;
-  cpu_fntab_begin(t, fn_index);
+  lt__cpu_fntab_begin(t, fn_index);
   lt__sb_printf(ir, "\ndefine internal void @lt_loops(");
   for (int i = 0; i < nargs; i++) lt__sb_printf(ir, "ptr noalias %%p%d, ", i);
   lt__sb_printf(ir, "i64 %%lo, i64 %%hi) #0 alwaysinline {\nentry:\n");
@@ -527,7 +528,7 @@ static void finish_function(kgen *k, int fn_index, const cpu_view *outs, int nou
   for (int l = 0; l < k->nleaves; l++) {
     const leaf *lf = &k->leaves[l];
     if (!lf->hoisted) continue;
-    const char *ty = ops_type(lf->dtype);
+    const char *ty = lt__ops_type(lf->dtype);
     lt__sb_printf(ir, "  %%hp%d = getelementptr inbounds %s, ptr %%p%d, i64 %lld\n", l, ty,
                   arg_index(args, &nargs, kCap, lf->slot), (long long)lf->offset);
     lt__sb_printf(ir, "  %s = load %s, ptr %%hp%d\n", lf->val.s, ty, l);
@@ -546,7 +547,7 @@ static void finish_function(kgen *k, int fn_index, const cpu_view *outs, int nou
   lt__sb_printf(ir, "  call void @lt_loops(");
   for (int i = 0; i < nargs; i++) lt__sb_printf(ir, "ptr %%p%d, ", i);
   lt__sb_printf(ir, "i64 %%lo, i64 %%hi)\n  ret void\n}\n");
-  cpu_fntab_end(t, args, nargs);
+  lt__cpu_fntab_end(t, args, nargs);
 }
 
 static int kgen_init(kgen *k, const cg_ctx *c, const int *mem, int nmem) {
@@ -632,8 +633,8 @@ static void flat_loop(kgen *k, const int *roots, int nroots, const cpu_view *out
   loop_end(k, k->var[0], id);
 }
 
-int cg_elem(const cg_ctx *c, const int *roots, int nroots, bool copy, const cpu_view *outs,
-            int fn_index, cg_info *info) {
+int lt__cg_elem(const cg_ctx *c, const int *roots, int nroots, bool copy, const cpu_view *outs,
+                int fn_index, cg_info *info) {
   kgen kk, *k = &kk;
   if (nroots < 1 || nroots > CG_MAX_OUTS || (copy && nroots != 1))
     return lt__err(LT_ECOMPILE, "cpu: a loop kernel with %d outputs", nroots);
@@ -678,7 +679,7 @@ int cg_elem(const cg_ctx *c, const int *roots, int nroots, bool copy, const cpu_
     irv o = loop_begin(k, (irv){"%lo"}, (irv){"%hi"}, &id);
     unravel_outer(k, o);
     int id2;
-    k->var[k->nd - 1] = loop_begin(k, ir_int(0), ir_int(k->D[k->nd - 1]), &id2);
+    k->var[k->nd - 1] = loop_begin(k, lt__ir_int(0), lt__ir_int(k->D[k->nd - 1]), &id2);
     irv j = k->var[k->nd - 1];
     store_members(k, roots, nroots, outs, dm);
     loop_end(k, j, id2);
@@ -720,7 +721,7 @@ static irv operand_value(kgen *k, rstate *r) {
 static void body_max(kgen *k, void *ud) {
   rstate *r = ud;
   irv v = operand_value(k, r);
-  const char *t = ops_type(r->dx), *s = r->dx == LT_F32 ? "f32" : "f64";
+  const char *t = lt__ops_type(r->dx), *s = r->dx == LT_F32 ? "f32" : "f64";
   irv m = acc_get(k, r->a);
   bool mx = r->op != LT_OP_MIN;
   acc_set(
@@ -730,7 +731,7 @@ static void body_max(kgen *k, void *ud) {
 
 static void body_sum(kgen *k, void *ud) { /* float sums in double */
   rstate *r = ud;
-  irv v = ops_conv(&k->ir, operand_value(k, r), r->dx, LT_F64);
+  irv v = lt__ops_conv(&k->ir, operand_value(k, r), r->dx, LT_F64);
   irv s = acc_get(k, r->a);
   acc_set(k, r->a, OP("%s reassoc double %s, %s", r->op == LT_OP_PROD ? "fmul" : "fadd", s.s, v.s));
 }
@@ -740,9 +741,9 @@ static void body_sum(kgen *k, void *ud) { /* float sums in double */
 static void body_sum_block(kgen *k, void *ud) {
   rstate *r = ud;
   int id, c = k->nk - 1;
-  irv t = loop_begin(k, ir_int(0), r->len, &id);
+  irv t = loop_begin(k, lt__ir_int(0), r->len, &id);
   k->var[c] = OP("add i64 %s, %s", r->base.s, t.s);
-  irv v = ops_conv(&k->ir, operand_value(k, r), r->dx, LT_F64);
+  irv v = lt__ops_conv(&k->ir, operand_value(k, r), r->dx, LT_F64);
   irv p = OP("getelementptr inbounds double, ptr %%b%d, i64 %s", r->blk, t.s);
   irv s = OP("load double, ptr %s", p.s);
   irv n = OP("%s double %s, %s", r->op == LT_OP_PROD ? "fmul" : "fadd", s.s, v.s);
@@ -784,18 +785,18 @@ static void sum_blocked(kgen *k, rstate *r, int64_t inner) {
   irv n1 = OP("call i64 @llvm.smin.i64(i64 %s, i64 %s)", rem.s, left.s);
   r->len = OP("call i64 @llvm.smin.i64(i64 %s, i64 %d)", n1.s, kBlock);
   r->base = base;
-  irv init = ir_f64(r->op == LT_OP_PROD ? 1.0 : 0.0);
-  irv t = loop_begin(k, ir_int(0), r->len, &it);
+  irv init = lt__ir_f64(r->op == LT_OP_PROD ? 1.0 : 0.0);
+  irv t = loop_begin(k, lt__ir_int(0), r->len, &it);
   irv p = OP("getelementptr inbounds double, ptr %%b%d, i64 %s", r->blk, t.s);
   lt__sb_printf(&k->body, "  store double %s, ptr %s\n", init.s, p.s);
   loop_end(k, t, it);
   reduced_loops(k, k->nk, body_sum_block, r);
-  t = loop_begin(k, ir_int(0), r->len, &it);
+  t = loop_begin(k, lt__ir_int(0), r->len, &it);
   k->var[c] = OP("add i64 %s, %s", base.s, t.s);
   p = OP("getelementptr inbounds double, ptr %%b%d, i64 %s", r->blk, t.s);
   irv v = OP("load double, ptr %s", p.s);
-  if (r->op == LT_OP_MEAN) v = OP("fdiv double %s, %s", v.s, ir_f64((double)inner).s);
-  store_out(k, r->out, out_index(k), ops_conv(&k->ir, v, LT_F64, r->dn));
+  if (r->op == LT_OP_MEAN) v = OP("fdiv double %s, %s", v.s, lt__ir_f64((double)inner).s);
+  store_out(k, r->out, out_index(k), lt__ops_conv(&k->ir, v, LT_F64, r->dn));
   loop_end(k, t, it);
   loop_end_by(k, o, r->len, id);
 }
@@ -805,9 +806,9 @@ static void sum_blocked(kgen *k, rstate *r, int64_t inner) {
 static void body_expsum(kgen *k, void *ud) {
   rstate *r = ud;
   irv v = operand_value(k, r);
-  const char *t = ops_type(r->dx);
+  const char *t = lt__ops_type(r->dx);
   irv z = OP("fsub %s %s, %s", t, v.s, r->shift.s);
-  irv e = ops_exp(&k->ir, z, r->dx);
+  irv e = lt__ops_exp(&k->ir, z, r->dx);
   if (r->op == LT_OP_SOFTMAX) store_out(k, r->out, out_index(k), e);
   irv s = acc_get(k, r->a);
   acc_set(k, r->a, OP("fadd reassoc %s %s, %s", t, s.s, e.s));
@@ -815,7 +816,7 @@ static void body_expsum(kgen *k, void *ud) {
 
 static void body_scale_out(kgen *k, void *ud) {
   rstate *r = ud;
-  const char *t = ops_type(r->dx);
+  const char *t = lt__ops_type(r->dx);
   irv idx = out_index(k);
   irv p = OP("getelementptr inbounds %s, ptr %%p%d, i64 %s", t, r->out->slot, idx.s);
   irv e = OP("load %s, ptr %s", t, p.s);
@@ -825,7 +826,7 @@ static void body_scale_out(kgen *k, void *ud) {
 
 static void body_int(kgen *k, void *ud) {
   rstate *r = ud;
-  irv v = ops_conv(&k->ir, operand_value(k, r), r->dx, LT_I64);
+  irv v = lt__ops_conv(&k->ir, operand_value(k, r), r->dx, LT_I64);
   irv s = acc_get(k, r->a);
   irv n;
   switch (r->op) {
@@ -841,7 +842,7 @@ static void body_int(kgen *k, void *ud) {
   case LT_OP_MIN:
     n = OP("call i64 @llvm.smin.i64(i64 %s, i64 %s)", s.s, v.s);
     break;
-  default: /* cg_reduce_ok admits no other integer reduction */
+  default: /* lt__cg_reduce_ok admits no other integer reduction */
     if (!k->err)
       k->err = lt__err(LT_ECOMPILE, "cpu: no integer reduction code for op %s",
                        lt__op_name((lt_op)r->op));
@@ -854,14 +855,15 @@ static void body_int(kgen *k, void *ud) {
 static void body_softmax_out(kgen *k, void *ud) {
   rstate *r = ud;
   irv v = operand_value(k, r);
-  const char *t = ops_type(r->dx);
+  const char *t = lt__ops_type(r->dx);
   irv z = OP("fsub %s %s, %s", t, v.s, r->shift.s);
-  irv o = r->op == LT_OP_SOFTMAX ? OP("fmul %s %s, %s", t, ops_exp(&k->ir, z, r->dx).s, r->inv.s)
-                                 : OP("fsub %s %s, %s", t, z.s, r->inv.s);
+  irv o = r->op == LT_OP_SOFTMAX
+              ? OP("fmul %s %s, %s", t, lt__ops_exp(&k->ir, z, r->dx).s, r->inv.s)
+              : OP("fsub %s %s, %s", t, z.s, r->inv.s);
   store_out(k, r->out, out_index(k), o);
 }
 
-/* The reductions cg_reduce has code for; the switch lists every lt_op
+/* The reductions lt__cg_reduce has code for; the switch lists every lt_op
  * (lt_op_switch.h), so a REDUCE row added to the table fails the build until
  * it is sorted in here. */
 static bool reduce_has_case(lt_op op) {
@@ -885,7 +887,7 @@ static bool reduce_has_case(lt_op op) {
   return false;
 }
 
-int cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, cg_info *info) {
+int lt__cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, cg_info *info) {
   const lt_node *n = c->g->nodes[node];
   if (!reduce_has_case((lt_op)n->op))
     return lt__err(LT_ECOMPILE, "cpu: no reduction code for op %s", lt__op_name((lt_op)n->op));
@@ -938,7 +940,7 @@ int cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, cg_i
       inner *= k->D[c2];
   }
   k->emit = true;
-  bool fl = ops_is_float(r.dn);
+  bool fl = lt__ops_is_float(r.dn);
   if (fl && (r.op == LT_OP_SUM || r.op == LT_OP_MEAN || r.op == LT_OP_PROD) && sum_blocked_ok(k)) {
     sum_blocked(k, &r, inner);
     goto tail;
@@ -946,25 +948,25 @@ int cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, cg_i
   int id;
   irv o = loop_begin(k, (irv){"%lo"}, (irv){"%hi"}, &id);
   unravel_outer(k, o);
-  const char *t = ops_type(r.dx);
+  const char *t = lt__ops_type(r.dx);
   if (!fl) {
     int64_t init = r.op == LT_OP_SUM    ? 0
                    : r.op == LT_OP_PROD ? 1
                    : r.op == LT_OP_MAX  ? INT64_MIN
                                         : INT64_MAX;
-    r.a = acc_new(k, "i64", ir_int(init));
+    r.a = acc_new(k, "i64", lt__ir_int(init));
     reduced_loops(k, k->nk, body_int, &r);
     irv v = acc_get(k, r.a);
-    store_out(k, out, out_index(k), ops_conv(&k->ir, v, LT_I64, r.dn));
+    store_out(k, out, out_index(k), lt__ops_conv(&k->ir, v, LT_I64, r.dn));
   } else if (r.op == LT_OP_SUM || r.op == LT_OP_MEAN || r.op == LT_OP_PROD) {
-    r.a = acc_new(k, "double", ir_f64(r.op == LT_OP_PROD ? 1.0 : 0.0));
+    r.a = acc_new(k, "double", lt__ir_f64(r.op == LT_OP_PROD ? 1.0 : 0.0));
     reduced_loops(k, k->nk, body_sum, &r);
     irv v = acc_get(k, r.a);
-    if (r.op == LT_OP_MEAN) v = OP("fdiv double %s, %s", v.s, ir_f64((double)inner).s);
-    store_out(k, out, out_index(k), ops_conv(&k->ir, v, LT_F64, r.dn));
+    if (r.op == LT_OP_MEAN) v = OP("fdiv double %s, %s", v.s, lt__ir_f64((double)inner).s);
+    store_out(k, out, out_index(k), lt__ops_conv(&k->ir, v, LT_F64, r.dn));
   } else {
     bool mx = r.op != LT_OP_MIN;
-    r.a = acc_new(k, t, ir_f64(mx ? -INFINITY : INFINITY));
+    r.a = acc_new(k, t, lt__ir_f64(mx ? -INFINITY : INFINITY));
     reduced_loops(k, k->nk, body_max, &r);
     irv m = acc_get(k, r.a);
     if (r.op == LT_OP_MAX || r.op == LT_OP_MIN) {
@@ -978,20 +980,20 @@ int cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, cg_i
         shift = OP("select i1 %s, %s 0.0, %s %s", inf.s, t, t, m.s);
       }
       r.shift = shift;
-      r.a = acc_new(k, t, ir_f64(0.0));
+      r.a = acc_new(k, t, lt__ir_f64(0.0));
       int op = r.op;
       k->pf_pass = true;
       reduced_loops(k, k->nk, body_expsum, &r);
-      irv sum = ops_conv(&k->ir, acc_get(k, r.a), r.dx, LT_F64);
+      irv sum = lt__ops_conv(&k->ir, acc_get(k, r.a), r.dx, LT_F64);
       if (op == LT_OP_LOGSUMEXP) {
         irv l = OP("call double @log(double %s)", sum.s);
-        irv sh = ops_conv(&k->ir, shift, r.dx, LT_F64);
+        irv sh = lt__ops_conv(&k->ir, shift, r.dx, LT_F64);
         irv res = OP("fadd double %s, %s", l.s, sh.s);
-        store_out(k, out, out_index(k), ops_conv(&k->ir, res, LT_F64, r.dn));
+        store_out(k, out, out_index(k), lt__ops_conv(&k->ir, res, LT_F64, r.dn));
       } else {
         irv q = op == LT_OP_SOFTMAX ? OP("fdiv double 1.0, %s", sum.s)
                                     : OP("call double @log(double %s)", sum.s);
-        r.inv = ops_conv(&k->ir, q, LT_F64, r.dx);
+        r.inv = lt__ops_conv(&k->ir, q, LT_F64, r.dx);
         reduced_loops(k, k->nk, op == LT_OP_SOFTMAX ? body_scale_out : body_softmax_out, &r);
       }
     }

@@ -47,17 +47,17 @@ typedef struct cg_ctx {
 
 /* Whether codegen handles node as a fused elementwise op / a reduction whose
  * operand it fuses. */
-bool cg_elementwise_ok(const lt_node *n);
-bool cg_reduce_ok(const lt_node *n);
+bool lt__cg_elementwise_ok(const lt_node *n);
+bool lt__cg_reduce_ok(const lt_node *n);
 
 /* Function fn_index: for each i < nroots (1 with copy; at most CG_MAX_OUTS),
  * outs[i] (contiguous, roots[i]'s dtype and shape; every root has the same
  * shape) = node roots[i], computed from its operands, or (copy) read from its
  * view. Per element the roots are stored in order; a root that reads an
  * earlier one (directly or through fused expressions) uses its value. */
-int cg_elem(const cg_ctx *c, const int *roots, int nroots, bool copy, const cpu_view *outs,
-            int fn_index, cg_info *info);
+int lt__cg_elem(const cg_ctx *c, const int *roots, int nroots, bool copy, const cpu_view *outs,
+                int fn_index, cg_info *info);
 /* Function fn_index: out = reduction node (its operand fused). */
-int cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, cg_info *info);
+int lt__cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, cg_info *info);
 
 #endif

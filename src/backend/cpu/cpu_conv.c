@@ -11,7 +11,7 @@
  *
  * Creating a primitive costs 0.05-3 ms, so primitives (with their reorders
  * and scratchpad sizes) are kept in a small cache keyed by the whole
- * problem. Entries are reference counted: eviction and cpu_conv_cleanup free
+ * problem. Entries are reference counted: eviction and lt__cpu_conv_cleanup free
  * an entry when its last run ends, so both are safe at any time. Nothing
  * runs at exit (the process's memory goes with it; a destructor could race
  * with threads still running) and nothing is created ahead of use.
@@ -323,7 +323,7 @@ static void release(conv_prim *p) {
   if (last) prim_free(p);
 }
 
-void cpu_conv_cleanup(void) {
+void lt__cpu_conv_cleanup(void) {
   conv_prim *idle[CACHE_MAX];
   int nidle = 0;
   pthread_mutex_lock(&g_lock);
@@ -336,7 +336,7 @@ void cpu_conv_cleanup(void) {
   for (int i = 0; i < nidle; i++) prim_free(idle[i]);
 }
 
-int cpu_conv_cached(void) {
+int lt__cpu_conv_cached(void) {
   pthread_mutex_lock(&g_lock);
   int n = g_count;
   pthread_mutex_unlock(&g_lock);
@@ -359,7 +359,7 @@ static bool add_mem(dnnl_exec_arg_t *args, int *n, int arg, const dnnl_memory_de
 /* One run of p: result = conv(a, b) (+ bias), on the calling thread. */
 static int prim_run(const conv_prim *p, const float *a, const float *b, const float *bias,
                     float *res) {
-  cpu_gemm_one_thread();
+  lt__cpu_gemm_one_thread();
   void *user[3] = {(void *)a, (void *)b, res};
   size_t total = p->scratch + p->tmp[0] + p->tmp[1] + p->tmp[2];
   char *block = NULL;
@@ -443,7 +443,7 @@ static int conv_run(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in, i
   if (!read_geom(ins, out, in, kind, &g)) return DECLINE;
   /* before anything of oneDNN runs here: creating a primitive may open an
    * OpenMP team too, whose threads would then spin beside ours */
-  cpu_gemm_one_thread();
+  lt__cpu_gemm_one_thread();
   if (out->numel == 0) return LT_OK;
   if (in[0]->numel == 0 || in[1]->numel == 0) { /* an empty sum (or all padding) */
     float *y = out->data;
@@ -455,7 +455,7 @@ static int conv_run(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in, i
   int64_t macs = g.n * g.o * g.oh * g.ow; /* < 2^62: each factor < 2^31 and numel fits */
   int64_t per = (g.c / g.g) * g.kh * g.kw;
   macs = macs > INT64_MAX / per ? INT64_MAX : macs * per;
-  int nt = cpu_pool_threads();
+  int nt = lt__cpu_pool_threads();
   bool par = nt > 1 && macs >= PAR_MIN;
   /* Slices small enough that the reordered activations of one stay in cache
    * from their reorder through the convolution (the layout rule of
@@ -498,7 +498,7 @@ static int conv_run(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in, i
   }
   if (rc == LT_OK) {
     if (par)
-      cpu_pool_run_parts(slice_part, (void **)&j, ns);
+      lt__cpu_pool_run_parts(slice_part, (void **)&j, ns);
     else
       slice_part((void **)&j, 0, ns);
     rc = atomic_load(&j.rc);
@@ -516,14 +516,14 @@ static int conv_run(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in, i
   return rc;
 }
 
-int cpu_conv2d_fwd(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__cpu_conv2d_fwd(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   return conv_run(ins, out, in, FWD);
 }
 
-int cpu_conv2d_bwd_data(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__cpu_conv2d_bwd_data(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   return conv_run(ins, out, in, BWD_DATA);
 }
 
-int cpu_conv2d_bwd_weight(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__cpu_conv2d_bwd_weight(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   return conv_run(ins, out, in, BWD_WEIGHT);
 }

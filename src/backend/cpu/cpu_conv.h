@@ -22,24 +22,24 @@
 
 /* CONV2D: (x [N,C,H,W], w [O,C/g,kh,kw]) -> y [N,O,OH,OW]; CONV2D_BIAS: the
  * same plus b [O] (a third operand) on each channel. */
-int cpu_conv2d_fwd(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__cpu_conv2d_fwd(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
 /* CONV2D_GRAD_INPUT: (gy [N,O,OH,OW], w [O,C/g,kh,kw]) -> gx [N,C,H,W]. */
-int cpu_conv2d_bwd_data(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__cpu_conv2d_bwd_data(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
 /* CONV2D_GRAD_WEIGHT: (x [N,C,H,W], gy [N,O,OH,OW]) -> gw [O,C/g,kh,kw]. */
-int cpu_conv2d_bwd_weight(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__cpu_conv2d_bwd_weight(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
 /* MAX_POOL2D_ARGMAX: x [N,C,H,W] (f32 or f64) -> i64 [N,C,OH,OW]. */
-int cpu_max_pool2d_argmax(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__cpu_max_pool2d_argmax(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
 /* POOL_GATHER: (v [N,C,H,W], idx i64 [N,C,...]) -> idx's shape, f32 or f64;
  * exact (copies). */
-int cpu_pool_gather(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__cpu_pool_gather(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
 /* POOL_SCATTER_ADD: (g [N,C,...], idx) -> [N,C,H,W]; ref's sums exactly
  * (each plane in double where an index repeats). */
-int cpu_pool_scatter_add(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__cpu_pool_scatter_add(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
 
 /* Frees the cached oneDNN primitives. Safe at any time, from any thread:
  * a primitive another thread is running is freed when that run ends. */
-void cpu_conv_cleanup(void);
+void lt__cpu_conv_cleanup(void);
 /* Cached primitives (for tests). */
-int cpu_conv_cached(void);
+int lt__cpu_conv_cached(void);
 
 #endif

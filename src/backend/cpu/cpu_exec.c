@@ -48,7 +48,7 @@ static int run_fallback(const cpu_kernel *k, void **table) {
    * whose dtypes neither it nor the fused loops cover, and nodes a kernel
    * declines (an index out of range: the fallback reports it, in its words)
    * run on the executor's fallback backend. */
-  cpu_native_fn native = cpu_native_find(k->ins.op, k->ins.dtype, n ? k->in[0].dtype : -1);
+  cpu_native_fn native = lt__cpu_native_find(k->ins.op, k->ins.dtype, n ? k->in[0].dtype : -1);
   int rc = native ? native(&k->ins, &out, in) : CPU_NATIVE_DECLINED;
   if (rc == CPU_NATIVE_DECLINED) rc = lt__backend_run_fallback(&k->ins, &out, in);
   if (bs != bufs) lt__free(bs, (size_t)n * sizeof *bs);
@@ -59,10 +59,10 @@ static int run_fallback(const cpu_kernel *k, void **table) {
 static int run_kernel(const cpu_kernel *k, const cpu_kernel *next, void **table) {
   switch (k->kind) {
   case CK_LOOP:
-    cpu_loop_run(k, table);
+    lt__cpu_loop_run(k, table);
     return LT_OK;
   case CK_BLAS:
-    return cpu_gemm(k, next, table);
+    return lt__cpu_gemm(k, next, table);
   case CK_REF:
     return run_fallback(k, table);
   case CK_MEMCPY:
@@ -73,7 +73,7 @@ static int run_kernel(const cpu_kernel *k, const cpu_kernel *next, void **table)
 }
 
 /* The last kernel that can fail, or -1: ref kernels (an index out of range,
- * a collective, memory). Loops, copies and products (cpu_gemm falls back to
+ * a collective, memory). Loops, copies and products (lt__cpu_gemm falls back to
  * plain loops rather than fail) cannot. */
 static int last_fallible(const lt_executable *e) {
   int last = -1;
@@ -119,7 +119,7 @@ static void undo_donations(const lt_executable *e, lt_buffer *const *args, lt_bu
   }
 }
 
-int cpu_run(const lt_executable *e, lt_buffer *const *args, lt_buffer *const *outs) {
+int lt__cpu_run(const lt_executable *e, lt_buffer *const *args, lt_buffer *const *outs) {
   /* the slots, then each loop function's own (cpu_loop_args) */
   void *small[128];
   void **table = small;
@@ -162,15 +162,15 @@ int cpu_run(const lt_executable *e, lt_buffer *const *args, lt_buffer *const *ou
   for (int s = e->nparams + e->nroots; s < e->nslots && rc == LT_OK; s++)
     table[s] = arena ? arena + e->slots[s].offset : NULL; /* no arena: every temporary is empty */
   for (int a = 0; a < e->nargs && rc == LT_OK; a++) table[e->nslots + a] = table[e->args[a]];
-  bool prof = cpu_profile_on();
+  bool prof = lt__cpu_profile_on();
   int failed = -1; /* the kernel that failed, or -1 (allocation before any kernel) */
   for (int i = 0; i < e->nkernels && rc == LT_OK; i++) {
     const cpu_kernel *k = &e->kernels[i], *next = i + 1 < e->nkernels ? k + 1 : NULL;
-    uint64_t t0 = prof ? cpu_profile_now() : 0;
+    uint64_t t0 = prof ? lt__cpu_profile_now() : 0;
     rc = run_kernel(k, next, table);
-    if (prof) cpu_profile_add(e, i, cpu_profile_now() - t0);
+    if (prof) lt__cpu_profile_add(e, i, lt__cpu_profile_now() - t0);
     if (rc != LT_OK) failed = i;
-    if (cpu_gemm_takes_next(k, next)) i++;     /* it ran as k's epilogue */
+    if (lt__cpu_gemm_takes_next(k, next)) i++; /* it ran as k's epilogue */
     if (rc != LT_OK && failed < i) failed = i; /* the epilogue too may have written */
   }
   bool abandoned = lt__coll_take_abandoned();

@@ -43,9 +43,9 @@ static void gemm_init(void) {
   openblas_set_num_threads(1);
 }
 
-void cpu_gemm_init(void) { pthread_once(&g_once, gemm_init); }
+void lt__cpu_gemm_init(void) { pthread_once(&g_once, gemm_init); }
 
-void cpu_gemm_one_thread(void) {
+void lt__cpu_gemm_one_thread(void) {
   pthread_once(&g_once, gemm_init);
   single_threaded_libraries();
 }
@@ -134,7 +134,7 @@ static void gemm_part(void **ctx, int64_t lo, int64_t hi) {
  * epilogue, if any: per block of rows when the product is cut along rows,
  * else over the whole product afterwards. */
 static void gemm_run(const gemm_block *g, const cpu_kernel *epi, void **table) {
-  int nt = cpu_pool_threads();
+  int nt = lt__cpu_pool_threads();
   gemm_job j;
   memset(&j, 0, sizeof j);
   j.whole = *g;
@@ -147,7 +147,7 @@ static void gemm_run(const gemm_block *g, const cpu_kernel *epi, void **table) {
   }
   if (parts < 2) {
     gemm_one(g);
-    if (epi) cpu_loop_run(epi, table);
+    if (epi) lt__cpu_loop_run(epi, table);
     return;
   }
   int64_t total = j.split_rows ? g->n : g->m;
@@ -160,8 +160,8 @@ static void gemm_run(const gemm_block *g, const cpu_kernel *epi, void **table) {
     j.table = table;
     j.epi_per_row = epi->extent / g->n;
   }
-  cpu_pool_run_parts(gemm_part, (void **)&j, parts);
-  if (epi && !j.epi) cpu_loop_run(epi, table);
+  lt__cpu_pool_run_parts(gemm_part, (void **)&j, parts);
+  if (epi && !j.epi) lt__cpu_loop_run(epi, table);
 }
 
 /* Whole batch entries per thread, when there are enough of them. */
@@ -226,7 +226,7 @@ static bool epilogue_fits(const cpu_matmul *mm, const cpu_kernel *next) {
          next->extent * next->unit_cost == mm->n * mm->m && next->extent % mm->n == 0;
 }
 
-int cpu_gemm(const cpu_kernel *k, const cpu_kernel *next, void **table) {
+int lt__cpu_gemm(const cpu_kernel *k, const cpu_kernel *next, void **table) {
   const cpu_matmul *mm = &k->mm;
   const void *abase = table[mm->a.slot], *bbase = table[mm->b.slot];
   void *out = table[k->out_slot];
@@ -237,7 +237,7 @@ int cpu_gemm(const cpu_kernel *k, const cpu_kernel *next, void **table) {
   if (nbatch == 0 || mm->n == 0 || mm->m == 0) return LT_OK;
   if (mm->k == 0) { /* an empty sum */
     memset(out, 0, (size_t)(nbatch * mm->n * mm->m) * es);
-    if (epi) cpu_loop_run(epi, table);
+    if (epi) lt__cpu_loop_run(epi, table);
     return LT_OK;
   }
   if (nbatch > 1 && batch_folds(mm)) {
@@ -246,10 +246,10 @@ int cpu_gemm(const cpu_kernel *k, const cpu_kernel *next, void **table) {
     gemm_run(&g, epi, table);
     return LT_OK;
   }
-  int nt = cpu_pool_threads();
+  int nt = lt__cpu_pool_threads();
   if (nbatch >= nt && nt > 1 && nbatch * mm->n * mm->m * mm->k >= GEMM_PAR_MIN) {
     batch_job j = {.mm = mm, .abase = abase, .bbase = bbase, .out = out};
-    cpu_pool_run_parts(batch_part, (void **)&j, nbatch);
+    lt__cpu_pool_run_parts(batch_part, (void **)&j, nbatch);
     return LT_OK;
   }
   for (int64_t bi = 0; bi < nbatch; bi++) {
@@ -259,6 +259,6 @@ int cpu_gemm(const cpu_kernel *k, const cpu_kernel *next, void **table) {
   return LT_OK;
 }
 
-bool cpu_gemm_takes_next(const cpu_kernel *k, const cpu_kernel *next) {
+bool lt__cpu_gemm_takes_next(const cpu_kernel *k, const cpu_kernel *next) {
   return k->kind == CK_BLAS && k->epilogue && epilogue_fits(&k->mm, next);
 }

@@ -14,14 +14,14 @@
 
 #include "cpu_irmath.h"
 
-irv ir_fresh(cpu_ir *ir) {
+irv lt__ir_fresh(cpu_ir *ir) {
   irv v;
   snprintf(v.s, sizeof v.s, "%%v%d", ir->next++);
   return v;
 }
 
-irv ir_op(cpu_ir *ir, const char *fmt, ...) {
-  irv v = ir_fresh(ir);
+irv lt__ir_op(cpu_ir *ir, const char *fmt, ...) {
+  irv v = lt__ir_fresh(ir);
   char line[512];
   va_list ap;
   va_start(ap, fmt);
@@ -31,7 +31,7 @@ irv ir_op(cpu_ir *ir, const char *fmt, ...) {
   return v;
 }
 
-irv ir_f64(double x) {
+irv lt__ir_f64(double x) {
   irv v;
   uint64_t bits;
   memcpy(&bits, &x, sizeof bits);
@@ -39,15 +39,15 @@ irv ir_f64(double x) {
   return v;
 }
 
-irv ir_f32(double x) { return ir_f64((double)(float)x); }
+irv lt__ir_f32(double x) { return lt__ir_f64((double)(float)x); }
 
-irv ir_int(int64_t x) {
+irv lt__ir_int(int64_t x) {
   irv v;
   snprintf(v.s, sizeof v.s, "%lld", (long long)x);
   return v;
 }
 
-#define OP(...) ir_op(ir, __VA_ARGS__)
+#define OP(...) lt__ir_op(ir, __VA_ARGS__)
 
 static irv fmaf_(cpu_ir *ir, irv a, irv b, irv c) {
   return OP("call float @llvm.fma.f32(float %s, float %s, float %s)", a.s, b.s, c.s);
@@ -55,8 +55,8 @@ static irv fmaf_(cpu_ir *ir, irv a, irv b, irv c) {
 
 /* Horner: c[0] * x^(n-1) + ... + c[n-1]. */
 static irv horner(cpu_ir *ir, irv x, const double *c, int n) {
-  irv p = ir_f32(c[0]);
-  for (int i = 1; i < n; i++) p = fmaf_(ir, p, x, ir_f32(c[i]));
+  irv p = lt__ir_f32(c[0]);
+  for (int i = 1; i < n; i++) p = fmaf_(ir, p, x, lt__ir_f32(c[i]));
   return p;
 }
 
@@ -78,10 +78,10 @@ static irv fsel(cpu_ir *ir, irv c, irv a, irv b) {
 /* x clamped to [lo, hi], NaN kept: ordered compares select the bound only
  * for a number beyond it (x86: one maxps / minps each). */
 static irv clamp_keep_nan(cpu_ir *ir, irv x, double lo, double hi) {
-  irv c = OP("fcmp olt float %s, %s", x.s, ir_f32(lo).s);
-  irv y = fsel(ir, c, ir_f32(lo), x);
-  c = OP("fcmp ogt float %s, %s", y.s, ir_f32(hi).s);
-  return fsel(ir, c, ir_f32(hi), y);
+  irv c = OP("fcmp olt float %s, %s", x.s, lt__ir_f32(lo).s);
+  irv y = fsel(ir, c, lt__ir_f32(lo), x);
+  c = OP("fcmp ogt float %s, %s", y.s, lt__ir_f32(hi).s);
+  return fsel(ir, c, lt__ir_f32(hi), y);
 }
 
 typedef struct exp_red {
@@ -94,14 +94,14 @@ typedef struct exp_red {
  * damps exp's error: ln 2 in f32 is off by 2e-9, n times that in r. */
 static exp_red exp_reduce(cpu_ir *ir, irv x, bool exact) {
   exp_red e;
-  e.t = fmaf_(ir, x, ir_f32(kLog2e), ir_f32(kMagic));
-  irv n = OP("fsub float %s, %s", e.t.s, ir_f32(kMagic).s);
+  e.t = fmaf_(ir, x, lt__ir_f32(kLog2e), lt__ir_f32(kMagic));
+  irv n = OP("fsub float %s, %s", e.t.s, lt__ir_f32(kMagic).s);
   irv nn = OP("fneg float %s", n.s);
   if (exact) {
-    e.r = fmaf_(ir, nn, ir_f32(0.693359375), x);
-    e.r = fmaf_(ir, nn, ir_f32(-2.12194440E-4), e.r);
+    e.r = fmaf_(ir, nn, lt__ir_f32(0.693359375), x);
+    e.r = fmaf_(ir, nn, lt__ir_f32(-2.12194440E-4), e.r);
   } else {
-    e.r = fmaf_(ir, nn, ir_f32(0.693147180559945309), x);
+    e.r = fmaf_(ir, nn, lt__ir_f32(0.693147180559945309), x);
   }
   return e;
 }
@@ -114,7 +114,7 @@ static irv exp_poly(cpu_ir *ir, irv r) {
   irv p = horner(ir, r, P, 5);
   irv r2 = OP("fmul float %s, %s", r.s, r.s);
   irv y = fmaf_(ir, p, r2, r);
-  return OP("fadd float %s, %s", y.s, ir_f32(1.0).s);
+  return OP("fadd float %s, %s", y.s, lt__ir_f32(1.0).s);
 }
 
 /* exp(r) as 1 + r Q(r): one operation fewer, half an ulp more; for callers
@@ -122,7 +122,7 @@ static irv exp_poly(cpu_ir *ir, irv r) {
 static irv exp_poly_short(cpu_ir *ir, irv r) {
   static const double Q[] = {1.3843653723597527e-3, 8.37415549904108e-3,  4.166800156235695e-2,
                              1.6666431725025177e-1, 4.999999403953552e-1, 1.0};
-  return fmaf_(ir, horner(ir, r, Q, 6), r, ir_f32(1.0));
+  return fmaf_(ir, horner(ir, r, Q, 6), r, lt__ir_f32(1.0));
 }
 
 /* y 2^n (n in t's bits, -150..128) as y 2^floor(n/2) 2^(n - floor(n/2)):
@@ -155,25 +155,25 @@ static irv scale_narrow(cpu_ir *ir, irv y, irv t) {
  * polynomial runs on 0 instead and 0 is selected: the clamped -104 made a
  * product underflow in every lane of a masked (-inf) score, and x86 takes a
  * slow microcode path for each (a causal softmax ran 2-3x slower). */
-irv ir_expf(cpu_ir *ir, irv x) {
+irv lt__ir_expf(cpu_ir *ir, irv x) {
   irv xc = clamp_keep_nan(ir, x, -104.0, 89.0);
-  irv low = OP("fcmp olt float %s, %s", x.s, ir_f32(-104.0).s);
-  xc = fsel(ir, low, ir_f32(0.0), xc);
+  irv low = OP("fcmp olt float %s, %s", x.s, lt__ir_f32(-104.0).s);
+  xc = fsel(ir, low, lt__ir_f32(0.0), xc);
   exp_red e = exp_reduce(ir, xc, true);
-  return fsel(ir, low, ir_f32(0.0), scale_wide(ir, exp_poly(ir, e.r), e.t));
+  return fsel(ir, low, lt__ir_f32(0.0), scale_wide(ir, exp_poly(ir, e.r), e.t));
 }
 
 /* log: x = 2^e m with m in [sqrt(1/2), sqrt 2) read off the bits (x's bits
  * less those of sqrt(1/2): e in the top bits, m's mantissa in the low ones),
  * subnormals scaled by 2^23 first; then Cephes' polynomial in f = m - 1 and
  * e ln 2 in two parts. */
-irv ir_logf(cpu_ir *ir, irv x) {
+irv lt__ir_logf(cpu_ir *ir, irv x) {
   static const double P[] = {7.0376836292E-2,  -1.1514610310E-1, 1.1676998740E-1,
                              -1.2420140846E-1, 1.4249322787E-1,  -1.6668057665E-1,
                              2.0000714765E-1,  -2.4999993993E-1, 3.3333331174E-1};
   enum { kSqrtHalf = 0x3F3504F3 }; /* bits of sqrt(1/2) rounded down */
-  irv sub = OP("fcmp olt float %s, %s", x.s, ir_f32(1.17549435e-38).s);
-  irv xs0 = OP("fmul float %s, %s", x.s, ir_f32(8388608.0).s);
+  irv sub = OP("fcmp olt float %s, %s", x.s, lt__ir_f32(1.17549435e-38).s);
+  irv xs0 = OP("fmul float %s, %s", x.s, lt__ir_f32(8388608.0).s);
   irv xs = fsel(ir, sub, xs0, x);
   irv bits = OP("bitcast float %s to i32", xs.s);
   irv u = OP("sub i32 %s, %d", bits.s, kSqrtHalf);
@@ -181,17 +181,17 @@ irv ir_logf(cpu_ir *ir, irv x) {
   irv mb = OP("and i32 %s, 8388607", u.s);
   mb = OP("add i32 %s, %d", mb.s, kSqrtHalf);
   irv m = OP("bitcast i32 %s to float", mb.s);
-  irv f = OP("fsub float %s, %s", m.s, ir_f32(1.0).s);
+  irv f = OP("fsub float %s, %s", m.s, lt__ir_f32(1.0).s);
   irv e = OP("sitofp i32 %s to float", ex.s);
-  e = OP("fsub float %s, %s", e.s, fsel(ir, sub, ir_f32(23.0), ir_f32(0.0)).s);
+  e = OP("fsub float %s, %s", e.s, fsel(ir, sub, lt__ir_f32(23.0), lt__ir_f32(0.0)).s);
   irv z = OP("fmul float %s, %s", f.s, f.s);
   irv y = horner(ir, f, P, 9);
   y = OP("fmul float %s, %s", y.s, f.s);
   y = OP("fmul float %s, %s", y.s, z.s);
-  y = fmaf_(ir, e, ir_f32(-2.12194440e-4), y);
-  y = fmaf_(ir, z, ir_f32(-0.5), y);
+  y = fmaf_(ir, e, lt__ir_f32(-2.12194440e-4), y);
+  y = fmaf_(ir, z, lt__ir_f32(-0.5), y);
   irv r = OP("fadd float %s, %s", f.s, y.s);
-  r = fmaf_(ir, e, ir_f32(0.693359375), r);
+  r = fmaf_(ir, e, lt__ir_f32(0.693359375), r);
   /* Special values: +inf and NaN give x, 0 gives -inf, a negative x NaN. */
   irv big = OP("fcmp uge float %s, 0x7FF0000000000000", x.s);
   r = fsel(ir, big, x, r);
@@ -208,7 +208,7 @@ irv ir_logf(cpu_ir *ir, irv x) {
  * Both on |x|, the sign copied last (tanh(-0) = -0). NaN takes the
  * polynomial. */
 #define kTanhSplit 0.75
-irv ir_tanhf(cpu_ir *ir, irv x) {
+irv lt__ir_tanhf(cpu_ir *ir, irv x) {
   static const double P[] = {1.723780413158238e-3,  -7.644927129149437e-3, 2.145165018737316e-2,
                              -5.389517918229103e-2, 1.333276480436325e-1,  -3.3333319425582886e-1};
   irv a = OP("call float @llvm.fabs.f32(float %s)", x.s);
@@ -216,29 +216,29 @@ irv ir_tanhf(cpu_ir *ir, irv x) {
   irv p = OP("fmul float %s, %s", horner(ir, z, P, 6).s, z.s);
   irv small = fmaf_(ir, p, a, a);
   irv a2 = OP("fadd float %s, %s", a.s, a.s);
-  a2 = OP("call float @llvm.minnum.f32(float %s, float %s)", a2.s, ir_f32(20.0).s);
+  a2 = OP("call float @llvm.minnum.f32(float %s, float %s)", a2.s, lt__ir_f32(20.0).s);
   exp_red e = exp_reduce(ir, a2, false);
   irv ex = scale_narrow(ir, exp_poly_short(ir, e.r), e.t);
-  irv d = OP("fadd float %s, %s", ex.s, ir_f32(1.0).s);
-  irv q = OP("fdiv float %s, %s", ir_f32(2.0).s, d.s);
-  irv big = OP("fsub float %s, %s", ir_f32(1.0).s, q.s);
-  irv far = OP("fcmp oge float %s, %s", a.s, ir_f32(kTanhSplit).s);
+  irv d = OP("fadd float %s, %s", ex.s, lt__ir_f32(1.0).s);
+  irv q = OP("fdiv float %s, %s", lt__ir_f32(2.0).s, d.s);
+  irv big = OP("fsub float %s, %s", lt__ir_f32(1.0).s, q.s);
+  irv far = OP("fcmp oge float %s, %s", a.s, lt__ir_f32(kTanhSplit).s);
   irv t = fsel(ir, far, big, small);
   return OP("call float @llvm.copysign.f32(float %s, float %s)", t.s, x.s);
 }
 
 /* sigmoid: e = exp(-|x|), then 1 / (1 + e) for x >= 0 and e / (1 + e)
  * below, as one division of a selected numerator. */
-irv ir_sigmoidf(cpu_ir *ir, irv x) {
+irv lt__ir_sigmoidf(cpu_ir *ir, irv x) {
   irv a = OP("call float @llvm.fabs.f32(float %s)", x.s);
   irv na = OP("fneg float %s", a.s);
-  irv lo = OP("fcmp olt float %s, %s", na.s, ir_f32(-104.0).s);
-  na = fsel(ir, lo, ir_f32(-104.0), na);
+  irv lo = OP("fcmp olt float %s, %s", na.s, lt__ir_f32(-104.0).s);
+  na = fsel(ir, lo, lt__ir_f32(-104.0), na);
   exp_red r = exp_reduce(ir, na, true);
   irv e = scale_wide(ir, exp_poly(ir, r.r), r.t);
-  irv d = OP("fadd float %s, %s", e.s, ir_f32(1.0).s);
+  irv d = OP("fadd float %s, %s", e.s, lt__ir_f32(1.0).s);
   irv ge = OP("fcmp oge float %s, 0.0", x.s);
-  irv num = fsel(ir, ge, ir_f32(1.0), e);
+  irv num = fsel(ir, ge, lt__ir_f32(1.0), e);
   return OP("fdiv float %s, %s", num.s, d.s);
 }
 
@@ -247,7 +247,7 @@ irv ir_sigmoidf(cpu_ir *ir, irv x) {
  * on; fit to erf's absolute error, erfc times R's). Minimax fits, about 1
  * ulp in all. NaN takes the polynomial. */
 #define kErfSplit 0.9277
-irv ir_erff(cpu_ir *ir, irv x) {
+irv lt__ir_erff(cpu_ir *ir, irv x) {
   static const double S[] = {-5.964254960417747e-4, 4.988004453480244e-3,   -2.6763124391436577e-2,
                              1.1281721293926239e-1, -3.7612485885620117e-1, 1.2837915122509003e-1};
   static const double R[] = {-1.618327951291576e-5, 3.658940258901566e-4,   -3.7743740249425173e-3,
@@ -256,16 +256,16 @@ irv ir_erff(cpu_ir *ir, irv x) {
   irv a = OP("call float @llvm.fabs.f32(float %s)", x.s);
   irv s = OP("fmul float %s, %s", x.s, x.s);
   irv small = fmaf_(ir, horner(ir, s, S, 6), x, x);
-  irv t = OP("call float @llvm.minnum.f32(float %s, float %s)", a.s, ir_f32(4.0).s);
+  irv t = OP("call float @llvm.minnum.f32(float %s, float %s)", a.s, lt__ir_f32(4.0).s);
   exp_red e = exp_reduce(ir, horner(ir, t, R, 8), false);
   irv ec = scale_narrow(ir, exp_poly_short(ir, e.r), e.t); /* erfc(|x|) */
-  irv big = OP("fsub float %s, %s", ir_f32(1.0).s, ec.s);
+  irv big = OP("fsub float %s, %s", lt__ir_f32(1.0).s, ec.s);
   big = OP("call float @llvm.copysign.f32(float %s, float %s)", big.s, x.s);
-  irv far = OP("fcmp oge float %s, %s", a.s, ir_f32(kErfSplit).s);
+  irv far = OP("fcmp oge float %s, %s", a.s, lt__ir_f32(kErfSplit).s);
   return fsel(ir, far, big, small);
 }
 
-void ir_declarations(lt_strbuf *sb) {
+void lt__ir_declarations(lt_strbuf *sb) {
   static const char *const kTypes[] = {"f32", "f64"};
   static const char *const kC[] = {"float", "double"};
   static const char *const kUnary[] = {"fabs", "floor", "ceil", "roundeven", "sqrt", "exp", "log"};

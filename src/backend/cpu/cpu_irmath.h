@@ -18,21 +18,21 @@ typedef struct irv {
   char s[40];
 } irv;
 
-irv ir_op(cpu_ir *ir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-irv ir_f32(double x); /* rounded to float */
-irv ir_f64(double x);
-irv ir_int(int64_t x);
-irv ir_fresh(cpu_ir *ir);
+irv lt__ir_op(cpu_ir *ir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+irv lt__ir_f32(double x); /* rounded to float */
+irv lt__ir_f64(double x);
+irv lt__ir_int(int64_t x);
+irv lt__ir_fresh(cpu_ir *ir);
 
 /* f32 math within 1.3 ulp (sigmoid 2.5) on the whole range, subnormals
  * included; NaN propagates, tanh and erf keep the sign of zero. */
-irv ir_expf(cpu_ir *ir, irv x);
-irv ir_logf(cpu_ir *ir, irv x);
-irv ir_tanhf(cpu_ir *ir, irv x);
-irv ir_sigmoidf(cpu_ir *ir, irv x);
-irv ir_erff(cpu_ir *ir, irv x);
+irv lt__ir_expf(cpu_ir *ir, irv x);
+irv lt__ir_logf(cpu_ir *ir, irv x);
+irv lt__ir_tanhf(cpu_ir *ir, irv x);
+irv lt__ir_sigmoidf(cpu_ir *ir, irv x);
+irv lt__ir_erff(cpu_ir *ir, irv x);
 
 /* Declarations of the intrinsics and libm functions the kernels may call. */
-void ir_declarations(lt_strbuf *sb);
+void lt__ir_declarations(lt_strbuf *sb);
 
 #endif

@@ -2,8 +2,8 @@
  * (name and features detected by LLVM).
  *
  * Compiling: each kernel is a module of its own (IR text), so that kernels
- * compile in parallel and are cached one by one. cpu_jit_compile hands the
- * modules to up to cpu_jit_threads() threads (the caller and threads started
+ * compile in parallel and are cached one by one. lt__cpu_jit_compile hands the
+ * modules to up to lt__cpu_jit_threads() threads (the caller and threads started
  * for the call); each thread has a target machine of its own (kept for the
  * next compile) and parses every module into a fresh LLVMContext (contexts
  * are not thread-safe; one per module also frees its memory at once). A
@@ -46,7 +46,7 @@
 #define MAX_COMPILE_THREADS 64
 
 /* The optimisation pipeline (its description is part of every key, through
- * cpu_jit_pipeline). Not default<O3>: our kernels are loop nests that need
+ * lt__cpu_jit_pipeline). Not default<O3>: our kernels are loop nests that need
  * promotion of their allocas, clean-up, loop rotation and invariant motion,
  * then the vectorizers; the rest of O3 (inlining heuristics, GVN, loop
  * unswitching, ...) found nothing to do in them and took half of the
@@ -123,7 +123,7 @@ static void jit_init(void) {
   LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(g_jit), gen);
 }
 
-int cpu_jit_host(const char **cpu, const char **features) {
+int lt__cpu_jit_host(const char **cpu, const char **features) {
   pthread_once(&g_once, jit_init);
   if (cpu) *cpu = g_cpu ? g_cpu : "?";
   if (features) *features = g_features ? g_features : "";
@@ -131,20 +131,20 @@ int cpu_jit_host(const char **cpu, const char **features) {
   return LT_OK;
 }
 
-const char *cpu_jit_pipeline(void) {
+const char *lt__cpu_jit_pipeline(void) {
   return "passes " CPU_JIT_PASSES
          " no-unroll -enable-epilogue-vectorization=false -disable-lsr "
          "codegen aggressive";
 }
 
-void cpu_kernel_symbol(char *buf, size_t n, cpu_kkey key) {
+void lt__cpu_kernel_symbol(char *buf, size_t n, cpu_kkey key) {
   snprintf(buf, n, "lt_h%016llx%016llx", (unsigned long long)key.hi, (unsigned long long)key.lo);
 }
 
-int cpu_jit_threads(void) {
+int lt__cpu_jit_threads(void) {
   const char *s = getenv("LT_COMPILE_THREADS");
   int n = s && *s ? atoi(s) : 0;
-  if (n <= 0) n = cpu_pool_threads();
+  if (n <= 0) n = lt__cpu_pool_threads();
   return n < 1 ? 1 : n > MAX_COMPILE_THREADS ? MAX_COMPILE_THREADS : n;
 }
 
@@ -210,7 +210,7 @@ static int compile_one(LLVMTargetMachineRef tm, cpu_kjob *j, char *err, size_t e
                        double *opt_ms, double *cg_ms) {
   const char *dir = getenv("LT_DUMP_KERNELS");
   char sym[sizeof CPU_SYM_PLACEHOLDER];
-  cpu_kernel_symbol(sym, sizeof sym, j->key);
+  lt__cpu_kernel_symbol(sym, sizeof sym, j->key);
   if (dir && *dir) dump(dir, sym, ".ll", j->ir, j->len);
   LLVMContextRef ctx = LLVMContextCreate();
   LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(j->ir, j->len, sym);
@@ -265,7 +265,7 @@ static int compile_one(LLVMTargetMachineRef tm, cpu_kjob *j, char *err, size_t e
   return LT_OK;
 }
 
-void cpu_jit_release(cpu_kjob *jobs, int n) {
+void lt__cpu_jit_release(cpu_kjob *jobs, int n) {
   for (int i = 0; i < n; i++) {
     if (jobs[i].buf) LLVMDisposeMemoryBuffer(jobs[i].buf);
     jobs[i].buf = NULL;
@@ -301,8 +301,8 @@ static void *compile_thread(void *arg) {
   return NULL;
 }
 
-int cpu_jit_compile(cpu_kjob *jobs, int n) {
-  int rc = cpu_jit_host(NULL, NULL);
+int lt__cpu_jit_compile(cpu_kjob *jobs, int n) {
+  int rc = lt__cpu_jit_host(NULL, NULL);
   if (rc != LT_OK || n <= 0) return rc;
   for (int i = 0; i < n; i++) {
     jobs[i].buf = NULL;
@@ -316,7 +316,7 @@ int cpu_jit_compile(cpu_kjob *jobs, int n) {
   atomic_init(&r.next, 0);
   atomic_init(&r.stop, false);
   pthread_mutex_init(&r.mu, NULL);
-  int want = cpu_jit_threads();
+  int want = lt__cpu_jit_threads();
   if (want > n) want = n;
   pthread_t th[MAX_COMPILE_THREADS];
   int started = 0;
@@ -346,7 +346,7 @@ int cpu_jit_compile(cpu_kjob *jobs, int n) {
             "jit: %d kernels on %d threads in %.1f ms (opt %.1f ms, codegen %.1f ms summed)\n", n,
             started + 1, ms_between(&t0, &t1), r.opt_ms, r.cg_ms);
   if (r.rc == LT_OK) return LT_OK;
-  cpu_jit_release(jobs, n);
+  lt__cpu_jit_release(jobs, n);
   return lt__err(r.rc, "%s", r.err);
 }
 
@@ -356,7 +356,7 @@ struct cpu_kcode {
   cpu_kkey key;
   char sym[sizeof CPU_SYM_PLACEHOLDER];
   int refs;   /* under g_lock */
-  bool fresh; /* being loaded by cpu_kcode_get, not yet in the table */
+  bool fresh; /* being loaded by lt__cpu_kcode_get, not yet in the table */
   cpu_kernel_fn fn;
   LLVMOrcResourceTrackerRef rt;
   struct cpu_kcode *next; /* in its bucket */
@@ -407,7 +407,7 @@ static void table_remove(cpu_kcode *c) {
     }
 }
 
-cpu_kcode *cpu_kcode_find(cpu_kkey key) {
+cpu_kcode *lt__cpu_kcode_find(cpu_kkey key) {
   pthread_mutex_lock(&g_lock);
   cpu_kcode *c = table_find(key);
   if (c) c->refs++;
@@ -415,9 +415,9 @@ cpu_kcode *cpu_kcode_find(cpu_kkey key) {
   return c;
 }
 
-cpu_kernel_fn cpu_kcode_fn(const cpu_kcode *c) { return c->fn; }
-cpu_kkey cpu_kcode_key(const cpu_kcode *c) { return c->key; }
-const void *cpu_kcode_object(const cpu_kcode *c, size_t *len) {
+cpu_kernel_fn lt__cpu_kcode_fn(const cpu_kcode *c) { return c->fn; }
+cpu_kkey lt__cpu_kcode_key(const cpu_kcode *c) { return c->key; }
+const void *lt__cpu_kcode_object(const cpu_kcode *c, size_t *len) {
   *len = c->obj_len;
   return c->obj;
 }
@@ -438,7 +438,7 @@ static void kcode_destroy(cpu_kcode *c) {
   if (removed) lt__free(c, sizeof *c + c->obj_len);
 }
 
-void cpu_kcode_release(cpu_kcode *c) {
+void lt__cpu_kcode_release(cpu_kcode *c) {
   if (!c) return;
   pthread_mutex_lock(&g_lock);
   if (--c->refs == 0) {
@@ -529,7 +529,7 @@ static int kcode_add(cpu_kkey key, const void *obj, size_t len, cpu_kcode **out,
   memset(c, 0, sizeof *c);
   memcpy(c->obj, obj, len);
   c->key = key;
-  cpu_kernel_symbol(c->sym, sizeof c->sym, key);
+  lt__cpu_kernel_symbol(c->sym, sizeof c->sym, key);
   c->refs = 1;
   c->fresh = true;
   c->obj_len = len;
@@ -547,8 +547,8 @@ static int kcode_add(cpu_kkey key, const void *obj, size_t len, cpu_kcode **out,
   return LT_OK;
 }
 
-int cpu_kcode_get(const cpu_kobj *objs, int n, cpu_kcode **out, int *nshared) {
-  int rc = cpu_jit_host(NULL, NULL);
+int lt__cpu_kcode_get(const cpu_kobj *objs, int n, cpu_kcode **out, int *nshared) {
+  int rc = lt__cpu_jit_host(NULL, NULL);
   if (rc != LT_OK) return rc;
   *nshared = 0;
   if (n <= 0) return LT_OK;

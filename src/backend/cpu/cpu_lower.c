@@ -47,7 +47,7 @@ typedef struct lw {
   const int *alias; /* per root: the parameter whose slot it takes, or -1 */
 } lw;
 
-static bool fusible(const lt_node *n) { return cg_elementwise_ok(n); }
+static bool fusible(const lt_node *n) { return lt__cg_elementwise_ok(n); }
 
 static bool is_view_op(int op) { return lt__op_cpu_path(op) == LT_CPU_VIEW; }
 
@@ -128,14 +128,14 @@ static int emit_loop(lw *w, int node, bool copy, int slot, const cpu_view *src_s
   cpu_view out;
   const lt_node *n = w->g->nodes[node];
   (void)src_shape;
-  cpu_view_init(&out, slot, n->dtype, n->shape, n->ndim);
+  lt__cpu_view_init(&out, slot, n->dtype, n->shape, n->ndim);
   cpu_kernel *k = add_kernel(w, CK_LOOP, slot);
   if (!k) return LT_ENOMEM;
   k->fn_index = w->nfns++;
   cg_info *info = &w->info[w->nk - 1];
-  bool red = !copy && cg_reduce_ok(n) && w->kind[node] != CG_VIEW;
-  int rc = red ? cg_reduce(&w->cg, node, &out, k->fn_index, info)
-               : cg_elem(&w->cg, &node, 1, copy, &out, k->fn_index, info);
+  bool red = !copy && lt__cg_reduce_ok(n) && w->kind[node] != CG_VIEW;
+  int rc = red ? lt__cg_reduce(&w->cg, node, &out, k->fn_index, info)
+               : lt__cg_elem(&w->cg, &node, 1, copy, &out, k->fn_index, info);
   k->extent = info->extent;
   k->unit_cost = info->unit_cost;
   return rc;
@@ -148,13 +148,13 @@ static int emit_group(lw *w, int leader) {
   for (int j = w->ghead[leader]; j >= 0 && n < CG_MAX_OUTS; j = w->gnext[j]) {
     const lt_node *m = w->g->nodes[j];
     nodes[n] = j;
-    cpu_view_init(&outs[n++], w->own_slot[j], m->dtype, m->shape, m->ndim);
+    lt__cpu_view_init(&outs[n++], w->own_slot[j], m->dtype, m->shape, m->ndim);
   }
   cpu_kernel *k = add_kernel(w, CK_LOOP, w->own_slot[leader]);
   if (!k) return LT_ENOMEM;
   k->fn_index = w->nfns++;
   cg_info *info = &w->info[w->nk - 1];
-  int rc = cg_elem(&w->cg, nodes, n, false, outs, k->fn_index, info);
+  int rc = lt__cg_elem(&w->cg, nodes, n, false, outs, k->fn_index, info);
   k->extent = info->extent;
   k->unit_cost = info->unit_cost;
   return rc;
@@ -167,14 +167,14 @@ static int materialize_copy(lw *w, int i) {
   if (slot < 0) return LT_ENOMEM;
   int rc = emit_loop(w, i, true, slot, NULL);
   if (rc != LT_OK) return rc;
-  cpu_view_init(&w->view[i], slot, w->view[i].dtype, w->view[i].shape, w->view[i].ndim);
+  lt__cpu_view_init(&w->view[i], slot, w->view[i].dtype, w->view[i].shape, w->view[i].ndim);
   return LT_OK;
 }
 
 static int lower_view_op(lw *w, int i) {
   const lt_node *n = w->g->nodes[i];
   int o = n->operands[0].node->order;
-  if (n->op == LT_OP_RESHAPE && !cpu_view_contiguous(&w->view[o])) {
+  if (n->op == LT_OP_RESHAPE && !lt__cpu_view_contiguous(&w->view[o])) {
     int rc = materialize_copy(w, o);
     if (rc != LT_OK) return rc;
   }
@@ -266,7 +266,7 @@ static int lower_matmul(lw *w, int i) {
   k->mm = mm;
   add_read(w, a->slot);
   add_read(w, b->slot);
-  cpu_view_init(&w->view[i], slot, n->dtype, n->shape, n->ndim);
+  lt__cpu_view_init(&w->view[i], slot, n->dtype, n->shape, n->ndim);
   w->kind[i] = CG_VIEW;
   return LT_OK;
 }
@@ -275,7 +275,7 @@ static int lower_ref(lw *w, int i) {
   const lt_node *n = w->g->nodes[i];
   for (int j = 0; j < n->noperands; j++) {
     int o = n->operands[j].node->order;
-    if (!cpu_view_contiguous(&w->view[o])) {
+    if (!lt__cpu_view_contiguous(&w->view[o])) {
       int rc = materialize_copy(w, o);
       if (rc != LT_OK) return rc;
     }
@@ -306,8 +306,8 @@ static int lower_ref(lw *w, int i) {
       add_read(w, k->in[j].slot);
     }
   }
-  cpu_view_init(&k->out, slot, n->dtype, n->shape, n->ndim);
-  cpu_view_init(&w->view[i], slot, n->dtype, n->shape, n->ndim);
+  lt__cpu_view_init(&k->out, slot, n->dtype, n->shape, n->ndim);
+  lt__cpu_view_init(&w->view[i], slot, n->dtype, n->shape, n->ndim);
   w->kind[i] = CG_VIEW;
   return LT_OK;
 }
@@ -315,7 +315,7 @@ static int lower_ref(lw *w, int i) {
 static int lower_node(lw *w, int i) {
   const lt_node *n = w->g->nodes[i];
   if (n->op == LT_OP_DATA) {
-    cpu_view_init(&w->view[i], w->g->param_of[i], n->dtype, n->shape, n->ndim);
+    lt__cpu_view_init(&w->view[i], w->g->param_of[i], n->dtype, n->shape, n->ndim);
     w->kind[i] = CG_VIEW;
     return LT_OK;
   }
@@ -331,17 +331,17 @@ static int lower_node(lw *w, int i) {
       rc = emit_loop(w, i, false, slot, NULL);
     else if (w->group[i] == i)
       rc = emit_group(w, i);
-    cpu_view_init(&w->view[i], slot, n->dtype, n->shape, n->ndim);
+    lt__cpu_view_init(&w->view[i], slot, n->dtype, n->shape, n->ndim);
     w->kind[i] = CG_VIEW;
     return rc;
   }
   if (is_view_op(n->op)) return lower_view_op(w, i);
-  if (cg_reduce_ok(n)) {
+  if (lt__cg_reduce_ok(n)) {
     int slot = value_slot(w, i);
     if (slot < 0) return LT_ENOMEM;
     w->kind[i] = CG_EXPR;
     int rc = emit_loop(w, i, false, slot, NULL);
-    cpu_view_init(&w->view[i], slot, n->dtype, n->shape, n->ndim);
+    lt__cpu_view_init(&w->view[i], slot, n->dtype, n->shape, n->ndim);
     w->kind[i] = CG_VIEW;
     return rc;
   }
@@ -353,7 +353,7 @@ static void mark_materialized(lw *w) {
   const lt_graph *g = w->g;
   for (int i = 0; i < g->nnodes; i++) {
     const lt_node *n = g->nodes[i];
-    bool fuses = fusible(n) || cg_reduce_ok(n);
+    bool fuses = fusible(n) || lt__cg_reduce_ok(n);
     for (int j = 0; j < n->noperands; j++) {
       const lt_node *y = n->operands[j].node;
       if (!fuses) w->mat[y->order] = true;
@@ -377,7 +377,7 @@ static void mark_materialized(lw *w) {
       for (int j = 0; j < g->nodes[i]->noperands; j++) {
         int y = g->nodes[i]->operands[j].node->order;
         users[y]++;
-        if (cg_reduce_ok(g->nodes[i])) red_user[y] = true;
+        if (lt__cg_reduce_ok(g->nodes[i])) red_user[y] = true;
       }
     for (int i = 0; i < g->nnodes; i++) {
       const lt_node *n = g->nodes[i];
@@ -458,7 +458,8 @@ static int lower_roots(lw *w) {
     if (w->own_slot[i] >= 0) { /* a second root of the same node */
       cpu_kernel *k = add_kernel(w, CK_MEMCPY, slot);
       if (!k) return LT_ENOMEM;
-      cpu_view_init(&k->src, w->own_slot[i], w->view[i].dtype, w->view[i].shape, w->view[i].ndim);
+      lt__cpu_view_init(&k->src, w->own_slot[i], w->view[i].dtype, w->view[i].shape,
+                        w->view[i].ndim);
       k->nbytes = w->slots[slot].nbytes;
       add_read(w, w->own_slot[i]);
     } else { /* a parameter or a view: copied */
@@ -644,7 +645,7 @@ static void plan_buffers(lw *w) {
 
 /* Kernels, slots and the text of the JIT functions into fns (each kernel's
  * module, with the uniform functions it calls, is made by cpu_backend.c). */
-int cpu_lower(const lt_graph *g, lt_executable *e, cpu_fntab *fns) {
+int lt__cpu_lower(const lt_graph *g, lt_executable *e, cpu_fntab *fns) {
   lw w;
   memset(&w, 0, sizeof w);
   w.g = g;
@@ -666,7 +667,7 @@ int cpu_lower(const lt_graph *g, lt_executable *e, cpu_fntab *fns) {
   w.cg = (cg_ctx){g, w.kind, w.view, fns};
   mark_materialized(&w);
   if ((rc = plan_groups(&w)) != LT_OK) goto out;
-  cpu_fntab_reset(fns);
+  lt__cpu_fntab_reset(fns);
   if ((rc = lower_once(&w)) != LT_OK) goto out;
   if (g->ndonors) {
     pair_donors(&w, alias);
@@ -674,7 +675,7 @@ int cpu_lower(const lt_graph *g, lt_executable *e, cpu_fntab *fns) {
     for (int r = 0; r < g->nroots; r++) any |= alias[r] >= 0;
     if (any) { /* again, with those roots in their parameters' slots */
       lw_free(&w);
-      cpu_fntab_reset(fns);
+      lt__cpu_fntab_reset(fns);
       w.nfns = 0;
       if ((rc = lower_once(&w)) != LT_OK) goto out;
     }
@@ -723,4 +724,4 @@ out:
   return rc;
 }
 
-void cpu_kernels_free(cpu_kernel *k, int n) { free_kernels(k, n); }
+void lt__cpu_kernels_free(cpu_kernel *k, int n) { free_kernels(k, n); }

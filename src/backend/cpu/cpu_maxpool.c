@@ -140,7 +140,7 @@ static void axis_ranges(int64_t n, int64_t in, int64_t k, int64_t s, int64_t p, 
   }
 }
 
-int cpu_max_pool2d_argmax(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__cpu_max_pool2d_argmax(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   if (!ins || !out || !in || !in[0] || ins->nattrs != 8 || !ins->attrs || ins->noperands != 1 ||
       ins->dtype != LT_I64 || out->dtype != LT_I64 || ins->ndim != 4 || out->ndim != 4)
     return DECLINE;
@@ -189,7 +189,7 @@ int cpu_max_pool2d_argmax(const lt_instr *ins, lt_buffer *out, lt_buffer *const 
   void *slots[1] = {&j};
   /* a window reads at most min(k, size) rows and columns */
   int64_t win = (a[0] < h ? a[0] : h) * (a[1] < w ? a[1] : w);
-  cpu_pool_run(pool_chunk, slots, out->shape[0] * out->shape[1], oh * ow * win);
+  lt__cpu_pool_run(pool_chunk, slots, out->shape[0] * out->shape[1], oh * ow * win);
   free(r);
   return LT_OK;
 }
@@ -256,7 +256,7 @@ static bool plane_shapes(const lt_instr *ins, const lt_buffer *big, const lt_buf
 GATHER_PLANES(gather_f32, float)
 GATHER_PLANES(gather_f64, double)
 
-int cpu_pool_gather(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__cpu_pool_gather(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   plane_job j;
   if (!in || !plane_shapes(ins, in[0], in ? in[1] : NULL, out, out, &j)) return DECLINE;
   if (out->numel == 0) return LT_OK;
@@ -264,7 +264,8 @@ int cpu_pool_gather(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   j.src = in[0]->data;
   j.dst = out->data;
   void *slots[1] = {&j};
-  cpu_pool_run(j.f64 ? gather_f64 : gather_f32, slots, in[0]->shape[0] * in[0]->shape[1], j.per);
+  lt__cpu_pool_run(j.f64 ? gather_f64 : gather_f32, slots, in[0]->shape[0] * in[0]->shape[1],
+                   j.per);
   return atomic_load(&j.bad) ? DECLINE : LT_OK;
 }
 
@@ -323,7 +324,7 @@ static void scatter_planes(void **slots, int64_t lo, int64_t hi) {
   free(acc);
 }
 
-int cpu_pool_scatter_add(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__cpu_pool_scatter_add(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   plane_job j;
   if (!in || !plane_shapes(ins, out, in[1], in[0], out, &j)) return DECLINE;
   if (out->numel == 0) return LT_OK;
@@ -331,6 +332,6 @@ int cpu_pool_scatter_add(const lt_instr *ins, lt_buffer *out, lt_buffer *const *
   j.src = in[0]->data;
   j.dst = out->data;
   void *slots[1] = {&j};
-  cpu_pool_run(scatter_planes, slots, out->shape[0] * out->shape[1], j.hw + j.per);
+  lt__cpu_pool_run(scatter_planes, slots, out->shape[0] * out->shape[1], j.hw + j.per);
   return atomic_load(&j.bad) ? DECLINE : LT_OK;
 }

@@ -7,7 +7,7 @@
  * elements are copied by their bytes, sums run in ref's order and precision
  * (double for floats, wrapping integers), argsort orders equal keys by
  * index, and the draws use the counter-based mapping of core/lt_philox.h. Work
- * above a size is split over the pool's threads (cpu_pool_run). The
+ * above a size is split over the pool's threads (lt__cpu_pool_run). The
  * convolutions are the exception: they run through oneDNN (cpu_conv.h), whose
  * sums are ordered as its kernels choose, so they match ref within rounding,
  * as GEMM does. */
@@ -30,13 +30,13 @@ typedef int (*cpu_native_fn)(const lt_instr *ins, lt_buffer *out, lt_buffer *con
 
 /* The kernel of op for a result of dtype whose operand 0 has in_dtype, or
  * NULL when there is none (the fallback runs the node). */
-cpu_native_fn cpu_native_find(int op, int dtype, int in_dtype);
+cpu_native_fn lt__cpu_native_find(int op, int dtype, int in_dtype);
 
 /* The collectives (cpu_collective.c): every dtype, through the world's
  * transport. */
-int cpu_collective(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__cpu_collective(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
 
 /* Whether op has a kernel for some dtypes. */
-bool cpu_native_has(int op);
+bool lt__cpu_native_has(int op);
 
 #endif

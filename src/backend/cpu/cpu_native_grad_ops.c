@@ -187,7 +187,7 @@ static bool rowscat_applies(const lt_buffer *out, const lt_buffer *src, int axis
 /* Zeros of the output's shape with src's elements added at the indexed
  * positions: checked first, then summed into the output (or, for f32,
  * double accumulators rounded once at the end, as ref). */
-int cpu_native_scatter(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__cpu_native_scatter(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   const lt_buffer *src = in[0], *index = in[1];
   int nd = out->ndim, axis = axis_attr(ins, nd);
   if (ins->noperands != 2 || axis < 0 || src->ndim != nd || src->dtype != out->dtype ||
@@ -306,7 +306,7 @@ static void unslice_chunk(void **slots, int64_t lo, int64_t hi) {
   }
 }
 
-int cpu_native_unslice(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__cpu_native_unslice(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   const lt_buffer *src = in[0];
   int nd = out->ndim;
   if (ins->noperands != 1 || src->ndim != nd || ins->nattrs != 2 * nd || src->dtype != out->dtype)

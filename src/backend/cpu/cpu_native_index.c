@@ -71,7 +71,7 @@ static void gather_chunk(void **slots, int64_t lo, int64_t hi) {
   }
 }
 
-int cpu_native_gather(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__cpu_native_gather(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   const lt_buffer *a = in[0], *index = in[1];
   int nd = out->ndim, axis = axis_attr(ins, nd);
   if (ins->noperands != 2 || axis < 0 || a->ndim != nd || a->dtype != out->dtype ||
@@ -142,7 +142,7 @@ static void isel_chunk(void **slots, int64_t lo, int64_t hi) {
   }
 }
 
-int cpu_native_index_select(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__cpu_native_index_select(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   const lt_buffer *a = in[0], *index = in[1];
   int nd = out->ndim, axis = axis_attr(ins, nd);
   if (ins->noperands != 2 || axis < 0 || a->ndim != nd || a->dtype != out->dtype ||
@@ -191,7 +191,7 @@ static void onehot_chunk(void **slots, int64_t lo, int64_t hi) {
   }
 }
 
-int cpu_native_one_hot(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__cpu_native_one_hot(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   const lt_buffer *index = in[0];
   if (ins->noperands != 1 || ins->nattrs < 1 || ins->attrs[0] <= 0 || !index_dtype(index->dtype))
     return DECLINE;

@@ -28,7 +28,7 @@
 /* fn over [0, extent) on the pool, ctx behind the slots pointer. */
 static inline void par(cpu_kernel_fn fn, void *ctx, int64_t extent, int64_t unit_cost) {
   void *slots[1] = {ctx};
-  cpu_pool_run(fn, slots, extent, unit_cost);
+  lt__cpu_pool_run(fn, slots, extent, unit_cost);
 }
 
 static inline size_t esize(int dt) { return lt_dtype_size((lt_dtype)dt); }
@@ -117,17 +117,17 @@ static inline void store_f(void *p, int dt, double v) {
 }
 
 /* The kernels (cpu_native_fn), by family. */
-int cpu_native_argext(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int cpu_native_cumsum(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int cpu_native_argsort(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int cpu_native_concat(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int cpu_native_pad(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int cpu_native_gather(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int cpu_native_index_select(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int cpu_native_one_hot(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int cpu_native_normal(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int cpu_native_randperm(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int cpu_native_scatter(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int cpu_native_unslice(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__cpu_native_argext(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__cpu_native_cumsum(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__cpu_native_argsort(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__cpu_native_concat(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__cpu_native_pad(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__cpu_native_gather(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__cpu_native_index_select(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__cpu_native_one_hot(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__cpu_native_normal(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__cpu_native_randperm(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__cpu_native_scatter(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__cpu_native_unslice(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
 
 #endif

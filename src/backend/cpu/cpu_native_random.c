@@ -30,7 +30,7 @@ static void normal_chunk(void **slots, int64_t lo, int64_t hi) {
       ((float *)c->y)[k] = (float)lt_philox_normal(c->seed, (uint64_t)k);
 }
 
-int cpu_native_normal(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__cpu_native_normal(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   rng_ctx c = {.y = out->data, .f64 = out->dtype == LT_F64};
   if (ins->noperands != 1 || !seed_of(in[0], &c.seed)) return DECLINE;
   if (out->dtype != LT_F32 && out->dtype != LT_F64) return DECLINE;
@@ -57,7 +57,7 @@ static void draw_chunk(void **slots, int64_t lo, int64_t hi) {
 
 /* ref's Fisher-Yates from the end; the draws of a block of steps computed
  * at once (they depend on the step only), the swaps in ref's order. */
-int cpu_native_randperm(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__cpu_native_randperm(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   rng_ctx c = {.y = out->data, .wide = out->dtype == LT_I64};
   if (ins->noperands != 1 || !seed_of(in[0], &c.seed)) return DECLINE;
   if (out->dtype != LT_I64 && out->dtype != LT_I32) return DECLINE;

@@ -83,7 +83,7 @@ static cols_fn argext_for(int dt, bool max) {
   }
 }
 
-int cpu_native_argext(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__cpu_native_argext(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   const lt_buffer *x = in[0];
   int axis = axis_attr(ins, x->ndim);
   if (ins->noperands != 1 || axis < 0 || out->dtype != LT_I64) return DECLINE;

@@ -28,7 +28,7 @@ typedef struct scan_ctx {
   cols_fn line;
 } scan_ctx;
 
-/* Columns [j0, j1) of outer index o: running sums in ACC (ref_scan's double
+/* Columns [j0, j1) of outer index o: running sums in ACC (lt__ref_scan's double
  * or uint64), each stored converted to T. */
 #define SCAN(NAME, T, ACC)                                               \
   static void NAME(const void *ctx, int64_t o, int64_t j0, int64_t j1) { \
@@ -63,7 +63,7 @@ SCAN(scan_f64, double, double)
 SCAN(scan_i64, int64_t, uint64_t)
 SCAN(scan_i32, int32_t, uint64_t)
 
-int cpu_native_cumsum(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__cpu_native_cumsum(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   const lt_buffer *x = in[0];
   int axis = axis_attr(ins, x->ndim);
   if (ins->noperands != 1 || ins->nattrs < 2 || axis < 0 || !same_dims(x, out) ||
@@ -247,7 +247,7 @@ static int sort_long_line(sort_ctx *c, int64_t base) {
   c->base = base;
   c->items = s;
   c->tmp = s + n;
-  c->nparts = cpu_pool_threads();
+  c->nparts = lt__cpu_pool_threads();
   par(sort_parts_chunk, c, c->nparts, n / c->nparts);
   c->src = c->items;
   c->dst = c->tmp;
@@ -263,7 +263,7 @@ static int sort_long_line(sort_ctx *c, int64_t base) {
   return LT_OK;
 }
 
-int cpu_native_argsort(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__cpu_native_argsort(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   const lt_buffer *x = in[0];
   int axis = axis_attr(ins, x->ndim);
   if (ins->noperands != 1 || ins->nattrs < 2 || axis < 0 || out->dtype != LT_I64 ||
@@ -276,7 +276,7 @@ int cpu_native_argsort(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in
   atomic_init(&c.nomem, 0);
   int64_t nlines = c.p.outer * c.p.inner;
   /* A few long lines: each split over the threads; else a line per thread. */
-  if (cpu_pool_threads() > 1 && nlines < cpu_pool_threads() && c.p.n >= 32768) {
+  if (lt__cpu_pool_threads() > 1 && nlines < lt__cpu_pool_threads() && c.p.n >= 32768) {
     for (int64_t t = 0; t < nlines; t++)
       if (sort_long_line(&c, line_base(&c, t)) != LT_OK) return DECLINE;
     return LT_OK;

@@ -54,7 +54,7 @@ static void concat_chunk(void **slots, int64_t lo, int64_t hi) {
   }
 }
 
-int cpu_native_concat(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__cpu_native_concat(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   int nd = out->ndim, axis = axis_attr(ins, nd), nops = ins->noperands;
   if (axis < 0 || nops < 1) return DECLINE;
   int64_t small[33], *cum = small;
@@ -127,7 +127,7 @@ static void pad_chunk(void **slots, int64_t lo, int64_t hi) {
   }
 }
 
-int cpu_native_pad(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__cpu_native_pad(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   const lt_buffer *x = in[0];
   int nd = out->ndim;
   if (ins->noperands != 1 || x->ndim != nd || ins->nattrs < 2 * nd || x->dtype != out->dtype)

@@ -22,7 +22,7 @@
 #include "../../core/lt_op_switch.h"
 #include "../../core/lt_philox.h"
 
-#define OP(...) ir_op(ir, __VA_ARGS__)
+#define OP(...) lt__ir_op(ir, __VA_ARGS__)
 
 /* An op that a switch below has no case for: the switches list every lt_op
  * (lt_op_switch.h), so a table row forgotten here fails the build; anything
@@ -34,7 +34,7 @@ static irv no_case(cpu_ir *ir, const char *kind, int op) {
   return (irv){"poison"};
 }
 
-const char *ops_type(int dt) {
+const char *lt__ops_type(int dt) {
   switch (dt) {
   case LT_BOOL:
   case LT_U8:
@@ -51,64 +51,64 @@ const char *ops_type(int dt) {
   }
 }
 
-bool ops_is_float(int dt) { return lt__is_float(dt); }
+bool lt__ops_is_float(int dt) { return lt__is_float(dt); }
 
 static const char *fsuf(int dt) { return dt == LT_F32 ? "f32" : "f64"; }
 static int width(int dt) { return 8 * (int)lt_dtype_size((lt_dtype)dt); }
 
-irv ops_conv(cpu_ir *ir, irv v, int from, int to) {
+irv lt__ops_conv(cpu_ir *ir, irv v, int from, int to) {
   if (from == to) return v;
-  if (ops_is_float(from) && ops_is_float(to))
+  if (lt__ops_is_float(from) && lt__ops_is_float(to))
     return from == LT_F32 ? OP("fpext float %s to double", v.s)
                           : OP("fptrunc double %s to float", v.s);
-  if (ops_is_float(from)) {
+  if (lt__ops_is_float(from)) {
     if (to == LT_BOOL) {
-      irv c = OP("fcmp une %s %s, 0.0", ops_type(from), v.s);
+      irv c = OP("fcmp une %s %s, 0.0", lt__ops_type(from), v.s);
       return OP("zext i1 %s to i8", c.s);
     }
     if (width(to) == 8) { /* u8 / i8 as ref: saturate to i64, keep the low byte */
-      irv w = OP("call i64 @llvm.fptosi.sat.i64.%s(%s %s)", fsuf(from), ops_type(from), v.s);
+      irv w = OP("call i64 @llvm.fptosi.sat.i64.%s(%s %s)", fsuf(from), lt__ops_type(from), v.s);
       return OP("trunc i64 %s to i8", w.s);
     }
-    return OP("call %s @llvm.fptosi.sat.%s.%s(%s %s)", ops_type(to), ops_type(to), fsuf(from),
-              ops_type(from), v.s);
+    return OP("call %s @llvm.fptosi.sat.%s.%s(%s %s)", lt__ops_type(to), lt__ops_type(to),
+              fsuf(from), lt__ops_type(from), v.s);
   }
-  if (ops_is_float(to))
-    return OP("%s %s %s to %s", lt__is_unsigned(from) ? "uitofp" : "sitofp", ops_type(from), v.s,
-              ops_type(to));
+  if (lt__ops_is_float(to))
+    return OP("%s %s %s to %s", lt__is_unsigned(from) ? "uitofp" : "sitofp", lt__ops_type(from),
+              v.s, lt__ops_type(to));
   if (to == LT_BOOL) {
-    irv c = OP("icmp ne %s %s, 0", ops_type(from), v.s);
+    irv c = OP("icmp ne %s %s, 0", lt__ops_type(from), v.s);
     return OP("zext i1 %s to i8", c.s);
   }
   if (width(to) > width(from))
-    return OP("%s %s %s to %s", lt__is_unsigned(from) ? "zext" : "sext", ops_type(from), v.s,
-              ops_type(to));
+    return OP("%s %s %s to %s", lt__is_unsigned(from) ? "zext" : "sext", lt__ops_type(from), v.s,
+              lt__ops_type(to));
   if (width(to) == width(from)) return v; /* bool, u8, i8: the same i8 bits */
-  return OP("trunc %s %s to %s", ops_type(from), v.s, ops_type(to));
+  return OP("trunc %s %s to %s", lt__ops_type(from), v.s, lt__ops_type(to));
 }
 
 static irv from_i1(cpu_ir *ir, irv c, int to) {
-  return OP("%s i1 %s to %s", ops_is_float(to) ? "uitofp" : "zext", c.s, ops_type(to));
+  return OP("%s i1 %s to %s", lt__ops_is_float(to) ? "uitofp" : "zext", c.s, lt__ops_type(to));
 }
 
 static irv truth(cpu_ir *ir, irv v, int dt) {
-  return ops_is_float(dt) ? OP("fcmp une %s %s, 0.0", ops_type(dt), v.s)
-                          : OP("icmp ne %s %s, 0", ops_type(dt), v.s);
+  return lt__ops_is_float(dt) ? OP("fcmp une %s %s, 0.0", lt__ops_type(dt), v.s)
+                              : OP("icmp ne %s %s, 0", lt__ops_type(dt), v.s);
 }
 
 static irv libm1(cpu_ir *ir, const char *fn, irv x, int dt) {
-  irv d = ops_conv(ir, x, dt, LT_F64);
+  irv d = lt__ops_conv(ir, x, dt, LT_F64);
   irv r = OP("call double @%s(double %s)", fn, d.s);
-  return ops_conv(ir, r, LT_F64, dt);
+  return lt__ops_conv(ir, r, LT_F64, dt);
 }
 
-irv ops_exp(cpu_ir *ir, irv v, int dt) {
-  return dt == LT_F32 ? ir_expf(ir, v) : OP("call double @exp(double %s)", v.s);
+irv lt__ops_exp(cpu_ir *ir, irv v, int dt) {
+  return dt == LT_F32 ? lt__ir_expf(ir, v) : OP("call double @exp(double %s)", v.s);
 }
 
 /* Unary op in float dtype dt (f32 or f64) on x. */
 static irv unary_float(cpu_ir *ir, int op, irv x, int dt) {
-  const char *t = ops_type(dt), *s = fsuf(dt);
+  const char *t = lt__ops_type(dt), *s = fsuf(dt);
   bool f32 = dt == LT_F32;
   switch ((lt_op)op) {
   case LT_OP_NEG:
@@ -133,19 +133,19 @@ static irv unary_float(cpu_ir *ir, int op, irv x, int dt) {
   case LT_OP_SQRT:
     return OP("call %s @llvm.sqrt.%s(%s %s)", t, s, t, x.s);
   case LT_OP_RSQRT: {
-    irv d = ops_conv(ir, x, dt, LT_F64);
+    irv d = lt__ops_conv(ir, x, dt, LT_F64);
     irv q = OP("call double @llvm.sqrt.f64(double %s)", d.s);
     irv r = OP("fdiv double 1.0, %s", q.s);
-    return ops_conv(ir, r, LT_F64, dt);
+    return lt__ops_conv(ir, r, LT_F64, dt);
   }
   case LT_OP_EXP:
-    return f32 ? ir_expf(ir, x) : libm1(ir, "exp", x, dt);
+    return f32 ? lt__ir_expf(ir, x) : libm1(ir, "exp", x, dt);
   case LT_OP_LOG:
-    return f32 ? ir_logf(ir, x) : libm1(ir, "log", x, dt);
+    return f32 ? lt__ir_logf(ir, x) : libm1(ir, "log", x, dt);
   case LT_OP_TANH:
-    return f32 ? ir_tanhf(ir, x) : libm1(ir, "tanh", x, dt);
+    return f32 ? lt__ir_tanhf(ir, x) : libm1(ir, "tanh", x, dt);
   case LT_OP_ERF:
-    return f32 ? ir_erff(ir, x) : libm1(ir, "erf", x, dt);
+    return f32 ? lt__ir_erff(ir, x) : libm1(ir, "erf", x, dt);
   case LT_OP_LOG1P:
     return libm1(ir, "log1p", x, dt);
   case LT_OP_SIN:
@@ -153,7 +153,7 @@ static irv unary_float(cpu_ir *ir, int op, irv x, int dt) {
   case LT_OP_COS:
     return libm1(ir, "cos", x, dt);
   case LT_OP_SIGMOID: {
-    if (f32) return ir_sigmoidf(ir, x);
+    if (f32) return lt__ir_sigmoidf(ir, x);
     /* ref: x >= 0 ? 1 / (1 + exp(-x)) : e / (1 + e) with e = exp(x); both use exp(-|x|). */
     irv a = OP("call double @llvm.fabs.f64(double %s)", x.s);
     irv na = OP("fneg double %s", a.s);
@@ -165,13 +165,13 @@ static irv unary_float(cpu_ir *ir, int op, irv x, int dt) {
   }
   case LT_OP_GELU: {
     if (f32) {
-      irv y = OP("fmul float %s, %s", x.s, ir_f32(0.70710678118654752).s);
-      irv e = ir_erff(ir, y);
+      irv y = OP("fmul float %s, %s", x.s, lt__ir_f32(0.70710678118654752).s);
+      irv e = lt__ir_erff(ir, y);
       irv h = OP("fmul float %s, 0.5", x.s);
       irv one = OP("fadd float %s, 1.0", e.s);
       return OP("fmul float %s, %s", h.s, one.s);
     }
-    irv y = OP("fdiv double %s, %s", x.s, ir_f64(1.4142135623730951).s);
+    irv y = OP("fdiv double %s, %s", x.s, lt__ir_f64(1.4142135623730951).s);
     irv e = OP("call double @erf(double %s)", y.s);
     irv h = OP("fmul double 0.5, %s", x.s);
     irv one = OP("fadd double 1.0, %s", e.s);
@@ -182,11 +182,11 @@ static irv unary_float(cpu_ir *ir, int op, irv x, int dt) {
      * polynomial tanh, so the chain stays vectorizable. */
     irv x2 = OP("fmul %s %s, %s", t, x.s, x.s);
     irv x3 = OP("fmul %s %s, %s", t, x2.s, x.s);
-    irv kx3 = OP("fmul %s %s, %s", t, f32 ? ir_f32(0.044715).s : ir_f64(0.044715).s, x3.s);
+    irv kx3 = OP("fmul %s %s, %s", t, f32 ? lt__ir_f32(0.044715).s : lt__ir_f64(0.044715).s, x3.s);
     irv in = OP("fadd %s %s, %s", t, x.s, kx3.s);
     irv u = OP("fmul %s %s, %s", t,
-               f32 ? ir_f32(0.7978845608028654).s : ir_f64(0.7978845608028654).s, in.s);
-    irv th = f32 ? ir_tanhf(ir, u) : libm1(ir, "tanh", u, dt);
+               f32 ? lt__ir_f32(0.7978845608028654).s : lt__ir_f64(0.7978845608028654).s, in.s);
+    irv th = f32 ? lt__ir_tanhf(ir, u) : libm1(ir, "tanh", u, dt);
     irv one = OP("fadd %s %s, 1.0", t, th.s);
     irv h = OP("fmul %s %s, 0.5", t, x.s);
     return OP("fmul %s %s, %s", t, h.s, one.s);
@@ -196,7 +196,7 @@ static irv unary_float(cpu_ir *ir, int op, irv x, int dt) {
     irv d = OP("fadd %s 1.0, %s", t, a.s);
     return OP("fdiv %s %s, %s", t, x.s, d.s);
   }
-  case LT_OP_NOT: /* ops_emit's own code */
+  case LT_OP_NOT: /* lt__ops_emit's own code */
   case LT_OP_CAST:
     LT_OP_CASES_OUTSIDE(UNARY)
     break;
@@ -233,7 +233,7 @@ static irv unary_int(cpu_ir *ir, int op, irv x) {
 static bool is_compare(int op) { return lt__op_family(op) == LT_FAM_COMPARE; }
 
 static irv binary_float(cpu_ir *ir, int op, irv a, irv b, int dt) {
-  const char *t = ops_type(dt);
+  const char *t = lt__ops_type(dt);
   switch ((lt_op)op) {
   case LT_OP_ADD:
     return OP("fadd %s %s, %s", t, a.s, b.s);
@@ -244,9 +244,9 @@ static irv binary_float(cpu_ir *ir, int op, irv a, irv b, int dt) {
   case LT_OP_DIV:
     return OP("fdiv %s %s, %s", t, a.s, b.s);
   case LT_OP_POW: {
-    irv da = ops_conv(ir, a, dt, LT_F64), db = ops_conv(ir, b, dt, LT_F64);
+    irv da = lt__ops_conv(ir, a, dt, LT_F64), db = lt__ops_conv(ir, b, dt, LT_F64);
     irv r = OP("call double @pow(double %s, double %s)", da.s, db.s);
-    return ops_conv(ir, r, LT_F64, dt);
+    return lt__ops_conv(ir, r, LT_F64, dt);
   }
   case LT_OP_FMOD: /* LLVM's frem is C's fmod (exact) */
     return OP("frem %s %s, %s", t, a.s, b.s);
@@ -257,7 +257,7 @@ static irv binary_float(cpu_ir *ir, int op, irv a, irv b, int dt) {
     irv r = OP("select i1 %s, %s %s, %s %s", c.s, t, a.s, t, b.s);
     return OP("select i1 %s, %s 0x7FF8000000000000, %s %s", nan.s, t, t, r.s);
   }
-  case LT_OP_AND: /* ops_emit's own code */
+  case LT_OP_AND: /* lt__ops_emit's own code */
   case LT_OP_OR:
     LT_OP_CASES_OUTSIDE(BINARY)
     break;
@@ -286,9 +286,9 @@ static irv binary_int(cpu_ir *ir, int op, irv a, irv b) {
     return OP("call i64 @llvm.smax.i64(i64 %s, i64 %s)", a.s, b.s);
   case LT_OP_MINIMUM:
     return OP("call i64 @llvm.smin.i64(i64 %s, i64 %s)", a.s, b.s);
-  case LT_OP_POW:  /* integer pow takes the fallback (ops_supported) */
+  case LT_OP_POW:  /* integer pow takes the fallback (lt__ops_supported) */
   case LT_OP_FMOD: /* integer fmod too */
-  case LT_OP_AND:  /* ops_emit's own code */
+  case LT_OP_AND:  /* lt__ops_emit's own code */
   case LT_OP_OR:
     LT_OP_CASES_OUTSIDE(BINARY)
     break;
@@ -336,7 +336,7 @@ static const char *icmp_pred(int op) {
   return NULL;
 }
 
-bool ops_supported(const lt_node *n) {
+bool lt__ops_supported(const lt_node *n) {
   if (n->op == LT_OP_CONST) return true;
   if (n->op == LT_OP_RNG_UNIFORM) {
     if (n->noperands != 1 || (n->dtype != LT_F32 && n->dtype != LT_F64)) return false;
@@ -345,33 +345,33 @@ bool ops_supported(const lt_node *n) {
   }
   if (lt__op_cpu_path(n->op) != LT_CPU_LOOP) return false;
   /* Integer FMOD (never built) runs ref's guarded kernel. */
-  if (n->op == LT_OP_FMOD) return ops_is_float(n->dtype);
+  if (n->op == LT_OP_FMOD) return lt__ops_is_float(n->dtype);
   if (n->op == LT_OP_POW) {
     int da = n->operands[0].node->dtype, db = n->operands[1].node->dtype;
-    return ops_is_float(da) || ops_is_float(db) || ops_is_float(n->dtype);
+    return lt__ops_is_float(da) || lt__ops_is_float(db) || lt__ops_is_float(n->dtype);
   }
   return true;
 }
 
-irv ops_emit(cpu_ir *ir, const lt_node *n, const irv *args, const int *dts) {
+irv lt__ops_emit(cpu_ir *ir, const lt_node *n, const irv *args, const int *dts) {
   int dn = n->dtype, op = n->op;
   lt_op_family fam = op < LT_OP_COUNT ? lt__op_family(op) : LT_FAM_LEAF;
   if (op == LT_OP_CONST) {
     double v = n->fattr;
     switch (dn) {
     case LT_BOOL:
-      return ir_int(v != 0);
+      return lt__ir_int(v != 0);
     case LT_I32:
-      return ir_int((int32_t)v);
+      return lt__ir_int((int32_t)v);
     case LT_U8:
     case LT_I8: /* the i8 bits, written signed */
-      return ir_int(lt__int_wrap(LT_I8, lt__f2i64(v)));
+      return lt__ir_int(lt__int_wrap(LT_I8, lt__f2i64(v)));
     case LT_I64:
-      return ir_int((int64_t)v);
+      return lt__ir_int((int64_t)v);
     case LT_F32:
-      return ir_f32(v);
+      return lt__ir_f32(v);
     default:
-      return ir_f64(v);
+      return lt__ir_f64(v);
     }
   }
   if (op == LT_OP_NOT) {
@@ -379,21 +379,21 @@ irv ops_emit(cpu_ir *ir, const lt_node *n, const irv *args, const int *dts) {
     irv nt = OP("xor i1 %s, true", t.s);
     return from_i1(ir, nt, dn);
   }
-  if (op == LT_OP_CAST) return ops_conv(ir, args[0], dts[0], dn);
+  if (op == LT_OP_CAST) return lt__ops_conv(ir, args[0], dts[0], dn);
   if (fam == LT_FAM_UNARY) {
     int da = dts[0];
-    if (ops_is_float(da) && da == dn) return unary_float(ir, op, args[0], dn);
-    if (ops_is_float(da) || ops_is_float(dn)) {
-      irv x = ops_conv(ir, args[0], da, LT_F64);
-      return ops_conv(ir, unary_float(ir, op, x, LT_F64), LT_F64, dn);
+    if (lt__ops_is_float(da) && da == dn) return unary_float(ir, op, args[0], dn);
+    if (lt__ops_is_float(da) || lt__ops_is_float(dn)) {
+      irv x = lt__ops_conv(ir, args[0], da, LT_F64);
+      return lt__ops_conv(ir, unary_float(ir, op, x, LT_F64), LT_F64, dn);
     }
-    irv x = ops_conv(ir, args[0], da, LT_I64);
-    return ops_conv(ir, unary_int(ir, op, x), LT_I64, dn);
+    irv x = lt__ops_conv(ir, args[0], da, LT_I64);
+    return lt__ops_conv(ir, unary_int(ir, op, x), LT_I64, dn);
   }
   if (op == LT_OP_WHERE) {
     irv c = truth(ir, args[0], dts[0]);
-    irv a = ops_conv(ir, args[1], dts[1], dn), b = ops_conv(ir, args[2], dts[2], dn);
-    return OP("select i1 %s, %s %s, %s %s", c.s, ops_type(dn), a.s, ops_type(dn), b.s);
+    irv a = lt__ops_conv(ir, args[1], dts[1], dn), b = lt__ops_conv(ir, args[2], dts[2], dn);
+    return OP("select i1 %s, %s %s, %s %s", c.s, lt__ops_type(dn), a.s, lt__ops_type(dn), b.s);
   }
   if (fam != LT_FAM_BINARY && fam != LT_FAM_COMPARE) return no_case(ir, "elementwise", op);
   int da = dts[0], db = dts[1];
@@ -402,28 +402,29 @@ irv ops_emit(cpu_ir *ir, const lt_node *n, const irv *args, const int *dts) {
     irv r = OP("%s i1 %s, %s", op == LT_OP_AND ? "and" : "or", ta.s, tb.s);
     return from_i1(ir, r, dn);
   }
-  bool in_float = ops_is_float(da) || ops_is_float(db) || (!is_compare(op) && ops_is_float(dn));
+  bool in_float =
+      lt__ops_is_float(da) || lt__ops_is_float(db) || (!is_compare(op) && lt__ops_is_float(dn));
   if (is_compare(op)) {
     irv r;
     const char *pred = in_float ? fcmp_pred(op) : icmp_pred(op);
     if (!pred) return no_case(ir, "comparison", op);
     if (in_float) {
-      int ct = da == db && ops_is_float(da) ? da : LT_F64;
-      irv a = ops_conv(ir, args[0], da, ct), b = ops_conv(ir, args[1], db, ct);
-      r = OP("fcmp %s %s %s, %s", pred, ops_type(ct), a.s, b.s);
+      int ct = da == db && lt__ops_is_float(da) ? da : LT_F64;
+      irv a = lt__ops_conv(ir, args[0], da, ct), b = lt__ops_conv(ir, args[1], db, ct);
+      r = OP("fcmp %s %s %s, %s", pred, lt__ops_type(ct), a.s, b.s);
     } else {
-      irv a = ops_conv(ir, args[0], da, LT_I64), b = ops_conv(ir, args[1], db, LT_I64);
+      irv a = lt__ops_conv(ir, args[0], da, LT_I64), b = lt__ops_conv(ir, args[1], db, LT_I64);
       r = OP("icmp %s i64 %s, %s", pred, a.s, b.s);
     }
     return from_i1(ir, r, dn);
   }
   if (in_float) {
     if (da == db && da == dn) return binary_float(ir, op, args[0], args[1], dn);
-    irv a = ops_conv(ir, args[0], da, LT_F64), b = ops_conv(ir, args[1], db, LT_F64);
-    return ops_conv(ir, binary_float(ir, op, a, b, LT_F64), LT_F64, dn);
+    irv a = lt__ops_conv(ir, args[0], da, LT_F64), b = lt__ops_conv(ir, args[1], db, LT_F64);
+    return lt__ops_conv(ir, binary_float(ir, op, a, b, LT_F64), LT_F64, dn);
   }
-  irv a = ops_conv(ir, args[0], da, LT_I64), b = ops_conv(ir, args[1], db, LT_I64);
-  return ops_conv(ir, binary_int(ir, op, a, b), LT_I64, dn);
+  irv a = lt__ops_conv(ir, args[0], da, LT_I64), b = lt__ops_conv(ir, args[1], db, LT_I64);
+  return lt__ops_conv(ir, binary_int(ir, op, a, b), LT_I64, dn);
 }
 
 /* ---- uniform draws ----
@@ -474,7 +475,7 @@ static irv cstu(const lanes *L, uint64_t v) {
  * words fold away. */
 static void philox_block(cpu_ir *ir, const lanes *L, irv j, irv k0, irv k1, irv w[4]) {
   const char *t = L->i64;
-  irv lo = cstu(L, LO32), s32 = cstu(L, 32), zero = L->n ? (irv){"zeroinitializer"} : ir_int(0);
+  irv lo = cstu(L, LO32), s32 = cstu(L, 32), zero = L->n ? (irv){"zeroinitializer"} : lt__ir_int(0);
   irv c0 = OP("and %s %s, %s", t, j.s, lo.s);
   irv c1 = OP("lshr %s %s, %s", t, j.s, s32.s);
   irv c2 = zero, c3 = zero;
@@ -510,7 +511,7 @@ static irv uniform_lanes(cpu_ir *ir, const lanes *L, irv seed, irv k, int dt) {
   if (dt == LT_F32) { /* word k % 4 of block k / 4, top 24 bits */
     irv j = OP("lshr %s %s, %s", t, k.s, cstu(L, 2).s);
     philox_block(ir, L, j, k0, k1, w);
-    irv zero = L->n ? (irv){"zeroinitializer"} : ir_int(0);
+    irv zero = L->n ? (irv){"zeroinitializer"} : lt__ir_int(0);
     irv q1 = OP("and %s %s, %s", t, k.s, cstu(L, 1).s);
     irv q2 = OP("and %s %s, %s", t, k.s, cstu(L, 2).s);
     irv odd = OP("icmp ne %s %s, %s", t, q1.s, zero.s);
@@ -521,14 +522,14 @@ static irv uniform_lanes(cpu_ir *ir, const lanes *L, irv seed, irv k, int dt) {
     irv sh = OP("lshr %s %s, %s", t, x.s, cstu(L, 8).s);
     irv x32 = OP("trunc %s %s to %s", t, sh.s, L->i32);
     irv f = OP("sitofp %s %s to %s", L->i32, x32.s, L->f32); /* below 2^24: exact */
-    return OP("fmul %s %s, %s", L->f32, f.s, cst(L, "float", ir_f32(0x1p-24).s).s);
+    return OP("fmul %s %s, %s", L->f32, f.s, cst(L, "float", lt__ir_f32(0x1p-24).s).s);
   }
   philox_block(ir, L, k, k0, k1, w); /* block k: (word 0 << 32 | word 1), top 53 bits */
   irv hs = OP("shl %s %s, %s", t, w[0].s, cstu(L, 32).s);
   irv x = OP("or %s %s, %s", t, hs.s, w[1].s);
   irv sh = OP("lshr %s %s, %s", t, x.s, cstu(L, 11).s);
   irv f = OP("sitofp %s %s to %s", t, sh.s, L->f64); /* below 2^53: exact */
-  return OP("fmul %s %s, %s", L->f64, f.s, cst(L, "double", ir_f64(0x1p-53).s).s);
+  return OP("fmul %s %s, %s", L->f64, f.s, cst(L, "double", lt__ir_f64(0x1p-53).s).s);
 }
 
 /* The vector variants' lane counts for dtype dt: what the loop vectorizer
@@ -537,7 +538,7 @@ static irv uniform_lanes(cpu_ir *ir, const lanes *L, irv seed, irv k, int dt) {
 static int uniform_vfs(int dt, const int **vfs) {
   static const int k16[] = {16}, k8[] = {8}, k48[] = {4, 8};
   const char *features = NULL;
-  cpu_jit_host(NULL, &features);
+  lt__cpu_jit_host(NULL, &features);
   if (features && strstr(features, "+avx512f")) {
     *vfs = dt == LT_F32 ? k16 : k8;
     return 1;
@@ -562,9 +563,9 @@ static void uniform_defs(lt_strbuf *sb, int dt) {
     cpu_ir ir = {.sb = sb};
     irv seed = {"%seed"};
     if (L.n) {
-      irv one = ir_op(&ir, "insertelement %s poison, i64 %%seed, i64 0", L.i64);
-      seed = ir_op(&ir, "shufflevector %s %s, %s poison, <%d x i32> zeroinitializer", L.i64, one.s,
-                   L.i64, L.n);
+      irv one = lt__ir_op(&ir, "insertelement %s poison, i64 %%seed, i64 0", L.i64);
+      seed = lt__ir_op(&ir, "shufflevector %s %s, %s poison, <%d x i32> zeroinitializer", L.i64,
+                       one.s, L.i64, L.n);
     }
     irv r = uniform_lanes(&ir, &L, seed, (irv){"%k"}, dt);
     lt__sb_printf(sb, "  ret %s %s\n}\n", rt, r.s);
@@ -578,7 +579,7 @@ static void uniform_defs(lt_strbuf *sb, int dt) {
   lt__sb_printf(sb, "\" }\n");
 }
 
-void ops_uniform_defs(lt_strbuf *sb, bool f32, bool f64) {
+void lt__ops_uniform_defs(lt_strbuf *sb, bool f32, bool f64) {
   if (!f32 && !f64) return;
   if (f32) uniform_defs(sb, LT_F32);
   if (f64) uniform_defs(sb, LT_F64);
@@ -595,7 +596,7 @@ void ops_uniform_defs(lt_strbuf *sb, bool f32, bool f64) {
   lt__sb_printf(sb, "], section \"llvm.metadata\"\n");
 }
 
-irv ops_uniform(cpu_ir *ir, irv seed, irv k, int dt) {
+irv lt__ops_uniform(cpu_ir *ir, irv seed, irv k, int dt) {
   const char *t = dt == LT_F32 ? "float" : "double";
   return OP("call %s @lt_uniform_%s(i64 %s, i64 %s) #%d", t, dt == LT_F32 ? "f32" : "f64", seed.s,
             k.s, dt == LT_F32 ? 2 : 3);

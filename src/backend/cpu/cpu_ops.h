@@ -6,21 +6,21 @@
 
 #include "cpu_irmath.h"
 
-const char *ops_type(int dt); /* i8 i32 i64 float double */
-bool ops_is_float(int dt);
-irv ops_conv(cpu_ir *ir, irv v, int from, int to);
-irv ops_exp(cpu_ir *ir, irv v, int dt); /* float dtypes */
+const char *lt__ops_type(int dt); /* i8 i32 i64 float double */
+bool lt__ops_is_float(int dt);
+irv lt__ops_conv(cpu_ir *ir, irv v, int from, int to);
+irv lt__ops_exp(cpu_ir *ir, irv v, int dt); /* float dtypes */
 /* Value of node n (dtype n->dtype) from its operands' values (dtypes in dts). */
-irv ops_emit(cpu_ir *ir, const lt_node *n, const irv *args, const int *dts);
+irv lt__ops_emit(cpu_ir *ir, const lt_node *n, const irv *args, const int *dts);
 /* Element k (i64, the flat index in the node's own shape) of a uniform [0, 1)
  * draw of float dtype dt under seed (i64), bit for bit as ref (lt_philox.h):
- * a call of the module's function for dt, which ops_uniform_defs defines.
- * RNG_UNIFORM nodes go here, not to ops_emit. */
-irv ops_uniform(cpu_ir *ir, irv seed, irv k, int dt);
+ * a call of the module's function for dt, which lt__ops_uniform_defs defines.
+ * RNG_UNIFORM nodes go here, not to lt__ops_emit. */
+irv lt__ops_uniform(cpu_ir *ir, irv seed, irv k, int dt);
 /* The module's uniform functions for the dtypes its kernels draw (with their
  * vector variants and the call sites' attributes); nothing when neither. */
-void ops_uniform_defs(lt_strbuf *sb, bool f32, bool f64);
-/* Whether ops_emit (or, for RNG_UNIFORM, ops_uniform) handles n. */
-bool ops_supported(const lt_node *n);
+void lt__ops_uniform_defs(lt_strbuf *sb, bool f32, bool f64);
+/* Whether lt__ops_emit (or, for RNG_UNIFORM, lt__ops_uniform) handles n. */
+bool lt__ops_supported(const lt_node *n);
 
 #endif

@@ -104,7 +104,7 @@ static void pool_init(void) {
   }
   if (n < 1) n = 1;
   if (n > MAX_THREADS) n = MAX_THREADS;
-  cpu_gemm_init();
+  lt__cpu_gemm_init();
   g_pool.threads = start_workers(&g_pool, n);
 }
 
@@ -136,7 +136,7 @@ static pool *current_pool(void) {
   return p ? p : &g_pool;
 }
 
-int cpu_pool_threads(void) { return current_pool()->threads; }
+int lt__cpu_pool_threads(void) { return current_pool()->threads; }
 
 /* One job on every thread of p, the caller included; returns when all chunks ran. */
 static void dispatch(pool *p, cpu_kernel_fn fn, void **slots, int64_t extent, int64_t chunk) {
@@ -159,7 +159,7 @@ static void dispatch(pool *p, cpu_kernel_fn fn, void **slots, int64_t extent, in
   pthread_mutex_unlock(&p->job_lock);
 }
 
-void cpu_pool_run(cpu_kernel_fn fn, void **slots, int64_t extent, int64_t unit_cost) {
+void lt__cpu_pool_run(cpu_kernel_fn fn, void **slots, int64_t extent, int64_t unit_cost) {
   if (extent <= 0) return;
   pool *p = current_pool();
   int nt = p->threads;
@@ -180,7 +180,7 @@ void cpu_pool_run(cpu_kernel_fn fn, void **slots, int64_t extent, int64_t unit_c
   dispatch(p, fn, slots, extent, chunk);
 }
 
-void cpu_pool_run_parts(cpu_kernel_fn fn, void **ctx, int64_t nparts) {
+void lt__cpu_pool_run_parts(cpu_kernel_fn fn, void **ctx, int64_t nparts) {
   if (nparts <= 0) return;
   pool *p = current_pool();
   if (p->threads == 1 || nparts == 1) {
@@ -190,6 +190,6 @@ void cpu_pool_run_parts(cpu_kernel_fn fn, void **ctx, int64_t nparts) {
   dispatch(p, fn, ctx, nparts, 1);
 }
 
-void cpu_loop_run(const cpu_kernel *k, void **table) {
-  cpu_pool_run(k->fn, cpu_loop_args(k, table), k->extent, k->unit_cost);
+void lt__cpu_loop_run(const cpu_kernel *k, void **table) {
+  lt__cpu_pool_run(k->fn, cpu_loop_args(k, table), k->extent, k->unit_cost);
 }

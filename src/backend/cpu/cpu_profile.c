@@ -59,12 +59,12 @@ static void init(void) {
   if (g_on) atexit(report);
 }
 
-bool cpu_profile_on(void) {
+bool lt__cpu_profile_on(void) {
   pthread_once(&g_once, init);
   return g_on;
 }
 
-uint64_t cpu_profile_now(void) {
+uint64_t lt__cpu_profile_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -84,7 +84,7 @@ static void describe(const cpu_kernel *k, char *buf, size_t n) {
   }
 }
 
-void cpu_profile_add(const lt_executable *e, int i, uint64_t ns) {
+void lt__cpu_profile_add(const lt_executable *e, int i, uint64_t ns) {
   pthread_mutex_lock(&g_lock);
   int j = 0;
   while (j < g_n && !(g_entries[j].uid == e->uid && g_entries[j].kernel == i)) j++;

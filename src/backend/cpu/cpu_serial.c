@@ -60,7 +60,7 @@ static void w_view(lt_wbuf *w, const cpu_view *v) {
   for (int d = 0; d < v->ndim; d++) lt__wb_int(w, (uint64_t)v->strides[d], 8);
 }
 
-int cpu_serialize(const lt_executable *e, void **bytes, size_t *nbytes) {
+int lt__cpu_serialize(const lt_executable *e, void **bytes, size_t *nbytes) {
   if (!e || !bytes || !nbytes) return lt__err(LT_EINVAL, "cpu: serialize: NULL argument");
   lt_wbuf w = {0};
   lt__wb_int(&w, kCpuMagic, 4);
@@ -137,9 +137,9 @@ int cpu_serialize(const lt_executable *e, void **bytes, size_t *nbytes) {
   }
   for (int a = 0; a < e->nargs; a++) lt__wb_int(&w, (uint32_t)e->args[a], 4);
   for (int c = 0; c < e->ncodes; c++) {
-    cpu_kkey key = cpu_kcode_key(e->codes[c]);
+    cpu_kkey key = lt__cpu_kcode_key(e->codes[c]);
     size_t len;
-    const void *obj = cpu_kcode_object(e->codes[c], &len);
+    const void *obj = lt__cpu_kcode_object(e->codes[c], &len);
     lt__wb_int(&w, key.lo, 8);
     lt__wb_int(&w, key.hi, 8);
     lt__wb_int(&w, len, 8);
@@ -295,7 +295,7 @@ static void r_blas(reader *rd, cpu_kernel *k) {
           "matmul result outside its slot");
 }
 
-static bool contiguous_view(const cpu_view *v) { return cpu_view_contiguous(v); }
+static bool contiguous_view(const cpu_view *v) { return lt__cpu_view_contiguous(v); }
 
 static void r_ref(reader *rd, cpu_kernel *k) {
   lt_rbuf *r = &rd->r;
@@ -385,7 +385,7 @@ static const char *r_functions(reader *rd, uint32_t nargs, uint32_t ncodes) {
   lt_rbuf *r = &rd->r;
   lt_executable *e = rd->e;
   if (!e->nfns) return nargs || ncodes ? "functions and codes disagree" : NULL;
-  if (cpu_executable_fn_block(e, e->nfns, (int)nargs) != LT_OK) return "out of memory";
+  if (lt__cpu_executable_fn_block(e, e->nfns, (int)nargs) != LT_OK) return "out of memory";
   uint64_t total = 0;
   bool *used = lt__calloc(ncodes);
   if (!used) return "out of memory";
@@ -442,7 +442,7 @@ static int r_codes(reader *rd, uint32_t ncodes) {
         rc = lt__err(LT_EINVAL, "a code twice");
   }
   if (rc == LT_OK && lt__rb_left(r)) rc = lt__err(LT_EINVAL, "bytes after the object code");
-  if (rc == LT_OK) rc = cpu_kcode_get(objs, (int)ncodes, e->codes, &nshared);
+  if (rc == LT_OK) rc = lt__cpu_kcode_get(objs, (int)ncodes, e->codes, &nshared);
   if (rc == LT_OK) {
     e->ncodes = (int)ncodes;
     lt__count(LT_CTR_KERNEL_CACHE_HIT, nshared);
@@ -453,13 +453,13 @@ static int r_codes(reader *rd, uint32_t ncodes) {
 }
 
 static int bad_bytes(lt_executable *e, const char *what) {
-  cpu_executable_free(e);
+  lt__cpu_executable_free(e);
   if (what && strcmp(what, "out of memory") == 0)
     return lt__err(LT_ENOMEM, "cpu: out of memory deserializing an executable");
   return lt__err(LT_EINVAL, "cpu: bad serialized executable: %s", what ? what : "?");
 }
 
-int cpu_deserialize(const void *bytes, size_t nbytes, lt_executable **out) {
+int lt__cpu_deserialize(const void *bytes, size_t nbytes, lt_executable **out) {
   if (!bytes || !out) return lt__err(LT_EINVAL, "cpu: deserialize: NULL argument");
   reader rd = {{bytes, nbytes, 0, false}, NULL, NULL};
   lt_rbuf *r = &rd.r;
@@ -493,7 +493,7 @@ int cpu_deserialize(const void *bytes, size_t nbytes, lt_executable **out) {
   e->nroots = (int)nroots;
   e->nfns = (int)nfns;
   e->arena_bytes = (size_t)arena;
-  /* exact sizes: cpu_executable_free frees slots_cap and kernels_cap elements */
+  /* exact sizes: lt__cpu_executable_free frees slots_cap and kernels_cap elements */
   e->slots = lt__calloc((size_t)nslots * sizeof *e->slots);
   e->slots_cap = e->slots ? (int)nslots : 0;
   e->kernels = lt__calloc((size_t)nkernels * sizeof *e->kernels);
@@ -542,14 +542,14 @@ int cpu_deserialize(const void *bytes, size_t nbytes, lt_executable **out) {
   if (bad) return bad_bytes(e, bad);
   int rc = r_codes(&rd, ncodes);
   if (rc != LT_OK) { /* bytes that do not link are bad bytes too */
-    cpu_executable_free(e);
+    lt__cpu_executable_free(e);
     if (rc == LT_ENOMEM) return rc;
     char msg[512];
     snprintf(msg, sizeof msg, "%s", lt_last_error());
     return lt__err(LT_EINVAL, "cpu: bad serialized executable: %s", msg);
   }
-  cpu_executable_link(e);
-  cpu_pool_threads();
+  lt__cpu_executable_link(e);
+  lt__cpu_pool_threads();
   *out = e;
   return LT_OK;
 }

@@ -13,25 +13,25 @@
  * operand buffers in. Return LT_OK, or a negative status with lt__err set
  * (e.g. an index out of range). One function per op family (the op table's REF
  * column names it), each in its own file. */
-int ref_leaf(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__ref_leaf(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
 /* Whether a family kernel that switches on the op has a case for op (the
  * compile step refuses an op without one, naming it). */
-bool ref_elementwise_has_case(lt_op op);
-bool ref_reduce_has_case(lt_op op);
-int ref_elementwise(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int ref_reduce(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int ref_matmul(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int ref_shape(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int ref_index(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int ref_random(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int ref_grad_ops(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
-int ref_scan(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in); /* ref_scan.c */
-int ref_sort(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in); /* ref_scan.c */
-int ref_conv(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in); /* ref_conv.c */
+bool lt__ref_elementwise_has_case(lt_op op);
+bool lt__ref_reduce_has_case(lt_op op);
+int lt__ref_elementwise(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__ref_reduce(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__ref_matmul(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__ref_shape(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__ref_index(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__ref_random(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__ref_grad_ops(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__ref_scan(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in); /* ref_scan.c */
+int lt__ref_sort(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in); /* ref_scan.c */
+int lt__ref_conv(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in); /* ref_conv.c */
 /* ref_attention.c */
-int ref_attention(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__ref_attention(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
 /* ref_collective.c */
-int ref_collective(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
+int lt__ref_collective(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
 
 /* ---- element access: the dtype table's load / store (core/lt_dtype.h) ---- */
 static inline bool ref_is_float(int dt) { return lt__is_float(dt); }

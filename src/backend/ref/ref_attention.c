@@ -10,7 +10,7 @@
 #include "../attn_plan.h"
 #include "ref.h"
 
-int ref_attention(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__ref_attention(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   attn_plan p = {0};
   int rc = attn_plan_make(ins, out, in, &p);
   if (rc != LT_OK) return rc;

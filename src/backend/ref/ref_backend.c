@@ -135,7 +135,7 @@ oom:
 }
 
 /* Leaves: a constant fills its value; a data leaf is a parameter, never run. */
-int ref_leaf(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__ref_leaf(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   (void)in;
   if (ins->op != LT_OP_CONST)
     return lt__err(LT_EEXEC, "ref: %s is a parameter, not a kernel", lt__op_name((lt_op)ins->op));
@@ -145,7 +145,7 @@ int ref_leaf(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
 
 /* The kernel of each op, from the op table's REF column. */
 typedef int (*ref_kernel_fn)(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in);
-#define REF_KERNEL_ROW(E, name, fam, arity, res, grad, ref, cpu) [LT_OP_##E] = ref_##ref,
+#define REF_KERNEL_ROW(E, name, fam, arity, res, grad, ref, cpu) [LT_OP_##E] = lt__ref_##ref,
 static const ref_kernel_fn kKernels[LT_OP_COUNT] = {LT_OP_TABLE(REF_KERNEL_ROW)};
 #undef REF_KERNEL_ROW
 
@@ -159,8 +159,8 @@ static int run_kernel(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in)
  * on the op say (elementwise, reductions); the others serve every op of
  * their rows. */
 static bool kernel_has_case(lt_op op) {
-  if (kKernels[op] == ref_elementwise) return ref_elementwise_has_case(op);
-  if (kKernels[op] == ref_reduce) return ref_reduce_has_case(op);
+  if (kKernels[op] == lt__ref_elementwise) return lt__ref_elementwise_has_case(op);
+  if (kKernels[op] == lt__ref_reduce) return lt__ref_reduce_has_case(op);
   return true;
 }
 

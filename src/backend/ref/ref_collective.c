@@ -3,6 +3,6 @@
 #include "ref.h"
 #include "../coll_instr.h"
 
-int ref_collective(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__ref_collective(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   return lt__coll_run_instr(ins, out, in);
 }

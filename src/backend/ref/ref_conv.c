@@ -300,7 +300,7 @@ static int pool_scatter_add(const lt_instr *ins, lt_buffer *out, lt_buffer *cons
   return rc;
 }
 
-int ref_conv(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__ref_conv(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   switch (ins->op) {
   case LT_OP_CONV2D:
   case LT_OP_CONV2D_BIAS:

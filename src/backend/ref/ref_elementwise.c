@@ -370,7 +370,7 @@ static int ref_where(lt_buffer *out, const lt_buffer *c, const lt_buffer *a, con
   return LT_OK;
 }
 
-int ref_elementwise(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__ref_elementwise(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   /* The op table's family says which loop runs it; the per-op scalar function
    * (unary_f, binary_f, ...) says what it computes. */
   lt_op_family fam = ins->op < LT_OP_COUNT ? lt__op_family(ins->op) : LT_FAM_LEAF;
@@ -382,7 +382,7 @@ int ref_elementwise(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
                  lt__op_name((lt_op)ins->op), ins->noperands);
 }
 
-bool ref_elementwise_has_case(lt_op op) {
+bool lt__ref_elementwise_has_case(lt_op op) {
   double r;
   if (op >= LT_OP_COUNT) return false;
   switch (lt__op_family(op)) {

@@ -93,7 +93,7 @@ static int check_layout(const lt_instr *ins, const lt_buffer *out, lt_buffer *co
   return LT_OK;
 }
 
-int ref_grad_ops(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__ref_grad_ops(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   place_fn place;
   switch (ins->op) {
   case LT_OP_SCATTER_ADD:
@@ -106,7 +106,7 @@ int ref_grad_ops(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
     place = place_unslice;
     break;
   default:
-    return lt__err(LT_EEXEC, "ref_grad_ops: op %s is not a gradient op",
+    return lt__err(LT_EEXEC, "lt__ref_grad_ops: op %s is not a gradient op",
                    lt__op_name((lt_op)ins->op));
   }
   int rc = check_layout(ins, out, in);

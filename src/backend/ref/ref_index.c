@@ -77,7 +77,7 @@ static int one_hot(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   return LT_OK;
 }
 
-int ref_index(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__ref_index(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   switch (ins->op) {
   case LT_OP_GATHER:
     return gather(ins, out, in);
@@ -86,6 +86,6 @@ int ref_index(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   case LT_OP_ONE_HOT:
     return one_hot(ins, out, in);
   default:
-    return lt__err(LT_EEXEC, "ref_index: unexpected op %s", lt__op_name(ins->op));
+    return lt__err(LT_EEXEC, "lt__ref_index: unexpected op %s", lt__op_name(ins->op));
   }
 }

@@ -4,7 +4,7 @@
  * arithmetic, so overflow wraps as in torch instead of being undefined). */
 #include "ref.h"
 
-int ref_matmul(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__ref_matmul(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   const lt_buffer *a = in[0], *b = in[1];
   int nb = ins->ndim - 2;
   int64_t n = ins->shape[nb], m = ins->shape[nb + 1];

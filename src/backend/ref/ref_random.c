@@ -8,7 +8,7 @@
 #include "../../core/lt_philox.h"
 #include "ref.h"
 
-int ref_random(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__ref_random(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   uint64_t seed = (uint64_t)ref_geti(in[0], 0);
   int64_t n = out->numel;
   switch (ins->op) {

@@ -105,7 +105,7 @@ static double reduce_float(int op, const lt_buffer *in, const plan *p, int64_t o
     return row_min(in, p, o);
   case LT_OP_LOGSUMEXP:
     return row_logsumexp(in, p, o);
-  default: /* ruled out by ref_reduce_has_case */
+  default: /* ruled out by lt__ref_reduce_has_case */
     return NAN;
   }
 }
@@ -129,7 +129,7 @@ static int64_t reduce_int(int op, const lt_buffer *in, const plan *p, int64_t o)
       if (v > m) m = v;
     }
     return m;
-  default: /* LT_OP_MIN (ref_reduce sends no other op here) */
+  default: /* LT_OP_MIN (lt__ref_reduce sends no other op here) */
     m = INT64_MAX;
     for (int64_t r = 0; r < p->inner; r++) {
       int64_t v = ref_geti(in, in_index(p, o, r));
@@ -180,7 +180,7 @@ static void row_softmax(bool log_form, const lt_buffer *in, lt_buffer *out, cons
   }
 }
 
-bool ref_reduce_has_case(lt_op op) {
+bool lt__ref_reduce_has_case(lt_op op) {
   switch (op) {
   case LT_OP_SUM:
   case LT_OP_MEAN:
@@ -201,8 +201,8 @@ bool ref_reduce_has_case(lt_op op) {
   return false;
 }
 
-int ref_reduce(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
-  if (ins->op >= LT_OP_COUNT || !ref_reduce_has_case((lt_op)ins->op))
+int lt__ref_reduce(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+  if (ins->op >= LT_OP_COUNT || !lt__ref_reduce_has_case((lt_op)ins->op))
     return lt__err(LT_EEXEC, "ref: the reduction kernel has no case for op %s",
                    lt__op_name((lt_op)ins->op));
   if (ins->noperands != 1 || ins->nattrs < 1)
@@ -251,7 +251,7 @@ int ref_reduce(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
       ref_setf(out, o, reduce_float(ins->op, x, &p, o));
       break;
     default:
-      break; /* ruled out by ref_reduce_has_case above */
+      break; /* ruled out by lt__ref_reduce_has_case above */
     }
   }
   return LT_OK;

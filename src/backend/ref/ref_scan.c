@@ -1,13 +1,13 @@
 /* ref kernels for the ops along one axis whose result has the operand's
- * shape: the scan LT_OP_CUMSUM (ref_scan; attrs[0] = axis, attrs[1] =
- * reverse) and LT_OP_ARGSORT (ref_sort; attrs[0] = axis, attrs[1] =
+ * shape: the scan LT_OP_CUMSUM (lt__ref_scan; attrs[0] = axis, attrs[1] =
+ * reverse) and LT_OP_ARGSORT (lt__ref_sort; attrs[0] = axis, attrs[1] =
  * descending). Both walk the operand as lines along the axis.
  *
  * cumsum: out[..., j, ...] = in[..., 0, ...] + ... + in[..., j, ...] along the axis
  * (reverse: the sum from j to the end). The builder gives the operand the
  * result's dtype (PyTorch's rule: bool and integers accumulate in i64), so
  * floats add in double and integers in uint64 (two's complement wrap instead
- * of the undefined signed overflow, as ref_reduce's sums). NaN and infinities
+ * of the undefined signed overflow, as lt__ref_reduce's sums). NaN and infinities
  * propagate along the rest of the line as in any running sum. */
 #include <math.h>
 #include <stdlib.h>
@@ -63,7 +63,7 @@ static void scan_line(const lt_buffer *in, lt_buffer *out, const line_plan *p, i
   }
 }
 
-int ref_scan(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__ref_scan(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   if (ins->op != LT_OP_CUMSUM)
     return lt__err(LT_EEXEC, "ref: the scan kernel has no case for op %s",
                    lt__op_name((lt_op)ins->op));
@@ -142,7 +142,7 @@ static void sort_line(const lt_buffer *in, lt_buffer *out, const line_plan *p, i
   for (int64_t j = 0; j < p->n; j++) ref_seti(out, base + j * p->inner, items[j].idx);
 }
 
-int ref_sort(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__ref_sort(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   if (ins->op != LT_OP_ARGSORT)
     return lt__err(LT_EEXEC, "ref: the sort kernel has no case for op %s",
                    lt__op_name((lt_op)ins->op));

@@ -90,7 +90,7 @@ static int do_pad(const lt_instr *ins, lt_buffer *out, const lt_buffer *in) {
   return LT_OK;
 }
 
-int ref_shape(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
+int lt__ref_shape(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   switch (ins->op) {
   case LT_OP_RESHAPE:
     return do_reshape(out, in[0]);
@@ -105,6 +105,6 @@ int ref_shape(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   case LT_OP_PAD:
     return do_pad(ins, out, in[0]);
   default:
-    return lt__err(LT_EEXEC, "ref_shape: op %s is not a shape op", lt__op_name((lt_op)ins->op));
+    return lt__err(LT_EEXEC, "lt__ref_shape: op %s is not a shape op", lt__op_name((lt_op)ins->op));
   }
 }
