@@ -481,7 +481,7 @@ static node_at find_node(const uint8_t *b, size_t sec, const char *want) {
     node_at n = {.at = pos};
     uint16_t num = (uint16_t)(b[pos] | b[pos + 1] << 8);
     for (uint32_t k = 0; k < nused; k++)
-      if (nums[k] == num) snprintf(n.op, sizeof n.op, "%s", names[k]);
+      if (nums[k] == num) memcpy(n.op, names[k], sizeof n.op); /* both 32 bytes */
     n.ndim = b[pos + 3];
     int nops = b[pos + 4] | b[pos + 5] << 8;
     n.nattrs = b[pos + 6] | b[pos + 7] << 8;
