@@ -91,9 +91,9 @@ static int check_row(lt_op op, lt_dtype dt, lt_node *const *operands, int nopera
     return lt__err(LT_EINVAL, "internal: node of unknown op %d", (int)op);
   if (!lt__op_arity_ok(op, (uint32_t)noperands))
     return lt__err(LT_EINVAL, "internal: op %s given %d operands", lt__op_name(op), noperands);
-  lt_dtype want = noperands ? lt__op_result_dtype(
-                                  op, (lt_dtype)operands[lt__op_dtype_operand(op)]->dtype, dt)
-                            : dt;
+  lt_dtype want =
+      noperands ? lt__op_result_dtype(op, (lt_dtype)operands[lt__op_dtype_operand(op)]->dtype, dt)
+                : dt;
   if (want != dt)
     return lt__err(LT_EINVAL, "internal: op %s made a %s result where the op table says %s",
                    lt__op_name(op), lt_dtype_name(dt), lt_dtype_name(want));
