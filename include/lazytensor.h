@@ -694,6 +694,34 @@ LT_API void lt_cache_clear(void);
 /* Write a text report of every metric; returns the length it needs (snprintf style). */
 LT_API int lt_metrics_report(char *buf, size_t n);
 
+/* Cost analysis (docs/COST.md), as XLA's cost_analysis() and PyTorch's
+ * FlopCounterMode: the executor counts each graph's cost from its IR.
+ * flops: the products only (matmul, attention, convolutions and their
+ * gradients), 2 per multiply-add, as MFU counts them; bytes: every op reads
+ * its operands and writes its result once (the unfused graph's traffic;
+ * leaves and strided views move nothing). The counters ExecutedFlops and
+ * ExecutedBytes sum them over every execution (lt_counters_reset zeroes
+ * them). */
+typedef struct lt_cost {
+  double flops;
+  double bytes;
+} lt_cost;
+/* The cost of the graph that syncing ts would run (their pending graphs;
+ * nothing is compiled or run; tensors without one add nothing). */
+LT_API int lt_get_graph_cost(lt_tensor *const *ts, int n, lt_cost *out);
+/* The cost of the graph last executed on dev (zeros before the first); read
+ * it after lt_wait_device_ops, as an execution in flight may be writing it. */
+LT_API int lt_get_last_cost(lt_device dev, lt_cost *out);
+/* The sum over every execution since start or lt_counters_reset. */
+LT_API int lt_get_executed_cost(lt_cost *out);
+/* The f32 multiply-add peak of `threads` cores in GFLOP/s (0: as many as the
+ * cpu backend runs on): threads x one core's peak, which is measured once per
+ * process (a few milliseconds of the widest vector FMA the CPU has) unless
+ * LT_PEAK_GFLOPS gives it. MFU = FLOPs / seconds / 1e9 / peak. LT_ENOTFOUND
+ * on a CPU without vector FMA and no LT_PEAK_GFLOPS; LT_EINVAL for a bad
+ * LT_PEAK_GFLOPS. */
+LT_API int lt_get_fma_peak(int threads, double *gflops);
+
 /* ---- deprecated names ------------------------------------------------------------------- */
 /* The names before the naming rule above, for existing programs (source
  * compatible; the shared library no longer exports them). */

@@ -29,6 +29,8 @@ typedef enum lt_counter_id {
   LT_CTR_PERSISTENT_WRITE_FAIL, /* stores that failed (read-only dir, full disk, ...) */
   LT_CTR_KERNEL_COMPILE,        /* cpu backend: kernels compiled by LLVM */
   LT_CTR_KERNEL_CACHE_HIT, /* cpu backend: kernels of a new executable found compiled already */
+  LT_CTR_EXECUTED_FLOPS,   /* the cost analysis's FLOPs of each graph executed (exec/cost.h) */
+  LT_CTR_EXECUTED_BYTES,   /* and its bytes moved */
   LT_CTR_COUNT
 } lt_counter_id;
 

@@ -66,12 +66,16 @@
 #define LT__NOT_COMPARE(E, name, fam, ...) LT__OUTSIDE_ROW(COMPARE, E, fam)
 #define LT__NOT_REDUCE(E, name, fam, ...) LT__OUTSIDE_ROW(REDUCE, E, fam)
 #define LT__NOT_BINARY_COMPARE(E, name, fam, ...) LT__OUTSIDE2_ROW(BINARY, COMPARE, E, fam)
+#define LT__NOT_MATMUL_CONV(E, name, fam, ...) LT__OUTSIDE2_ROW(MATMUL, CONV, E, fam)
 
 /* The case labels of every op outside family F (UNARY, BINARY, COMPARE or
  * REDUCE), and of LT_OP_COUNT. */
 #define LT_OP_CASES_OUTSIDE(F) LT_OP_TABLE(LT__NOT_##F) case LT_OP_COUNT:
 /* The same outside binary arithmetic and comparisons together. */
 #define LT_OP_CASES_OUTSIDE_BINARY_COMPARE LT_OP_TABLE(LT__NOT_BINARY_COMPARE) case LT_OP_COUNT:
+/* The same outside contractions and convolutions (the cost analysis: every
+ * op of those families says whether it does multiply-adds). */
+#define LT_OP_CASES_OUTSIDE_MATMUL_CONV LT_OP_TABLE(LT__NOT_MATMUL_CONV) case LT_OP_COUNT:
 
 /* The unary ops that never reach an integer kernel: the builders give the
  * floating ones (DTYPE FLOAT in LT_UNARY_OPS, lazytensor_ops.h) a float

@@ -42,6 +42,8 @@ static const char *const kNames[LT_CTR_COUNT + 1] = {"CreateTensor",
                                                      "PersistentCacheWriteFailure",
                                                      "KernelCompile",
                                                      "KernelCacheHit",
+                                                     "ExecutedFlops",
+                                                     "ExecutedBytes",
                                                      NULL};
 _Static_assert(sizeof kNames / sizeof kNames[0] == LT_CTR_COUNT + 1, "one name per counter");
 

@@ -4,6 +4,7 @@
 #define LT_CACHE_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../backend/backend.h"
@@ -17,6 +18,11 @@ typedef struct lt_cache_entry {
   lt_graph_key key;
   const lt_backend *backend;
   lt_executable *exe;
+  /* The graph's cost analysis (cost.h), set at its first lookup with the
+   * graph at hand (calloc'd zeros until then); every graph of one key has
+   * the same cost, so racing setters agree. */
+  atomic_bool costed;
+  _Atomic int64_t flops, bytes;
   struct lt_cache_entry *bucket_next;
   struct lt_cache_entry *lru_prev, *lru_next;
 } lt_cache_entry;

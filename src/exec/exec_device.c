@@ -9,6 +9,7 @@
 #include "../core/lt_collective.h"
 #include "../core/lt_error.h"
 #include "coll_fingerprint.h"
+#include "cost.h"
 #include "exec_internal.h"
 #include "lt_metrics.h"
 
@@ -131,6 +132,8 @@ static int execute(lt_exec_job *job) {
      * storage the kernels are still writing. */
     for (int r = 0; r < job->nouts; r++) lt__buffer_publish(job->outs[r]);
     lt__count(LT_CTR_EXECUTE_COMPUTATION, 1);
+    lt__cost_executed(job->ctx->core->dev.index, atomic_load(&job->entry->flops),
+                      atomic_load(&job->entry->bytes));
     for (int i = 0; i < job->nparams; i++)
       if (atomic_load(&job->params[i]->state) == LT_BUF_DONATED)
         lt__count(LT_CTR_INPUT_OUTPUT_ALIAS, 1);

@@ -10,6 +10,7 @@
 #include "../core/lt_alloc.h"
 #include "../core/lt_dtype.h"
 #include "../core/lt_error.h"
+#include "cost.h"
 #include "debug.h"
 #include "disk_cache.h"
 #include "exec_internal.h"
@@ -292,6 +293,19 @@ static void inflight_done(lt_graph_key key) {
 
 static lt_cache_entry *compile_miss(const lt_backend *be, lt_graph_key key, const lt_graph *g);
 
+/* The cost of e's graph, g, once per entry (an executable loaded from a
+ * program file enters the cache before any graph is at hand). */
+static lt_cache_entry *with_cost(lt_cache_entry *e, const lt_graph *g) {
+  if (e && !atomic_load(&e->costed)) {
+    int64_t flops, bytes;
+    lt__graph_cost(g, &flops, &bytes);
+    atomic_store(&e->flops, flops);
+    atomic_store(&e->bytes, bytes);
+    atomic_store(&e->costed, true);
+  }
+  return e;
+}
+
 /* Compiles on a miss; returns a referenced cache entry or NULL with the error set. */
 static lt_cache_entry *find_or_compile(const lt_backend *be, lt_graph_key key, const lt_graph *g,
                                        const char *reason) {
@@ -302,11 +316,11 @@ static lt_cache_entry *find_or_compile(const lt_backend *be, lt_graph_key key, c
   lt__debug_graph(g, key, reason, e == NULL);
   if (e) {
     lt__count(LT_CTR_CACHED_COMPILE, 1);
-    return e;
+    return with_cost(e, g);
   }
   e = compile_miss(be, key, g);
   if (claimed) inflight_done(key);
-  return e;
+  return with_cost(e, g);
 }
 
 static lt_cache_entry *compile_miss(const lt_backend *be, lt_graph_key key, const lt_graph *g) {
@@ -613,6 +627,47 @@ static int warmup(lt_tensor *const *ts, int n, bool step, const char *fn) {
   int rc = lt__device_acquire(ctx, false);
   if (rc != LT_OK) return rc;
   rc = step ? warm_step(ctx, dev, ts, n, fn) : warm_read(ctx, dev, ts, n, fn);
+  lt__device_release(ctx);
+  return rc;
+}
+
+/* lt_get_graph_cost: the pending graph of ts walked as a sync would walk
+ * it, nothing compiled or run. */
+int lt_get_graph_cost(lt_tensor *const *ts, int n, lt_cost *out) {
+  const char *fn = "lt_get_graph_cost";
+  if (n < 0 || (n > 0 && !ts)) return lt__err(LT_EINVAL, "%s: bad tensor list", fn);
+  if (!out) return lt__err(LT_EINVAL, "%s: out is NULL", fn);
+  for (int i = 0; i < n; i++)
+    if (lt__tensor_check(fn, ts[i]) != LT_OK) return LT_EINVAL;
+  if (n == 0) {
+    *out = (lt_cost){0, 0};
+    return LT_OK;
+  }
+  lt_device dev = ts[0]->dev;
+  for (int i = 1; i < n; i++)
+    if (!lt__device_equal(ts[i]->dev, dev))
+      return lt__err(LT_EDEVICE, "%s: tensors on different devices", fn);
+  lt_exec_dev *ctx = lt__exec_dev(fn, dev);
+  if (!ctx) return LT_EDEVICE;
+  int rc = lt__device_acquire(ctx, false); /* the walk marks nodes and buffers */
+  if (rc != LT_OK) return rc;
+  exec_scratch *S = scratch_self();
+  lt_tensor **sel = S ? scratch_get(&S->tensors, (size_t)n * sizeof *sel) : NULL;
+  lt_node **roots = S ? scratch_get(&S->roots, (size_t)n * sizeof *roots) : NULL;
+  int nsel = sel && roots ? collect(ts, n, false, sel, roots) : -1;
+  post_order po;
+  lt__graph_lock(ctx);
+  rc = nsel < 0    ? lt__err(LT_ENOMEM, "%s: out of memory", fn)
+       : nsel == 0 ? (po.nnodes = 0, LT_OK)
+                   : walk(roots, nsel, &po);
+  if (rc == LT_ENOMEM && nsel >= 0) lt__err(LT_ENOMEM, "%s: out of memory", fn);
+  if (rc == LT_OK) {
+    lt_graph g = {.nodes = po.nodes, .nnodes = po.nnodes};
+    int64_t flops, bytes;
+    lt__graph_cost(&g, &flops, &bytes);
+    *out = (lt_cost){(double)flops, (double)bytes};
+  }
+  lt__graph_unlock(ctx);
   lt__device_release(ctx);
   return rc;
 }
