@@ -24,6 +24,12 @@
  * trace: from the step's first op to lt_mark_step's return (tracing, graph
  * hashing, the cache lookup, queueing), measured on steps that start with the
  * device idle; exec: the executions' mean ExecuteTime over those steps.
+ * After those lines, each model prints its model FLOPs utilisation:
+ *   bench train_step_<model>_mfu <GFLOP/s> ratio <mfu> vs fma_peak
+ * (<model>: mlp, cnn or gpt): the FLOPs of a step from the executor's cost
+ * analysis (the ExecutedFlops counter over the run's steps, docs/COST.md)
+ * per median step time, in GFLOP/s, and that over the FMA peak of the
+ * threads used (lt_get_fma_peak: threads x one core's measured peak).
  * Backend: --backend ref|cpu, else $LT_BACKEND. A step's time is the wall
  * time between successive lt_mark_step returns: with asynchronous execution
  * that is the steady-state cost of a step (tracing overlaps the last one). */
@@ -106,6 +112,28 @@ static void print_step_lines(const char *name, double ours, double our_rss, cons
   }
 }
 
+/* The executor's FLOPs so far (the cost analysis of every graph run). */
+static double executed_flops(void) {
+  lt_cost c = {0, 0};
+  lt_get_executed_cost(&c);
+  return c.flops;
+}
+
+/* The MFU line of a step of step_flops FLOPs and a median of ms. */
+static void print_mfu(const char *model, double step_flops, double ms, const char *threads) {
+  double peak = 0, one = 0;
+  if (lt_get_fma_peak(atoi(threads), &peak) != LT_OK || lt_get_fma_peak(1, &one) != LT_OK) {
+    printf("# no fma_peak: %s\n", lt_last_error());
+    return;
+  }
+  double gflops = step_flops / (ms * 1e-3) / 1e9;
+  printf("bench train_step_%s_mfu %.1f ratio %.3f vs fma_peak\n", model, gflops, gflops / peak);
+  printf(
+      "# mfu: %.3f GFLOP a step (cost analysis), %.1f GFLOP/s achieved; fma_peak %.1f GFLOP/s "
+      "(%s thread(s) x one core's %.1f)\n",
+      step_flops / 1e9, gflops, peak, threads, one);
+}
+
 /* One training step of the CNN (training mode: batch statistics, dropout);
  * the loss (owned by the open scope) or NULL. */
 static lt_tensor *cnn_step(train_model *m, lt_nn_optim *opt, lt_tensor *x, lt_tensor *y) {
@@ -149,6 +177,7 @@ static int gpt_main(const char *threads, const char *be, torch_run peer, torch_r
   if (gpt_trainer_init(&tr, dev, &text, &c, GPT_BATCH, 1e-3, 0.1, 1.0, 1) != LT_OK)
     return die("model");
   if (lt_mark_step(dev) != LT_OK || lt_wait_device_ops(dev) != LT_OK) return die("init");
+  double flops0 = executed_flops();
   double times[WARMUP + STEPS], last = bench_now_ms();
   lt_tensor *loss_keep = NULL;
   for (int s = 0; s < WARMUP + STEPS; s++) {
@@ -168,6 +197,7 @@ static int gpt_main(const char *threads, const char *be, torch_run peer, torch_r
   double trace[TRACE_STEPS];
   lt_metric_stats e0, e1;
   if (lt_wait_device_ops(dev) != LT_OK) return die("wait");
+  double step_flops = (executed_flops() - flops0) / (WARMUP + STEPS);
   lt_get_metric("ExecuteTime", &e0);
   for (int s = 0; s < TRACE_STEPS; s++) {
     double t0 = bench_now_ms();
@@ -204,6 +234,7 @@ static int gpt_main(const char *threads, const char *be, torch_run peer, torch_r
   printf("bench %s_trace %.3f ms ratio %.3f vs exec\n", name, trace_ms, trace_ms / exec_ms);
   printf("# trace: median of %d steps started on an idle device; exec: mean ExecuteTime %.3f ms\n",
          TRACE_STEPS, exec_ms);
+  print_mfu("gpt", step_flops, ours, threads);
   return 0;
 }
 
@@ -286,6 +317,7 @@ int main(int argc, char **argv) {
     if (lt_nn_loader_next(loader, &bx[b], &by[b]) != 1) return die("batch");
   /* host data: this step barrier uploads them all */
   if (lt_mark_step(dev) != LT_OK || lt_wait_device_ops(dev) != LT_OK) return die("upload");
+  double flops0 = executed_flops();
   double times[WARMUP + STEPS], last = bench_now_ms();
   lt_tensor *loss_keep = NULL;
   for (int s = 0; s < WARMUP + STEPS; s++) {
@@ -302,6 +334,7 @@ int main(int argc, char **argv) {
     last = t;
   }
   if (lt_wait_device_ops(dev) != LT_OK) return die("wait");
+  double step_flops = (executed_flops() - flops0) / (WARMUP + STEPS);
   double final_loss = NAN;
   lt_item(loss_keep, 0, &final_loss);
   lt_release(loss_keep);
@@ -336,5 +369,6 @@ int main(int argc, char **argv) {
 
   const char *name = cnn ? "train_step_cnn" : "train_step";
   print_step_lines(name, ours, our_rss, &peer, &best, threads);
+  print_mfu(cnn ? "cnn" : "mlp", step_flops, ours, threads);
   return 0;
 }

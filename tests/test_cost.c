@@ -287,6 +287,7 @@ static void test_peak(void **state) {
   assert_int_equal(rc, LT_OK);
   /* any core of the last decade: at least one 128-bit FMA a cycle at 1 GHz
    * (8 GFLOP/s), at most two 512-bit ones at 6 GHz (384 GFLOP/s) */
+  print_message("  one core's f32 FMA peak: %.1f GFLOP/s\n", one);
   if (!(one >= 8 && one <= 384)) fail_msg("one core's peak %.1f GFLOP/s", one);
   assert_int_equal(lt_get_fma_peak(2, &two), LT_OK);
   assert_true(two == 2 * one); /* measured once: the same core figure */

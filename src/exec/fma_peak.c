@@ -24,7 +24,7 @@
 #define FMA_X86 1
 #endif
 
-enum { REPS = 8, ITERS = 1 << 15 };
+enum { REPS = 8, ITERS = 1 << 17 };
 
 #ifdef FMA_X86
 /* Each function times REPS repetitions of ITERS rounds over its chains and

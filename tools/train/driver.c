@@ -138,4 +138,18 @@ void driver_print_summary(void) {
   printf("summary: trace %.1f ms, lock wait %.1f ms, compile %.1f ms, execute %.1f ms\n",
          metric_ms("TraceTime"), metric_ms("DeviceLockWait"), metric_ms("CompileTime"),
          metric_ms("ExecuteTime"));
+  /* Model FLOPs utilisation (docs/COST.md): the executor's cost analysis of
+   * every graph run, over the time the executions took, against the FMA
+   * peak of the threads the library runs on. */
+  lt_cost cost;
+  double exec_ms = metric_ms("ExecuteTime"), peak = 0;
+  if (lt_get_executed_cost(&cost) != LT_OK || !(exec_ms > 0)) return;
+  double gflops = cost.flops / exec_ms / 1e6;
+  if (lt_get_fma_peak(0, &peak) == LT_OK)
+    printf(
+        "summary: achieved %.1f GFLOP/s, MFU %.3f (%.3g GFLOP executed; FMA peak %.1f GFLOP/s)\n",
+        gflops, gflops / peak, cost.flops / 1e9, peak);
+  else
+    printf("summary: achieved %.1f GFLOP/s (%.3g GFLOP executed), no MFU: %s\n", gflops,
+           cost.flops / 1e9, lt_last_error());
 }
