@@ -4,6 +4,8 @@
  * time, then the training steps of lazytensor-train's three models (MLP, CNN,
  * GPT) as they execute; and the multiply-add peak MFU divides by. */
 #include <math.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "test_util.h"
 #include "../src/ops/op_attention.h"
@@ -143,6 +145,25 @@ static void test_attention(void **state) {
   expect_executed(ts, 4, all);
 }
 
+/* A program's runs count as the sync they replace. */
+static void test_program_run(void **state) {
+  (void)state;
+  lt_tensor *a = tu_wave_f32(1, (int64_t[]){4, 6}, 2), *b = tu_wave_f32(2, (int64_t[]){6, 3}, 2);
+  lt_tensor *y = lt_matmul(a, b);
+  lt_tensor *ins[2] = {a, b};
+  lt_program *p = lt_program_create(&y, 1, ins, 2);
+  assert_non_null(p);
+  double before = executed_flops();
+  lt_tensor *out = NULL;
+  assert_int_equal(lt_program_run(p, ins, 2, &out), LT_OK);
+  lt_cost last = {-1, -1};
+  assert_int_equal(lt_get_last_cost(CPU0, &last), LT_OK);
+  assert_true(last.flops == 2.0 * 4 * 6 * 3);
+  assert_true(executed_flops() - before == 2.0 * 4 * 6 * 3);
+  lt_release(out);
+  lt_program_free(p);
+}
+
 /* ---- the training steps of lazytensor-train's models ---- */
 
 /* The FLOPs that one training step of m executes: step traces forward,
@@ -276,6 +297,36 @@ static void test_gpt_step(void **state) {
 
 /* ---- the peak, and bad input ---- */
 
+/* lt_get_fma_peak(threads) in a child whose LT_PEAK_GFLOPS is env (the
+ * peak is read once per process): exits 0 when the status is want_rc and,
+ * on success, the peak want. */
+static void peak_child(const char *env, int threads, int want_rc, double want) {
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    setenv("LT_PEAK_GFLOPS", env, 1);
+    double got = -1;
+    int rc = lt_get_fma_peak(threads, &got);
+    bool ok = rc == want_rc && (rc != LT_OK || got == want) &&
+              (rc == LT_OK || strstr(lt_last_error(), "LT_PEAK_GFLOPS"));
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    fail_msg("LT_PEAK_GFLOPS=%s, %d threads: not status %d, peak %g", env, threads, want_rc, want);
+}
+
+static void test_peak_from_env(void **state) {
+  (void)state;
+  peak_child("100", 3, LT_OK, 300); /* one core's peak, times the threads */
+  peak_child("12.5", 1, LT_OK, 12.5);
+  peak_child("fast", 1, LT_EINVAL, 0);
+  peak_child("-4", 2, LT_EINVAL, 0);
+  peak_child("1e999", 2, LT_EINVAL, 0);
+}
+
 static void test_peak(void **state) {
   (void)state;
   double one = 0, two = 0, all = 0;
@@ -334,11 +385,11 @@ static void test_report_and_reset(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      CTEST(test_matmul),   CTEST(test_memory_bound_ops),
-      CTEST(test_conv2d),   CTEST(test_attention),
-      CTEST(test_mlp_step), CTEST(test_cnn_step),
-      CTEST(test_gpt_step), CTEST(test_peak),
-      CTEST(test_errors),   CTEST(test_report_and_reset),
+      CTEST(test_peak_from_env), /* before the parent's own peak: forks copy it */
+      CTEST(test_matmul),        CTEST(test_memory_bound_ops), CTEST(test_conv2d),
+      CTEST(test_attention),     CTEST(test_mlp_step),         CTEST(test_cnn_step),
+      CTEST(test_gpt_step),      CTEST(test_program_run),      CTEST(test_peak),
+      CTEST(test_errors),        CTEST(test_report_and_reset),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
