@@ -654,13 +654,12 @@ int lt_get_graph_cost(lt_tensor *const *ts, int n, lt_cost *out) {
   exec_scratch *S = scratch_self();
   lt_tensor **sel = S ? scratch_get(&S->tensors, (size_t)n * sizeof *sel) : NULL;
   lt_node **roots = S ? scratch_get(&S->roots, (size_t)n * sizeof *roots) : NULL;
+  /* no upload: collect cannot fail, and tensors without a pending graph add nothing */
   int nsel = sel && roots ? collect(ts, n, false, sel, roots) : -1;
-  post_order po;
+  post_order po = {.nnodes = 0};
   lt__graph_lock(ctx);
-  rc = nsel < 0    ? lt__err(LT_ENOMEM, "%s: out of memory", fn)
-       : nsel == 0 ? (po.nnodes = 0, LT_OK)
-                   : walk(roots, nsel, &po);
-  if (rc == LT_ENOMEM && nsel >= 0) lt__err(LT_ENOMEM, "%s: out of memory", fn);
+  rc = nsel > 0 ? walk(roots, nsel, &po) : nsel == 0 ? LT_OK : LT_ENOMEM;
+  if (rc == LT_ENOMEM) lt__err(LT_ENOMEM, "%s: out of memory", fn);
   if (rc == LT_OK) {
     lt_graph g = {.nodes = po.nodes, .nnodes = po.nnodes};
     int64_t flops, bytes;
