@@ -105,6 +105,14 @@ static inline int64_t lt__f2int(double v, int64_t lo, int64_t hi, lt_f2i_rule ru
 LT_DTYPE_TABLE(LT__DT_ACCESS)
 #undef LT__DT_ACCESS
 
+/* One element of any dtype: a scratch element, as large and as aligned as
+ * every row's C type, for a value stored once and then copied by its bytes. */
+#define LT__DT_MEMBER(E, NAME, TORCH, T, ...) T e_##E;
+typedef union lt_dtype_elem {
+  LT_DTYPE_TABLE(LT__DT_MEMBER)
+} lt_dtype_elem;
+#undef LT__DT_MEMBER
+
 /* ---- the traits of one dtype ---- */
 typedef struct lt_dtype_info {
   const char *name;       /* "f32" (lt_dtype_name) */
