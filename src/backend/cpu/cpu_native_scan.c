@@ -89,8 +89,9 @@ int lt__cpu_native_cumsum(const lt_instr *ins, lt_buffer *out, lt_buffer *const 
   case LT_I8:
     return DECLINE;
   case LT_NUM_DTYPES:
-    return no_dtype_loop(ins, x->dtype);
+    break;
   }
+  if (!c.line) return no_dtype_loop(ins, x->dtype); /* not a dtype */
   if (!out->numel) return LT_OK;
   par_cols(c.line, &c, &c.p);
   return LT_OK;
