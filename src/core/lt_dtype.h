@@ -23,6 +23,20 @@
 
 #include "lazytensor.h"
 
+/* Code that truly differs per dtype (a typed loop, an LLVM or MPI type)
+ * switches on the dtype as
+ *
+ *   switch ((lt_dtype)dt) {
+ *   case LT_F32: ...
+ *   ...one case per row...
+ *   case LT_NUM_DTYPES: break;   (not a dtype: refused after the switch)
+ *   }
+ *
+ * with no default label, so a row added to the table and forgotten in such a
+ * switch is a build error ("enumeration value 'LT_BF16' not handled in
+ * switch": -Wswitch, made an error here), never another dtype's loop. */
+#pragma GCC diagnostic error "-Wswitch"
+
 /* clang-format off */
 #define LT_DTYPE_TABLE(X) \
   X(BOOL, "bool", "bool",    uint8_t, BOOL,  NONE, 0,         1)         \
