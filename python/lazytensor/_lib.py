@@ -93,6 +93,8 @@ _SIGS = {
     "lt_release": (None, [T]),
     "lt_device_live_tensors": (I64, [Device]),
     "lt_get_dtype": (I, [T]),
+    "lt_dtype_name": (ctypes.c_char_p, [I]),
+    "lt_dtype_size": (ctypes.c_size_t, [I]),
     "lt_ndim": (I, [T]),
     "lt_shape": (P64, [T]),
     "lt_numel": (I64, [T]),

@@ -11,12 +11,14 @@ import numpy as np
 from . import _lib
 from ._lib import lib
 
+# The library's dtype ids (lt_dtype) and their numpy types: the one list of
+# dtypes here (tests/python/test_dtypes.py checks it against the library's
+# table: every id, its size and kind). Names as torch's (numpy's) follow.
 BOOL, I32, I64, F32, F64, U8, I8 = range(7)
 _NP = {BOOL: np.bool_, I32: np.int32, I64: np.int64, F32: np.float32, F64: np.float64,
        U8: np.uint8, I8: np.int8}
 _FROM_NP = {np.dtype(v): k for k, v in _NP.items()}
-_NAMES = {BOOL: "bool", I32: "int32", I64: "int64", F32: "float32", F64: "float64",
-          U8: "uint8", I8: "int8"}
+_NAMES = {k: np.dtype(v).name for k, v in _NP.items()}  # "float32", "bool", ...
 float32, float64, int32, int64, bool_, uint8, int8 = F32, F64, I32, I64, BOOL, U8, I8
 
 _CPU = lib.lt_cpu(0)

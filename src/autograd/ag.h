@@ -65,8 +65,6 @@ lt_node *lt__ag_merge_blocks(lt_node *a, lt_node *b);
 static inline lt_node *ag_ref(const lt_node *n) { return lt__node_retain((lt_node *)n); }
 /* The node's k-th operand, retained. */
 static inline lt_node *ag_arg(const lt_node *n, int k) { return ag_ref(n->operands[k].node); }
-static inline bool ag_is_float(const lt_node *n) {
-  return n->dtype == LT_F32 || n->dtype == LT_F64;
-}
+static inline bool ag_is_float(const lt_node *n) { return lt__is_float(n->dtype); }
 
 #endif

@@ -23,6 +23,20 @@
 
 #include "lazytensor.h"
 
+/* Code that truly differs per dtype (a typed loop, an LLVM or MPI type)
+ * switches on the dtype as
+ *
+ *   switch ((lt_dtype)dt) {
+ *   case LT_F32: ...
+ *   ...one case per row...
+ *   case LT_NUM_DTYPES: break;   (not a dtype: refused after the switch)
+ *   }
+ *
+ * with no default label, so a row added to the table and forgotten in such a
+ * switch is a build error ("enumeration value 'LT_BF16' not handled in
+ * switch": -Wswitch, made an error here), never another dtype's loop. */
+#pragma GCC diagnostic error "-Wswitch"
+
 /* clang-format off */
 #define LT_DTYPE_TABLE(X) \
   X(BOOL, "bool", "bool",    uint8_t, BOOL,  NONE, 0,         1)         \
@@ -104,6 +118,14 @@ static inline int64_t lt__f2int(double v, int64_t lo, int64_t hi, lt_f2i_rule ru
   }
 LT_DTYPE_TABLE(LT__DT_ACCESS)
 #undef LT__DT_ACCESS
+
+/* One element of any dtype: a scratch element, as large and as aligned as
+ * every row's C type, for a value stored once and then copied by its bytes. */
+#define LT__DT_MEMBER(E, NAME, TORCH, T, ...) T e_##E;
+typedef union lt_dtype_elem {
+  LT_DTYPE_TABLE(LT__DT_MEMBER)
+} lt_dtype_elem;
+#undef LT__DT_MEMBER
 
 /* ---- the traits of one dtype ---- */
 typedef struct lt_dtype_info {

@@ -208,15 +208,12 @@ static lt_tensor *where_local(lt_tensor *cond, lt_tensor *a, lt_tensor *b) {
  * (truncated toward zero, as a cast would, and saturated to the dtype's range).
  * Returns false when the bound cannot bind any value (it is no bound). */
 static bool int_bound(lt_dtype dt, double v, bool lower, double *out) {
-  double lo = dt == LT_I32 ? -2147483648.0 : -9223372036854775808.0;
-  /* Largest value the dtype holds (i64: INT64_MAX rounds up to 2^63 as a double). */
-  double top = dt == LT_I32 ? 2147483647.0 : 9223372036854775808.0;
-  /* Largest double that converts to the dtype without overflow. */
-  double maxrep = dt == LT_I32 ? 2147483647.0 : 9223372036854774784.0; /* 2^63 - 1024 */
-  if (dt == LT_U8 || dt == LT_I8) { /* a bound outside must not wrap into the range */
-    lo = dt == LT_U8 ? 0.0 : -128.0;
-    top = maxrep = dt == LT_U8 ? 255.0 : 127.0;
-  }
+  /* The dtype's range (a bound outside must not wrap into it); the largest
+   * value it holds as a double (i64: INT64_MAX rounds up to 2^63). */
+  const lt_dtype_info *t = lt__dtype_info(dt);
+  double lo = t->min_f64, top = t->max_f64;
+  /* Largest double that converts to the dtype without overflow (i64: 2^63 - 1024). */
+  double maxrep = top >= 9223372036854775808.0 ? nextafter(top, 0.0) : top;
   if (lower && v <= lo) return false;
   if (!lower && v >= top) return false;
   v = trunc(v);

@@ -86,8 +86,9 @@ SCAT(scat_u32, uint32_t, uint32_t, ADD_SUM) /* i32 */
 SCAT(scat_u8, uint8_t, uint8_t, ADD_SUM)    /* u8, i8 */
 SCAT(scat_bool, uint8_t, uint8_t, ADD_OR)
 
+/* The loop of dtype dt; NULL when dt is not a dtype. */
 static cols_fn scat_for(int dt) {
-  switch (dt) {
+  switch ((lt_dtype)dt) {
   case LT_F32:
     return scat_f32;
   case LT_F64:
@@ -98,9 +99,13 @@ static cols_fn scat_for(int dt) {
     return scat_u32;
   case LT_BOOL:
     return scat_bool;
-  default: /* u8, i8 */
+  case LT_U8:
+  case LT_I8:
     return scat_u8;
+  case LT_NUM_DTYPES:
+    break;
   }
+  return NULL;
 }
 
 /* scatter_add's index values [lo, hi): each within the output's axis. */
@@ -207,6 +212,7 @@ int lt__cpu_native_scatter(const lt_instr *ins, lt_buffer *out, lt_buffer *const
                 .osize = out->shape[axis],
                 .same_inner = true,
                 .cols = scat_for(out->dtype)};
+  if (!c.cols) return no_dtype_loop(ins, out->dtype);
   atomic_init(&c.bad, 0);
   lt__row_major_strides(out->shape, nd, c.ostride);
   for (int d = axis + 1; d < nd; d++) c.same_inner = c.same_inner && src->shape[d] == out->shape[d];
@@ -238,10 +244,16 @@ int lt__cpu_native_scatter(const lt_instr *ins, lt_buffer *out, lt_buffer *const
 
 /* ---- unslice ------------------------------------------------------------------------------ */
 
+struct unslice_ctx;
+/* n src elements from index i0 to output elements base, base + step, ... */
+typedef void (*unslice_fn)(const struct unslice_ctx *c, int64_t base, int64_t step, int64_t i0,
+                           int64_t n);
+
 typedef struct unslice_ctx {
   const char *x;
   char *y;
-  int dt, nd;
+  unslice_fn row; /* the copy of the dtype */
+  int nd;
   const int64_t *sshape, *starts, *steps;
   int64_t ostride[LT_MAX_DIMS];
   int64_t L; /* src's last axis */
@@ -267,27 +279,26 @@ UNSLICE_RUN(unslice_8, uint64_t, FIX_NONE)
 UNSLICE_RUN(unslice_4, uint32_t, FIX_NONE)
 UNSLICE_RUN(unslice_1, uint8_t, FIX_NONE)
 
-static void unslice_row(const unslice_ctx *c, int64_t base, int64_t step, int64_t i0, int64_t n) {
-  switch (c->dt) {
+/* The copy of dtype dt; NULL when dt is not a dtype. */
+static unslice_fn unslice_for(int dt) {
+  switch ((lt_dtype)dt) {
   case LT_F32:
-    unslice_f32(c, base, step, i0, n);
-    break;
+    return unslice_f32;
   case LT_F64:
-    unslice_f64(c, base, step, i0, n);
-    break;
+    return unslice_f64;
   case LT_BOOL:
-    unslice_bool(c, base, step, i0, n);
-    break;
+    return unslice_bool;
   case LT_I64:
-    unslice_8(c, base, step, i0, n);
-    break;
+    return unslice_8;
   case LT_I32:
-    unslice_4(c, base, step, i0, n);
-    break;
-  default:
-    unslice_1(c, base, step, i0, n);
+    return unslice_4;
+  case LT_U8:
+  case LT_I8:
+    return unslice_1;
+  case LT_NUM_DTYPES:
     break;
   }
+  return NULL;
 }
 
 /* src elements [lo, hi), a row (all axes but the last) at a time. */
@@ -301,7 +312,7 @@ static void unslice_chunk(void **slots, int64_t lo, int64_t hi) {
       R /= c->sshape[d];
     }
     base += c->starts[last] + col * c->steps[last];
-    unslice_row(c, base, c->steps[last], i, end - i);
+    c->row(c, base, c->steps[last], i, end - i);
     i = end;
   }
 }
@@ -319,17 +330,18 @@ int lt__cpu_native_unslice(const lt_instr *ins, lt_buffer *out, lt_buffer *const
       return DECLINE;
   unslice_ctx c = {.x = src->data,
                    .y = out->data,
-                   .dt = out->dtype,
+                   .row = unslice_for(out->dtype),
                    .nd = nd,
                    .sshape = src->shape,
                    .starts = starts,
                    .steps = steps,
                    .L = nd ? src->shape[nd - 1] : 1};
+  if (!c.row) return no_dtype_loop(ins, out->dtype);
   if (!out->numel) return LT_OK;
   zero_elems(out->data, esize(out->dtype), out->numel);
   if (!src->numel) return LT_OK;
   if (nd == 0) {
-    unslice_row(&c, 0, 1, 0, 1);
+    c.row(&c, 0, 1, 0, 1);
     return LT_OK;
   }
   lt__row_major_strides(out->shape, nd, c.ostride);

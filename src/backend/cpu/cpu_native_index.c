@@ -172,7 +172,7 @@ typedef struct onehot_ctx {
   char *y;
   size_t es;
   int64_t nc;
-  unsigned char one[8];
+  lt_dtype_elem one;
   atomic_int bad;
 } onehot_ctx;
 
@@ -187,7 +187,7 @@ static void onehot_chunk(void **slots, int64_t lo, int64_t hi) {
       atomic_store(&c->bad, 1);
       return;
     }
-    memcpy(c->y + (size_t)i * row + (size_t)v * c->es, c->one, c->es);
+    memcpy(c->y + (size_t)i * row + (size_t)v * c->es, &c->one, c->es);
   }
 }
 
@@ -195,6 +195,7 @@ int lt__cpu_native_one_hot(const lt_instr *ins, lt_buffer *out, lt_buffer *const
   const lt_buffer *index = in[0];
   if (ins->noperands != 1 || ins->nattrs < 1 || ins->attrs[0] <= 0 || !index_dtype(index->dtype))
     return DECLINE;
+  if (!lt__dtype_valid(out->dtype)) return no_dtype_loop(ins, out->dtype); /* no 1 to store */
   int64_t nc = ins->attrs[0];
   if (out->numel % nc || out->numel / nc != index->numel) return DECLINE;
   if (!out->numel) return LT_OK;
@@ -203,7 +204,7 @@ int lt__cpu_native_one_hot(const lt_instr *ins, lt_buffer *out, lt_buffer *const
                   .y = out->data,
                   .es = esize(out->dtype),
                   .nc = nc};
-  store_f(c.one, out->dtype, 1.0); /* ref_seti's 1 in every dtype */
+  lt__store_i64(out->dtype, &c.one, 0, 1); /* ref_seti's 1 in every dtype */
   atomic_init(&c.bad, 0);
   par(onehot_chunk, &c, index->numel, nc);
   return atomic_load(&c.bad) ? DECLINE : LT_OK;

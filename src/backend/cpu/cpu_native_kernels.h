@@ -1,6 +1,6 @@
 /* What the cpu backend's hand-written kernels share (cpu_native.h): the
  * helpers that split work over the pool, the [outer, n, inner] view of a shape
- * around one axis, the index dtypes, the float store of ref_setf, and each
+ * around one axis, the index dtypes, the refusal of a dtype, and each
  * family's kernel (one file each, split as src/backend/ref is):
  *   cpu_native_reduce.c    argmax / argmin
  *   cpu_native_scan.c      cumsum, argsort
@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include "../../core/lt_dtype.h"
+#include "../../core/lt_error.h"
+#include "../../core/lt_node.h"
 #include "cpu.h"
 #include "cpu_native.h"
 
@@ -85,35 +87,15 @@ static inline void par_cols(cols_fn fn, const void *ctx, const lines *p) {
   par(cols_chunk, &j, p->outer * j.nblk, p->n * min64(p->inner, BLOCK));
 }
 
-/* v stored at p in dtype dt, converted as ref_setf converts it. */
-static inline void store_f(void *p, int dt, double v) {
-  switch (dt) {
-  case LT_BOOL:
-    *(uint8_t *)p = v != 0;
-    break;
-  case LT_U8:
-  case LT_I8:
-    *(uint8_t *)p = (uint8_t)lt__f2i64(v);
-    break;
-  case LT_I32: {
-    int32_t x = (int32_t)v;
-    memcpy(p, &x, sizeof x);
-    break;
-  }
-  case LT_I64: {
-    int64_t x = (int64_t)v;
-    memcpy(p, &x, sizeof x);
-    break;
-  }
-  case LT_F32: {
-    float x = (float)v;
-    memcpy(p, &x, sizeof x);
-    break;
-  }
-  default:
-    memcpy(p, &v, sizeof v);
-    break;
-  }
+/* The refusal of a kernel for a dtype that is not a row of the dtype table
+ * (the executor hands these kernels table dtypes only, so an instruction
+ * decoded from bad bytes): an error naming the op and the dtype, never
+ * another dtype's loop. The kernels' switches over dtypes list every row and
+ * have no default, so a new row without its case fails the build (-Wswitch,
+ * part of -Wall); a row a kernel does not take declines to the fallback. */
+static inline int no_dtype_loop(const lt_instr *ins, int dt) {
+  return lt__err(LT_EDTYPE, "cpu: %s has no kernel for dtype %d (not a dtype)",
+                 lt__op_name((lt_op)ins->op), dt);
 }
 
 /* The kernels (cpu_native_fn), by family. */

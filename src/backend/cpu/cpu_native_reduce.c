@@ -66,8 +66,9 @@ ARGEXT(argmin_i8, int8_t, <, NAN_I)
 ARGEXT(argmax_u8, uint8_t, >, NAN_I) /* bool too */
 ARGEXT(argmin_u8, uint8_t, <, NAN_I)
 
+/* The loop of dtype dt; NULL when dt is not a dtype. */
 static cols_fn argext_for(int dt, bool max) {
-  switch (dt) {
+  switch ((lt_dtype)dt) {
   case LT_F32:
     return max ? argmax_f32 : argmin_f32;
   case LT_F64:
@@ -78,23 +79,30 @@ static cols_fn argext_for(int dt, bool max) {
     return max ? argmax_i32 : argmin_i32;
   case LT_I8:
     return max ? argmax_i8 : argmin_i8;
-  default: /* bool, u8 */
+  case LT_BOOL:
+  case LT_U8:
     return max ? argmax_u8 : argmin_u8;
+  case LT_NUM_DTYPES:
+    break;
   }
+  return NULL;
 }
 
 int lt__cpu_native_argext(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   const lt_buffer *x = in[0];
   int axis = axis_attr(ins, x->ndim);
   if (ins->noperands != 1 || axis < 0 || out->dtype != LT_I64) return DECLINE;
-  argext_ctx c = {.x = x->data, .out = out->data, .p = split_at(x->shape, x->ndim, axis)};
+  argext_ctx c = {.x = x->data,
+                  .out = out->data,
+                  .p = split_at(x->shape, x->ndim, axis),
+                  .line = argext_for(x->dtype, ins->op == LT_OP_ARGMAX)};
+  if (!c.line) return no_dtype_loop(ins, x->dtype);
   if (out->numel != c.p.outer * c.p.inner) return DECLINE;
   if (!out->numel) return LT_OK;
   if (!c.p.n) { /* ref's answer for an empty axis */
     memset(out->data, 0, (size_t)out->numel * sizeof(int64_t));
     return LT_OK;
   }
-  c.line = argext_for(x->dtype, ins->op == LT_OP_ARGMAX);
   par_cols(c.line, &c, &c.p);
   return LT_OK;
 }

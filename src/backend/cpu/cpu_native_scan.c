@@ -70,9 +70,8 @@ int lt__cpu_native_cumsum(const lt_instr *ins, lt_buffer *out, lt_buffer *const 
       x->dtype != out->dtype)
     return DECLINE;
   scan_ctx c = {.x = x->data, .y = out->data, .p = split_at(x->shape, x->ndim, axis)};
-  if (!out->numel) return LT_OK;
   c.reverse = ins->attrs[1] != 0;
-  switch (x->dtype) {
+  switch ((lt_dtype)x->dtype) {
   case LT_F32:
     c.line = scan_f32;
     break;
@@ -85,9 +84,15 @@ int lt__cpu_native_cumsum(const lt_instr *ins, lt_buffer *out, lt_buffer *const 
   case LT_I32:
     c.line = scan_i32;
     break;
-  default:
+  case LT_BOOL: /* no loop here: the fallback runs them */
+  case LT_U8:
+  case LT_I8:
     return DECLINE;
+  case LT_NUM_DTYPES:
+    break;
   }
+  if (!c.line) return no_dtype_loop(ins, x->dtype); /* not a dtype */
+  if (!out->numel) return LT_OK;
   par_cols(c.line, &c, &c.p);
   return LT_OK;
 }
@@ -111,8 +116,9 @@ static inline uint64_t key_of_double(double d) {
 
 static inline uint64_t key_of_int(int64_t v) { return (uint64_t)v ^ (UINT64_C(1) << 63); }
 
+/* x's dtype dt is a table row (lt__cpu_native_argsort checks). */
 static uint64_t key_at(const void *x, int dt, int64_t i) {
-  switch (dt) {
+  switch ((lt_dtype)dt) {
   case LT_F32:
     return key_of_double(((const float *)x)[i]);
   case LT_F64:
@@ -123,9 +129,13 @@ static uint64_t key_at(const void *x, int dt, int64_t i) {
     return key_of_int(((const int32_t *)x)[i]);
   case LT_I8:
     return key_of_int(((const int8_t *)x)[i]);
-  default: /* bool, u8 */
+  case LT_BOOL:
+  case LT_U8:
     return key_of_int(((const uint8_t *)x)[i]);
+  case LT_NUM_DTYPES:
+    break;
   }
+  return 0;
 }
 
 static void insertion_sort(sitem *a, int64_t n) {
@@ -269,6 +279,7 @@ int lt__cpu_native_argsort(const lt_instr *ins, lt_buffer *out, lt_buffer *const
   if (ins->noperands != 1 || ins->nattrs < 2 || axis < 0 || out->dtype != LT_I64 ||
       out->numel != x->numel)
     return DECLINE;
+  if (!lt__dtype_valid(x->dtype)) return no_dtype_loop(ins, x->dtype); /* key_at has no case */
   sort_ctx c = {.x = x->data, .dt = x->dtype, .y = out->data, .desc = ins->attrs[1] != 0};
   c.p = split_at(x->shape, x->ndim, axis);
   if (!out->numel) return LT_OK;

@@ -87,7 +87,7 @@ typedef struct pad_ctx {
   int nd;
   const int64_t *oshape, *ishape, *pads; /* pads: before / after pairs */
   int64_t L, inL, before;                /* last axis: output and input sizes, before pad */
-  unsigned char fill[8];
+  lt_dtype_elem fill;                    /* the pad value, stored as ref_setf stores it */
 } pad_ctx;
 
 /* The input row (over all axes but the last) that output row R shows, or -1
@@ -112,16 +112,16 @@ static void pad_chunk(void **slots, int64_t lo, int64_t hi) {
     char *yr = c->y + (size_t)(R * c->L) * es;
     int64_t irow = pad_in_row(c, R);
     if (irow < 0) {
-      fill_elems(yr + (size_t)a * es, c->fill, es, b - a);
+      fill_elems(yr + (size_t)a * es, (const unsigned char *)&c->fill, es, b - a);
     } else { /* [0, before) pad, [before, before + inL) input, the rest pad */
       int64_t s = c->before, e = c->before + c->inL;
-      fill_elems(yr + (size_t)a * es, c->fill, es, min64(b, s) - a);
+      fill_elems(yr + (size_t)a * es, (const unsigned char *)&c->fill, es, min64(b, s) - a);
       int64_t cs = a > s ? a : s, ce = min64(b, e);
       if (ce > cs)
         memcpy(yr + (size_t)cs * es, c->x + (size_t)(irow * c->inL + cs - s) * es,
                (size_t)(ce - cs) * es);
       int64_t fs = a > e ? a : e;
-      fill_elems(yr + (size_t)fs * es, c->fill, es, b - fs);
+      fill_elems(yr + (size_t)fs * es, (const unsigned char *)&c->fill, es, b - fs);
     }
     i = R * c->L + b;
   }
@@ -132,6 +132,7 @@ int lt__cpu_native_pad(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in
   int nd = out->ndim;
   if (ins->noperands != 1 || x->ndim != nd || ins->nattrs < 2 * nd || x->dtype != out->dtype)
     return DECLINE;
+  if (!lt__dtype_valid(out->dtype)) return no_dtype_loop(ins, out->dtype); /* no fill value */
   for (int d = 0; d < nd; d++) {
     int64_t b = ins->attrs[2 * d], a = ins->attrs[2 * d + 1];
     if (b < 0 || a < 0 || out->shape[d] - x->shape[d] != b + a) return DECLINE;
@@ -152,7 +153,7 @@ int lt__cpu_native_pad(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in
                .L = out->shape[nd - 1],
                .inL = x->shape[nd - 1],
                .before = ins->attrs[2 * (nd - 1)]};
-  store_f(c.fill, out->dtype, ins->fattr);
+  lt__store_f64(out->dtype, &c.fill, 0, ins->fattr);
   par(pad_chunk, &c, out->numel, 1);
   return LT_OK;
 }

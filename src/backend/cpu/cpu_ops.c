@@ -34,8 +34,11 @@ static irv no_case(cpu_ir *ir, const char *kind, int op) {
   return (irv){"poison"};
 }
 
+/* A case per dtype and no default: a new dtype without its type here fails
+ * the build (-Wswitch, part of -Wall); tests/test_cpu_dtype_kernels.c checks
+ * each type's width against the dtype table. */
 const char *lt__ops_type(int dt) {
-  switch (dt) {
+  switch ((lt_dtype)dt) {
   case LT_BOOL:
   case LT_U8:
   case LT_I8:
@@ -46,9 +49,12 @@ const char *lt__ops_type(int dt) {
     return "i64";
   case LT_F32:
     return "float";
-  default:
+  case LT_F64:
     return "double";
+  case LT_NUM_DTYPES:
+    break;
   }
+  return "void"; /* not a dtype: IR that LLVM refuses, never another dtype's type */
 }
 
 bool lt__ops_is_float(int dt) { return lt__is_float(dt); }
@@ -353,27 +359,35 @@ bool lt__ops_supported(const lt_node *n) {
   return true;
 }
 
+/* v as an element of dtype dt holds it (the dtype table's store, as ref's
+ * CONST fills), in dt's IR type. */
+static irv const_value(cpu_ir *ir, int dt, double v) {
+  switch ((lt_dtype)dt) {
+  case LT_F32:
+    return lt__ir_f32(v);
+  case LT_F64:
+    return lt__ir_f64(v);
+  case LT_BOOL:
+  case LT_I32:
+  case LT_I64:
+  case LT_U8:
+  case LT_I8: {
+    lt_dtype_elem e;
+    lt__store_f64(dt, &e, 0, v);
+    int64_t x = lt__load_i64(dt, &e, 0);
+    return lt__ir_int(width(dt) == 8 ? lt__int_wrap(LT_I8, x) : x); /* i8: the bits, signed */
+  }
+  case LT_NUM_DTYPES:
+    break;
+  }
+  if (!ir->err) ir->err = lt__err(LT_ECOMPILE, "cpu: no constant code for dtype %d", dt);
+  return (irv){"poison"};
+}
+
 irv lt__ops_emit(cpu_ir *ir, const lt_node *n, const irv *args, const int *dts) {
   int dn = n->dtype, op = n->op;
   lt_op_family fam = op < LT_OP_COUNT ? lt__op_family(op) : LT_FAM_LEAF;
-  if (op == LT_OP_CONST) {
-    double v = n->fattr;
-    switch (dn) {
-    case LT_BOOL:
-      return lt__ir_int(v != 0);
-    case LT_I32:
-      return lt__ir_int((int32_t)v);
-    case LT_U8:
-    case LT_I8: /* the i8 bits, written signed */
-      return lt__ir_int(lt__int_wrap(LT_I8, lt__f2i64(v)));
-    case LT_I64:
-      return lt__ir_int((int64_t)v);
-    case LT_F32:
-      return lt__ir_f32(v);
-    default:
-      return lt__ir_f64(v);
-    }
-  }
+  if (op == LT_OP_CONST) return const_value(ir, dn, n->fattr);
   if (op == LT_OP_NOT) {
     irv t = truth(ir, args[0], dts[0]);
     irv nt = OP("xor i1 %s, true", t.s);

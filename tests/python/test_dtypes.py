@@ -1,0 +1,49 @@
+"""The binding's dtype list (lazytensor/tensor.py) against the library's dtype
+table: the same ids, each with the library's size and kind, and no library
+dtype missing (a dtype added to the library without its Python row fails
+here)."""
+import importlib
+
+import numpy as np
+
+import lazytensor as lt
+from lazytensor._lib import lib
+
+lt_tensor = importlib.import_module("lazytensor.tensor")  # lt.tensor is the function
+
+# the kind a library dtype name starts with -> numpy's dtype.kind
+_KINDS = {"bool": "b", "i": "i", "u": "u", "f": "f"}
+
+
+def _lib_kind(name):
+    return _KINDS["bool"] if name == "bool" else _KINDS[name[0]]
+
+
+def test_every_library_dtype_has_its_numpy_type():
+    n = 0
+    while lib.lt_dtype_size(n) > 0:
+        n += 1
+    assert lib.lt_dtype_name(n) == b"?"
+    assert sorted(lt_tensor._NP) == list(range(n))
+    for code, np_type in lt_tensor._NP.items():
+        name = lib.lt_dtype_name(code).decode()
+        assert np.dtype(np_type).itemsize == lib.lt_dtype_size(code), name
+        assert np.dtype(np_type).kind == _lib_kind(name), name
+
+
+def test_constants_and_names():
+    assert (lt.float32, lt.float64, lt.int32, lt.int64) == (lt.F32, lt.F64, lt.I32, lt.I64)
+    assert (lt.bool_, lt.uint8, lt.int8) == (lt.BOOL, lt.U8, lt.I8)
+    assert lt_tensor._NAMES == {lt.BOOL: "bool", lt.I32: "int32", lt.I64: "int64",
+                                lt.F32: "float32", lt.F64: "float64", lt.U8: "uint8",
+                                lt.I8: "int8"}
+
+
+def test_round_trip_every_dtype():
+    for code, np_type in lt_tensor._NP.items():
+        a = np.array([0, 1, 1, 0], dtype=np_type)
+        t = lt.from_numpy(a)
+        assert t.dtype == code
+        got = t.numpy()
+        assert got.dtype == np.dtype(np_type)
+        assert (got == a).all()
