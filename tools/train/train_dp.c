@@ -77,6 +77,14 @@ static int parse(int argc, char **argv, dp_options *o) {
   o->hidden = 512;
   o->layers = 2;
   o->d.seed = 1;
+  /* the integer options of this mode, each at least 1 */
+  const struct {
+    const char *name;
+    int64_t *v;
+  } ints[] = {{"--devices", &o->devices},      {"--batch", &o->batch},
+              {"--epochs", &o->epochs},        {"--hidden", &o->hidden},
+              {"--layers", &o->layers},        {"--limit-steps", &o->limit_steps},
+              {"--test-limit", &o->test_limit}};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--data-parallel")) {
@@ -92,25 +100,16 @@ static int parse(int argc, char **argv, dp_options *o) {
       snprintf(name, sizeof name, "%s", a);
       val = i + 1 < argc ? argv[++i] : NULL;
     }
+    int64_t *num = NULL;
+    for (size_t k = 0; k < sizeof ints / sizeof *ints; k++)
+      if (!strcmp(name, ints[k].name)) num = ints[k].v;
     bool ok = val != NULL;
     if (!ok)
       ;
     else if (takes_driver_option(name) && driver_parse_option(&o->d, name, val, &ok))
       ;
-    else if (!strcmp(name, "--devices"))
-      ok = cli_parse_i64(val, 1, &o->devices) && o->devices <= LT_MAX_DEVICES;
-    else if (!strcmp(name, "--batch"))
-      ok = cli_parse_i64(val, 1, &o->batch);
-    else if (!strcmp(name, "--epochs"))
-      ok = cli_parse_i64(val, 1, &o->epochs);
-    else if (!strcmp(name, "--hidden"))
-      ok = cli_parse_i64(val, 1, &o->hidden);
-    else if (!strcmp(name, "--layers"))
-      ok = cli_parse_i64(val, 1, &o->layers);
-    else if (!strcmp(name, "--limit-steps"))
-      ok = cli_parse_i64(val, 1, &o->limit_steps);
-    else if (!strcmp(name, "--test-limit"))
-      ok = cli_parse_i64(val, 1, &o->test_limit);
+    else if (num)
+      ok = cli_parse_i64(val, 1, num) && (num != &o->devices || o->devices <= LT_MAX_DEVICES);
     else if (!strcmp(name, "--lr")) {
       char *end;
       o->lr = strtod(val, &end);
