@@ -74,12 +74,16 @@ int driver_fail(const char *what) {
   return 1;
 }
 
-int driver_loss_init(driver_loss *l, lt_device dev, const char *what) {
+int driver_loss_begin(driver_loss *l, lt_device dev) {
   double zero = 0;
   l->dev = dev;
   l->prev = NULL;
   l->acc = lt_from_data(dev, LT_F64, NULL, 0, &zero);
-  return l->acc ? 0 : driver_fail(what);
+  return l->acc ? LT_OK : lt_last_status();
+}
+
+int driver_loss_init(driver_loss *l, lt_device dev, const char *what) {
+  return driver_loss_begin(l, dev) == LT_OK ? 0 : driver_fail(what);
 }
 
 void driver_loss_free(driver_loss *l) {
@@ -88,18 +92,32 @@ void driver_loss_free(driver_loss *l) {
   l->prev = l->acc = NULL;
 }
 
-int driver_step(driver_loss *l, lt_tensor *(*trace)(void *ctx), void *ctx) {
+int driver_trace_step(driver_loss *l, lt_tensor *(*trace)(void *ctx), void *ctx) {
   lt_scope_begin();
   lt_tensor *loss = trace(ctx);
   lt_tensor *next = loss ? lt_add(l->acc, lt_cast(loss, LT_F64)) : NULL;
   if (next) lt_retain(next);
   lt_scope_end();
-  if (!next) return driver_fail("training step");
+  if (!next) return lt_last_status() != LT_OK ? lt_last_status() : LT_EINVAL;
   lt_release(l->prev);
   l->prev = l->acc;
   l->acc = next;
+  return LT_OK;
+}
+
+int driver_step(driver_loss *l, lt_tensor *(*trace)(void *ctx), void *ctx) {
+  if (driver_trace_step(l, trace, ctx) != LT_OK) return driver_fail("training step");
   if (lt_mark_step(l->dev) != LT_OK) return driver_fail("training step (mark_step)");
   return 0;
+}
+
+int64_t driver_planned_steps(int64_t epochs, int64_t per_epoch, int64_t limit) {
+  int64_t planned = epochs * per_epoch;
+  return limit && limit < planned ? limit : planned;
+}
+
+double driver_cosine_lr(double lr, int64_t step, int64_t steps) {
+  return 0.5 * lr * (1 + cos(3.14159265358979323846 * (double)step / (double)steps));
 }
 
 int driver_read_sum(lt_tensor *sum, double *out) {

@@ -61,6 +61,20 @@ void driver_loss_free(driver_loss *l);
  * 0, or 1 after a message. */
 int driver_step(driver_loss *l, lt_tensor *(*trace)(void *ctx), void *ctx);
 
+/* driver_loss_init and driver_step's trace (no step barrier) without the
+ * message: a status, with lt_last_error() set on failure. For the replicas
+ * of a data-parallel world, whose failure lt_world_run's caller reports
+ * once, with its rank. */
+int driver_loss_begin(driver_loss *l, lt_device dev);
+int driver_trace_step(driver_loss *l, lt_tensor *(*trace)(void *ctx), void *ctx);
+
+/* The steps a run of epochs x per_epoch steps takes, at most limit (0: no
+ * limit): the cosine schedule's length. */
+int64_t driver_planned_steps(int64_t epochs, int64_t per_epoch, int64_t limit);
+/* The learning rate of step `step` (from 0) of `steps` under the cosine
+ * schedule: it falls from lr to 0 along a half cosine. */
+double driver_cosine_lr(double lr, int64_t step, int64_t steps);
+
 /* The value of a running sum (prev or acc). 0, or 1 after a message. */
 int driver_read_sum(lt_tensor *sum, double *out);
 

@@ -1,9 +1,11 @@
 /* lazytensor-train: trains an MLP (by default 784-512-512-10, ReLU) or a CNN
  * (--model cnn, model_cnn.c) on Fashion-MNIST, Adam lr 1e-3, batch 128, with
  * one cached graph per training step. What this file adds to the driver
- * (driver.h; train_gpt.c is the GPT's): the models' options, the dataset,
- * the step (next batch, forward, cross-entropy, backward, optimizer step),
- * epochs and the test-set evaluation, --export.
+ * (driver.h; train_gpt.c is the GPT's) and to what it shares with the
+ * data-parallel run (classifier.h: the data sets, the model, the test
+ * accuracy): the models' options, the step (next batch, forward,
+ * cross-entropy, backward, optimizer step), epochs, progress and the log,
+ * --export.
  *
  * Per step: scope_begin; forward; loss; lt_backward; optimizer step (lazy
  * lt_assign updates; grads dropped); scope_end; lt_mark_step. The loss is
@@ -23,6 +25,7 @@
 
 #include "lazytensor.h"
 #include "lazytensor_nn.h"
+#include "classifier.h"
 #include "cli.h"
 #include "driver.h"
 #include "model.h"
@@ -215,49 +218,6 @@ static int parse_args(int argc, char **argv, options *o) {
   return 0;
 }
 
-/* Hits of the argmax of the logits of x against labels (count rows, the
- * rest padding): one graph in eval mode, read once. */
-static int eval_hits(const train_model *m, lt_tensor *x, const int64_t *labels, int64_t rows,
-                     int64_t count, int64_t *hits) {
-  size_t bytes = (size_t)rows * sizeof(int64_t);
-  int64_t *pred = malloc(bytes);
-  if (!pred) {
-    fprintf(stderr, "lazytensor-train: out of memory\n");
-    return LT_ENOMEM;
-  }
-  lt_scope_begin();
-  lt_tensor *p = lt_argmax(m->forward(m, x, false), 1, false);
-  int rc = p ? lt_to_data(p, pred, bytes) : lt_last_status();
-  lt_scope_end();
-  if (rc == LT_OK)
-    for (int64_t i = 0; i < count; i++) *hits += pred[i] == labels[i];
-  free(pred);
-  return rc;
-}
-
-/* Test accuracy over the first count samples of the test set: with no
- * eval_chunk, one graph over test_x (their images as a device tensor);
- * otherwise chunks of eval_chunk images, the last one padded with zero
- * images, so that every chunk runs the same compiled graph. */
-static int evaluate(const train_model *m, lt_device dev, lt_tensor *test_x,
-                    const lt_nn_dataset *test, int64_t count, double *acc) {
-  int64_t hits = 0, chunk = m->eval_chunk;
-  int rc = LT_OK;
-  if (!chunk) {
-    rc = eval_hits(m, test_x, test->labels, count, count, &hits);
-  } else {
-    for (int64_t s = 0; s < count && rc == LT_OK; s += chunk) {
-      int64_t real = count - s < chunk ? count - s : chunk;
-      lt_scope_begin();
-      lt_tensor *x = lt_nn_dataset_images(test, dev, s, chunk);
-      rc = x ? eval_hits(m, x, test->labels + s, chunk, real, &hits) : lt_last_status();
-      lt_scope_end();
-    }
-  }
-  if (rc == LT_OK) *acc = (double)hits / (double)count;
-  return rc;
-}
-
 /* The progress display: a bar redrawn in place on a terminal, plain lines
  * otherwise. */
 static void progress_show(bool tty, int64_t epoch, int64_t epochs, int64_t step, int64_t steps,
@@ -352,13 +312,9 @@ int main(int argc, char **argv) {
   if (driver_setup(&o.d, &dev)) return 1;
 
   lt_nn_dataset train, test;
-  if (lt_nn_fashion_mnist(o.d.data, true, &train) != LT_OK) return driver_fail("training set");
-  if (lt_nn_fashion_mnist(o.d.data, false, &test) != LT_OK) {
-    lt_nn_dataset_free(&train);
-    return driver_fail("test set");
-  }
-  int64_t classes = train.num_classes > test.num_classes ? train.num_classes : test.num_classes;
-  int64_t ntest = o.test_limit && o.test_limit < test.n ? o.test_limit : test.n;
+  if (classifier_load(o.d.data, &train, &test)) return 1;
+  int64_t classes = classifier_classes(&train, &test);
+  int64_t ntest = classifier_test_count(&test, o.test_limit);
   lt_nn_optim_config oc = lt_nn_optim_defaults(o.optim);
   if (o.lr_set) oc.lr = o.lr;
   if (o.wd_set) oc.weight_decay = o.weight_decay;
@@ -378,8 +334,7 @@ int main(int argc, char **argv) {
   lt_nn_loader *loader = NULL;
   lt_tensor *test_x = NULL;
   driver_loss ls = {dev, NULL, NULL};
-  int mrc = o.cnn ? model_cnn_init(&m, dev, train.rows, train.cols, classes)
-                  : model_mlp_init(&m, dev, train.features, o.hidden, o.layers, classes);
+  int mrc = classifier_model_init(&m, dev, o.cnn, &train, o.hidden, o.layers, classes);
   if (mrc != LT_OK) {
     driver_fail("model");
     goto out;
@@ -425,8 +380,7 @@ int main(int argc, char **argv) {
   int64_t log_every = o.d.log_every ? o.d.log_every : tty ? 10 : 100;
   int64_t total = 0;
   /* The schedule's length: every step the run will take. */
-  int64_t planned = o.epochs * (train.n / o.batch);
-  if (o.limit_steps && o.limit_steps < planned) planned = o.limit_steps;
+  int64_t planned = driver_planned_steps(o.epochs, train.n / o.batch, o.limit_steps);
   double train_s = 0, final_acc = NAN, cur_lr = oc.lr;
   double prev_lr = oc.lr; /* the rate of the step before the current one (the log's rows) */
   bool stop = false;
@@ -451,8 +405,7 @@ int main(int argc, char **argv) {
       }
       /* The rate is a graph parameter: changing it every step recompiles nothing. */
       prev_lr = cur_lr;
-      if (o.cosine && planned > 0)
-        cur_lr = 0.5 * oc.lr * (1 + cos(3.14159265358979323846 * (double)total / (double)planned));
+      if (o.cosine && planned > 0) cur_lr = driver_cosine_lr(oc.lr, total, planned);
       if (o.cosine && planned > 0 && lt_nn_optim_set_lr(opt, cur_lr) != LT_OK) {
         driver_fail("learning rate");
         goto out;
@@ -494,7 +447,7 @@ int main(int argc, char **argv) {
     if (tty) printf("\n");
     if (steps) cli_loss_check(&watch, total, (sum_end - epoch_sum0) / (double)steps);
     double a;
-    if (evaluate(&m, dev, test_x, &test, ntest, &a) != LT_OK) {
+    if (classifier_accuracy(&m, dev, test_x, &test, ntest, &a) != LT_OK) {
       driver_fail("evaluation");
       goto out;
     }
@@ -510,7 +463,7 @@ int main(int argc, char **argv) {
     fflush(stdout);
   }
   if (o.epochs == 0) {
-    if (evaluate(&m, dev, test_x, &test, ntest, &final_acc) != LT_OK) {
+    if (classifier_accuracy(&m, dev, test_x, &test, ntest, &final_acc) != LT_OK) {
       driver_fail("evaluation");
       goto out;
     }

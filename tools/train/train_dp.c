@@ -12,17 +12,22 @@
  * seed (the CNN's batch norm excepted: each replica normalises by its own
  * shard's statistics and keeps its own running statistics, as PyTorch's
  * DistributedDataParallel without SyncBatchNorm). Only rank 0 evaluates,
- * prints and writes files. --model gpt goes to train_gpt_dp.c. */
+ * prints and writes files. --model gpt goes to train_gpt_dp.c.
+ * The rest is the single-process run's: the driver's options, loss sum and
+ * schedule (driver.h), the data sets, the model and the test accuracy
+ * (classifier.h). What this file adds: the world, the sharded step, rank 0's
+ * lines. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "lazytensor.h"
 #include "lazytensor_dist.h"
 #include "lazytensor_nn.h"
+#include "classifier.h"
 #include "cli.h"
+#include "driver.h"
 #include "model.h"
 #include "rank_agree.h"
 
@@ -31,24 +36,35 @@ int train_gpt_dp_main(int argc, char **argv);
 bool train_dp_wanted(int argc, char **argv);
 void train_dp_warn_alone(const lt_world *w);
 
+/* d: the driver's options, of which this mode takes --seed, --threads,
+ * --data and --save. */
 typedef struct dp_options {
+  driver_opts d;
   bool mpi, cnn;
-  int64_t devices, batch, epochs, hidden, layers, seed, limit_steps, test_limit;
+  int64_t devices, batch, epochs, hidden, layers, limit_steps, test_limit;
   double lr;
   bool lr_set;
-  const char *data, *threads, *save;
 } dp_options;
 
+/* What every replica reads. */
 typedef struct dp_ctx {
   const dp_options *o;
   const lt_nn_dataset *train, *test;
   int size;
-  double final_acc; /* rank 0's */
+  int64_t classes, ntest;
 } dp_ctx;
 
 bool train_dp_wanted(int argc, char **argv) {
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "--data-parallel") || !strncmp(argv[i], "--devices", 9)) return true;
+  return false;
+}
+
+/* The driver's options that this mode takes (it refuses the others). */
+static bool takes_driver_option(const char *name) {
+  static const char *const taken[] = {"--seed", "--threads", "--data", "--save"};
+  for (size_t k = 0; k < sizeof taken / sizeof *taken; k++)
+    if (!strcmp(name, taken[k])) return true;
   return false;
 }
 
@@ -60,7 +76,15 @@ static int parse(int argc, char **argv, dp_options *o) {
   o->epochs = 1;
   o->hidden = 512;
   o->layers = 2;
-  o->seed = 1;
+  o->d.seed = 1;
+  /* the integer options of this mode, each at least 1 */
+  const struct {
+    const char *name;
+    int64_t *v;
+  } ints[] = {{"--devices", &o->devices},      {"--batch", &o->batch},
+              {"--epochs", &o->epochs},        {"--hidden", &o->hidden},
+              {"--layers", &o->layers},        {"--limit-steps", &o->limit_steps},
+              {"--test-limit", &o->test_limit}};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--data-parallel")) {
@@ -76,25 +100,16 @@ static int parse(int argc, char **argv, dp_options *o) {
       snprintf(name, sizeof name, "%s", a);
       val = i + 1 < argc ? argv[++i] : NULL;
     }
+    int64_t *num = NULL;
+    for (size_t k = 0; k < sizeof ints / sizeof *ints; k++)
+      if (!strcmp(name, ints[k].name)) num = ints[k].v;
     bool ok = val != NULL;
     if (!ok)
       ;
-    else if (!strcmp(name, "--devices"))
-      ok = cli_parse_i64(val, 1, &o->devices) && o->devices <= LT_MAX_DEVICES;
-    else if (!strcmp(name, "--batch"))
-      ok = cli_parse_i64(val, 1, &o->batch);
-    else if (!strcmp(name, "--epochs"))
-      ok = cli_parse_i64(val, 1, &o->epochs);
-    else if (!strcmp(name, "--hidden"))
-      ok = cli_parse_i64(val, 1, &o->hidden);
-    else if (!strcmp(name, "--layers"))
-      ok = cli_parse_i64(val, 1, &o->layers);
-    else if (!strcmp(name, "--seed"))
-      ok = cli_parse_i64(val, 0, &o->seed);
-    else if (!strcmp(name, "--limit-steps"))
-      ok = cli_parse_i64(val, 1, &o->limit_steps);
-    else if (!strcmp(name, "--test-limit"))
-      ok = cli_parse_i64(val, 1, &o->test_limit);
+    else if (takes_driver_option(name) && driver_parse_option(&o->d, name, val, &ok))
+      ;
+    else if (num)
+      ok = cli_parse_i64(val, 1, num) && (num != &o->devices || o->devices <= LT_MAX_DEVICES);
     else if (!strcmp(name, "--lr")) {
       char *end;
       o->lr = strtod(val, &end);
@@ -110,13 +125,7 @@ static int parse(int argc, char **argv, dp_options *o) {
                 val);
         return 2;
       }
-    } else if (!strcmp(name, "--data"))
-      o->data = val;
-    else if (!strcmp(name, "--threads"))
-      o->threads = val;
-    else if (!strcmp(name, "--save"))
-      o->save = val;
-    else {
+    } else {
       fprintf(stderr,
               "lazytensor-train: %s is not supported with --data-parallel or --devices (these "
               "take --devices, --batch (per replica), --epochs, --model mlp|cnn|gpt, --hidden, "
@@ -139,57 +148,57 @@ static int parse(int argc, char **argv, dp_options *o) {
   return 0;
 }
 
-/* Test accuracy of rank 0's model over the first count test samples: one
- * graph, or chunks of the model's eval_chunk images (the last one padded
- * with zero images, so that every chunk runs the same compiled graph). */
-static int evaluate(const train_model *m, lt_device dev, const lt_nn_dataset *test, int64_t count,
-                    double *acc) {
-  int64_t chunk = m->eval_chunk ? m->eval_chunk : count, hits = 0;
-  int64_t *pred = malloc((size_t)chunk * sizeof *pred);
-  if (!pred) return LT_ENOMEM;
-  int rc = LT_OK;
-  for (int64_t s = 0; s < count && rc == LT_OK; s += chunk) {
-    int64_t real = count - s < chunk ? count - s : chunk;
-    lt_scope_begin();
-    lt_tensor *x = lt_nn_dataset_images(test, dev, s, chunk);
-    lt_tensor *p = x ? lt_argmax(m->forward(m, x, false), 1, false) : NULL;
-    rc = p ? lt_to_data(p, pred, (size_t)chunk * sizeof *pred) : lt_last_status();
-    lt_scope_end();
-    for (int64_t i = 0; rc == LT_OK && i < real; i++) hits += pred[i] == test->labels[s + i];
-  }
-  free(pred);
-  if (rc == LT_OK) *acc = (double)hits / (double)count;
-  return rc;
+/* A replica's step (driver_trace_step's trace): its shard of the global
+ * batch, forward, cross-entropy, backward, the grads averaged over the
+ * replicas and the optimizer's step (lt_dp_optim_step). The global batch's
+ * mean loss, for rank 0's lines. */
+typedef struct shard_step {
+  const train_model *m;
+  lt_nn_loader *loader;
+  lt_nn_optim *opt;
+  int64_t x0[2], x1[2], y0[1], y1[1]; /* rows [rank x batch, (rank + 1) x batch) */
+} shard_step;
+
+static lt_tensor *trace_shard(void *ctx) {
+  const shard_step *c = ctx;
+  lt_tensor *x, *y;
+  int got = lt_nn_loader_next(c->loader, &x, &y);
+  lt_tensor *loss =
+      got == 1 ? lt_nn_cross_entropy(c->m->forward(c->m, lt_slice(x, c->x0, c->x1, NULL), true),
+                                     lt_slice(y, c->y0, c->y1, NULL))
+               : NULL;
+  int rc = loss ? lt_backward(loss) : LT_EINVAL;
+  if (rc == LT_OK) rc = lt_dp_optim_step(c->opt);
+  return rc == LT_OK ? lt_all_reduce(loss, LT_REDUCE_MEAN) : NULL;
 }
 
 static int replica(int rank, lt_device dev, void *arg) {
-  dp_ctx *c = arg;
+  const dp_ctx *c = arg;
   const dp_options *o = c->o;
   const lt_nn_dataset *tr = c->train;
   bool lead = rank == 0;
-  int64_t classes = tr->num_classes > c->test->num_classes ? tr->num_classes : c->test->num_classes;
-  int64_t ntest = o->test_limit && o->test_limit < c->test->n ? o->test_limit : c->test->n;
-  lt_set_seed(dev, (uint64_t)o->seed);
+  int64_t global = o->batch * c->size;
+  lt_set_seed(dev, o->d.seed);
   train_model m;
   memset(&m, 0, sizeof m);
-  lt_nn_optim *opt = NULL;
-  lt_nn_loader *loader = NULL;
-  lt_tensor *sum = NULL;
-  int rc = o->cnn ? model_cnn_init(&m, dev, tr->rows, tr->cols, classes)
-                  : model_mlp_init(&m, dev, tr->features, o->hidden, o->layers, classes);
+  shard_step st = {&m,
+                   NULL,
+                   NULL,
+                   {rank * o->batch, 0},
+                   {(rank + 1) * o->batch, tr->features},
+                   {rank * o->batch},
+                   {(rank + 1) * o->batch}};
+  driver_loss ls = {dev, NULL, NULL};
+  int rc = classifier_model_init(&m, dev, o->cnn, tr, o->hidden, o->layers, c->classes);
   lt_nn_optim_config oc = lt_nn_optim_defaults(LT_NN_ADAM);
   if (o->lr_set) oc.lr = o->lr;
-  if (rc == LT_OK) opt = lt_nn_optim_create(&oc, m.params, m.nparams);
-  if (rc == LT_OK && !opt) rc = lt_last_status();
-  int64_t global = o->batch * c->size;
-  if (rc == LT_OK) {
-    loader = lt_nn_loader_create(tr, dev, global, true);
-    rc = loader ? lt_nn_loader_shuffle_ahead(loader, (int)o->epochs) : lt_last_status();
-  }
+  if (rc == LT_OK && !(st.opt = lt_nn_optim_create(&oc, m.params, m.nparams)))
+    rc = lt_last_status();
+  if (rc == LT_OK && !(st.loader = lt_nn_loader_create(tr, dev, global, true)))
+    rc = lt_last_status();
+  if (rc == LT_OK) rc = lt_nn_loader_shuffle_ahead(st.loader, (int)o->epochs);
   if (rc == LT_OK) rc = lt_dp_broadcast_params(m.params, m.nparams);
-  double zero = 0;
-  if (rc == LT_OK) sum = lt_from_data(dev, LT_F64, NULL, 0, &zero);
-  if (rc == LT_OK && !sum) rc = lt_last_status();
+  if (rc == LT_OK) rc = driver_loss_begin(&ls, dev);
   if (rc == LT_OK) rc = lt_mark_step(dev);
   if (rc == LT_OK && lead) {
     printf("lazytensor-train: data parallel over %d replica(s) (%s), ", c->size,
@@ -199,75 +208,50 @@ static int replica(int rank, lt_device dev, void *arg) {
            oc.lr, (long long)o->batch, (long long)global, (long long)o->epochs);
     fflush(stdout);
   }
-  int64_t planned = o->epochs * (tr->n / global), total = 0;
-  if (o->limit_steps && o->limit_steps < planned) planned = o->limit_steps;
-  double train_s = 0;
+  int64_t planned = driver_planned_steps(o->epochs, tr->n / global, o->limit_steps), total = 0;
+  double train_s = 0, final_acc = NAN; /* rank 0's */
   for (int64_t e = 1; e <= o->epochs && rc == LT_OK && total < planned; e++) {
-    int64_t nb = lt_nn_loader_epoch(loader);
+    int64_t nb = lt_nn_loader_epoch(st.loader);
     if (nb < 0) {
       rc = (int)nb;
       break;
     }
-    double t0 = cli_now_s(), sum0 = 0;
-    rc = lt_item(sum, 0, &sum0);
-    int64_t first = total;
+    driver_window w = {total, 0, total, cli_now_s()}; /* the epoch's */
+    rc = lt_item(ls.acc, 0, &w.sum);
     for (int64_t s = 0; s < nb && rc == LT_OK && total < planned; s++) {
-      rc = lt_nn_optim_set_lr(
-          opt, 0.5 * oc.lr * (1 + cos(3.14159265358979323846 * (double)total / (double)planned)));
-      if (rc != LT_OK) break;
-      lt_scope_begin();
-      lt_tensor *x, *y;
-      int got = lt_nn_loader_next(loader, &x, &y);
-      const int64_t x0[2] = {rank * o->batch, 0}, x1[2] = {(rank + 1) * o->batch, tr->features};
-      const int64_t y0[1] = {rank * o->batch}, y1[1] = {(rank + 1) * o->batch};
-      lt_tensor *loss = got == 1
-                            ? lt_nn_cross_entropy(m.forward(&m, lt_slice(x, x0, x1, NULL), true),
-                                                  lt_slice(y, y0, y1, NULL))
-                            : NULL;
-      rc = loss ? lt_backward(loss) : got < 0 ? got : LT_EINVAL;
-      if (rc == LT_OK) rc = lt_dp_optim_step(opt);
-      /* the global batch's mean loss, for rank 0's lines */
-      lt_tensor *next =
-          rc == LT_OK ? lt_add(sum, lt_cast(lt_all_reduce(loss, LT_REDUCE_MEAN), LT_F64)) : NULL;
-      if (rc == LT_OK && !next) rc = lt_last_status();
-      if (next) lt_retain(next);
-      lt_scope_end();
-      if (rc != LT_OK) break;
-      lt_release(sum);
-      sum = next;
-      rc = lt_mark_step(dev);
-      total++;
+      rc = lt_nn_optim_set_lr(st.opt, driver_cosine_lr(oc.lr, total, planned));
+      if (rc == LT_OK) rc = driver_trace_step(&ls, trace_shard, &st);
+      if (rc == LT_OK) rc = lt_mark_step(dev);
+      if (rc == LT_OK) total++;
     }
     if (rc == LT_OK) rc = lt_wait_device_ops(dev);
-    double dt = cli_now_s() - t0, sum1 = 0;
+    double dt = cli_now_s() - w.t, sum = 0;
     train_s += dt;
-    if (rc == LT_OK) rc = lt_item(sum, 0, &sum1);
+    if (rc == LT_OK) rc = lt_item(ls.acc, 0, &sum);
     if (rc == LT_OK && lead) {
-      double acc = NAN;
-      rc = evaluate(&m, dev, c->test, ntest, &acc);
-      int64_t steps = total - first;
-      c->final_acc = acc;
+      rc = classifier_accuracy(&m, dev, NULL, c->test, c->ntest, &final_acc);
+      int64_t steps = total - w.step;
       if (rc == LT_OK)
         printf(
             "epoch %lld: %lld steps in %.2f s (%.1f steps/s, %.0f samples/s), mean loss "
             "%.4f, test accuracy %.4f\n",
             (long long)e, (long long)steps, dt, (double)steps / (dt > 0 ? dt : 1),
-            (double)(steps * global) / (dt > 0 ? dt : 1),
-            steps ? (sum1 - sum0) / (double)steps : NAN, acc);
+            (double)(steps * global) / (dt > 0 ? dt : 1), driver_window_loss(&w, total, sum),
+            final_acc);
       fflush(stdout);
     }
   }
-  if (rc == LT_OK && lead && o->save) {
-    rc = lt_nn_save(o->save, m.state, m.nstate);
-    if (rc == LT_OK) printf("saved %d tensors to %s\n", m.nstate, o->save);
+  if (rc == LT_OK && lead && o->d.save) {
+    rc = lt_nn_save(o->d.save, m.state, m.nstate);
+    if (rc == LT_OK) printf("saved %d tensors to %s\n", m.nstate, o->d.save);
   }
   if (rc == LT_OK && lead)
     printf("summary: %lld steps, %.1f steps/s, final test accuracy %.4f\n", (long long)total,
-           train_s > 0 ? (double)total / train_s : 0.0, c->final_acc);
+           train_s > 0 ? (double)total / train_s : 0.0, final_acc);
   lt_wait_device_ops(dev);
-  lt_release(sum);
-  lt_nn_loader_free(loader);
-  lt_nn_optim_free(opt);
+  driver_loss_free(&ls);
+  lt_nn_loader_free(st.loader);
+  lt_nn_optim_free(st.opt);
   if (m.free) m.free(&m);
   return rc;
 }
@@ -280,53 +264,55 @@ void train_dp_warn_alone(const lt_world *w) {
           cli_mpi_job_size() ? "mpirun started one" : "not started by mpirun");
 }
 
+/* The world of the replicas; under mpirun, its ranks' options compared.
+ * 0, or 1 or 2 (the exit status) after a message. */
+static int open_world(const dp_options *o, lt_world **w) {
+  if ((o->mpi ? lt_world_mpi(w) : lt_world_local((int)o->devices, w)) != LT_OK) {
+    fprintf(stderr, "lazytensor-train: world: %s\n", lt_last_error());
+    return 1;
+  }
+  if (!o->mpi) return 0;
+  train_dp_warn_alone(*w);
+  const rank_option opts[] = {
+      rank_opt_text("--model", o->cnn ? "cnn" : "mlp"),
+      rank_opt_int("--batch", o->batch),
+      rank_opt_int("--epochs", o->epochs),
+      rank_opt_int("--hidden", o->hidden),
+      rank_opt_int("--layers", o->layers),
+      rank_opt_real("--lr", o->lr_set ? o->lr : -1),
+      rank_opt_int("--seed", (int64_t)o->d.seed),
+      rank_opt_int("--limit-steps", o->limit_steps),
+      rank_opt_int("--test-limit", o->test_limit),
+      rank_opt_text("--data", o->d.data),
+  };
+  if (rank_agree(*w, opts, (int)(sizeof opts / sizeof *opts)) == LT_OK) return 0;
+  lt_world_free(*w);
+  return 2;
+}
+
 int train_dp_main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) /* the GPT's own options and loop: train_gpt_dp.c */
     if (!strcmp(argv[i], "--model=gpt") ||
         (!strcmp(argv[i], "--model") && i + 1 < argc && !strcmp(argv[i + 1], "gpt")))
       return train_gpt_dp_main(argc, argv);
   dp_options o;
-  int prc = parse(argc, argv, &o);
-  if (prc) return prc;
-  if (o.threads) setenv("LT_NUM_THREADS", o.threads, 1);
   lt_world *w = NULL;
-  if ((o.mpi ? lt_world_mpi(&w) : lt_world_local((int)o.devices, &w)) != LT_OK) {
-    fprintf(stderr, "lazytensor-train: world: %s\n", lt_last_error());
-    return 1;
-  }
-  if (o.mpi) {
-    train_dp_warn_alone(w);
-    const rank_option opts[] = {
-        rank_opt_text("--model", o.cnn ? "cnn" : "mlp"),
-        rank_opt_int("--batch", o.batch),
-        rank_opt_int("--epochs", o.epochs),
-        rank_opt_int("--hidden", o.hidden),
-        rank_opt_int("--layers", o.layers),
-        rank_opt_real("--lr", o.lr_set ? o.lr : -1),
-        rank_opt_int("--seed", o.seed),
-        rank_opt_int("--limit-steps", o.limit_steps),
-        rank_opt_int("--test-limit", o.test_limit),
-        rank_opt_text("--data", o.data),
-    };
-    if (rank_agree(w, opts, (int)(sizeof opts / sizeof *opts)) != LT_OK) {
-      lt_world_free(w);
-      return 2;
-    }
-  }
+  int rc = parse(argc, argv, &o);
+  if (rc) return rc;
+  if (o.d.threads) setenv("LT_NUM_THREADS", o.d.threads, 1);
+  if ((rc = open_world(&o, &w))) return rc;
   lt_nn_dataset train, test;
-  if (lt_nn_fashion_mnist(o.data, true, &train) != LT_OK) {
-    fprintf(stderr, "lazytensor-train: training set: %s\n", lt_last_error());
+  if (classifier_load(o.d.data, &train, &test)) {
     lt_world_free(w);
     return 1;
   }
-  if (lt_nn_fashion_mnist(o.data, false, &test) != LT_OK) {
-    fprintf(stderr, "lazytensor-train: test set: %s\n", lt_last_error());
-    lt_nn_dataset_free(&train);
-    lt_world_free(w);
-    return 1;
-  }
-  dp_ctx c = {&o, &train, &test, lt_world_size(w), NAN};
-  int rc = lt_world_run(w, replica, &c);
+  dp_ctx c = {&o,
+              &train,
+              &test,
+              lt_world_size(w),
+              classifier_classes(&train, &test),
+              classifier_test_count(&test, o.test_limit)};
+  rc = lt_world_run(w, replica, &c);
   if (rc != LT_OK) fprintf(stderr, "lazytensor-train: %s\n", lt_last_error());
   lt_nn_dataset_free(&train);
   lt_nn_dataset_free(&test);
