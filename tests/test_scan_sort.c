@@ -309,7 +309,7 @@ static void topk_edges_errors(void) {
   assert_int_equal(lt_topk(a, 5, 1, true, &v, &i), LT_EINVAL);
   assert_null(v);
   assert_null(i);
-  tu_expect_substr(lt_last_error(), "lt_topk: k = 5 out of range [0, 4] for dim 1 of shape [2, 4]");
+  tu_expect_substr(lt_last_error(), "lt_topk: k = 5 out of range [0, 4] for axis 1 of shape [2, 4]");
   assert_int_equal(lt_topk(a, -1, 0, true, &v, NULL), LT_EINVAL);
   tu_expect_substr(lt_last_error(), "k = -1 out of range [0, 2]");
   assert_int_equal(lt_topk(a, 1, 2, true, &v, &i), LT_EINVAL);
