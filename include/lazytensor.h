@@ -392,18 +392,17 @@ LT_API lt_tensor *lt_scaled_dot_product_attention(lt_tensor *q, lt_tensor *k, lt
  * (a kernel larger than the padded input) is an error, as in PyTorch. */
 LT_API lt_tensor *lt_conv2d_n(lt_tensor *x, lt_tensor *weight, lt_tensor *bias,
                               const int64_t *stride, int nstride, const int64_t *padding,
-                              int npadding, const int64_t *dilation, int ndilation,
-                              int64_t groups);
+                              int npadding, const int64_t *dilation, int ndilation, int64_t groups);
 /* torch.nn.functional.conv_transpose2d: x [N, C, H, W], weight
  * [C, O / groups, kh, kw], bias [O] or NULL; output_padding (default 0)
  * must be smaller than stride or dilation. Output [N, O,
  * (H - 1) sh - 2 ph + dh (kh - 1) + oph + 1, ...] (the gradient of conv2d
  * with respect to its input). */
 LT_API lt_tensor *lt_conv_transpose2d_n(lt_tensor *x, lt_tensor *weight, lt_tensor *bias,
-                                        const int64_t *stride, int nstride,
-                                        const int64_t *padding, int npadding,
-                                        const int64_t *output_padding, int noutput_padding,
-                                        const int64_t *dilation, int ndilation, int64_t groups);
+                                        const int64_t *stride, int nstride, const int64_t *padding,
+                                        int npadding, const int64_t *output_padding,
+                                        int noutput_padding, const int64_t *dilation, int ndilation,
+                                        int64_t groups);
 /* torch.nn.functional.max_pool2d on [N, C, H, W] or [C, H, W]: kernel {kh,
  * kw} (required); stride by default the kernel; padding (default 0) at most
  * half the kernel, filled with -inf; dilation default 1; ceil_mode as
@@ -804,28 +803,25 @@ static inline lt_tensor *lt_conv2d(lt_tensor *x, lt_tensor *weight, lt_tensor *b
 LT_DEPRECATED("use lt_conv_transpose2d_n (with the counts of the pairs)")
 static inline lt_tensor *lt_conv_transpose2d(lt_tensor *x, lt_tensor *weight, lt_tensor *bias,
                                              const int64_t *stride, const int64_t *padding,
-                                             const int64_t *output_padding,
-                                             const int64_t *dilation, int64_t groups) {
-  return lt_conv_transpose2d_n(x, weight, bias, stride, LT__PAIR_COUNT(stride), padding,
-                               LT__PAIR_COUNT(padding), output_padding,
-                               LT__PAIR_COUNT(output_padding), dilation,
-                               LT__PAIR_COUNT(dilation), groups);
+                                             const int64_t *output_padding, const int64_t *dilation,
+                                             int64_t groups) {
+  return lt_conv_transpose2d_n(
+      x, weight, bias, stride, LT__PAIR_COUNT(stride), padding, LT__PAIR_COUNT(padding),
+      output_padding, LT__PAIR_COUNT(output_padding), dilation, LT__PAIR_COUNT(dilation), groups);
 }
 LT_DEPRECATED("use lt_max_pool2d_n (with the counts of the pairs)")
 static inline lt_tensor *lt_max_pool2d(lt_tensor *x, const int64_t *kernel, const int64_t *stride,
                                        const int64_t *padding, const int64_t *dilation,
                                        bool ceil_mode) {
-  return lt_max_pool2d_n(x, kernel, LT__PAIR_COUNT(kernel), stride, LT__PAIR_COUNT(stride),
-                         padding, LT__PAIR_COUNT(padding), dilation, LT__PAIR_COUNT(dilation),
-                         ceil_mode);
+  return lt_max_pool2d_n(x, kernel, LT__PAIR_COUNT(kernel), stride, LT__PAIR_COUNT(stride), padding,
+                         LT__PAIR_COUNT(padding), dilation, LT__PAIR_COUNT(dilation), ceil_mode);
 }
 LT_DEPRECATED("use lt_avg_pool2d_n (with the counts of the pairs)")
 static inline lt_tensor *lt_avg_pool2d(lt_tensor *x, const int64_t *kernel, const int64_t *stride,
                                        const int64_t *padding, bool ceil_mode,
                                        bool count_include_pad, int64_t divisor_override) {
-  return lt_avg_pool2d_n(x, kernel, LT__PAIR_COUNT(kernel), stride, LT__PAIR_COUNT(stride),
-                         padding, LT__PAIR_COUNT(padding), ceil_mode, count_include_pad,
-                         divisor_override);
+  return lt_avg_pool2d_n(x, kernel, LT__PAIR_COUNT(kernel), stride, LT__PAIR_COUNT(stride), padding,
+                         LT__PAIR_COUNT(padding), ceil_mode, count_include_pad, divisor_override);
 }
 LT_DEPRECATED("use lt_adaptive_avg_pool2d_n (with the count of output_size)")
 static inline lt_tensor *lt_adaptive_avg_pool2d(lt_tensor *x, const int64_t *output_size) {

@@ -58,21 +58,20 @@ LT_API lt_tensor *lt_nn_dropout(lt_tensor *x, double p, bool train);
 /* 2-d convolution (torch.nn.Conv2d): y = lt_conv2d_n(x, weight, bias, ...).
  * kernel {kh, kw} is required; stride, padding, dilation default to 1, 0, 1;
  * each {h, w} argument has a count as in lt_conv2d_n (2: {h, w}, 1: both
- * axes, 0: the default; LT_EINVAL otherwise); groups >= 1 divides in and out. Init as PyTorch's default
- * (kaiming_uniform with a = sqrt 5): weight and bias U(-1/sqrt(fan_in),
- * 1/sqrt(fan_in)) with fan_in = in / groups * kh * kw, drawn from dev's RNG,
- * pending until the next sync (as lt_nn_linear_init), requires-grad set. */
+ * axes, 0: the default; LT_EINVAL otherwise); groups >= 1 divides in and out. Init as PyTorch's
+ * default (kaiming_uniform with a = sqrt 5): weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+ * with fan_in = in / groups * kh * kw, drawn from dev's RNG, pending until the next sync (as
+ * lt_nn_linear_init), requires-grad set. */
 typedef struct lt_nn_conv2d {
   lt_tensor *weight; /* [out, in / groups, kh, kw]; owned by the layer */
   lt_tensor *bias;   /* [out], or NULL */
   int64_t in, out, groups;
   int64_t kernel[2], stride[2], padding[2], dilation[2];
 } lt_nn_conv2d;
-LT_API int lt_nn_conv2d_init_n(lt_nn_conv2d *l, lt_device dev, lt_dtype dt, int64_t in,
-                               int64_t out, const int64_t *kernel, int nkernel,
-                               const int64_t *stride, int nstride, const int64_t *padding,
-                               int npadding, const int64_t *dilation, int ndilation,
-                               int64_t groups, bool bias);
+LT_API int lt_nn_conv2d_init_n(lt_nn_conv2d *l, lt_device dev, lt_dtype dt, int64_t in, int64_t out,
+                               const int64_t *kernel, int nkernel, const int64_t *stride,
+                               int nstride, const int64_t *padding, int npadding,
+                               const int64_t *dilation, int ndilation, int64_t groups, bool bias);
 LT_API void lt_nn_conv2d_free(lt_nn_conv2d *l); /* NULL is accepted */
 /* x: [N, in, H, W] -> [N, out, OH, OW]. */
 LT_API lt_tensor *lt_nn_conv2d_forward(const lt_nn_conv2d *l, lt_tensor *x);
@@ -346,8 +345,8 @@ LT_API int lt_nn_text_windows(const lt_nn_text *t, lt_device dev, const int64_t 
 LT_DEPRECATED("use lt_nn_conv2d_init_n (with the counts of the pairs)")
 static inline int lt_nn_conv2d_init(lt_nn_conv2d *l, lt_device dev, lt_dtype dt, int64_t in,
                                     int64_t out, const int64_t *kernel, const int64_t *stride,
-                                    const int64_t *padding, const int64_t *dilation,
-                                    int64_t groups, bool bias) {
+                                    const int64_t *padding, const int64_t *dilation, int64_t groups,
+                                    bool bias) {
   return lt_nn_conv2d_init_n(l, dev, dt, in, out, kernel, LT__PAIR_COUNT(kernel), stride,
                              LT__PAIR_COUNT(stride), padding, LT__PAIR_COUNT(padding), dilation,
                              LT__PAIR_COUNT(dilation), groups, bias);

@@ -100,8 +100,7 @@ lt_tensor *lt_nn_conv2d_forward(const lt_nn_conv2d *l, lt_tensor *x) {
     return NULL;
   }
   /* lt_conv2d_n adds the bias itself: one op result lands in the caller's scope. */
-  return lt_conv2d_n(x, l->weight, l->bias, l->stride, 2, l->padding, 2, l->dilation, 2,
-                     l->groups);
+  return lt_conv2d_n(x, l->weight, l->bias, l->stride, 2, l->padding, 2, l->dilation, 2, l->groups);
 }
 
 /* The counts of a pooling convenience, checked under its own name. */

@@ -1,4 +1,4 @@
-/* Parameter files: see the format in lazytensor_nn.h (lt_nn_save). */
+/* Parameter files: see the format in lazytensor_nn.h (lt_nn_params_save). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -381,7 +381,8 @@ static int load_file(const char *fn, lt_tensor *const *ts, int n, lt_nn_optim *o
   bool have_optim = false;
   if (r.rc == LT_OK && ver == NN_VERSION) take_sections(&r, o, &of, &have_optim);
   if (r.rc == LT_OK && o && !have_optim)
-    r.rc = lt__err(LT_EINVAL, "%s: %s holds no optimizer state (saved with lt_nn_params_save?)", fn, path);
+    r.rc = lt__err(LT_EINVAL, "%s: %s holds no optimizer state (saved with lt_nn_params_save?)", fn,
+                   path);
   need(&r, 8, "the checksum");
   if (r.rc == LT_OK && size - r.pos != 8)
     r.rc = lt__err(LT_EINVAL, "%s: %s has %zu bytes after its checksum (wrong size)", fn, path,

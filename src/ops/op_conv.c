@@ -53,8 +53,8 @@ static int pair_arg(const char *fn, const char *what, const int64_t *v, int nv, 
 }
 
 /* A pair_arg without a default (a kernel, an output size): 1 or 2 entries. */
-static int required_pair_arg(const char *fn, const char *what, const int64_t *v, int nv,
-                             int64_t lo, int64_t out[2]) {
+static int required_pair_arg(const char *fn, const char *what, const int64_t *v, int nv, int64_t lo,
+                             int64_t out[2]) {
   if (nv < 1 || nv > 2)
     return lt__err(LT_EINVAL, "%s: %s has %d entries; it takes 2 ({h, w}) or 1 (both axes)", fn,
                    what, nv);
@@ -303,8 +303,7 @@ static int pool_check(const char *fn, lt_tensor *x, const pool_pairs *g, bool ce
                      lt__shape_str(x->shape, x->ndim, sx, sizeof sx));
     }
   }
-  if (required_pair_arg(fn, "kernel", g->kernel, g->nkernel, 1, a->k) != LT_OK)
-    return LT_EINVAL;
+  if (required_pair_arg(fn, "kernel", g->kernel, g->nkernel, 1, a->k) != LT_OK) return LT_EINVAL;
   /* no stride: the kernel's */
   if (pair_arg(fn, "stride", g->nstride ? g->stride : a->k, g->nstride ? g->nstride : 2, 1, 1,
                a->s) != LT_OK ||
@@ -550,8 +549,7 @@ lt_tensor *lt_adaptive_avg_pool2d_n(lt_tensor *x, const int64_t *output_size, in
     return NULL;
   }
   int64_t out[2];
-  if (required_pair_arg(fn, "output_size", output_size, noutput_size, 0, out) != LT_OK)
-    return NULL;
+  if (required_pair_arg(fn, "output_size", output_size, noutput_size, 0, out) != LT_OK) return NULL;
   /* one slice and mean per output row and column: keep graphs of sane size */
   for (int i = 0; i < 2; i++) {
     if (out[i] > 4096) {

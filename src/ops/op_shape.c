@@ -303,8 +303,7 @@ lt_tensor *lt_slice_n(lt_tensor *a, const int64_t *starts, const int64_t *stops,
   /* the count is the arrays' length: a rank the caller did not expect would
    * read past them */
   if (n != nd) {
-    lt__err(LT_EINVAL, "%s: starts, stops and steps have %d entries, but a has %d axes", fn, n,
-            nd);
+    lt__err(LT_EINVAL, "%s: starts, stops and steps have %d entries, but a has %d axes", fn, n, nd);
     return NULL;
   }
   int64_t attrs[2 * LT_MAX_DIMS], shape[LT_MAX_DIMS];
@@ -472,8 +471,8 @@ lt_tensor *lt_pad_n(lt_tensor *a, const int64_t *pads, int npads, double value) 
   if (lt__check_operands(fn, &a, 1) != LT_OK) return NULL;
   int nd = a->ndim;
   if (npads != 2 * nd) {
-    lt__err(LT_EINVAL, "%s: pads has %d entries, but a has %d axes (2 entries each: %d)", fn,
-            npads, nd, 2 * nd);
+    lt__err(LT_EINVAL, "%s: pads has %d entries, but a has %d axes (2 entries each: %d)", fn, npads,
+            nd, 2 * nd);
     return NULL;
   }
   if (nd > 0 && !pads) {

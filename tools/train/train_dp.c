@@ -220,10 +220,10 @@ static int replica(int rank, lt_device dev, void *arg) {
       int got = lt_nn_loader_next(loader, &x, &y);
       const int64_t x0[2] = {rank * o->batch, 0}, x1[2] = {(rank + 1) * o->batch, tr->features};
       const int64_t y0[1] = {rank * o->batch}, y1[1] = {(rank + 1) * o->batch};
-      lt_tensor *loss = got == 1
-                            ? lt_nn_cross_entropy(m.forward(&m, lt_slice(x, x0, x1, NULL), true),
-                                                  lt_slice(y, y0, y1, NULL))
-                            : NULL;
+      lt_tensor *loss = got == 1 ? lt_nn_cross_entropy(
+                                       m.forward(&m, lt_slice_n(x, x0, x1, NULL, lt_ndim(x)), true),
+                                       lt_slice_n(y, y0, y1, NULL, lt_ndim(y)))
+                                 : NULL;
       rc = loss ? lt_backward(loss) : got < 0 ? got : LT_EINVAL;
       if (rc == LT_OK) rc = lt_dp_optim_step(opt);
       /* the global batch's mean loss, for rank 0's lines */
@@ -258,7 +258,7 @@ static int replica(int rank, lt_device dev, void *arg) {
     }
   }
   if (rc == LT_OK && lead && o->save) {
-    rc = lt_nn_save(o->save, m.state, m.nstate);
+    rc = lt_nn_params_save(m.state, m.nstate, o->save);
     if (rc == LT_OK) printf("saved %d tensors to %s\n", m.nstate, o->save);
   }
   if (rc == LT_OK && lead)
