@@ -40,9 +40,10 @@
  *    count as torch takes an int or a pair: 2 is {h, w}, 1 one value for
  *    both axes, 0 not given (the default; the pointer is not read; refused
  *    for the kernel and output_size, which have none). A function that
- *    gained counts took the suffix _n (lt_conv2d_n). Outputs whose number
- *    the object fixed (lt_program_run's outputs: lt_program_count) and
- *    fixed-size buffers (LT_MAX_DIMS shapes) are the exceptions.
+ *    gained counts took the suffix _n (lt_conv2d_n). The exceptions are
+ *    arrays whose length an object fixed (lt_program_run's outputs, one per
+ *    lt_program_count; lt_nn_optim_step_grads' grads, one per parameter)
+ *    and fixed-size buffers (LT_MAX_DIMS shapes).
  *  - Argument order. The tensor or object the call works on comes first;
  *    then the axes it works along with their count; then the op's options
  *    (ord, correction, ...); then keepdim; last the results written through
