@@ -217,7 +217,9 @@ static lt_tensor *shape_op(state *s, reader *r) {
       w[i] = pick(r, 9) - 3;
       x[i] = pick(r, 4); /* 0 is an error */
     }
-    return lt_slice(a, flag(r) ? v : NULL, flag(r) ? w : NULL, flag(r) ? x : NULL);
+    /* now and then a count that is not the rank (an error) */
+    int n = pick(r, 8) ? nd : nd + 1;
+    return lt_slice_n(a, flag(r) ? v : NULL, flag(r) ? w : NULL, flag(r) ? x : NULL, n);
   }
   case 6:
   case 7: {
@@ -229,7 +231,8 @@ static lt_tensor *shape_op(state *s, reader *r) {
   case 8: {
     int nd = a ? lt_ndim(a) : 0;
     for (int i = 0; i < 2 * nd; i++) v[i] = pick(r, 5) - 1; /* -1 is an error */
-    return lt_pad(a, v, value(r));
+    int n = pick(r, 8) ? 2 * nd : 2 * nd - 1;               /* an odd count is an error */
+    return lt_pad_n(a, v, n, value(r));
   }
   default:
     return lt_cast(a, dtype(r));
@@ -302,9 +305,12 @@ static lt_tensor *index_op(state *s, reader *r) {
   }
 }
 
-/* Small pairs from -1 to 3 (-1, and 0 where a size must be positive, are errors). */
-static const int64_t *pair(reader *r, int64_t *v) {
-  if (!flag(r)) return NULL;
+/* Small pairs from -1 to 3 (-1, and 0 where a size must be positive, are
+ * errors) with a count *n from -1 to 3 (0: none, NULL or not; -1 and 3 are
+ * errors, and so is a kernel with none). */
+static const int64_t *pair(reader *r, int64_t *v, int *n) {
+  *n = pick(r, 5) - 1;
+  if (*n == 0 && flag(r)) return NULL;
   v[0] = pick(r, 5) - 1;
   v[1] = pick(r, 5) - 1;
   return v;
@@ -313,19 +319,22 @@ static const int64_t *pair(reader *r, int64_t *v) {
 static lt_tensor *window_op(state *s, reader *r) {
   lt_tensor *a = any(s, r), *b = any(s, r);
   int64_t k[2], st[2], p[2], d[2], o[2];
+  int nk, nst, np, nd, no;
+  /* drawn in this order whatever the op, so that an input means one call */
+  const int64_t *pk = pair(r, k, &nk), *pst = pair(r, st, &nst), *pp = pair(r, p, &np),
+                *pd = pair(r, d, &nd), *po = pair(r, o, &no);
   switch (pick(r, 7)) {
   case 0:
-    return lt_conv2d(a, b, flag(r) ? any(s, r) : NULL, pair(r, st), pair(r, p), pair(r, d),
-                     pick(r, 4));
+    return lt_conv2d_n(a, b, flag(r) ? any(s, r) : NULL, pst, nst, pp, np, pd, nd, pick(r, 4));
   case 1:
-    return lt_conv_transpose2d(a, b, flag(r) ? any(s, r) : NULL, pair(r, st), pair(r, p),
-                               pair(r, o), pair(r, d), pick(r, 4));
+    return lt_conv_transpose2d_n(a, b, flag(r) ? any(s, r) : NULL, pst, nst, pp, np, po, no, pd, nd,
+                                 pick(r, 4));
   case 2:
-    return lt_max_pool2d(a, pair(r, k), pair(r, st), pair(r, p), pair(r, d), flag(r));
+    return lt_max_pool2d_n(a, pk, nk, pst, nst, pp, np, pd, nd, flag(r));
   case 3:
-    return lt_avg_pool2d(a, pair(r, k), pair(r, st), pair(r, p), flag(r), flag(r), pick(r, 4) - 1);
+    return lt_avg_pool2d_n(a, pk, nk, pst, nst, pp, np, flag(r), flag(r), pick(r, 4) - 1);
   case 4:
-    return lt_adaptive_avg_pool2d(a, pair(r, o));
+    return lt_adaptive_avg_pool2d_n(a, po, no);
   case 5: /* q, k, v, an optional mask, causal, a scale (NaN: the default) */
     return lt_scaled_dot_product_attention(a, b, any(s, r), flag(r) ? any(s, r) : NULL, flag(r),
                                            flag(r) ? value(r) : NAN);

@@ -26,6 +26,49 @@
  *    is a type name (lt_get_dtype, lt_get_device, lt_get_state). Everything
  *    else is named by what it does (lt_mark_step, lt_cache_clear). Old names
  *    are kept as deprecated aliases at the end of this file.
+ *  - Axes. A parameter naming one axis of a tensor is `axis` (start_axis,
+ *    end_axis for a range), several are `axes` with their count `naxes`;
+ *    negative values count from the end. "dim" is kept only for sizes
+ *    (lt_dim reads one) and for PyTorch's keepdim.
+ *  - Arrays. Every array a function reads comes with its count: right after
+ *    it (axes, naxes; shape, ndim; ts, n), or, when several arrays share one
+ *    count, after the last of them (lt_slice_n's starts, stops, steps, n).
+ *    A count that does not fit the call (a rank other than the tensor's,
+ *    an odd number of pads) is LT_EINVAL with a message naming the function.
+ *    The {h, w} arguments of the 2-d convolutions and poolings (kernel,
+ *    stride, padding, dilation, output_padding, output_size) each take a
+ *    count as torch takes an int or a pair: 2 is {h, w}, 1 one value for
+ *    both axes, 0 not given (the default; the pointer is not read; refused
+ *    for the kernel and output_size, which have none). A function that
+ *    gained counts took the suffix _n (lt_conv2d_n). The exceptions are
+ *    arrays whose length an object fixed (lt_program_run's outputs, one per
+ *    lt_program_count; lt_nn_optim_step_grads' grads, one per parameter)
+ *    and fixed-size buffers (LT_MAX_DIMS shapes).
+ *  - Argument order. The tensor or object the call works on comes first;
+ *    then the axes it works along with their count; then the op's options
+ *    (ord, correction, ...); then keepdim; last the results written through
+ *    pointers (lt_sort's values, indices). Siblings agree: lt_var(a, axes,
+ *    naxes, correction, keepdim), lt_vector_norm(a, axes, naxes, ord,
+ *    keepdim). An op that follows a torch function keeps that function's
+ *    order where this rule says nothing (lt_topk(a, k, axis, ...)). Saving
+ *    and loading name the object first and the file last
+ *    (lt_program_save(p, path), lt_nn_params_save(ts, n, path),
+ *    lt_nn_checkpoint_load(ts, n, o, path)); a load that makes a new object
+ *    takes the path alone (lt_program_load(path)).
+ *  - Objects. An opaque object is made by a function that returns it, NULL
+ *    with lt_last_error() set on failure (lt_program_create, lt_program_load,
+ *    lt_nn_optim_create, lt_nn_loader_create), and is freed by
+ *    lt_<type>_free, which accepts NULL. A struct whose fields the program
+ *    reads (the layers of lazytensor_nn.h, data sets, corpora) lives in the
+ *    caller's memory instead, often a field of the model's own struct:
+ *    lt_<type>_init(&s, ...) (or _load / _read from a file) fills it and
+ *    returns a status, lt_<type>_free(&s) releases what it holds. The one
+ *    exception left: lt_world_local and lt_world_mpi return a status and
+ *    the world through a pointer (docs/API.md says why).
+ *  - A function whose arguments changed (counts added, order made to agree)
+ *    has a new name; the old one stays as a deprecated alias at the end of
+ *    its header, source compatible, and the shared library does not export
+ *    it. docs/API.md has these rules with examples.
  *
  * The two public headers: this one (tensors, ops, executor, autograd, random
  * numbers, metrics) and lazytensor_nn.h (layers, losses, optimizers, data).
@@ -304,8 +347,10 @@ LT_API lt_tensor *lt_std(lt_tensor *a, const int *axes, int naxes, double correc
  * (count of non-zero elements), any other (sum |a|^ord)^(1/ord). Floating
  * dtypes only; the +-inf norms of an empty group are LT_ESHAPE. The gradient
  * is torch's: 0 where the norm is 0, and for ord < 1 at elements that are 0;
- * the inf norms split it evenly among the elements that reach the max. */
-LT_API lt_tensor *lt_norm(lt_tensor *a, double ord, const int *axes, int naxes, bool keepdim);
+ * the inf norms split it evenly among the elements that reach the max.
+ * (lt_norm, ord before the axes, is its deprecated alias.) */
+LT_API lt_tensor *lt_vector_norm(lt_tensor *a, const int *axes, int naxes, double ord,
+                                 bool keepdim);
 /* torch.any / torch.all over axes: whether some / every element is non-zero
  * (NaN is non-zero). bool result (u8 for a u8 input, as torch); over no
  * elements any is false and all is true. (Rows of LT_REDUCE_OPS.) */
@@ -335,41 +380,54 @@ LT_API lt_tensor *lt_scaled_dot_product_attention(lt_tensor *q, lt_tensor *k, lt
                                                   lt_tensor *mask, bool causal, double scale);
 
 /* ---- convolution and pooling (NCHW) ------------------------------------------------- */
-/* torch.nn.functional.conv2d: x [N, C, H, W], weight [O, C / groups, kh, kw],
+/* The {h, w} arguments below each come with a count (see Conventions): 2
+ * for {h, w}, 1 for one value on both axes (torch's int), 0 for the
+ * default (then the pointer may be NULL). Another count, or a NULL pointer
+ * with a count, is LT_EINVAL. The forms without counts (lt_conv2d, ...) are
+ * deprecated aliases at the end of this file.
+ *
+ * torch.nn.functional.conv2d: x [N, C, H, W], weight [O, C / groups, kh, kw],
  * bias [O] or NULL; f32 or f64 (operands promote). stride, padding and
- * dilation are {h, w} pairs (NULL: 1, 0, 1); groups >= 1 divides C and O.
+ * dilation default to 1, 0, 1; groups >= 1 divides C and O.
  * Output [N, O, (H + 2 ph - dh (kh - 1) - 1) / sh + 1, ...]; an empty output
  * (a kernel larger than the padded input) is an error, as in PyTorch. */
-LT_API lt_tensor *lt_conv2d(lt_tensor *x, lt_tensor *weight, lt_tensor *bias, const int64_t *stride,
-                            const int64_t *padding, const int64_t *dilation, int64_t groups);
+LT_API lt_tensor *lt_conv2d_n(lt_tensor *x, lt_tensor *weight, lt_tensor *bias,
+                              const int64_t *stride, int nstride, const int64_t *padding,
+                              int npadding, const int64_t *dilation, int ndilation, int64_t groups);
 /* torch.nn.functional.conv_transpose2d: x [N, C, H, W], weight
- * [C, O / groups, kh, kw], bias [O] or NULL; output_padding {h, w} (NULL: 0)
+ * [C, O / groups, kh, kw], bias [O] or NULL; output_padding (default 0)
  * must be smaller than stride or dilation. Output [N, O,
  * (H - 1) sh - 2 ph + dh (kh - 1) + oph + 1, ...] (the gradient of conv2d
  * with respect to its input). */
-LT_API lt_tensor *lt_conv_transpose2d(lt_tensor *x, lt_tensor *weight, lt_tensor *bias,
-                                      const int64_t *stride, const int64_t *padding,
-                                      const int64_t *output_padding, const int64_t *dilation,
-                                      int64_t groups);
+LT_API lt_tensor *lt_conv_transpose2d_n(lt_tensor *x, lt_tensor *weight, lt_tensor *bias,
+                                        const int64_t *stride, int nstride, const int64_t *padding,
+                                        int npadding, const int64_t *output_padding,
+                                        int noutput_padding, const int64_t *dilation, int ndilation,
+                                        int64_t groups);
 /* torch.nn.functional.max_pool2d on [N, C, H, W] or [C, H, W]: kernel {kh,
- * kw}; stride NULL means the kernel; padding (NULL: 0) at most half the
- * kernel, filled with -inf; dilation NULL means 1; ceil_mode as PyTorch (a
- * window must start inside the input or its left padding). NaN propagates.
- * The gradient goes to the first largest element of each window (row-major
- * window order). */
-LT_API lt_tensor *lt_max_pool2d(lt_tensor *x, const int64_t *kernel, const int64_t *stride,
-                                const int64_t *padding, const int64_t *dilation, bool ceil_mode);
+ * kw} (required); stride by default the kernel; padding (default 0) at most
+ * half the kernel, filled with -inf; dilation default 1; ceil_mode as
+ * PyTorch (a window must start inside the input or its left padding). NaN
+ * propagates. The gradient goes to the first largest element of each window
+ * (row-major window order). */
+LT_API lt_tensor *lt_max_pool2d_n(lt_tensor *x, const int64_t *kernel, int nkernel,
+                                  const int64_t *stride, int nstride, const int64_t *padding,
+                                  int npadding, const int64_t *dilation, int ndilation,
+                                  bool ceil_mode);
 /* torch.nn.functional.avg_pool2d: as max_pool2d without dilation; padding
  * counts as zeros; count_include_pad chooses whether padded elements count in
  * each window's divisor; divisor_override > 0 replaces the divisor (0: none). */
-LT_API lt_tensor *lt_avg_pool2d(lt_tensor *x, const int64_t *kernel, const int64_t *stride,
-                                const int64_t *padding, bool ceil_mode, bool count_include_pad,
-                                int64_t divisor_override);
-/* torch.nn.functional.adaptive_avg_pool2d to output {oh, ow}: window i of an
- * axis of size n covers [floor(i n / o), ceil((i + 1) n / o)). */
-LT_API lt_tensor *lt_adaptive_avg_pool2d(lt_tensor *x, const int64_t *output_size);
-/* torch.flatten: axes start..end (negative counts from the end) merged into one. */
-LT_API lt_tensor *lt_flatten(lt_tensor *x, int start_dim, int end_dim);
+LT_API lt_tensor *lt_avg_pool2d_n(lt_tensor *x, const int64_t *kernel, int nkernel,
+                                  const int64_t *stride, int nstride, const int64_t *padding,
+                                  int npadding, bool ceil_mode, bool count_include_pad,
+                                  int64_t divisor_override);
+/* torch.nn.functional.adaptive_avg_pool2d to output {oh, ow} (required):
+ * window i of an axis of size n covers [floor(i n / o), ceil((i + 1) n / o)). */
+LT_API lt_tensor *lt_adaptive_avg_pool2d_n(lt_tensor *x, const int64_t *output_size,
+                                           int noutput_size);
+/* torch.flatten: axes start_axis..end_axis (negative counts from the end)
+ * merged into one. */
+LT_API lt_tensor *lt_flatten(lt_tensor *x, int start_axis, int end_axis);
 
 /* ---- normalisation ------------------------------------------------------------------- */
 /* torch.nn.functional.batch_norm over axis 1 of x [N, C, ...]. training:
@@ -407,21 +465,24 @@ LT_API lt_tensor *lt_expand(lt_tensor *a, const int64_t *shape, int ndim);
 LT_API lt_tensor *lt_squeeze(lt_tensor *a, int axis);
 LT_API lt_tensor *lt_unsqueeze(lt_tensor *a, int axis);
 /* Per axis python-style [start:stop:step], with step > 0; NULL starts mean 0, NULL
- * stops mean the end, NULL steps mean 1. Out-of-range bounds are clamped. */
-LT_API lt_tensor *lt_slice(lt_tensor *a, const int64_t *starts, const int64_t *stops,
-                           const int64_t *steps);
+ * stops mean the end, NULL steps mean 1. Out-of-range bounds are clamped. n is
+ * the arrays' length and must be a's rank (LT_EINVAL otherwise). */
+LT_API lt_tensor *lt_slice_n(lt_tensor *a, const int64_t *starts, const int64_t *stops,
+                             const int64_t *steps, int n);
 LT_API lt_tensor *lt_concat(lt_tensor *const *ts, int n, int axis);
 LT_API lt_tensor *lt_stack(lt_tensor *const *ts, int n, int axis);
-/* pads[2*i], pads[2*i+1]: elements added before and after axis i (>= 0). */
-LT_API lt_tensor *lt_pad(lt_tensor *a, const int64_t *pads, double value);
-/* torch.flip: a reversed along each axis of dims (ndims entries, no axis
+/* pads[2*i], pads[2*i+1]: elements added before and after axis i (>= 0),
+ * value in the new places. npads must be twice a's rank (LT_EINVAL
+ * otherwise). */
+LT_API lt_tensor *lt_pad_n(lt_tensor *a, const int64_t *pads, int npads, double value);
+/* torch.flip: a reversed along each of axes (naxes entries, no axis
  * twice). */
-LT_API lt_tensor *lt_flip(lt_tensor *a, const int *dims, int ndims);
-/* torch.roll: element i of axis dims[k] moves to (i + shifts[k]) mod its size
+LT_API lt_tensor *lt_flip(lt_tensor *a, const int *axes, int naxes);
+/* torch.roll: element i of axis axes[k] moves to (i + shifts[k]) mod its size
  * (negative shifts roll back; an axis may appear more than once). With
- * ndims == 0, one shift rolls the flattened tensor and the shape is kept. */
-LT_API lt_tensor *lt_roll(lt_tensor *a, const int64_t *shifts, int nshifts, const int *dims,
-                          int ndims);
+ * naxes == 0, one shift rolls the flattened tensor and the shape is kept. */
+LT_API lt_tensor *lt_roll(lt_tensor *a, const int64_t *shifts, int nshifts, const int *axes,
+                          int naxes);
 /* torch.Tensor.repeat: a tiled repeats[d] times along each axis; nrep must be
  * at least a's rank (a gets leading axes of size 1 to nrep dims); 0 repeats
  * give an empty axis. */
@@ -478,32 +539,33 @@ LT_API lt_tensor *lt_index_add(lt_tensor *a, int axis, lt_tensor *index, lt_tens
                                double alpha);
 
 /* ---- scans and sorting ------------------------------------------------------------------ */
-/* dim: one axis, negative counting from the end; a 0-d tensor takes 0 or -1.
+/* axis: one axis, negative counting from the end; a 0-d tensor takes 0 or -1.
  *
- * torch.cumsum: out[..., j, ...] = sum of a[..., i, ...] for i <= j along dim.
+ * torch.cumsum: out[..., j, ...] = sum of a[..., i, ...] for i <= j along axis.
  * bool and integer inputs give i64 (as torch); a float input keeps its dtype.
- * For torch's dtype= argument, cast first: lt_cumsum(lt_cast(a, dt), dim). */
-LT_API lt_tensor *lt_cumsum(lt_tensor *a, int dim);
-/* torch.sort / torch.argsort: a sorted along dim, ascending or descending.
+ * For torch's dtype= argument, cast first: lt_cumsum(lt_cast(a, dt), axis). */
+LT_API lt_tensor *lt_cumsum(lt_tensor *a, int axis);
+/* torch.sort / torch.argsort: a sorted along axis, ascending or descending.
  * The sort is always stable (equal elements keep their order, in either
  * direction: torch's stable=True, which is also a valid stable=False
  * result); NaN sorts as larger than every number (last ascending, first
  * descending); -0.0 equals 0.0. *values gets the sorted values (a's dtype),
- * *indices their positions along dim (i64), both of a's shape and new
+ * *indices their positions along axis (i64), both of a's shape and new
  * references as any op result; either pointer may be NULL when that output
  * is not wanted (not both). Returns LT_OK, or a negative status with both
  * outputs set to NULL and nothing created. The gradient of the values flows
  * back through the indices (torch's). */
-LT_API int lt_sort(lt_tensor *a, int dim, bool descending, lt_tensor **values, lt_tensor **indices);
-LT_API lt_tensor *lt_argsort(lt_tensor *a, int dim, bool descending); /* lt_sort's indices */
-/* torch.topk: the k largest (largest) or smallest elements along dim, in
+LT_API int lt_sort(lt_tensor *a, int axis, bool descending, lt_tensor **values,
+                   lt_tensor **indices);
+LT_API lt_tensor *lt_argsort(lt_tensor *a, int axis, bool descending); /* lt_sort's indices */
+/* torch.topk: the k largest (largest) or smallest elements along axis, in
  * sorted order (largest first, or smallest first), with their i64 positions:
- * the first k of lt_sort(a, dim, largest) (so ties keep their order, and NaN
- * counts as the largest). Results have a's shape with k along dim; k must lie
- * in [0, size of dim] (LT_EINVAL otherwise); a 0-d input takes k = 1 only.
+ * the first k of lt_sort(a, axis, largest) (so ties keep their order, and NaN
+ * counts as the largest). Results have a's shape with k along axis; k must lie
+ * in [0, size of axis] (LT_EINVAL otherwise); a 0-d input takes k = 1 only.
  * Outputs and status as lt_sort. torch's sorted=False allows any order, so
  * the sorted result serves it too. */
-LT_API int lt_topk(lt_tensor *a, int64_t k, int dim, bool largest, lt_tensor **values,
+LT_API int lt_topk(lt_tensor *a, int64_t k, int axis, bool largest, lt_tensor **values,
                    lt_tensor **indices);
 
 /* ---- in place ------------------------------------------------------------------------- */
@@ -740,6 +802,59 @@ static inline int64_t lt_counter(const char *name) {
 LT_DEPRECATED("use lt_get_metric")
 static inline int lt_metric(const char *name, lt_metric_stats *out) {
   return lt_get_metric(name, out);
+}
+/* The forms before the array counts and the argument order of the
+ * Conventions: a NULL {h, w} pair is a count of 0, any other pointer holds
+ * a full {h, w} pair (2) and slice and pad arrays cover every axis, as
+ * before. Their errors name the new function. */
+LT_DEPRECATED("use lt_vector_norm (the axes before ord)")
+static inline lt_tensor *lt_norm(lt_tensor *a, double ord, const int *axes, int naxes,
+                                 bool keepdim) {
+  return lt_vector_norm(a, axes, naxes, ord, keepdim);
+}
+LT_DEPRECATED("use lt_slice_n (with the number of axes)")
+static inline lt_tensor *lt_slice(lt_tensor *a, const int64_t *starts, const int64_t *stops,
+                                  const int64_t *steps) {
+  return lt_slice_n(a, starts, stops, steps, lt_ndim(a) < 0 ? 0 : lt_ndim(a));
+}
+LT_DEPRECATED("use lt_pad_n (with the number of pads)")
+static inline lt_tensor *lt_pad(lt_tensor *a, const int64_t *pads, double value) {
+  return lt_pad_n(a, pads, lt_ndim(a) < 0 ? 0 : 2 * lt_ndim(a), value);
+}
+#define LT__PAIR_COUNT(p) ((p) ? 2 : 0)
+LT_DEPRECATED("use lt_conv2d_n (with the counts of the pairs)")
+static inline lt_tensor *lt_conv2d(lt_tensor *x, lt_tensor *weight, lt_tensor *bias,
+                                   const int64_t *stride, const int64_t *padding,
+                                   const int64_t *dilation, int64_t groups) {
+  return lt_conv2d_n(x, weight, bias, stride, LT__PAIR_COUNT(stride), padding,
+                     LT__PAIR_COUNT(padding), dilation, LT__PAIR_COUNT(dilation), groups);
+}
+LT_DEPRECATED("use lt_conv_transpose2d_n (with the counts of the pairs)")
+static inline lt_tensor *lt_conv_transpose2d(lt_tensor *x, lt_tensor *weight, lt_tensor *bias,
+                                             const int64_t *stride, const int64_t *padding,
+                                             const int64_t *output_padding, const int64_t *dilation,
+                                             int64_t groups) {
+  return lt_conv_transpose2d_n(
+      x, weight, bias, stride, LT__PAIR_COUNT(stride), padding, LT__PAIR_COUNT(padding),
+      output_padding, LT__PAIR_COUNT(output_padding), dilation, LT__PAIR_COUNT(dilation), groups);
+}
+LT_DEPRECATED("use lt_max_pool2d_n (with the counts of the pairs)")
+static inline lt_tensor *lt_max_pool2d(lt_tensor *x, const int64_t *kernel, const int64_t *stride,
+                                       const int64_t *padding, const int64_t *dilation,
+                                       bool ceil_mode) {
+  return lt_max_pool2d_n(x, kernel, LT__PAIR_COUNT(kernel), stride, LT__PAIR_COUNT(stride), padding,
+                         LT__PAIR_COUNT(padding), dilation, LT__PAIR_COUNT(dilation), ceil_mode);
+}
+LT_DEPRECATED("use lt_avg_pool2d_n (with the counts of the pairs)")
+static inline lt_tensor *lt_avg_pool2d(lt_tensor *x, const int64_t *kernel, const int64_t *stride,
+                                       const int64_t *padding, bool ceil_mode,
+                                       bool count_include_pad, int64_t divisor_override) {
+  return lt_avg_pool2d_n(x, kernel, LT__PAIR_COUNT(kernel), stride, LT__PAIR_COUNT(stride), padding,
+                         LT__PAIR_COUNT(padding), ceil_mode, count_include_pad, divisor_override);
+}
+LT_DEPRECATED("use lt_adaptive_avg_pool2d_n (with the count of output_size)")
+static inline lt_tensor *lt_adaptive_avg_pool2d(lt_tensor *x, const int64_t *output_size) {
+  return lt_adaptive_avg_pool2d_n(x, output_size, LT__PAIR_COUNT(output_size));
 }
 
 #ifdef __cplusplus

@@ -55,21 +55,23 @@ LT_API lt_tensor *lt_nn_dropout(lt_tensor *x, double p, bool train);
  * graphs, each compiled once and then found in the cache whatever the order
  * in which the two modes alternate. */
 
-/* 2-d convolution (torch.nn.Conv2d): y = lt_conv2d(x, weight, bias, ...).
- * kernel {kh, kw} is required; stride, padding, dilation {h, w} pairs (NULL:
- * 1, 0, 1); groups >= 1 divides in and out. Init as PyTorch's default
- * (kaiming_uniform with a = sqrt 5): weight and bias U(-1/sqrt(fan_in),
- * 1/sqrt(fan_in)) with fan_in = in / groups * kh * kw, drawn from dev's RNG,
- * pending until the next sync (as lt_nn_linear_init), requires-grad set. */
+/* 2-d convolution (torch.nn.Conv2d): y = lt_conv2d_n(x, weight, bias, ...).
+ * kernel {kh, kw} is required; stride, padding, dilation default to 1, 0, 1;
+ * each {h, w} argument has a count as in lt_conv2d_n (2: {h, w}, 1: both
+ * axes, 0: the default; LT_EINVAL otherwise); groups >= 1 divides in and out. Init as PyTorch's
+ * default (kaiming_uniform with a = sqrt 5): weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+ * with fan_in = in / groups * kh * kw, drawn from dev's RNG, pending until the next sync (as
+ * lt_nn_linear_init), requires-grad set. */
 typedef struct lt_nn_conv2d {
   lt_tensor *weight; /* [out, in / groups, kh, kw]; owned by the layer */
   lt_tensor *bias;   /* [out], or NULL */
   int64_t in, out, groups;
   int64_t kernel[2], stride[2], padding[2], dilation[2];
 } lt_nn_conv2d;
-LT_API int lt_nn_conv2d_init(lt_nn_conv2d *l, lt_device dev, lt_dtype dt, int64_t in, int64_t out,
-                             const int64_t *kernel, const int64_t *stride, const int64_t *padding,
-                             const int64_t *dilation, int64_t groups, bool bias);
+LT_API int lt_nn_conv2d_init_n(lt_nn_conv2d *l, lt_device dev, lt_dtype dt, int64_t in, int64_t out,
+                               const int64_t *kernel, int nkernel, const int64_t *stride,
+                               int nstride, const int64_t *padding, int npadding,
+                               const int64_t *dilation, int ndilation, int64_t groups, bool bias);
 LT_API void lt_nn_conv2d_free(lt_nn_conv2d *l); /* NULL is accepted */
 /* x: [N, in, H, W] -> [N, out, OH, OW]. */
 LT_API lt_tensor *lt_nn_conv2d_forward(const lt_nn_conv2d *l, lt_tensor *x);
@@ -110,13 +112,15 @@ LT_API int lt_nn_layernorm_init(lt_nn_layernorm *l, lt_device dev, lt_dtype dt,
 LT_API void lt_nn_layernorm_free(lt_nn_layernorm *l); /* NULL is accepted */
 LT_API lt_tensor *lt_nn_layernorm_forward(const lt_nn_layernorm *l, lt_tensor *x);
 
-/* Pooling as torch.nn.MaxPool2d / AvgPool2d with their defaults: stride NULL
- * means the kernel, padding NULL means 0; no dilation, floor mode, padded
- * zeros counted in the average. */
-LT_API lt_tensor *lt_nn_max_pool2d(lt_tensor *x, const int64_t *kernel, const int64_t *stride,
-                                   const int64_t *padding);
-LT_API lt_tensor *lt_nn_avg_pool2d(lt_tensor *x, const int64_t *kernel, const int64_t *stride,
-                                   const int64_t *padding);
+/* Pooling as torch.nn.MaxPool2d / AvgPool2d with their defaults: no stride
+ * (count 0) means the kernel, no padding means 0; no dilation, floor mode,
+ * padded zeros counted in the average. Counts as lt_nn_conv2d_init_n. */
+LT_API lt_tensor *lt_nn_max_pool2d_n(lt_tensor *x, const int64_t *kernel, int nkernel,
+                                     const int64_t *stride, int nstride, const int64_t *padding,
+                                     int npadding);
+LT_API lt_tensor *lt_nn_avg_pool2d_n(lt_tensor *x, const int64_t *kernel, int nkernel,
+                                     const int64_t *stride, int nstride, const int64_t *padding,
+                                     int npadding);
 
 /* Mean cross-entropy of logits [B, C] (float) against integer labels [B] in
  * [0, C): -mean_b log_softmax(logits)[b, labels[b]], via one_hot (stable: the
@@ -218,7 +222,7 @@ LT_API int lt_nn_clip_grad_norm(lt_tensor *const *params, int n, double max_norm
                                 lt_tensor **total_norm);
 
 /* ---- parameter files -------------------------------------------------------------------- */
-/* Parameter files (lt_nn_save / lt_nn_load), little-endian:
+/* Parameter files (lt_nn_params_save / lt_nn_params_load), little-endian:
  *   "LTPARAMS" (8 bytes), u32 version (1 or 2), u32 count,
  *   count times: u32 dtype (lt_dtype), u32 ndim, ndim x i64 shape, the data,
  *   version 2 only: u32 section count, each section a 4-byte tag, u32
@@ -230,20 +234,23 @@ LT_API int lt_nn_clip_grad_norm(lt_tensor *const *params, int n, double max_norm
  * beta2, eps, i64 steps, then per parameter: u32 dtype, u32 ndim, ndim x i64
  * shape, i64 step count and the data of its state tensors (SGD's momentum
  * buffer; Adam's exp_avg, exp_avg_sq). Sections of other tags are skipped.
- * lt_nn_load checks everything (count, dtypes, shapes, size, checksum) before
- * it assigns the values (lazily, lt_assign) to the n given tensors; an
- * unknown file or section version fails with LT_EINVAL, naming it. */
-LT_API int lt_nn_save(const char *path, lt_tensor *const *ts, int n);
-LT_API int lt_nn_load(const char *path, lt_tensor *const *ts, int n);
-/* The same with the optimizer's state (PyTorch's optimizer state_dict: step
- * counts, moments, hyper-parameters), so that training resumes bit-exactly.
- * o may be NULL (lt_nn_save / lt_nn_load). lt_nn_load_state needs a file with
- * optimizer state of the same kind and parameter shapes (and momentum
+ * lt_nn_params_load checks everything (count, dtypes, shapes, size,
+ * checksum) before it assigns the values (lazily, lt_assign) to the n given
+ * tensors; an unknown file or section version fails with LT_EINVAL, naming
+ * it. The objects come first and the path last, as lt_program_save. */
+LT_API int lt_nn_params_save(lt_tensor *const *ts, int n, const char *path);
+LT_API int lt_nn_params_load(lt_tensor *const *ts, int n, const char *path);
+/* A checkpoint: the same with the optimizer's state (PyTorch's optimizer
+ * state_dict: step counts, moments, hyper-parameters), so that training
+ * resumes bit-exactly. o may be NULL (the parameters only, as
+ * lt_nn_params_save / lt_nn_params_load). lt_nn_checkpoint_load needs a file
+ * with optimizer state of the same kind and parameter shapes (and momentum
  * buffers when o has them); it restores the hyper-parameters (lr included,
  * as torch's load_state_dict) and the step counts, and assigns parameters
  * and state only when everything checked out. */
-LT_API int lt_nn_save_state(const char *path, lt_tensor *const *ts, int n, const lt_nn_optim *o);
-LT_API int lt_nn_load_state(const char *path, lt_tensor *const *ts, int n, lt_nn_optim *o);
+LT_API int lt_nn_checkpoint_save(lt_tensor *const *ts, int n, const lt_nn_optim *o,
+                                 const char *path);
+LT_API int lt_nn_checkpoint_load(lt_tensor *const *ts, int n, lt_nn_optim *o, const char *path);
 
 /* ---- data --------------------------------------------------------------------------------- */
 /* IDX files (gzip-compressed or plain, read with zlib): unsigned-byte data
@@ -331,6 +338,48 @@ LT_API void lt_nn_text_free(lt_nn_text *t); /* NULL is accepted */
  * host tensors (new references, owned by the open scope if any). */
 LT_API int lt_nn_text_windows(const lt_nn_text *t, lt_device dev, const int64_t *starts,
                               int64_t count, int64_t len, lt_tensor **x, lt_tensor **y);
+
+/* ---- deprecated names ------------------------------------------------------------------- */
+/* The forms before lazytensor.h's conventions on array counts and argument
+ * order (source compatible; the shared library does not export them). */
+LT_DEPRECATED("use lt_nn_conv2d_init_n (with the counts of the pairs)")
+static inline int lt_nn_conv2d_init(lt_nn_conv2d *l, lt_device dev, lt_dtype dt, int64_t in,
+                                    int64_t out, const int64_t *kernel, const int64_t *stride,
+                                    const int64_t *padding, const int64_t *dilation, int64_t groups,
+                                    bool bias) {
+  return lt_nn_conv2d_init_n(l, dev, dt, in, out, kernel, LT__PAIR_COUNT(kernel), stride,
+                             LT__PAIR_COUNT(stride), padding, LT__PAIR_COUNT(padding), dilation,
+                             LT__PAIR_COUNT(dilation), groups, bias);
+}
+LT_DEPRECATED("use lt_nn_max_pool2d_n (with the counts of the pairs)")
+static inline lt_tensor *lt_nn_max_pool2d(lt_tensor *x, const int64_t *kernel,
+                                          const int64_t *stride, const int64_t *padding) {
+  return lt_nn_max_pool2d_n(x, kernel, LT__PAIR_COUNT(kernel), stride, LT__PAIR_COUNT(stride),
+                            padding, LT__PAIR_COUNT(padding));
+}
+LT_DEPRECATED("use lt_nn_avg_pool2d_n (with the counts of the pairs)")
+static inline lt_tensor *lt_nn_avg_pool2d(lt_tensor *x, const int64_t *kernel,
+                                          const int64_t *stride, const int64_t *padding) {
+  return lt_nn_avg_pool2d_n(x, kernel, LT__PAIR_COUNT(kernel), stride, LT__PAIR_COUNT(stride),
+                            padding, LT__PAIR_COUNT(padding));
+}
+LT_DEPRECATED("use lt_nn_params_save(ts, n, path)")
+static inline int lt_nn_save(const char *path, lt_tensor *const *ts, int n) {
+  return lt_nn_params_save(ts, n, path);
+}
+LT_DEPRECATED("use lt_nn_params_load(ts, n, path)")
+static inline int lt_nn_load(const char *path, lt_tensor *const *ts, int n) {
+  return lt_nn_params_load(ts, n, path);
+}
+LT_DEPRECATED("use lt_nn_checkpoint_save(ts, n, o, path)")
+static inline int lt_nn_save_state(const char *path, lt_tensor *const *ts, int n,
+                                   const lt_nn_optim *o) {
+  return lt_nn_checkpoint_save(ts, n, o, path);
+}
+LT_DEPRECATED("use lt_nn_checkpoint_load(ts, n, o, path)")
+static inline int lt_nn_load_state(const char *path, lt_tensor *const *ts, int n, lt_nn_optim *o) {
+  return lt_nn_checkpoint_load(ts, n, o, path);
+}
 
 #ifdef __cplusplus
 }

@@ -83,15 +83,26 @@ C
 echo "both public headers: ok"
 
 # The old names still compile (and run), each with a deprecation warning.
-old_names="lt_requires_grad lt_mark_donatable lt_manual_seed lt_counter lt_metric"
+old_names="lt_requires_grad lt_mark_donatable lt_manual_seed lt_counter lt_metric lt_slice lt_pad
+  lt_norm lt_conv2d lt_nn_max_pool2d lt_nn_save"
 cat >"$prefix/old.c" <<'C'
-#include <lazytensor.h>
+#include <lazytensor_nn.h>
 int main(void) {
   lt_metric_stats s;
   lt_tensor *x = lt_scalar(lt_cpu(0), LT_F32, 2.5);
   if (lt_requires_grad(x, true) != LT_OK || lt_mark_donatable(x, false) != LT_OK) return 1;
   if (lt_manual_seed(lt_cpu(0), 1) != LT_OK || lt_counter("NoSuchCounter") != -1) return 2;
   if (lt_last_status() != LT_ENOTFOUND || lt_metric("CompileTime", &s) != LT_OK) return 3;
+  /* ones [1, 1, 4, 4]; a ones kernel [1, 1, 2, 2]: conv gives 4s [1, 1, 3, 3],
+   * pooling by 2 one 4, whose 1-norm is 4 */
+  lt_tensor *img = lt_ones(lt_cpu(0), LT_F32, (const int64_t[]){1, 1, 4, 4}, 4);
+  const int64_t k[2] = {2, 2}, stop[4] = {1, 1, 2, 2}, pads[8] = {0};
+  lt_tensor *w = lt_pad(lt_slice(img, NULL, stop, NULL), pads, 0);
+  lt_tensor *y = lt_nn_max_pool2d(lt_conv2d(img, w, NULL, NULL, NULL, NULL, 1), k, NULL, NULL);
+  double v = 0;
+  if (!y || lt_item(lt_norm(y, 1, NULL, 0, false), 0, &v) != LT_OK || v != 4) return 4;
+  int (*save)(const char *, lt_tensor *const *, int) = lt_nn_save; /* compiled, not run */
+  if (!save) return 5;
   lt_release(x);
   return 0;
 }

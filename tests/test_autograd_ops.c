@@ -250,20 +250,20 @@ static lt_tensor *shape_fn(lt_tensor *const *in, void *ud) {
   case K_EXPAND:
     return lt_expand(lt_reshape(a, SHAPE(2, 1, 12), 3), SHAPE(2, 3, 12), 3);
   case K_EXPAND_NEW:
-    return lt_expand(lt_slice(a, NULL, SHAPE(2, 1, 4), NULL), SHAPE(3, 2, 5, 4), 4);
+    return lt_expand(lt_slice_n(a, NULL, SHAPE(2, 1, 4), NULL, 3), SHAPE(3, 2, 5, 4), 4);
   case K_SQUEEZE:
-    return lt_squeeze(lt_slice(a, NULL, SHAPE(2, 1, 4), NULL), 1);
+    return lt_squeeze(lt_slice_n(a, NULL, SHAPE(2, 1, 4), NULL, 3), 1);
   case K_UNSQUEEZE:
     return lt_unsqueeze(lt_unsqueeze(a, -1), 1);
   case K_SLICE_STEPS:
-    return lt_slice(a, SHAPE(0, 1, 1), SHAPE(2, 3, 4), SHAPE(1, 2, 2));
+    return lt_slice_n(a, SHAPE(0, 1, 1), SHAPE(2, 3, 4), SHAPE(1, 2, 2), 3);
   case K_SLICE_NEG:
-    return lt_slice(a, SHAPE(-1, -2, 0), SHAPE(2, 100, -1), SHAPE(1, 1, 3));
+    return lt_slice_n(a, SHAPE(-1, -2, 0), SHAPE(2, 100, -1), SHAPE(1, 1, 3), 3);
   case K_PAD:
-    return lt_pad(a, SHAPE(1, 0, 0, 2, 2, 1), 0.5);
+    return lt_pad_n(a, SHAPE(1, 0, 0, 2, 2, 1), 6, 0.5);
   case K_SLICE_OF_SLICE: {
-    lt_tensor *s = lt_slice(a, SHAPE(0, 0, 1), SHAPE(2, 3, 4), SHAPE(1, 2, 1));
-    return lt_slice(lt_mul(s, s), SHAPE(1, 0, 0), SHAPE(2, 2, 3), SHAPE(1, 1, 2));
+    lt_tensor *s = lt_slice_n(a, SHAPE(0, 0, 1), SHAPE(2, 3, 4), SHAPE(1, 2, 1), 3);
+    return lt_slice_n(lt_mul(s, s), SHAPE(1, 0, 0), SHAPE(2, 2, 3), SHAPE(1, 1, 2), 3);
   }
   }
   return NULL;
@@ -359,7 +359,7 @@ static void test_gradient_op_values(void **state) {
   lt_zero_grad(x);
 
   int64_t starts[2] = {1, 0}, stops[2] = {2, 3}, steps[2] = {1, 2};
-  assert_int_equal(lt_backward(lt_sum(lt_mul(lt_slice(x, starts, stops, steps),
+  assert_int_equal(lt_backward(lt_sum(lt_mul(lt_slice_n(x, starts, stops, steps, lt_ndim(x)),
                                              tu_f64(SHAPE(1, 2), 2, (double[]){7, 9})),
                                       NULL, 0, false)),
                    LT_OK);
@@ -453,7 +453,7 @@ static lt_tensor *grad_of(lt_tensor *const *in, void *ud) {
 
 static lt_tensor *inner_slice(lt_tensor *x, lt_tensor *const *in) {
   (void)in;
-  return lt_slice(x, SHAPE(1, 0), SHAPE(3, 4), SHAPE(1, 2));
+  return lt_slice_n(x, SHAPE(1, 0), SHAPE(3, 4), SHAPE(1, 2), 2);
 }
 static lt_tensor *inner_gather(lt_tensor *x, lt_tensor *const *in) {
   return lt_gather(x, 1, in[1]);
@@ -599,14 +599,14 @@ static lt_tensor *blocks_fn(lt_tensor *const *in, void *ud) {
     if (lt_split_size(a, 2, 2, p, 3) != 3) return NULL;
     return lt_add(lt_mul(p[2], p[0]), lt_exp(p[1]));
   case B_ADJACENT:
-    return lt_mul(lt_slice(a, SHAPE(0, 0, 3), SHAPE(2, 3, 5), NULL),
-                  lt_slice(a, SHAPE(0, 0, 1), SHAPE(2, 3, 3), NULL));
+    return lt_mul(lt_slice_n(a, SHAPE(0, 0, 3), SHAPE(2, 3, 5), NULL, 3),
+                  lt_slice_n(a, SHAPE(0, 0, 1), SHAPE(2, 3, 3), NULL, 3));
   case B_GAP:
-    return lt_mul(lt_slice(a, SHAPE(0, 0, 0), SHAPE(2, 3, 2), NULL),
-                  lt_slice(a, SHAPE(0, 0, 4), SHAPE(2, 3, 6), NULL));
+    return lt_mul(lt_slice_n(a, SHAPE(0, 0, 0), SHAPE(2, 3, 2), NULL, 3),
+                  lt_slice_n(a, SHAPE(0, 0, 4), SHAPE(2, 3, 6), NULL, 3));
   case B_OVERLAP:
-    return lt_mul(lt_slice(a, SHAPE(0, 0, 0), SHAPE(2, 3, 3), NULL),
-                  lt_slice(a, SHAPE(0, 0, 2), SHAPE(2, 3, 5), NULL));
+    return lt_mul(lt_slice_n(a, SHAPE(0, 0, 0), SHAPE(2, 3, 3), NULL, 3),
+                  lt_slice_n(a, SHAPE(0, 0, 2), SHAPE(2, 3, 5), NULL, 3));
   }
   return NULL;
 }

@@ -142,7 +142,7 @@ static lt_tensor *broadcast(const rgraph *g, int kind, int pick, lt_tensor *x, l
   int axis = kind; /* 0: a row, 1: a column */
   starts[axis] = pick % shape[axis];
   stops[axis] = starts[axis] + 1;
-  return lt_mul(lt_expand(lt_slice(x, starts, stops, NULL), shape, 2), y);
+  return lt_mul(lt_expand(lt_slice_n(x, starts, stops, NULL, lt_ndim(x)), shape, 2), y);
 }
 
 static lt_tensor *apply_step(const rgraph *g, const step *s, lt_tensor **v) {

@@ -403,8 +403,8 @@ static int shard_replica(int r, lt_device dev, void *arg) {
   float v[4] = {1, 2, 3, 4};
   const int64_t lo[1] = {2 * r}, hi[1] = {2 * r + 2};
   lt_tensor *x = lt_from_data(dev, LT_F32, SHAPE(4), 1, v);
-  int rc =
-      lt_to_data(lt_all_reduce(lt_slice(x, lo, hi, NULL), LT_REDUCE_SUM), got, 2 * sizeof *got);
+  int rc = lt_to_data(lt_all_reduce(lt_slice_n(x, lo, hi, NULL, lt_ndim(x)), LT_REDUCE_SUM), got,
+                      2 * sizeof *got);
   lt_scope_end();
   return rc;
 }

@@ -107,48 +107,49 @@ static void test_var_std_errors(void **state) {
 
 TU_BOTH(test_norm) {
   lt_tensor *x = tu_f64(SHAPE(2), 1, (double[]){3, -4});
-  tu_expect(lt_norm(x, 2, NULL, 0, false), LT_F64, NULL, 0, (double[]){5}, 0);
-  tu_expect(lt_norm(x, 1, NULL, 0, false), LT_F64, NULL, 0, (double[]){7}, 0);
-  tu_expect(lt_norm(x, INFINITY, NULL, 0, false), LT_F64, NULL, 0, (double[]){4}, 0);
-  tu_expect(lt_norm(x, -INFINITY, NULL, 0, false), LT_F64, NULL, 0, (double[]){3}, 0);
-  tu_expect(lt_norm(x, 0, NULL, 0, false), LT_F64, NULL, 0, (double[]){2}, 0);
-  tu_expect(lt_norm(x, 3, NULL, 0, false), LT_F64, NULL, 0, (double[]){4.497941445275415}, 1e-14);
-  tu_expect(lt_norm(x, -1, NULL, 0, false), LT_F64, NULL, 0, (double[]){12.0 / 7}, 1e-14);
+  tu_expect(lt_vector_norm(x, NULL, 0, 2, false), LT_F64, NULL, 0, (double[]){5}, 0);
+  tu_expect(lt_vector_norm(x, NULL, 0, 1, false), LT_F64, NULL, 0, (double[]){7}, 0);
+  tu_expect(lt_vector_norm(x, NULL, 0, INFINITY, false), LT_F64, NULL, 0, (double[]){4}, 0);
+  tu_expect(lt_vector_norm(x, NULL, 0, -INFINITY, false), LT_F64, NULL, 0, (double[]){3}, 0);
+  tu_expect(lt_vector_norm(x, NULL, 0, 0, false), LT_F64, NULL, 0, (double[]){2}, 0);
+  tu_expect(lt_vector_norm(x, NULL, 0, 3, false), LT_F64, NULL, 0, (double[]){4.497941445275415},
+            1e-14);
+  tu_expect(lt_vector_norm(x, NULL, 0, -1, false), LT_F64, NULL, 0, (double[]){12.0 / 7}, 1e-14);
   /* zero elements: |0|^p is 0 (p > 0) or inf (p < 0) */
   lt_tensor *z = tu_f32(SHAPE(2), 1, (float[]){0, 2});
-  tu_expect(lt_norm(z, -1, NULL, 0, false), LT_F32, NULL, 0, (double[]){0}, 0);
-  tu_expect(lt_norm(z, 0.5, NULL, 0, false), LT_F32, NULL, 0, (double[]){2}, 1e-6);
-  tu_expect(lt_norm(z, 0, NULL, 0, false), LT_F32, NULL, 0, (double[]){1}, 0);
+  tu_expect(lt_vector_norm(z, NULL, 0, -1, false), LT_F32, NULL, 0, (double[]){0}, 0);
+  tu_expect(lt_vector_norm(z, NULL, 0, 0.5, false), LT_F32, NULL, 0, (double[]){2}, 1e-6);
+  tu_expect(lt_vector_norm(z, NULL, 0, 0, false), LT_F32, NULL, 0, (double[]){1}, 0);
   /* axes and keepdim: rows [3 4], [0 0], [1 -1] */
   lt_tensor *m = tu_f32(SHAPE(3, 2), 2, (float[]){3, 4, 0, 0, 1, -1});
-  tu_expect(lt_norm(m, 2, (int[]){-1}, 1, false), LT_F32, SHAPE(3), 1,
+  tu_expect(lt_vector_norm(m, (int[]){-1}, 1, 2, false), LT_F32, SHAPE(3), 1,
             (double[]){5, 0, 1.4142135623730951}, 1e-6);
-  tu_expect(lt_norm(m, 1, (int[]){0}, 1, true), LT_F32, SHAPE(1, 2), 2, (double[]){4, 5}, 0);
+  tu_expect(lt_vector_norm(m, (int[]){0}, 1, 1, true), LT_F32, SHAPE(1, 2), 2, (double[]){4, 5}, 0);
   /* empty: the p-norms are 0 (inf for p < 0) */
   lt_tensor *e = lt_zeros(CPU0, LT_F64, SHAPE(0), 1);
-  tu_expect(lt_norm(e, 2, NULL, 0, false), LT_F64, NULL, 0, (double[]){0}, 0);
-  tu_expect(lt_norm(e, -2, NULL, 0, false), LT_F64, NULL, 0, (double[]){INFINITY}, 0);
+  tu_expect(lt_vector_norm(e, NULL, 0, 2, false), LT_F64, NULL, 0, (double[]){0}, 0);
+  tu_expect(lt_vector_norm(e, NULL, 0, -2, false), LT_F64, NULL, 0, (double[]){INFINITY}, 0);
   /* NaN propagates; an infinite element gives inf */
-  tu_expect(lt_norm(tu_f64(SHAPE(2), 1, (double[]){1, NAN}), 2, NULL, 0, false), LT_F64, NULL, 0,
-            (double[]){NAN}, 0);
-  tu_expect(lt_norm(tu_f64(SHAPE(2), 1, (double[]){1, -INFINITY}), 3, NULL, 0, false), LT_F64, NULL,
-            0, (double[]){INFINITY}, 0);
+  tu_expect(lt_vector_norm(tu_f64(SHAPE(2), 1, (double[]){1, NAN}), NULL, 0, 2, false), LT_F64,
+            NULL, 0, (double[]){NAN}, 0);
+  tu_expect(lt_vector_norm(tu_f64(SHAPE(2), 1, (double[]){1, -INFINITY}), NULL, 0, 3, false),
+            LT_F64, NULL, 0, (double[]){INFINITY}, 0);
   /* 0-d */
-  tu_expect(lt_norm(tu_f64(NULL, 0, (double[]){-2}), 2, NULL, 0, false), LT_F64, NULL, 0,
+  tu_expect(lt_vector_norm(tu_f64(NULL, 0, (double[]){-2}), NULL, 0, 2, false), LT_F64, NULL, 0,
             (double[]){2}, 0);
 }
 
 static void test_norm_errors(void **state) {
   (void)state;
-  TU_EXPECT_ERROR(lt_norm(tu_i64(SHAPE(1), 1, (int64_t[]){1}), 2, NULL, 0, false), LT_EDTYPE,
-                  "lt_norm");
+  TU_EXPECT_ERROR(lt_vector_norm(tu_i64(SHAPE(1), 1, (int64_t[]){1}), NULL, 0, 2, false), LT_EDTYPE,
+                  "lt_vector_norm");
   lt_tensor *e = lt_zeros(CPU0, LT_F32, SHAPE(2, 0), 2);
-  TU_EXPECT_ERROR(lt_norm(e, INFINITY, (int[]){1}, 1, false), LT_ESHAPE, "empty");
-  TU_EXPECT_ERROR(lt_norm(e, -INFINITY, NULL, 0, false), LT_ESHAPE, "[2, 0]");
+  TU_EXPECT_ERROR(lt_vector_norm(e, (int[]){1}, 1, INFINITY, false), LT_ESHAPE, "empty");
+  TU_EXPECT_ERROR(lt_vector_norm(e, NULL, 0, -INFINITY, false), LT_ESHAPE, "[2, 0]");
   /* the inf norm over a non-empty axis of an empty tensor is fine (empty) */
-  tu_expect(lt_norm(e, INFINITY, (int[]){0}, 1, false), LT_F32, SHAPE(0), 1, NULL, 0);
-  TU_EXPECT_ERROR(lt_norm(e, NAN, NULL, 0, false), LT_EINVAL, "ord");
-  TU_EXPECT_ERROR(lt_norm(e, 2, (int[]){3}, 1, false), LT_EINVAL, "lt_norm");
+  tu_expect(lt_vector_norm(e, (int[]){0}, 1, INFINITY, false), LT_F32, SHAPE(0), 1, NULL, 0);
+  TU_EXPECT_ERROR(lt_vector_norm(e, NULL, 0, NAN, false), LT_EINVAL, "ord");
+  TU_EXPECT_ERROR(lt_vector_norm(e, (int[]){3}, 1, 2, false), LT_EINVAL, "lt_vector_norm");
 }
 
 /* ---- remainder / floor_divide ---------------------------------------------------------- */

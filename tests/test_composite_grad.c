@@ -23,7 +23,7 @@ static lt_tensor *apply_var(lt_tensor *const *in, void *ud) {
 
 static lt_tensor *apply_norm(lt_tensor *const *in, void *ud) {
   const red_case *c = ud;
-  return lt_norm(in[0], c->arg, c->axes, c->naxes, c->keep);
+  return lt_vector_norm(in[0], c->axes, c->naxes, c->arg, c->keep);
 }
 
 static void test_var_std_grad(void **state) {
@@ -69,8 +69,9 @@ static void test_norm_grad_conventions(void **state) {
     lt_set_requires_grad(p, true);
     lt_set_requires_grad(t, true);
     lt_tensor *loss =
-        lt_add(lt_add(lt_norm(z, 2, NULL, 0, false), lt_norm(z, 3, NULL, 0, false)),
-               lt_add(lt_norm(p, 0.5, NULL, 0, false), lt_norm(t, INFINITY, NULL, 0, false)));
+        lt_add(lt_add(lt_vector_norm(z, NULL, 0, 2, false), lt_vector_norm(z, NULL, 0, 3, false)),
+               lt_add(lt_vector_norm(p, NULL, 0, 0.5, false),
+                      lt_vector_norm(t, NULL, 0, INFINITY, false)));
     assert_int_equal(lt_backward(loss), LT_OK);
     double gz[3], gp[3], gt[4];
     tu_read_grad(z, gz, 3);

@@ -1,5 +1,5 @@
-/* Convolution and pooling (lt_conv2d, lt_conv_transpose2d, lt_max_pool2d,
- * lt_avg_pool2d, lt_adaptive_avg_pool2d, lt_flatten) against plain loops
+/* Convolution and pooling (lt_conv2d_n, lt_conv_transpose2d_n, lt_max_pool2d_n,
+ * lt_avg_pool2d_n, lt_adaptive_avg_pool2d_n, lt_flatten) against plain loops
  * written here from PyTorch's definitions (conv_transpose2d as a scatter, the
  * library's kernels gather), gradients against finite differences, and every
  * argument error. Run with LT_BACKEND=ref and with the default backend. */
@@ -207,8 +207,9 @@ static void check_conv(const conv_case *c, bool transpose) {
     lt_dtype dt = kDts[k];
     lt_tensor *xt = mk(dt, c->xs, 4, x), *wt = mk(dt, c->ws, 4, w);
     lt_tensor *bt = c->bias ? mk(dt, SHAPE(ys[1]), 1, bias) : NULL;
-    lt_tensor *y = transpose ? lt_conv_transpose2d(xt, wt, bt, c->s, c->p, c->op, c->d, c->g)
-                             : lt_conv2d(xt, wt, bt, c->s, c->p, c->d, c->g);
+    lt_tensor *y =
+        transpose ? lt_conv_transpose2d_n(xt, wt, bt, c->s, 2, c->p, 2, c->op, 2, c->d, 2, c->g)
+                  : lt_conv2d_n(xt, wt, bt, c->s, 2, c->p, 2, c->d, 2, c->g);
     tu_expect(y, dt, ys, 4, want, tol_of(dt));
   }
   free(x);
@@ -241,13 +242,14 @@ static void test_conv2d_defaults_and_3d(void **state) {
   int64_t ys[4];
   conv_oracle(&c, x, w, NULL, want, ys);
   lt_tensor *x3 = mk(LT_F64, SHAPE(3, 5, 4), 3, x), *wt = mk(LT_F64, c.ws, 4, w);
-  tu_expect(lt_conv2d(x3, wt, NULL, NULL, NULL, NULL, 1), LT_F64, ys + 1, 3, want, 1e-12);
+  tu_expect(lt_conv2d_n(x3, wt, NULL, NULL, 0, NULL, 0, NULL, 0, 1), LT_F64, ys + 1, 3, want,
+            1e-12);
   /* f32 input with an f64 weight: computed in f64 */
   lt_tensor *x32 = mk(LT_F32, c.xs, 4, x);
-  tu_expect(lt_conv2d(x32, wt, NULL, NULL, NULL, NULL, 1), LT_F64, ys, 4, want, 1e-12);
+  tu_expect(lt_conv2d_n(x32, wt, NULL, NULL, 0, NULL, 0, NULL, 0, 1), LT_F64, ys, 4, want, 1e-12);
   /* an empty batch gives an empty batch */
-  lt_tensor *e = lt_conv2d(lt_zeros(CPU0, LT_F32, SHAPE(0, 3, 5, 4), 4), mk(LT_F32, c.ws, 4, w),
-                           NULL, NULL, NULL, NULL, 1);
+  lt_tensor *e = lt_conv2d_n(lt_zeros(CPU0, LT_F32, SHAPE(0, 3, 5, 4), 4), mk(LT_F32, c.ws, 4, w),
+                             NULL, NULL, 0, NULL, 0, NULL, 0, 1);
   tu_expect(e, LT_F32, SHAPE(0, 2, 4, 2), 4, NULL, 0);
   free(x);
   free(w);
@@ -273,7 +275,8 @@ static void check_max_pool(const pool_case *c, const double *x) {
   maxpool_oracle(c, x, want, NULL, ys);
   for (int k = 0; k < 2; k++) {
     lt_dtype dt = kDts[k];
-    lt_tensor *y = lt_max_pool2d(mk(dt, c->xs, 4, x), c->k, c->s, c->p, c->d, c->ceil);
+    lt_tensor *y =
+        lt_max_pool2d_n(mk(dt, c->xs, 4, x), c->k, 2, c->s, 2, c->p, 2, c->d, 2, c->ceil);
     tu_expect(y, dt, ys, 4, want, 0);
   }
 }
@@ -299,7 +302,8 @@ static void test_max_pool2d_values(void **state) {
   int64_t ys[4];
   maxpool_oracle(&c, x, want, NULL, ys);
   assert_int_equal(ys[2], 3);
-  lt_tensor *y = lt_max_pool2d(mk(LT_F64, SHAPE(2, 5, 5), 3, x), c.k, NULL, NULL, NULL, true);
+  lt_tensor *y =
+      lt_max_pool2d_n(mk(LT_F64, SHAPE(2, 5, 5), 3, x), c.k, 2, NULL, 0, NULL, 0, NULL, 0, true);
   tu_expect(y, LT_F64, ys + 1, 3, want, 0);
   free(x);
 }
@@ -329,7 +333,8 @@ static void check_avg_pool(const pool_case *c, const double *x, lt_tensor *(*wra
     lt_dtype dt = kDts[k];
     lt_tensor *in = mk(dt, c->xs, 4, x);
     if (wrap) in = wrap(in);
-    lt_tensor *y = lt_avg_pool2d(in, c->k, c->s, c->p, c->ceil, c->include_pad, c->divisor);
+    lt_tensor *y =
+        lt_avg_pool2d_n(in, c->k, 2, c->s, 2, c->p, 2, c->ceil, c->include_pad, c->divisor);
     if (wrap)
       tu_expect(y, dt, ys + 1, 3, want, tol_of(dt));
     else
@@ -359,8 +364,8 @@ static void test_avg_pool2d_values(void **state) {
   }
   /* stride NULL is the kernel; infinities stay in their own windows */
   const double xi[8] = {1, 2, INFINITY, 4, 5, 6, 7, 8};
-  lt_tensor *y =
-      lt_avg_pool2d(mk(LT_F64, SHAPE(1, 1, 2, 4), 4, xi), SHAPE(2, 2), NULL, NULL, false, true, 0);
+  lt_tensor *y = lt_avg_pool2d_n(mk(LT_F64, SHAPE(1, 1, 2, 4), 4, xi), SHAPE(2, 2), 2, NULL, 0,
+                                 NULL, 0, false, true, 0);
   tu_expect(y, LT_F64, SHAPE(1, 1, 1, 2), 4, (double[]){3.5, INFINITY}, 1e-12);
 }
 
@@ -374,20 +379,20 @@ static void test_adaptive_avg_pool2d_values(void **state) {
     adaptive_oracle(xs, outs[i][0], outs[i][1], x, want);
     for (int k = 0; k < 2; k++) {
       lt_dtype dt = kDts[k];
-      lt_tensor *y = lt_adaptive_avg_pool2d(mk(dt, xs, 4, x), outs[i]);
+      lt_tensor *y = lt_adaptive_avg_pool2d_n(mk(dt, xs, 4, x), outs[i], 2);
       tu_expect(y, dt, SHAPE(2, 3, outs[i][0], outs[i][1]), 4, want, tol_of(dt));
     }
   }
   /* 3-d input; an output size of 0 gives an empty result */
   double want[64];
   adaptive_oracle(SHAPE(1, 2, 7, 5), 3, 3, x, want);
-  tu_expect(lt_adaptive_avg_pool2d(mk(LT_F64, SHAPE(2, 7, 5), 3, x), SHAPE(3, 3)), LT_F64,
+  tu_expect(lt_adaptive_avg_pool2d_n(mk(LT_F64, SHAPE(2, 7, 5), 3, x), SHAPE(3, 3), 2), LT_F64,
             SHAPE(2, 3, 3), 3, want, 1e-12);
-  tu_expect(lt_adaptive_avg_pool2d(mk(LT_F64, xs, 4, x), SHAPE(0, 2)), LT_F64, SHAPE(2, 3, 0, 2), 4,
-            NULL, 0);
+  tu_expect(lt_adaptive_avg_pool2d_n(mk(LT_F64, xs, 4, x), SHAPE(0, 2), 2), LT_F64,
+            SHAPE(2, 3, 0, 2), 4, NULL, 0);
   /* an infinity reaches only the windows that hold it */
   const double xi[6] = {1, INFINITY, 3, 4, 5, 6};
-  tu_expect(lt_adaptive_avg_pool2d(mk(LT_F64, SHAPE(1, 1, 1, 6), 4, xi), SHAPE(1, 3)), LT_F64,
+  tu_expect(lt_adaptive_avg_pool2d_n(mk(LT_F64, SHAPE(1, 1, 1, 6), 4, xi), SHAPE(1, 3), 2), LT_F64,
             SHAPE(1, 1, 1, 3), 4, (double[]){INFINITY, 3.5, 5.5}, 1e-12);
   free(x);
 }
@@ -402,7 +407,7 @@ static void test_flatten(void **state) {
   tu_expect(lt_flatten(x, 0, -1), LT_F64, SHAPE(24), 1, v, 0);
   tu_expect(lt_flatten(x, 2, 2), LT_F64, SHAPE(2, 3, 4), 3, v, 0);
   tu_expect(lt_flatten(mk(LT_F64, NULL, 0, v + 5), 0, -1), LT_F64, SHAPE(1), 1, v + 5, 0);
-  TU_EXPECT_ERROR(lt_flatten(x, 2, 1), LT_EINVAL, "start_dim 2 comes after end_dim 1");
+  TU_EXPECT_ERROR(lt_flatten(x, 2, 1), LT_EINVAL, "start_axis 2 comes after end_axis 1");
   TU_EXPECT_ERROR(lt_flatten(x, 0, 3), LT_EINVAL, "lt_flatten");
   TU_EXPECT_ERROR(lt_flatten(NULL, 0, 1), LT_EINVAL, "lt_flatten");
 }
@@ -425,12 +430,12 @@ static void test_pool_torch_values(void **state) {
     const int64_t k[2] = {cases[i].k, cases[i].k}, st[2] = {cases[i].s, cases[i].s},
                   p[2] = {cases[i].p, cases[i].p};
     lt_tensor *x = lt_ones(CPU0, LT_F32, SHAPE(1, 1, h, h), 4);
-    lt_tensor *m = lt_max_pool2d(x, k, st, p, NULL, true);
+    lt_tensor *m = lt_max_pool2d_n(x, k, 2, st, 2, p, 2, NULL, 0, true);
     assert_non_null(m);
     assert_int_equal(lt_shape(m)[2], n);
     assert_int_equal(lt_shape(m)[3], n);
-    lt_tensor *a = lt_avg_pool2d(x, k, st, p, true, true, 0);
-    lt_tensor *row = lt_slice(a, SHAPE(0, 0, n - 1, 0), NULL, NULL);
+    lt_tensor *a = lt_avg_pool2d_n(x, k, 2, st, 2, p, 2, true, true, 0);
+    lt_tensor *row = lt_slice_n(a, SHAPE(0, 0, n - 1, 0), NULL, NULL, 4);
     tu_expect(lt_reshape(row, SHAPE(n), 1), LT_F32, SHAPE(n), 1, cases[i].last, 1e-6);
   }
 }
@@ -439,12 +444,13 @@ static void test_pool_torch_values(void **state) {
 
 static lt_tensor *conv_fn(lt_tensor *const *in, void *ud) {
   const conv_case *c = ud;
-  return lt_conv2d(in[0], in[1], c->bias ? in[2] : NULL, c->s, c->p, c->d, c->g);
+  return lt_conv2d_n(in[0], in[1], c->bias ? in[2] : NULL, c->s, 2, c->p, 2, c->d, 2, c->g);
 }
 
 static lt_tensor *convt_fn(lt_tensor *const *in, void *ud) {
   const conv_case *c = ud;
-  return lt_conv_transpose2d(in[0], in[1], c->bias ? in[2] : NULL, c->s, c->p, c->op, c->d, c->g);
+  return lt_conv_transpose2d_n(in[0], in[1], c->bias ? in[2] : NULL, c->s, 2, c->p, 2, c->op, 2,
+                               c->d, 2, c->g);
 }
 
 static void test_conv_gradients(void **state) {
@@ -469,14 +475,14 @@ static void test_conv_gradients(void **state) {
 
 static lt_tensor *max_fn(lt_tensor *const *in, void *ud) {
   const pool_case *c = ud;
-  return lt_max_pool2d(in[0], c->k, c->s, c->p, c->d, c->ceil);
+  return lt_max_pool2d_n(in[0], c->k, 2, c->s, 2, c->p, 2, c->d, 2, c->ceil);
 }
 static lt_tensor *avg_fn(lt_tensor *const *in, void *ud) {
   const pool_case *c = ud;
-  return lt_avg_pool2d(in[0], c->k, c->s, c->p, c->ceil, c->include_pad, c->divisor);
+  return lt_avg_pool2d_n(in[0], c->k, 2, c->s, 2, c->p, 2, c->ceil, c->include_pad, c->divisor);
 }
 static lt_tensor *adaptive_fn(lt_tensor *const *in, void *ud) {
-  return lt_adaptive_avg_pool2d(in[0], (const int64_t *)ud);
+  return lt_adaptive_avg_pool2d_n(in[0], (const int64_t *)ud, 2);
 }
 
 static void test_pool_gradients(void **state) {
@@ -504,7 +510,7 @@ static void test_max_pool2d_gradient_routing(void **state) {
   const double x[8] = {2, 2, NAN, 1, 2, 1, 5, NAN};
   lt_tensor *t = mk(LT_F64, SHAPE(1, 1, 2, 4), 4, x);
   assert_int_equal(lt_set_requires_grad(t, true), LT_OK);
-  lt_tensor *y = lt_max_pool2d(t, SHAPE(2, 2), NULL, NULL, NULL, false);
+  lt_tensor *y = lt_max_pool2d_n(t, SHAPE(2, 2), 2, NULL, 0, NULL, 0, NULL, 0, false);
   assert_int_equal(lt_backward(lt_sum(y, NULL, 0, false)), LT_OK);
   tu_expect(lt_grad(t), LT_F64, SHAPE(1, 1, 2, 4), 4, (double[]){1, 0, 0, 0, 0, 0, 0, 1}, 0);
 }
@@ -520,8 +526,9 @@ static lt_tensor *conv_grad_fn(lt_tensor *const *in, void *ud) {
   const inner *s = ud;
   lt_tensor *v = in[0];
   lt_set_requires_grad(v, true);
-  lt_tensor *y = s->wrt_weight ? lt_conv2d(in[1], v, NULL, s->c->s, s->c->p, s->c->d, s->c->g)
-                               : lt_conv2d(v, in[1], NULL, s->c->s, s->c->p, s->c->d, s->c->g);
+  lt_tensor *y = s->wrt_weight
+                     ? lt_conv2d_n(in[1], v, NULL, s->c->s, 2, s->c->p, 2, s->c->d, 2, s->c->g)
+                     : lt_conv2d_n(v, in[1], NULL, s->c->s, 2, s->c->p, 2, s->c->d, 2, s->c->g);
   if (!y) return NULL;
   if (lt_backward(lt_sum(lt_sin(lt_mul(y, y)), NULL, 0, false)) != LT_OK) return NULL;
   lt_tensor *g = lt_mul(lt_grad(v), lt_scalar(CPU0, LT_F64, 1.0));
@@ -548,7 +555,7 @@ static lt_tensor *pool_grad_fn(lt_tensor *const *in, void *ud) {
   const pool_case *c = ud;
   lt_tensor *v = in[0];
   lt_set_requires_grad(v, true);
-  lt_tensor *y = lt_max_pool2d(v, c->k, c->s, c->p, c->d, c->ceil);
+  lt_tensor *y = lt_max_pool2d_n(v, c->k, 2, c->s, 2, c->p, 2, c->d, 2, c->ceil);
   if (!y) return NULL;
   if (lt_backward(lt_sum(lt_sin(lt_mul(y, in[1])), NULL, 0, false)) != LT_OK) return NULL;
   lt_tensor *g = lt_mul(lt_grad(v), lt_scalar(CPU0, LT_F64, 1.0));
@@ -582,56 +589,64 @@ static void test_conv_errors(void **state) {
   lt_tensor *w = lt_zeros(CPU0, LT_F32, SHAPE(6, 2, 3, 3), 4);
   lt_tensor *xi = lt_zeros(CPU0, LT_I32, SHAPE(1, 4, 5, 5), 4);
   const int64_t *one = SHAPE(1, 1), *zero = SHAPE(0, 0);
-  EXPECT_BAD(lt_conv2d(NULL, w, NULL, NULL, NULL, NULL, 2), LT_EINVAL, "lt_conv2d");
-  EXPECT_BAD(lt_conv2d(xi, w, NULL, NULL, NULL, NULL, 2), LT_EDTYPE,
-             "lt_conv2d: input must be f32 or f64, got i32");
+  EXPECT_BAD(lt_conv2d_n(NULL, w, NULL, NULL, 0, NULL, 0, NULL, 0, 2), LT_EINVAL, "lt_conv2d");
+  EXPECT_BAD(lt_conv2d_n(xi, w, NULL, NULL, 0, NULL, 0, NULL, 0, 2), LT_EDTYPE,
+             "lt_conv2d_n: input must be f32 or f64, got i32");
   lt_tensor *w_i64 = lt_zeros(CPU0, LT_I64, SHAPE(6, 2, 3, 3), 4);
-  EXPECT_BAD(lt_conv2d(x, w_i64, NULL, NULL, NULL, NULL, 2), LT_EDTYPE,
+  EXPECT_BAD(lt_conv2d_n(x, w_i64, NULL, NULL, 0, NULL, 0, NULL, 0, 2), LT_EDTYPE,
              "weight must be f32 or f64");
   lt_tensor *x_2d = lt_zeros(CPU0, LT_F32, SHAPE(4, 5), 2);
-  EXPECT_BAD(lt_conv2d(x_2d, w, NULL, NULL, NULL, NULL, 2), LT_ESHAPE, "input must be 3-d");
+  EXPECT_BAD(lt_conv2d_n(x_2d, w, NULL, NULL, 0, NULL, 0, NULL, 0, 2), LT_ESHAPE,
+             "input must be 3-d");
   lt_tensor *w_3d = lt_zeros(CPU0, LT_F32, SHAPE(6, 2, 3), 3);
-  EXPECT_BAD(lt_conv2d(x, w_3d, NULL, NULL, NULL, NULL, 2), LT_ESHAPE, "weight must be 4-d");
-  EXPECT_BAD(lt_conv2d(x, w, NULL, NULL, NULL, NULL, 0), LT_EINVAL, "groups must be positive");
-  EXPECT_BAD(lt_conv2d(x, w, NULL, NULL, NULL, NULL, 1), LT_ESHAPE, "expects 2");
-  EXPECT_BAD(lt_conv2d(x, w, NULL, NULL, NULL, NULL, 4), LT_ESHAPE, "multiple of groups");
-  EXPECT_BAD(lt_conv2d(x, w, NULL, zero, NULL, NULL, 2), LT_EINVAL, "stride must be positive");
-  EXPECT_BAD(lt_conv2d(x, w, NULL, NULL, SHAPE(-1, 0), NULL, 2), LT_EINVAL,
+  EXPECT_BAD(lt_conv2d_n(x, w_3d, NULL, NULL, 0, NULL, 0, NULL, 0, 2), LT_ESHAPE,
+             "weight must be 4-d");
+  EXPECT_BAD(lt_conv2d_n(x, w, NULL, NULL, 0, NULL, 0, NULL, 0, 0), LT_EINVAL,
+             "groups must be positive");
+  EXPECT_BAD(lt_conv2d_n(x, w, NULL, NULL, 0, NULL, 0, NULL, 0, 1), LT_ESHAPE, "expects 2");
+  EXPECT_BAD(lt_conv2d_n(x, w, NULL, NULL, 0, NULL, 0, NULL, 0, 4), LT_ESHAPE,
+             "multiple of groups");
+  EXPECT_BAD(lt_conv2d_n(x, w, NULL, zero, 2, NULL, 0, NULL, 0, 2), LT_EINVAL,
+             "stride must be positive");
+  EXPECT_BAD(lt_conv2d_n(x, w, NULL, NULL, 0, SHAPE(-1, 0), 2, NULL, 0, 2), LT_EINVAL,
              "padding must be non-negative");
-  EXPECT_BAD(lt_conv2d(x, w, NULL, NULL, NULL, SHAPE(1, 0), 2), LT_EINVAL,
+  EXPECT_BAD(lt_conv2d_n(x, w, NULL, NULL, 0, NULL, 0, SHAPE(1, 0), 2, 2), LT_EINVAL,
              "dilation must be positive");
-  EXPECT_BAD(lt_conv2d(x, w, NULL, SHAPE((int64_t)1 << 50, 1), NULL, NULL, 2), LT_EINVAL,
+  EXPECT_BAD(lt_conv2d_n(x, w, NULL, SHAPE((int64_t)1 << 50, 1), 2, NULL, 0, NULL, 0, 2), LT_EINVAL,
              "too large");
-  EXPECT_BAD(lt_conv2d(x, w, NULL, NULL, NULL, SHAPE(3, 1), 2), LT_ESHAPE,
+  EXPECT_BAD(lt_conv2d_n(x, w, NULL, NULL, 0, NULL, 0, SHAPE(3, 1), 2, 2), LT_ESHAPE,
              "smaller than the dilated kernel");
   lt_tensor *w_empty = lt_zeros(CPU0, LT_F32, SHAPE(6, 2, 0, 3), 4);
-  EXPECT_BAD(lt_conv2d(x, w_empty, NULL, NULL, NULL, NULL, 2), LT_ESHAPE, "size 0 axis");
+  EXPECT_BAD(lt_conv2d_n(x, w_empty, NULL, NULL, 0, NULL, 0, NULL, 0, 2), LT_ESHAPE, "size 0 axis");
   lt_tensor *b_5 = lt_zeros(CPU0, LT_F32, SHAPE(5), 1);
-  EXPECT_BAD(lt_conv2d(x, w, b_5, NULL, NULL, NULL, 2), LT_ESHAPE,
+  EXPECT_BAD(lt_conv2d_n(x, w, b_5, NULL, 0, NULL, 0, NULL, 0, 2), LT_ESHAPE,
              "bias must be 1-d with 6 elements");
   lt_tensor *b_i32 = lt_zeros(CPU0, LT_I32, SHAPE(6), 1);
-  EXPECT_BAD(lt_conv2d(x, w, b_i32, NULL, NULL, NULL, 2), LT_EDTYPE, "bias must be f32 or f64");
+  EXPECT_BAD(lt_conv2d_n(x, w, b_i32, NULL, 0, NULL, 0, NULL, 0, 2), LT_EDTYPE,
+             "bias must be f32 or f64");
   lt_tensor *b_2d = lt_zeros(CPU0, LT_F32, SHAPE(6, 1), 2);
-  EXPECT_BAD(lt_conv2d(x, w, b_2d, one, NULL, NULL, 2), LT_ESHAPE, "lt_conv2d: bias");
+  EXPECT_BAD(lt_conv2d_n(x, w, b_2d, one, 2, NULL, 0, NULL, 0, 2), LT_ESHAPE, "lt_conv2d_n: bias");
   const int64_t *huge = SHAPE((int64_t)1 << 40, 1);
-  EXPECT_BAD(lt_conv2d(x, w, NULL, NULL, NULL, huge, 2), LT_EINVAL,
+  EXPECT_BAD(lt_conv2d_n(x, w, NULL, NULL, 0, NULL, 0, huge, 2, 2), LT_EINVAL,
              "kernel {3, 3} with dilation {1099511627776, 1} is too large");
   /* conv_transpose2d: weight [C, O / groups, kh, kw] */
   lt_tensor *wt = lt_zeros(CPU0, LT_F32, SHAPE(4, 3, 3, 3), 4);
-  EXPECT_BAD(lt_conv_transpose2d(x, w, NULL, NULL, NULL, NULL, NULL, 1), LT_ESHAPE,
-             "lt_conv_transpose2d: weight [6, 2, 3, 3] must have the input's 4 channels");
-  EXPECT_BAD(lt_conv_transpose2d(x, wt, NULL, NULL, NULL, NULL, NULL, 3), LT_ESHAPE,
+  EXPECT_BAD(lt_conv_transpose2d_n(x, w, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 1), LT_ESHAPE,
+             "lt_conv_transpose2d_n: weight [6, 2, 3, 3] must have the input's 4 channels");
+  EXPECT_BAD(lt_conv_transpose2d_n(x, wt, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 3), LT_ESHAPE,
              "multiple of groups 3");
-  EXPECT_BAD(lt_conv_transpose2d(x, wt, NULL, SHAPE(2, 2), NULL, SHAPE(2, 0), NULL, 1), LT_EINVAL,
-             "output_padding {2, 0} must be smaller than either stride");
-  EXPECT_BAD(lt_conv_transpose2d(x, wt, NULL, SHAPE((int64_t)1 << 40, 1), NULL, NULL, NULL, 1),
+  EXPECT_BAD(
+      lt_conv_transpose2d_n(x, wt, NULL, SHAPE(2, 2), 2, NULL, 0, SHAPE(2, 0), 2, NULL, 0, 1),
+      LT_EINVAL, "output_padding {2, 0} must be smaller than either stride");
+  EXPECT_BAD(lt_conv_transpose2d_n(x, wt, NULL, SHAPE((int64_t)1 << 40, 1), 2, NULL, 0, NULL, 0,
+                                   NULL, 0, 1),
              LT_ESHAPE, "the output would be too large");
-  EXPECT_BAD(lt_conv_transpose2d(x, wt, NULL, NULL, NULL, SHAPE(0, -1), NULL, 1), LT_EINVAL,
-             "output_padding must be non-negative");
-  EXPECT_BAD(lt_conv_transpose2d(x, wt, NULL, NULL, SHAPE(4, 0), NULL, NULL, 1), LT_ESHAPE,
-             "the output would be empty");
+  EXPECT_BAD(lt_conv_transpose2d_n(x, wt, NULL, NULL, 0, NULL, 0, SHAPE(0, -1), 2, NULL, 0, 1),
+             LT_EINVAL, "output_padding must be non-negative");
+  EXPECT_BAD(lt_conv_transpose2d_n(x, wt, NULL, NULL, 0, SHAPE(4, 0), 2, NULL, 0, NULL, 0, 1),
+             LT_ESHAPE, "the output would be empty");
   lt_tensor *b_4 = lt_zeros(CPU0, LT_F32, SHAPE(4), 1);
-  EXPECT_BAD(lt_conv_transpose2d(x, wt, b_4, NULL, NULL, NULL, NULL, 1), LT_ESHAPE,
+  EXPECT_BAD(lt_conv_transpose2d_n(x, wt, b_4, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 1), LT_ESHAPE,
              "bias must be 1-d with 3 elements");
 }
 
@@ -639,51 +654,55 @@ static void test_pool_errors(void **state) {
   (void)state;
   lt_tensor *x = lt_zeros(CPU0, LT_F32, SHAPE(1, 2, 5, 5), 4);
   const int64_t *k3 = SHAPE(3, 3);
-  EXPECT_BAD(lt_max_pool2d(NULL, k3, NULL, NULL, NULL, false), LT_EINVAL, "lt_max_pool2d");
+  EXPECT_BAD(lt_max_pool2d_n(NULL, k3, 2, NULL, 0, NULL, 0, NULL, 0, false), LT_EINVAL,
+             "lt_max_pool2d");
   lt_tensor *x_i64 = lt_zeros(CPU0, LT_I64, SHAPE(1, 2, 5, 5), 4);
-  EXPECT_BAD(lt_max_pool2d(x_i64, k3, NULL, NULL, NULL, false), LT_EDTYPE,
-             "lt_max_pool2d: input must be f32 or f64");
+  EXPECT_BAD(lt_max_pool2d_n(x_i64, k3, 2, NULL, 0, NULL, 0, NULL, 0, false), LT_EDTYPE,
+             "lt_max_pool2d_n: input must be f32 or f64");
   lt_tensor *x_2d = lt_zeros(CPU0, LT_F32, SHAPE(5, 5), 2);
-  EXPECT_BAD(lt_max_pool2d(x_2d, k3, NULL, NULL, NULL, false), LT_ESHAPE, "input must be 3-d");
+  EXPECT_BAD(lt_max_pool2d_n(x_2d, k3, 2, NULL, 0, NULL, 0, NULL, 0, false), LT_ESHAPE,
+             "input must be 3-d");
   lt_tensor *x_no_c = lt_zeros(CPU0, LT_F32, SHAPE(1, 0, 5, 5), 4);
-  EXPECT_BAD(lt_max_pool2d(x_no_c, k3, NULL, NULL, NULL, false), LT_ESHAPE,
+  EXPECT_BAD(lt_max_pool2d_n(x_no_c, k3, 2, NULL, 0, NULL, 0, NULL, 0, false), LT_ESHAPE,
              "size 0 axis other than the batch");
-  EXPECT_BAD(lt_max_pool2d(x, NULL, NULL, NULL, NULL, false), LT_EINVAL, "kernel is NULL");
-  EXPECT_BAD(lt_max_pool2d(x, SHAPE(0, 2), NULL, NULL, NULL, false), LT_EINVAL,
+  EXPECT_BAD(lt_max_pool2d_n(x, NULL, 0, NULL, 0, NULL, 0, NULL, 0, false), LT_EINVAL,
+             "kernel has 0 entries");
+  EXPECT_BAD(lt_max_pool2d_n(x, SHAPE(0, 2), 2, NULL, 0, NULL, 0, NULL, 0, false), LT_EINVAL,
              "kernel must be positive");
-  EXPECT_BAD(lt_max_pool2d(x, k3, SHAPE(1, 0), NULL, NULL, false), LT_EINVAL,
+  EXPECT_BAD(lt_max_pool2d_n(x, k3, 2, SHAPE(1, 0), 2, NULL, 0, NULL, 0, false), LT_EINVAL,
              "stride must be positive");
-  EXPECT_BAD(lt_max_pool2d(x, k3, NULL, SHAPE(2, 1), NULL, false), LT_EINVAL,
+  EXPECT_BAD(lt_max_pool2d_n(x, k3, 2, NULL, 0, SHAPE(2, 1), 2, NULL, 0, false), LT_EINVAL,
              "at most half the kernel");
-  EXPECT_BAD(lt_max_pool2d(x, k3, NULL, SHAPE(-1, 1), NULL, false), LT_EINVAL, "non-negative");
-  EXPECT_BAD(lt_max_pool2d(x, k3, NULL, NULL, SHAPE(0, 1), false), LT_EINVAL,
+  EXPECT_BAD(lt_max_pool2d_n(x, k3, 2, NULL, 0, SHAPE(-1, 1), 2, NULL, 0, false), LT_EINVAL,
+             "non-negative");
+  EXPECT_BAD(lt_max_pool2d_n(x, k3, 2, NULL, 0, NULL, 0, SHAPE(0, 1), 2, false), LT_EINVAL,
              "dilation must be positive");
-  EXPECT_BAD(lt_max_pool2d(x, SHAPE(6, 2), NULL, NULL, NULL, false), LT_ESHAPE,
+  EXPECT_BAD(lt_max_pool2d_n(x, SHAPE(6, 2), 2, NULL, 0, NULL, 0, NULL, 0, false), LT_ESHAPE,
              "the output would be empty");
-  EXPECT_BAD(lt_max_pool2d(x, k3, NULL, NULL, SHAPE(3, 1), false), LT_ESHAPE,
+  EXPECT_BAD(lt_max_pool2d_n(x, k3, 2, NULL, 0, NULL, 0, SHAPE(3, 1), 2, false), LT_ESHAPE,
              "the output would be empty");
   /* a window of padding only (H = 2, kernel 2, padding 1, dilation 3) is
    * accepted as PyTorch does: -inf (test_torch_nn_agree.c) */
-  EXPECT_BAD(lt_max_pool2d(x, k3, NULL, NULL, SHAPE((int64_t)1 << 40, 1), false), LT_EINVAL,
-             "too large");
-  EXPECT_BAD(lt_avg_pool2d(x, k3, NULL, SHAPE(2, 2), false, true, 0), LT_EINVAL,
-             "lt_avg_pool2d: padding {2, 2} must be at most half the kernel {3, 3}");
-  EXPECT_BAD(lt_avg_pool2d(x, k3, NULL, NULL, false, true, -1), LT_EINVAL,
+  EXPECT_BAD(lt_max_pool2d_n(x, k3, 2, NULL, 0, NULL, 0, SHAPE((int64_t)1 << 40, 1), 2, false),
+             LT_EINVAL, "too large");
+  EXPECT_BAD(lt_avg_pool2d_n(x, k3, 2, NULL, 0, SHAPE(2, 2), 2, false, true, 0), LT_EINVAL,
+             "lt_avg_pool2d_n: padding {2, 2} must be at most half the kernel {3, 3}");
+  EXPECT_BAD(lt_avg_pool2d_n(x, k3, 2, NULL, 0, NULL, 0, false, true, -1), LT_EINVAL,
              "divisor_override must be positive");
   lt_tensor *x_i32 = lt_zeros(CPU0, LT_I32, SHAPE(2, 5, 5), 3);
-  EXPECT_BAD(lt_avg_pool2d(x_i32, k3, NULL, NULL, false, true, 0), LT_EDTYPE,
-             "lt_avg_pool2d: input must be f32 or f64");
-  EXPECT_BAD(lt_avg_pool2d(x, SHAPE(6, 6), NULL, NULL, false, true, 0), LT_ESHAPE,
+  EXPECT_BAD(lt_avg_pool2d_n(x_i32, k3, 2, NULL, 0, NULL, 0, false, true, 0), LT_EDTYPE,
+             "lt_avg_pool2d_n: input must be f32 or f64");
+  EXPECT_BAD(lt_avg_pool2d_n(x, SHAPE(6, 6), 2, NULL, 0, NULL, 0, false, true, 0), LT_ESHAPE,
              "the output would be empty");
-  EXPECT_BAD(lt_adaptive_avg_pool2d(x, NULL), LT_EINVAL, "output_size is NULL");
-  EXPECT_BAD(lt_adaptive_avg_pool2d(x, SHAPE(-1, 2)), LT_EINVAL,
-             "lt_adaptive_avg_pool2d: output_size must be non-negative");
+  EXPECT_BAD(lt_adaptive_avg_pool2d_n(x, NULL, 0), LT_EINVAL, "output_size has 0 entries");
+  EXPECT_BAD(lt_adaptive_avg_pool2d_n(x, SHAPE(-1, 2), 2), LT_EINVAL,
+             "lt_adaptive_avg_pool2d_n: output_size must be non-negative");
   lt_tensor *x_no_h = lt_zeros(CPU0, LT_F32, SHAPE(1, 2, 0, 5), 4);
-  EXPECT_BAD(lt_adaptive_avg_pool2d(x_no_h, SHAPE(2, 2)), LT_ESHAPE, "empty spatial axis");
+  EXPECT_BAD(lt_adaptive_avg_pool2d_n(x_no_h, SHAPE(2, 2), 2), LT_ESHAPE, "empty spatial axis");
   lt_tensor *x_5d = lt_zeros(CPU0, LT_F32, SHAPE(2, 1, 2, 5, 5), 5);
-  EXPECT_BAD(lt_adaptive_avg_pool2d(x_5d, SHAPE(2, 2)), LT_ESHAPE, "input must be 3-d");
+  EXPECT_BAD(lt_adaptive_avg_pool2d_n(x_5d, SHAPE(2, 2), 2), LT_ESHAPE, "input must be 3-d");
   lt_tensor *x_u8 = lt_zeros(CPU0, LT_U8, SHAPE(2, 5, 5), 3);
-  EXPECT_BAD(lt_adaptive_avg_pool2d(x_u8, SHAPE(2, 2)), LT_EDTYPE, "input must be f32 or f64");
+  EXPECT_BAD(lt_adaptive_avg_pool2d_n(x_u8, SHAPE(2, 2), 2), LT_EDTYPE, "input must be f32 or f64");
 }
 
 /* ---- the kernels check their instructions ------------------------------------------------ */

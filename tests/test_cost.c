@@ -86,8 +86,8 @@ static void conv_case(int64_t n, int64_t c, int64_t h, int64_t o, int64_t k, int
   lt_tensor *w = tu_wave_f32(6, (int64_t[]){o, c / groups, k, k}, 4);
   assert_int_equal(lt_set_requires_grad(x, true), LT_OK);
   assert_int_equal(lt_set_requires_grad(w, true), LT_OK);
-  lt_tensor *y =
-      lt_conv2d(x, w, NULL, (int64_t[]){stride, stride}, (int64_t[]){pad, pad}, NULL, groups);
+  lt_tensor *y = lt_conv2d_n(x, w, NULL, (int64_t[]){stride, stride}, 2, (int64_t[]){pad, pad}, 2,
+                             NULL, 0, groups);
   assert_non_null(y);
   assert_int_equal(lt_dim(y, 2), oh);
   double fwd = 2.0 * n * o * oh * oh * (c / groups) * k * k;

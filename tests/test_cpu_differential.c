@@ -656,16 +656,17 @@ static int b_conv_pool(lt_tensor **in, const void *ud, lt_tensor **outs) {
   const int64_t s2[2] = {2, 2}, p1[2] = {1, 1}, k3[2] = {3, 3}, one[2] = {1, 1};
   switch (which) {
   case 0: /* conv, bias, relu, then max pooling with ceil_mode */
-    outs[0] = lt_relu(lt_conv2d(x, w, b, one, p1, NULL, 2));
-    outs[1] = lt_max_pool2d(outs[0], k3, s2, p1, NULL, true);
+    outs[0] = lt_relu(lt_conv2d_n(x, w, b, one, 2, p1, 2, NULL, 0, 2));
+    outs[1] = lt_max_pool2d_n(outs[0], k3, 2, s2, 2, p1, 2, NULL, 0, true);
     break;
   case 1: /* strided dilated conv, and the transpose of it (w read as [C, O / g, kh, kw]) */
-    outs[0] = lt_conv2d(x, w, NULL, s2, p1, SHAPE(2, 1), 2);
-    outs[1] = lt_conv_transpose2d(outs[0], w, NULL, s2, p1, one, SHAPE(2, 1), 2); /* [2, 4, ..] */
+    outs[0] = lt_conv2d_n(x, w, NULL, s2, 2, p1, 2, SHAPE(2, 1), 2, 2);
+    outs[1] = lt_conv_transpose2d_n(outs[0], w, NULL, s2, 2, p1, 2, one, 2, SHAPE(2, 1), 2,
+                                    2); /* [2, 4, ..] */
     break;
   default: /* the composites */
-    outs[0] = lt_avg_pool2d(x, k3, s2, p1, true, false, 0);
-    outs[1] = lt_adaptive_avg_pool2d(x, SHAPE(3, 4));
+    outs[0] = lt_avg_pool2d_n(x, k3, 2, s2, 2, p1, 2, true, false, 0);
+    outs[1] = lt_adaptive_avg_pool2d_n(x, SHAPE(3, 4), 2);
     break;
   }
   if (!outs[0] || !outs[1]) fail_msg("conv/pool case %d: %s", which, lt_last_error());
@@ -766,17 +767,17 @@ static int b_shapes(lt_tensor **in, const void *ud, lt_tensor **outs) {
     r = lt_add(lt_permute(x, (int[]){1, 2, 0}, 3), lt_exp(lt_permute(x, (int[]){1, 2, 0}, 3)));
     break;
   case 2:
-    r = lt_mul(lt_expand(lt_slice(x, SHAPE(0, 0, 0), SHAPE(4, 1, 5), NULL), SHAPE(2, 4, 6, 5), 4),
-               x);
+    r = lt_mul(
+        lt_expand(lt_slice_n(x, SHAPE(0, 0, 0), SHAPE(4, 1, 5), NULL, 3), SHAPE(2, 4, 6, 5), 4), x);
     break;
   case 3:
-    r = lt_slice(lt_sigmoid(x), SHAPE(1, 0, 1), SHAPE(4, 6, 5), SHAPE(2, 3, 2));
+    r = lt_slice_n(lt_sigmoid(x), SHAPE(1, 0, 1), SHAPE(4, 6, 5), SHAPE(2, 3, 2), 3);
     break;
   case 4:
     r = lt_concat((lt_tensor *[]){x, lt_neg(x), lt_transpose(lt_transpose(x, 0, 1), 0, 1)}, 3, 1);
     break;
   case 5:
-    r = lt_pad(lt_relu(x), SHAPE(1, 0, 0, 2, 1, 1), 0.25);
+    r = lt_pad_n(lt_relu(x), SHAPE(1, 0, 0, 2, 1, 1), 6, 0.25);
     break;
   case 6:
     r = lt_index_select(lt_tanh(x), 1,
@@ -817,7 +818,7 @@ static int b_shapes(lt_tensor **in, const void *ud, lt_tensor **outs) {
     for (int i = 0; i < 15; i++) w[i] = 0.25f * (float)(i % 7) - 0.5f;
     lt_tensor *a = which == 14   ? x
                    : which == 15 ? lt_permute(x, (int[]){0, 2, 1}, 3)
-                                 : lt_slice(x, SHAPE(0, 1, 0), SHAPE(4, 6, 5), NULL);
+                                 : lt_slice_n(x, SHAPE(0, 1, 0), SHAPE(4, 6, 5), NULL, 3);
     int64_t k = lt_dim(a, -1);
     r = lt_matmul(a, lt_from_data(CPU0, LT_F32, SHAPE(k, 15 / k), 2, w));
     break;
@@ -1044,8 +1045,8 @@ static int b_scan_sort(lt_tensor **in, const void *ud, lt_tensor **outs) {
     if (rc == LT_OK) outs[0] = lt_exp(outs[0]);
     break;
   case 6:
-    rc = lt_topk(lt_slice(x, SHAPE(1, 0, 1), SHAPE(4, 6, 5), SHAPE(1, 2, 2)), 2, 2, false, &outs[0],
-                 &outs[1]);
+    rc = lt_topk(lt_slice_n(x, SHAPE(1, 0, 1), SHAPE(4, 6, 5), SHAPE(1, 2, 2), 3), 2, 2, false,
+                 &outs[0], &outs[1]);
     break;
   default:
     outs[0] = lt_argsort(lt_gt(x, lt_scalar(CPU0, LT_F32, 0)), 1, false);

@@ -413,7 +413,7 @@ static void test_concat(void **state) {
 /* ---- pad ----------------------------------------------------------------------------------- */
 
 static int b_pad(lt_tensor **o, const tcase *c) {
-  o[0] = lt_pad(mk(c->dt, c->shape, c->nd, c->seed, true), c->pads, c->value);
+  o[0] = lt_pad_n(mk(c->dt, c->shape, c->nd, c->seed, true), c->pads, 2 * c->nd, c->value);
   return 1;
 }
 
@@ -816,7 +816,7 @@ static int b_grad_slice(lt_tensor **o, const tcase *c) {
     wshape[d] = c->shape[d] > 1 ? (c->shape[d] - 2) / c->n + 1 : 0;
   }
   lt_tensor *w = mk(c->dt, wshape, c->nd, c->seed + 1, true);
-  lt_tensor *y = lt_slice(x, starts, NULL, steps);
+  lt_tensor *y = lt_slice_n(x, starts, NULL, steps, lt_ndim(x));
   if (lt_backward(lt_sum(lt_mul(y, w), NULL, 0, false)) != LT_OK) return 0;
   o[0] = lt_grad(x);
   return 1;

@@ -82,7 +82,7 @@ static void check(build_fn f, double tol) {
 static int chain(lt_tensor *a, lt_tensor *b, lt_tensor *c, lt_tensor *d, lt_tensor **out) {
   (void)c;
   (void)d;
-  lt_tensor *a1 = lt_slice(a, SHAPE(0), SHAPE(kN), NULL);
+  lt_tensor *a1 = lt_slice_n(a, SHAPE(0), SHAPE(kN), NULL, 1);
   lt_tensor *x = lt_mul(lt_add(a1, b), a1);
   x = lt_mul(lt_relu(lt_sub(x, b)), lt_scalar(CPU0, LT_F32, 0.5));
   out[0] = lt_add(lt_tanh(lt_maximum(x, b)), a1);
@@ -111,7 +111,7 @@ static void test_widths(void **state) {
 static int views(lt_tensor *a, lt_tensor *b, lt_tensor *c, lt_tensor *d, lt_tensor **out) {
   (void)c;
   (void)d;
-  lt_tensor *odd = lt_slice(a, SHAPE(1), SHAPE(2 * kN), SHAPE(2));
+  lt_tensor *odd = lt_slice_n(a, SHAPE(1), SHAPE(2 * kN), SHAPE(2), 1);
   out[0] = lt_sub(lt_mul(odd, lt_flip(b, (int[]){0}, 1)), odd);
   return 1;
 }
@@ -125,7 +125,7 @@ static void test_views(void **state) {
 static int two_outputs(lt_tensor *a, lt_tensor *b, lt_tensor *c, lt_tensor *d, lt_tensor **out) {
   (void)c;
   (void)d;
-  lt_tensor *a1 = lt_slice(a, SHAPE(kN), SHAPE(2 * kN), NULL);
+  lt_tensor *a1 = lt_slice_n(a, SHAPE(kN), SHAPE(2 * kN), NULL, 1);
   out[0] = lt_exp(lt_sub(a1, b));
   out[1] = lt_add(lt_mul(out[0], b), a1);
   return 2;
@@ -138,7 +138,7 @@ static void test_two_outputs(void **state) {
 
 /* a 61 x 4919 view of a (rows of 19676 bytes, no multiple of a block) */
 static lt_tensor *rows(lt_tensor *a) {
-  lt_tensor *flat = lt_slice(a, SHAPE(3), SHAPE(3 + 61 * 4919), NULL);
+  lt_tensor *flat = lt_slice_n(a, SHAPE(3), SHAPE(3 + 61 * 4919), NULL, 1);
   return lt_reshape(flat, SHAPE(61, 4919), 2);
 }
 

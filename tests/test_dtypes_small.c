@@ -349,7 +349,7 @@ static void body_index_clamp_shape(void) {
   tu_expect(lt_transpose(m, 0, 1), LT_I8, SHAPE(2, 2), 2, VALS(-1, -128, 2, 127), 0);
   tu_expect(lt_concat((lt_tensor *[]){a, lt_reshape(c, SHAPE(3), 1)}, 2, 0), LT_U8, SHAPE(6), 1,
             VALS(10, 200, 30, 0, 100, 255), 0);
-  tu_expect(lt_pad(a, SHAPE(1, 1), 255), LT_U8, SHAPE(5), 1, VALS(255, 10, 200, 30, 255), 0);
+  tu_expect(lt_pad_n(a, SHAPE(1, 1), 2, 255), LT_U8, SHAPE(5), 1, VALS(255, 10, 200, 30, 255), 0);
   tu_expect(
       lt_matmul(u8(SHAPE(1, 2), 2, (uint8_t[]){16, 2}), u8(SHAPE(2, 1), 2, (uint8_t[]){16, 3})),
       LT_U8, SHAPE(1, 1), 2, VALS(6), 0); /* 256 + 6 wraps */
@@ -400,14 +400,14 @@ static void test_param_file(void **state) {
   tu_mkstemp(path);
   lt_tensor *a = u8(SHAPE(3), 1, (uint8_t[]){0, 128, 255});
   lt_tensor *x = i8(SHAPE(2), 1, (int8_t[]){-128, 127});
-  if (lt_nn_save(path, (lt_tensor *[]){a, x}, 2) != LT_OK) fail_msg("%s", lt_last_error());
+  if (lt_nn_params_save((lt_tensor *[]){a, x}, 2, path) != LT_OK) fail_msg("%s", lt_last_error());
   lt_tensor *a2 = lt_zeros(CPU0, LT_U8, SHAPE(3), 1), *x2 = lt_zeros(CPU0, LT_I8, SHAPE(2), 1);
-  if (lt_nn_load(path, (lt_tensor *[]){a2, x2}, 2) != LT_OK) fail_msg("%s", lt_last_error());
+  if (lt_nn_params_load((lt_tensor *[]){a2, x2}, 2, path) != LT_OK) fail_msg("%s", lt_last_error());
   tu_expect(a2, LT_U8, SHAPE(3), 1, VALS(0, 128, 255), 0);
   tu_expect(x2, LT_I8, SHAPE(2), 1, VALS(-128, 127), 0);
   /* the dtype id is checked: u8 data does not load into an i8 tensor */
   lt_tensor *w1 = lt_zeros(CPU0, LT_I8, SHAPE(3), 1), *w2 = lt_zeros(CPU0, LT_I8, SHAPE(2), 1);
-  assert_int_equal(lt_nn_load(path, (lt_tensor *[]){w1, w2}, 2), LT_EINVAL);
+  assert_int_equal(lt_nn_params_load((lt_tensor *[]){w1, w2}, 2, path), LT_EINVAL);
   tu_expect_substr(lt_last_error(), "tensor 0 is u8 [3], the model's is i8 [3]");
   tu_expect(w1, LT_I8, SHAPE(3), 1, VALS(0, 0, 0), 0); /* untouched */
   /* an unknown dtype id (the first after i8) is rejected */
@@ -420,7 +420,7 @@ static void test_param_file(void **state) {
   assert_int_equal(fwrite(b, 1, n, f), n);
   fclose(f);
   free(b);
-  assert_int_equal(lt_nn_load(path, (lt_tensor *[]){a2, x2}, 2), LT_EINVAL);
+  assert_int_equal(lt_nn_params_load((lt_tensor *[]){a2, x2}, 2, path), LT_EINVAL);
   tu_expect_substr(lt_last_error(), "tensor 0 is ? [3]");
   tu_expect(a2, LT_U8, SHAPE(3), 1, VALS(0, 128, 255), 0);
   unlink(path);

@@ -129,18 +129,18 @@ static void test_save_load_roundtrip_and_errors(void **state) {
   lt_tensor *a = tu_f32(SHAPE(2, 3), 2, ((float[]){1, 2, 3, 4, 5, 6}));
   lt_tensor *b = lt_exp(tu_f64(SHAPE(2), 1, ((double[]){0, 1}))); /* pending: saved by value */
   lt_tensor *src[2] = {a, b};
-  assert_int_equal(lt_nn_save(path, src, 2), LT_OK);
+  assert_int_equal(lt_nn_params_save(src, 2, path), LT_OK);
   lt_tensor *c = lt_zeros(CPU0, LT_F32, SHAPE(2, 3), 2);
   lt_tensor *d = lt_zeros(CPU0, LT_F64, SHAPE(2), 1);
   lt_tensor *dst[2] = {c, d};
-  assert_int_equal(lt_nn_load(path, dst, 2), LT_OK);
+  assert_int_equal(lt_nn_params_load(dst, 2, path), LT_OK);
   tu_expect(c, LT_F32, SHAPE(2, 3), 2, (double[]){1, 2, 3, 4, 5, 6}, 0);
   tu_expect(d, LT_F64, SHAPE(2), 1, (double[]){1, M_E}, 1e-15);
   /* wrong model: count, shape, dtype */
-  assert_int_equal(lt_nn_load(path, dst, 1), LT_EINVAL);
+  assert_int_equal(lt_nn_params_load(dst, 1, path), LT_EINVAL);
   assert_non_null(strstr(lt_last_error(), "holds 2 tensors"));
   lt_tensor *wrong[2] = {lt_zeros(CPU0, LT_F32, SHAPE(3, 2), 2), d};
-  assert_int_equal(lt_nn_load(path, wrong, 2), LT_EINVAL);
+  assert_int_equal(lt_nn_params_load(wrong, 2, path), LT_EINVAL);
   assert_non_null(strstr(lt_last_error(), "[3, 2]"));
   /* corrupt: flip a data byte; truncate; bad magic; missing */
   FILE *f = fopen(path, "r+b");
@@ -148,18 +148,18 @@ static void test_save_load_roundtrip_and_errors(void **state) {
   fseek(f, 40, SEEK_SET);
   fputc(0x7f, f);
   fclose(f);
-  assert_int_equal(lt_nn_load(path, dst, 2), LT_EINVAL);
+  assert_int_equal(lt_nn_params_load(dst, 2, path), LT_EINVAL);
   assert_non_null(strstr(lt_last_error(), "checksum"));
   assert_int_equal(truncate(path, 30), 0);
-  assert_int_equal(lt_nn_load(path, dst, 2), LT_EINVAL);
+  assert_int_equal(lt_nn_params_load(dst, 2, path), LT_EINVAL);
   assert_non_null(strstr(lt_last_error(), "truncated"));
   f = fopen(path, "wb");
   fputs("NOTPARAMS-------------------", f);
   fclose(f);
-  assert_int_equal(lt_nn_load(path, dst, 2), LT_EINVAL);
+  assert_int_equal(lt_nn_params_load(dst, 2, path), LT_EINVAL);
   assert_non_null(strstr(lt_last_error(), "bad magic"));
   remove(path);
-  assert_int_equal(lt_nn_load(path, dst, 2), LT_EINVAL);
+  assert_int_equal(lt_nn_params_load(dst, 2, path), LT_EINVAL);
   assert_non_null(strstr(lt_last_error(), "cannot open"));
   /* the failed loads left the tensors alone */
   tu_expect(c, LT_F32, SHAPE(2, 3), 2, (double[]){1, 2, 3, 4, 5, 6}, 0);

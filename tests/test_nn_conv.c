@@ -22,8 +22,8 @@ static void test_conv2d_init_bounds_and_shapes(void **state) {
   enum { IN = 6, OUT = 8, G = 2, KH = 3, KW = 2, NW = OUT * (IN / G) * KH * KW };
   lt_nn_conv2d a, b, c;
   assert_int_equal(lt_set_seed(CPU0, 11), LT_OK);
-  assert_int_equal(lt_nn_conv2d_init(&a, CPU0, LT_F32, IN, OUT, SHAPE(KH, KW), SHAPE(2, 1),
-                                     SHAPE(1, 0), NULL, G, true),
+  assert_int_equal(lt_nn_conv2d_init_n(&a, CPU0, LT_F32, IN, OUT, SHAPE(KH, KW), 2, SHAPE(2, 1), 2,
+                                       SHAPE(1, 0), 2, NULL, 0, G, true),
                    LT_OK);
   assert_int_equal(lt_ndim(a.weight), 4);
   const int64_t want[4] = {OUT, IN / G, KH, KW};
@@ -59,26 +59,29 @@ static void test_conv2d_init_bounds_and_shapes(void **state) {
   assert_true(bhi - blo > 0.3 * bound); /* not a constant */
   /* same seed: the same weight; no bias */
   assert_int_equal(lt_set_seed(CPU0, 11), LT_OK);
-  assert_int_equal(lt_nn_conv2d_init(&b, CPU0, LT_F32, IN, OUT, SHAPE(KH, KW), SHAPE(2, 1),
-                                     SHAPE(1, 0), NULL, G, false),
+  assert_int_equal(lt_nn_conv2d_init_n(&b, CPU0, LT_F32, IN, OUT, SHAPE(KH, KW), 2, SHAPE(2, 1), 2,
+                                       SHAPE(1, 0), 2, NULL, 0, G, false),
                    LT_OK);
   assert_null(b.bias);
   read_all(b.weight, w2);
   assert_memory_equal(w1, w2, sizeof w1);
   /* bad configurations leave the layer empty */
-  assert_int_equal(
-      lt_nn_conv2d_init(&c, CPU0, LT_F32, 3, 4, SHAPE(3, 3), NULL, NULL, NULL, 2, true),
-      LT_EINVAL); /* groups does not divide in */
+  assert_int_equal(lt_nn_conv2d_init_n(&c, CPU0, LT_F32, 3, 4, SHAPE(3, 3), 2, NULL, 0, NULL, 0,
+                                       NULL, 0, 2, true),
+                   LT_EINVAL); /* groups does not divide in */
   assert_null(c.weight);
-  assert_int_equal(lt_nn_conv2d_init(&c, CPU0, LT_F32, 2, 4, NULL, NULL, NULL, NULL, 1, true),
-                   LT_EINVAL);
   assert_int_equal(
-      lt_nn_conv2d_init(&c, CPU0, LT_F32, 2, 4, SHAPE(0, 3), NULL, NULL, NULL, 1, true), LT_EINVAL);
-  assert_int_equal(
-      lt_nn_conv2d_init(&c, CPU0, LT_F32, 2, 4, SHAPE(3, 3), NULL, SHAPE(-1, 0), NULL, 1, true),
+      lt_nn_conv2d_init_n(&c, CPU0, LT_F32, 2, 4, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 1, true),
       LT_EINVAL);
-  assert_int_equal(
-      lt_nn_conv2d_init(&c, CPU0, LT_I32, 2, 4, SHAPE(3, 3), NULL, NULL, NULL, 1, true), LT_EDTYPE);
+  assert_int_equal(lt_nn_conv2d_init_n(&c, CPU0, LT_F32, 2, 4, SHAPE(0, 3), 2, NULL, 0, NULL, 0,
+                                       NULL, 0, 1, true),
+                   LT_EINVAL);
+  assert_int_equal(lt_nn_conv2d_init_n(&c, CPU0, LT_F32, 2, 4, SHAPE(3, 3), 2, NULL, 0,
+                                       SHAPE(-1, 0), 2, NULL, 0, 1, true),
+                   LT_EINVAL);
+  assert_int_equal(lt_nn_conv2d_init_n(&c, CPU0, LT_I32, 2, 4, SHAPE(3, 3), 2, NULL, 0, NULL, 0,
+                                       NULL, 0, 1, true),
+                   LT_EDTYPE);
   assert_null(c.weight);
   lt_nn_conv2d_free(&a);
   assert_null(a.weight);
@@ -92,8 +95,8 @@ static void test_conv2d_forward(void **state) {
   /* x [1, 2, 3, 3], 2 -> 2 channels, kernel 2x2, padding 1, stride 2 */
   enum { C = 2, O = 2, H = 3, K = 2, OH = 2 };
   lt_nn_conv2d l;
-  assert_int_equal(lt_nn_conv2d_init(&l, CPU0, LT_F64, C, O, SHAPE(K, K), SHAPE(2, 2), SHAPE(1, 1),
-                                     NULL, 1, true),
+  assert_int_equal(lt_nn_conv2d_init_n(&l, CPU0, LT_F64, C, O, SHAPE(K, K), 2, SHAPE(2, 2), 2,
+                                       SHAPE(1, 1), 2, NULL, 0, 1, true),
                    LT_OK);
   double w[O * C * K * K], b[O], x[C * H * H], want[O * OH * OH];
   read_all(l.weight, w);
@@ -283,10 +286,12 @@ static void test_pool_conveniences(void **state) {
       mx[oh * 2 + ow] = m;
       av[oh * 2 + ow] = s / 4;
     }
-  tu_expect(lt_nn_max_pool2d(t, SHAPE(2, 2), NULL, NULL), LT_F64, SHAPE(1, 1, 2, 2), 4, mx, 0);
-  tu_expect(lt_nn_avg_pool2d(t, SHAPE(2, 2), NULL, NULL), LT_F64, SHAPE(1, 1, 2, 2), 4, av, 1e-12);
+  tu_expect(lt_nn_max_pool2d_n(t, SHAPE(2, 2), 2, NULL, 0, NULL, 0), LT_F64, SHAPE(1, 1, 2, 2), 4,
+            mx, 0);
+  tu_expect(lt_nn_avg_pool2d_n(t, SHAPE(2, 2), 2, NULL, 0, NULL, 0), LT_F64, SHAPE(1, 1, 2, 2), 4,
+            av, 1e-12);
   /* padding 1, stride 1, kernel 3: padded zeros count in the average */
-  lt_tensor *a = lt_nn_avg_pool2d(t, SHAPE(3, 3), SHAPE(1, 1), SHAPE(1, 1));
+  lt_tensor *a = lt_nn_avg_pool2d_n(t, SHAPE(3, 3), 2, SHAPE(1, 1), 2, SHAPE(1, 1), 2);
   double v[16];
   read_all(a, v);
   assert_true(tu_near(v[0], (x[0] + x[1] + x[4] + x[5]) / 9, 1e-12));
@@ -305,7 +310,7 @@ typedef struct tiny_cnn {
 static lt_tensor *tiny_forward(tiny_cnn *m, lt_tensor *x, bool train) {
   lt_tensor *h =
       lt_nn_relu(lt_nn_batchnorm2d_forward(&m->bn, lt_nn_conv2d_forward(&m->conv, x), train));
-  h = lt_flatten(lt_nn_max_pool2d(h, SHAPE(2, 2), NULL, NULL), 1, -1);
+  h = lt_flatten(lt_nn_max_pool2d_n(h, SHAPE(2, 2), 2, NULL, 0, NULL, 0), 1, -1);
   return lt_nn_linear_forward(&m->fc, lt_nn_dropout(h, 0.25, train));
 }
 
@@ -314,9 +319,9 @@ static void test_train_eval_compile_once(void **state) {
   enum { B = 4, CLS = 3 };
   tiny_cnn m;
   assert_int_equal(lt_set_seed(CPU0, 3), LT_OK);
-  assert_int_equal(
-      lt_nn_conv2d_init(&m.conv, CPU0, LT_F32, 1, 2, SHAPE(3, 3), NULL, SHAPE(1, 1), NULL, 1, true),
-      LT_OK);
+  assert_int_equal(lt_nn_conv2d_init_n(&m.conv, CPU0, LT_F32, 1, 2, SHAPE(3, 3), 2, NULL, 0,
+                                       SHAPE(1, 1), 2, NULL, 0, 1, true),
+                   LT_OK);
   assert_int_equal(lt_nn_batchnorm2d_init(&m.bn, CPU0, LT_F32, 2, true), LT_OK);
   assert_int_equal(lt_nn_linear_init(&m.fc, CPU0, LT_F32, 2 * 2 * 2, CLS, true), LT_OK);
   lt_tensor *ps[6] = {m.conv.weight, m.conv.bias, m.bn.weight, m.bn.bias, m.fc.weight, m.fc.bias};
@@ -376,8 +381,8 @@ static void test_batchnorm_save_load(void **state) {
   assert_int_equal(lt_mark_step(CPU0), LT_OK);
   lt_tensor *ta[4] = {a.weight, a.bias, a.running_mean, a.running_var};
   lt_tensor *tb[4] = {b.weight, b.bias, b.running_mean, b.running_var};
-  assert_int_equal(lt_nn_save(path, ta, 4), LT_OK);
-  assert_int_equal(lt_nn_load(path, tb, 4), LT_OK);
+  assert_int_equal(lt_nn_params_save(ta, 4, path), LT_OK);
+  assert_int_equal(lt_nn_params_load(tb, 4, path), LT_OK);
   double va[BN_C], vb[BN_C];
   read_all(a.running_var, va);
   read_all(b.running_var, vb);

@@ -74,8 +74,8 @@ static void save_mlp(const char *path) {
 static void save_cnn(const char *path) {
   lt_tensor *x = wave(5, SHAPE(2, 1, 6, 6), 4, true), *w = wave(6, SHAPE(3, 1, 3, 3), 4, true);
   lt_tensor *b = wave(7, SHAPE(3), 1, true), *fc = wave(8, SHAPE(27, 4), 2, true);
-  lt_tensor *c = lt_relu(lt_conv2d(x, w, b, NULL, SHAPE(1, 1), NULL, 1));
-  lt_tensor *p = lt_max_pool2d(c, SHAPE(2, 2), NULL, NULL, NULL, false);
+  lt_tensor *c = lt_relu(lt_conv2d_n(x, w, b, NULL, 0, SHAPE(1, 1), 2, NULL, 0, 1));
+  lt_tensor *p = lt_max_pool2d_n(c, SHAPE(2, 2), 2, NULL, 0, NULL, 0, NULL, 0, false);
   lt_tensor *z = lt_matmul(lt_reshape(p, SHAPE(2, 27), 2), fc);
   lt_tensor *loss = lt_mean(lt_mul(z, z), NULL, 0, false);
   assert_int_equal(lt_backward(loss), LT_OK);
@@ -98,10 +98,10 @@ static void save_shapes(const char *path) {
   lt_tensor *a = wave(9, SHAPE(4, 5), 2, true), *idx = tu_i64(SHAPE(4, 2), 2, gi);
   lt_tensor *sel = tu_i64(SHAPE(3), 1, si);
   lt_tensor *t = lt_permute(a, (const int[]){1, 0}, 2);
-  lt_tensor *s = lt_slice(a, SHAPE(1, 0), SHAPE(4, 5), SHAPE(2, 2));
-  lt_tensor *parts[2] = {s, lt_pad(s, SHAPE(0, 0, 1, 0), 0.5)};
+  lt_tensor *s = lt_slice_n(a, SHAPE(1, 0), SHAPE(4, 5), SHAPE(2, 2), 2);
+  lt_tensor *parts[2] = {s, lt_pad_n(s, SHAPE(0, 0, 1, 0), 4, 0.5)};
   lt_tensor *cat =
-      lt_concat((lt_tensor *[]){parts[0], lt_slice(parts[1], NULL, SHAPE(2, 3), NULL)}, 2, 0);
+      lt_concat((lt_tensor *[]){parts[0], lt_slice_n(parts[1], NULL, SHAPE(2, 3), NULL, 2)}, 2, 0);
   lt_tensor *g = lt_gather(a, 1, idx), *is = lt_index_select(a, 0, sel);
   lt_tensor *cs = lt_cumsum(t, 1), *sm = lt_softmax(a, 1);
   lt_tensor *am = lt_argmax(a, 1, false);

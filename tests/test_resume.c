@@ -2,7 +2,7 @@
  * file's format.
  *
  * The resume test: a child process trains N Adam (or AdamW) steps and saves
- * the parameters with the optimizer's state (lt_nn_save_state) and the RNG
+ * the parameters with the optimizer's state (lt_nn_checkpoint_save) and the RNG
  * state (lt_get_rng_state); a second child process builds the model afresh
  * (other init, another lr), loads both and trains M more; this process trains
  * N + M steps in one go. The two final files (parameters, moments, step
@@ -96,7 +96,8 @@ static void load_rng(const char *path) {
 static void save_all(run *r, const char *path) {
   char rng[512];
   snprintf(rng, sizeof rng, "%s.rng", path);
-  if (lt_nn_save_state(path, r->params, 4, r->opt) != LT_OK) fail_msg("save: %s", lt_last_error());
+  if (lt_nn_checkpoint_save(r->params, 4, r->opt, path) != LT_OK)
+    fail_msg("save: %s", lt_last_error());
   save_rng(rng);
 }
 
@@ -117,8 +118,8 @@ static int child_main(int argc, char **argv) {
   } else if (strcmp(argv[2], "resume") == 0 && argc >= 6) {
     bool params_only = argc >= 7 && strcmp(argv[6], "params-only") == 0;
     run_init(&r, kind, 99, 0.5);
-    int rc = params_only ? lt_nn_load(argv[4], r.params, 4)
-                         : lt_nn_load_state(argv[4], r.params, 4, r.opt);
+    int rc = params_only ? lt_nn_params_load(r.params, 4, argv[4])
+                         : lt_nn_checkpoint_load(r.params, 4, r.opt, argv[4]);
     if (rc != LT_OK) {
       fprintf(stderr, "load: %s\n", lt_last_error());
       return 4;
@@ -242,7 +243,7 @@ static uint32_t u32_at(const uint8_t *b, size_t at) {
   return v;
 }
 
-/* Version 1 files (lt_nn_save) still load; lt_nn_load_state wants optimizer
+/* Version 1 files (lt_nn_params_save) still load; lt_nn_checkpoint_load wants optimizer
  * state; unknown file and section versions fail naming the version; other
  * sections are skipped; a mismatched optimizer is refused and nothing
  * changes. Layout: header 16 bytes, tensor [2] f32: 8 + 8 + 8 bytes, then
@@ -258,32 +259,32 @@ static void test_file_versions(void **state) {
   assert_non_null(o);
   lt_tensor *g = tu_f32(SHAPE(2), 1, ((float[]){0.5f, -0.5f}));
   assert_int_equal(lt_nn_optim_step_grads(o, &g), LT_OK);
-  /* plain: version 1, loads with lt_nn_load, not with lt_nn_load_state */
-  assert_int_equal(lt_nn_save(path, &p, 1), LT_OK);
+  /* plain: version 1, loads with lt_nn_params_load, not with lt_nn_checkpoint_load */
+  assert_int_equal(lt_nn_params_save(&p, 1, path), LT_OK);
   size_t n;
   uint8_t *b = tu_read_file(path, &n);
   assert_int_equal(u32_at(b, 8), 1);
   free(b);
   lt_tensor *q = tu_f32(SHAPE(2), 1, ((float[]){0, 0}));
-  assert_int_equal(lt_nn_load(path, &q, 1), LT_OK);
+  assert_int_equal(lt_nn_params_load(&q, 1, path), LT_OK);
   tu_expect(q, LT_F32, SHAPE(2), 1, (double[]){0.999f, 2.001f}, 1e-6);
-  assert_int_equal(lt_nn_load_state(path, &q, 1, o), LT_EINVAL);
+  assert_int_equal(lt_nn_checkpoint_load(&q, 1, o, path), LT_EINVAL);
   tu_expect_substr(lt_last_error(), "holds no optimizer state");
-  /* with state: version 2; lt_nn_load reads its parameters */
-  assert_int_equal(lt_nn_save_state(path, &p, 1, o), LT_OK);
+  /* with state: version 2; lt_nn_params_load reads its parameters */
+  assert_int_equal(lt_nn_checkpoint_save(&p, 1, o, path), LT_OK);
   b = tu_read_file(path, &n);
   assert_int_equal(u32_at(b, 8), 2);
   assert_int_equal(u32_at(b, 40), 1);
   assert_memory_equal(b + 44, "OPTM", 4);
   assert_int_equal(u32_at(b, 48), 1);
   lt_tensor *z = tu_f32(SHAPE(2), 1, ((float[]){0, 0}));
-  assert_int_equal(lt_nn_load(path, &z, 1), LT_OK);
+  assert_int_equal(lt_nn_params_load(&z, 1, path), LT_OK);
   tu_expect(z, LT_F32, SHAPE(2), 1, (double[]){0.999f, 2.001f}, 1e-6);
   /* a fresh optimizer takes the step counts, moments and lr */
   lt_nn_optim_config other = cfg;
   other.lr = 0.5;
   lt_nn_optim *o2 = lt_nn_optim_create(&other, &z, 1);
-  assert_int_equal(lt_nn_load_state(path, &z, 1, o2), LT_OK);
+  assert_int_equal(lt_nn_checkpoint_load(&z, 1, o2, path), LT_OK);
   assert_int_equal(lt_nn_optim_steps(o2), 1);
   assert_int_equal(lt_nn_optim_param_steps(o2, 0), 1);
   /* the same step on both: the same result (lr 1e-3 restored, t = 2) */
@@ -298,30 +299,30 @@ static void test_file_versions(void **state) {
   memcpy(bad, b, n);
   bad[8] = 3;
   write_bytes(path, bad, n, true);
-  assert_int_equal(lt_nn_load(path, &z, 1), LT_EINVAL);
+  assert_int_equal(lt_nn_params_load(&z, 1, path), LT_EINVAL);
   tu_expect_substr(lt_last_error(), "format version 3; this build reads 1 and 2");
   /* an unknown optimizer state version */
   memcpy(bad, b, n);
   bad[48] = 7;
   write_bytes(path, bad, n, true);
-  assert_int_equal(lt_nn_load_state(path, &z, 1, o2), LT_EINVAL);
+  assert_int_equal(lt_nn_checkpoint_load(&z, 1, o2, path), LT_EINVAL);
   tu_expect_substr(lt_last_error(), "optimizer state version 7; this build reads 1");
   /* a section of another tag is skipped */
   memcpy(bad, b, n);
   memcpy(bad + 44, "XTRA", 4);
   write_bytes(path, bad, n, true);
-  assert_int_equal(lt_nn_load(path, &z, 1), LT_OK);
-  assert_int_equal(lt_nn_load_state(path, &z, 1, o2), LT_EINVAL);
+  assert_int_equal(lt_nn_params_load(&z, 1, path), LT_OK);
+  assert_int_equal(lt_nn_checkpoint_load(&z, 1, o2, path), LT_EINVAL);
   tu_expect_substr(lt_last_error(), "holds no optimizer state");
   /* a corrupt byte in the state: the checksum */
   memcpy(bad, b, n);
   bad[n - 9] ^= 0x40;
   write_bytes(path, bad, n, false);
-  assert_int_equal(lt_nn_load_state(path, &z, 1, o2), LT_EINVAL);
+  assert_int_equal(lt_nn_checkpoint_load(&z, 1, o2, path), LT_EINVAL);
   tu_expect_substr(lt_last_error(), "checksum");
   /* truncated inside the optimizer section */
   write_bytes(path, b, 60, false);
-  assert_int_equal(lt_nn_load_state(path, &z, 1, o2), LT_EINVAL);
+  assert_int_equal(lt_nn_checkpoint_load(&z, 1, o2, path), LT_EINVAL);
   tu_expect_substr(lt_last_error(), "truncated");
   free(bad);
   /* another kind of optimizer: refused, nothing assigned or changed */
@@ -331,7 +332,7 @@ static void test_file_versions(void **state) {
   sgd.momentum = 0.9;
   lt_tensor *w = tu_f32(SHAPE(2), 1, ((float[]){7, 8}));
   lt_nn_optim *o3 = lt_nn_optim_create(&sgd, &w, 1);
-  assert_int_equal(lt_nn_load_state(path, &w, 1, o3), LT_EINVAL);
+  assert_int_equal(lt_nn_checkpoint_load(&w, 1, o3, path), LT_EINVAL);
   tu_expect_substr(lt_last_error(), "optimizer kind 1");
   tu_expect(w, LT_F32, SHAPE(2), 1, (double[]){7, 8}, 0);
   assert_int_equal(lt_nn_optim_param_steps(o3, 0), 0);
@@ -339,7 +340,7 @@ static void test_file_versions(void **state) {
   lt_tensor *v = tu_f32(SHAPE(3), 1, ((float[]){1, 2, 3}));
   lt_nn_optim *o4 = lt_nn_optim_create(&cfg, &v, 1);
   lt_tensor *z2 = tu_f32(SHAPE(2), 1, ((float[]){0, 0}));
-  assert_int_equal(lt_nn_load_state(path, &z2, 1, o4), LT_EINVAL);
+  assert_int_equal(lt_nn_checkpoint_load(&z2, 1, o4, path), LT_EINVAL);
   tu_expect_substr(lt_last_error(), "optimizer parameter 0 is f32 [2], the model's is f32 [3]");
   tu_expect(z2, LT_F32, SHAPE(2), 1, (double[]){0, 0}, 0);
   lt_nn_optim_free(o);

@@ -285,29 +285,30 @@ static void test_slice(void **state) {
   for (int i = 0; i < 20; i++) v[i] = (float)i;
   lt_tensor *a = tu_f32(SHAPE(4, 5), 2, v); /* a[i][j] = 5i + j */
   /* [1:3, 0:5:2] */
-  tu_expect(lt_slice(a, SHAPE(1, 0), SHAPE(3, 5), SHAPE(1, 2)), LT_F32, SHAPE(2, 3), 2,
+  tu_expect(lt_slice_n(a, SHAPE(1, 0), SHAPE(3, 5), SHAPE(1, 2), 2), LT_F32, SHAPE(2, 3), 2,
             VALS(5, 7, 9, 10, 12, 14), 0);
   /* [-2:, -3:] */
-  tu_expect(lt_slice(a, SHAPE(-2, -3), NULL, NULL), LT_F32, SHAPE(2, 3), 2,
+  tu_expect(lt_slice_n(a, SHAPE(-2, -3), NULL, NULL, 2), LT_F32, SHAPE(2, 3), 2,
             VALS(12, 13, 14, 17, 18, 19), 0);
   /* [0:-1:2, 1:-1] */
-  tu_expect(lt_slice(a, SHAPE(0, 1), SHAPE(-1, -1), SHAPE(2, 1)), LT_F32, SHAPE(2, 3), 2,
+  tu_expect(lt_slice_n(a, SHAPE(0, 1), SHAPE(-1, -1), SHAPE(2, 1), 2), LT_F32, SHAPE(2, 3), 2,
             VALS(1, 2, 3, 11, 12, 13), 0);
   /* clamped bounds: [-100:100:3, 2:100:10] -> rows 0, 3; col 2 */
-  tu_expect(lt_slice(a, SHAPE(-100, 2), SHAPE(100, 100), SHAPE(3, 10)), LT_F32, SHAPE(2, 1), 2,
+  tu_expect(lt_slice_n(a, SHAPE(-100, 2), SHAPE(100, 100), SHAPE(3, 10), 2), LT_F32, SHAPE(2, 1), 2,
             VALS(2, 17), 0);
   /* huge bounds and steps do not overflow */
-  tu_expect(lt_slice(a, SHAPE(INT64_MIN, 1), SHAPE(INT64_MAX, INT64_MAX), SHAPE(INT64_MAX, 3)),
+  tu_expect(lt_slice_n(a, SHAPE(INT64_MIN, 1), SHAPE(INT64_MAX, INT64_MAX), SHAPE(INT64_MAX, 3), 2),
             LT_F32, SHAPE(1, 2), 2, VALS(1, 4), 0);
   /* everything: a new tensor on the same value */
-  lt_tensor *all = lt_slice(a, NULL, NULL, NULL);
+  lt_tensor *all = lt_slice_n(a, NULL, NULL, NULL, lt_ndim(a));
   expect_new(all, a);
   double w[20];
   for (int i = 0; i < 20; i++) w[i] = i;
   tu_expect(all, LT_F32, SHAPE(4, 5), 2, w, 0);
-  tu_expect(lt_slice(a, SHAPE(-4, -5), SHAPE(4, 99), SHAPE(1, 1)), LT_F32, SHAPE(4, 5), 2, w, 0);
+  tu_expect(lt_slice_n(a, SHAPE(-4, -5), SHAPE(4, 99), SHAPE(1, 1), 2), LT_F32, SHAPE(4, 5), 2, w,
+            0);
   /* 0-d: no axes to slice */
-  tu_expect(lt_slice(tu_f64(NULL, 0, (double[]){1.5}), NULL, NULL, NULL), LT_F64, NULL, 0,
+  tu_expect(lt_slice_n(tu_f64(NULL, 0, (double[]){1.5}), NULL, NULL, NULL, 0), LT_F64, NULL, 0,
             VALS(1.5), 0);
 }
 
@@ -317,33 +318,35 @@ static void test_slice_empty_and_dtypes(void **state) {
   for (int i = 0; i < 20; i++) v[i] = (float)i;
   lt_tensor *a = tu_f32(SHAPE(4, 5), 2, v);
   /* start after stop, start past the end, stop before the start of the axis */
-  tu_expect(lt_slice(a, SHAPE(3, 0), SHAPE(1, 5), NULL), LT_F32, SHAPE(0, 5), 2, VALS(0), 0);
-  tu_expect(lt_slice(a, SHAPE(10, 0), NULL, NULL), LT_F32, SHAPE(0, 5), 2, VALS(0), 0);
-  tu_expect(lt_slice(a, NULL, SHAPE(4, -10), NULL), LT_F32, SHAPE(4, 0), 2, VALS(0), 0);
+  tu_expect(lt_slice_n(a, SHAPE(3, 0), SHAPE(1, 5), NULL, 2), LT_F32, SHAPE(0, 5), 2, VALS(0), 0);
+  tu_expect(lt_slice_n(a, SHAPE(10, 0), NULL, NULL, 2), LT_F32, SHAPE(0, 5), 2, VALS(0), 0);
+  tu_expect(lt_slice_n(a, NULL, SHAPE(4, -10), NULL, 2), LT_F32, SHAPE(4, 0), 2, VALS(0), 0);
   /* slice of an empty tensor */
-  tu_expect(lt_slice(tu_f32(SHAPE(0, 3), 2, NULL), SHAPE(0, 1), NULL, NULL), LT_F32, SHAPE(0, 2), 2,
-            VALS(0), 0);
+  tu_expect(lt_slice_n(tu_f32(SHAPE(0, 3), 2, NULL), SHAPE(0, 1), NULL, NULL, 2), LT_F32,
+            SHAPE(0, 2), 2, VALS(0), 0);
   /* each dtype: [1::2] of 5 elements -> elements 1, 3 */
-  tu_expect(lt_slice(tu_bool(SHAPE(5), 1, (uint8_t[]){1, 0, 1, 1, 0}), SHAPE(1), NULL, SHAPE(2)),
-            LT_BOOL, SHAPE(2), 1, VALS(0, 1), 0);
   tu_expect(
-      lt_slice(tu_i32(SHAPE(5), 1, (int32_t[]){-1, -2, -3, -4, -5}), SHAPE(1), NULL, SHAPE(2)),
+      lt_slice_n(tu_bool(SHAPE(5), 1, (uint8_t[]){1, 0, 1, 1, 0}), SHAPE(1), NULL, SHAPE(2), 1),
+      LT_BOOL, SHAPE(2), 1, VALS(0, 1), 0);
+  tu_expect(
+      lt_slice_n(tu_i32(SHAPE(5), 1, (int32_t[]){-1, -2, -3, -4, -5}), SHAPE(1), NULL, SHAPE(2), 1),
       LT_I32, SHAPE(2), 1, VALS(-2, -4), 0);
-  tu_expect(
-      lt_slice(tu_f64(SHAPE(5), 1, (double[]){0.1, 0.2, 0.3, 0.4, 0.5}), SHAPE(1), NULL, SHAPE(2)),
-      LT_F64, SHAPE(2), 1, VALS(0.2, 0.4), 0);
+  tu_expect(lt_slice_n(tu_f64(SHAPE(5), 1, (double[]){0.1, 0.2, 0.3, 0.4, 0.5}), SHAPE(1), NULL,
+                       SHAPE(2), 1),
+            LT_F64, SHAPE(2), 1, VALS(0.2, 0.4), 0);
   const int64_t b = (1LL << 53) + 1;
-  expect_i64(
-      lt_slice(tu_i64(SHAPE(5), 1, (int64_t[]){0, b, 0, INT64_MAX, 0}), SHAPE(1), NULL, SHAPE(2)),
-      SHAPE(2), 1, (int64_t[]){b, INT64_MAX});
+  expect_i64(lt_slice_n(tu_i64(SHAPE(5), 1, (int64_t[]){0, b, 0, INT64_MAX, 0}), SHAPE(1), NULL,
+                        SHAPE(2), 1),
+             SHAPE(2), 1, (int64_t[]){b, INT64_MAX});
 }
 
 static void test_slice_errors(void **state) {
   (void)state;
   lt_tensor *a = tu_f32(SHAPE(2, 3), 2, k6);
-  TU_EXPECT_ERROR(lt_slice(a, NULL, NULL, SHAPE(1, 0)), LT_EINVAL, "step 0 on axis 1 must be > 0");
-  TU_EXPECT_ERROR(lt_slice(a, NULL, NULL, SHAPE(-1, 1)), LT_EINVAL, "step -1 on axis 0");
-  TU_EXPECT_ERROR(lt_slice(NULL, NULL, NULL, NULL), LT_EINVAL, "lt_slice");
+  TU_EXPECT_ERROR(lt_slice_n(a, NULL, NULL, SHAPE(1, 0), 2), LT_EINVAL,
+                  "step 0 on axis 1 must be > 0");
+  TU_EXPECT_ERROR(lt_slice_n(a, NULL, NULL, SHAPE(-1, 1), 2), LT_EINVAL, "step -1 on axis 0");
+  TU_EXPECT_ERROR(lt_slice_n(NULL, NULL, NULL, NULL, 0), LT_EINVAL, "lt_slice");
 }
 
 /* ---- concat / stack ------------------------------------------------------------------------ */
@@ -474,42 +477,43 @@ static void test_stack_errors(void **state) {
 static void test_pad(void **state) {
   (void)state;
   lt_tensor *a = tu_f32(SHAPE(2, 2), 2, (float[]){1, 2, 3, 4});
-  tu_expect(lt_pad(a, SHAPE(1, 0, 0, 2), 9), LT_F32, SHAPE(3, 4), 2,
+  tu_expect(lt_pad_n(a, SHAPE(1, 0, 0, 2), 4, 9), LT_F32, SHAPE(3, 4), 2,
             VALS(9, 9, 9, 9, 1, 2, 9, 9, 3, 4, 9, 9), 0);
-  tu_expect(lt_pad(a, SHAPE(0, 1, 1, 1), -0.5), LT_F32, SHAPE(3, 4), 2,
+  tu_expect(lt_pad_n(a, SHAPE(0, 1, 1, 1), 4, -0.5), LT_F32, SHAPE(3, 4), 2,
             VALS(-0.5, 1, 2, -0.5, -0.5, 3, 4, -0.5, -0.5, -0.5, -0.5, -0.5), 0);
   /* zero pads: a new tensor on the same value */
-  lt_tensor *same = lt_pad(a, SHAPE(0, 0, 0, 0), 7);
+  lt_tensor *same = lt_pad_n(a, SHAPE(0, 0, 0, 0), 4, 7);
   expect_new(same, a);
   tu_expect(same, LT_F32, SHAPE(2, 2), 2, VALS(1, 2, 3, 4), 0);
   /* each dtype; the result keeps the input dtype */
-  tu_expect(lt_pad(tu_f64(SHAPE(1), 1, (double[]){0.1}), SHAPE(1, 1), 1e300), LT_F64, SHAPE(3), 1,
-            VALS(1e300, 0.1, 1e300), 0);
-  tu_expect(lt_pad(tu_i32(SHAPE(2), 1, (int32_t[]){5, 6}), SHAPE(0, 2), 2.7), LT_I32, SHAPE(4), 1,
-            VALS(5, 6, 2, 2), 0);
-  tu_expect(lt_pad(tu_bool(SHAPE(2), 1, (uint8_t[]){0, 0}), SHAPE(1, 1), 1), LT_BOOL, SHAPE(4), 1,
-            VALS(1, 0, 0, 1), 0);
+  tu_expect(lt_pad_n(tu_f64(SHAPE(1), 1, (double[]){0.1}), SHAPE(1, 1), 2, 1e300), LT_F64, SHAPE(3),
+            1, VALS(1e300, 0.1, 1e300), 0);
+  tu_expect(lt_pad_n(tu_i32(SHAPE(2), 1, (int32_t[]){5, 6}), SHAPE(0, 2), 2, 2.7), LT_I32, SHAPE(4),
+            1, VALS(5, 6, 2, 2), 0);
+  tu_expect(lt_pad_n(tu_bool(SHAPE(2), 1, (uint8_t[]){0, 0}), SHAPE(1, 1), 2, 1), LT_BOOL, SHAPE(4),
+            1, VALS(1, 0, 0, 1), 0);
   const int64_t b = (1LL << 53) + 1;
-  expect_i64(lt_pad(tu_i64(SHAPE(3), 1, (int64_t[]){b, INT64_MAX, INT64_MIN}), SHAPE(2, 1), -1),
-             SHAPE(6), 1, (int64_t[]){-1, -1, b, INT64_MAX, INT64_MIN, -1});
+  expect_i64(
+      lt_pad_n(tu_i64(SHAPE(3), 1, (int64_t[]){b, INT64_MAX, INT64_MIN}), SHAPE(2, 1), 2, -1),
+      SHAPE(6), 1, (int64_t[]){-1, -1, b, INT64_MAX, INT64_MIN, -1});
   /* empty input: all padding */
-  tu_expect(lt_pad(tu_f32(SHAPE(0), 1, NULL), SHAPE(1, 2), 5), LT_F32, SHAPE(3), 1, VALS(5, 5, 5),
-            0);
-  tu_expect(lt_pad(tu_f32(SHAPE(0, 2), 2, NULL), SHAPE(0, 0, 1, 0), 5), LT_F32, SHAPE(0, 3), 2,
+  tu_expect(lt_pad_n(tu_f32(SHAPE(0), 1, NULL), SHAPE(1, 2), 2, 5), LT_F32, SHAPE(3), 1,
+            VALS(5, 5, 5), 0);
+  tu_expect(lt_pad_n(tu_f32(SHAPE(0, 2), 2, NULL), SHAPE(0, 0, 1, 0), 4, 5), LT_F32, SHAPE(0, 3), 2,
             VALS(0), 0);
   /* 0-d: nothing to pad */
-  tu_expect(lt_pad(tu_f32(NULL, 0, (float[]){3}), NULL, 1), LT_F32, NULL, 0, VALS(3), 0);
+  tu_expect(lt_pad_n(tu_f32(NULL, 0, (float[]){3}), NULL, 0, 1), LT_F32, NULL, 0, VALS(3), 0);
 }
 
 static void test_pad_errors(void **state) {
   (void)state;
   lt_tensor *a = tu_f32(SHAPE(2, 2), 2, (float[]){1, 2, 3, 4});
-  TU_EXPECT_ERROR(lt_pad(a, SHAPE(0, 0, -1, 0), 0), LT_EINVAL,
+  TU_EXPECT_ERROR(lt_pad_n(a, SHAPE(0, 0, -1, 0), 4, 0), LT_EINVAL,
                   "pads of axis 1 are -1 and 0; they must be >= 0");
-  TU_EXPECT_ERROR(lt_pad(a, SHAPE(0, -2, 0, 0), 0), LT_EINVAL, "axis 0");
-  TU_EXPECT_ERROR(lt_pad(a, SHAPE(0, INT64_MAX, 0, 0), 0), LT_ESHAPE, "too large");
-  TU_EXPECT_ERROR(lt_pad(a, NULL, 0), LT_EINVAL, "pads is NULL");
-  TU_EXPECT_ERROR(lt_pad(NULL, SHAPE(0, 0), 0), LT_EINVAL, "lt_pad");
+  TU_EXPECT_ERROR(lt_pad_n(a, SHAPE(0, -2, 0, 0), 4, 0), LT_EINVAL, "axis 0");
+  TU_EXPECT_ERROR(lt_pad_n(a, SHAPE(0, INT64_MAX, 0, 0), 4, 0), LT_ESHAPE, "too large");
+  TU_EXPECT_ERROR(lt_pad_n(a, NULL, 4, 0), LT_EINVAL, "pads is NULL");
+  TU_EXPECT_ERROR(lt_pad_n(NULL, SHAPE(0, 0), 2, 0), LT_EINVAL, "lt_pad");
 }
 
 /* ---- every kernel on every dtype ------------------------------------------------------------ */
@@ -527,7 +531,7 @@ static void test_all_dtypes(void **state) {
     tu_expect(lt_expand(lt_reshape(a, SHAPE(2, 1, 3), 3), SHAPE(2, 2, 3), 3), dt, SHAPE(2, 2, 3), 3,
               (double[]){v[0], v[1], v[2], v[0], v[1], v[2], v[3], v[4], v[5], v[3], v[4], v[5]},
               0);
-    tu_expect(lt_slice(a, SHAPE(1, 0), NULL, SHAPE(1, 2)), dt, SHAPE(1, 2), 2,
+    tu_expect(lt_slice_n(a, SHAPE(1, 0), NULL, SHAPE(1, 2), 2), dt, SHAPE(1, 2), 2,
               (double[]){v[3], v[5]}, 0);
     tu_expect(lt_concat((lt_tensor *[]){a, a}, 2, 1), dt, SHAPE(2, 6), 2,
               (double[]){v[0], v[1], v[2], v[0], v[1], v[2], v[3], v[4], v[5], v[3], v[4], v[5]},
@@ -535,7 +539,7 @@ static void test_all_dtypes(void **state) {
     tu_expect(lt_stack((lt_tensor *[]){a, a}, 2, 0), dt, SHAPE(2, 2, 3), 3,
               (double[]){v[0], v[1], v[2], v[3], v[4], v[5], v[0], v[1], v[2], v[3], v[4], v[5]},
               0);
-    tu_expect(lt_pad(a, SHAPE(0, 0, 1, 0), 0), dt, SHAPE(2, 4), 2,
+    tu_expect(lt_pad_n(a, SHAPE(0, 0, 1, 0), 4, 0), dt, SHAPE(2, 4), 2,
               (double[]){0, v[0], v[1], v[2], 0, v[3], v[4], v[5]}, 0);
   }
 }
@@ -551,12 +555,12 @@ static void test_constants(void **state) {
   tu_expect(lt_permute(o, (int[]){1, 0}, 2), LT_I64, SHAPE(1, 2), 2, VALS(1, 1), 0);
   tu_expect(lt_expand(o, SHAPE(2, 2, 3), 3), LT_I64, SHAPE(2, 2, 3), 3,
             VALS(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1), 0);
-  tu_expect(lt_slice(o, SHAPE(1, 0), NULL, NULL), LT_I64, SHAPE(1, 1), 2, VALS(1), 0);
+  tu_expect(lt_slice_n(o, SHAPE(1, 0), NULL, NULL, 2), LT_I64, SHAPE(1, 1), 2, VALS(1), 0);
   tu_expect(lt_reshape(o, SHAPE(2), 1), LT_I64, SHAPE(2), 1, VALS(1, 1), 0);
-  tu_expect(lt_pad(o, SHAPE(0, 0, 1, 0), 5), LT_I64, SHAPE(2, 2), 2, VALS(5, 1, 5, 1), 0);
+  tu_expect(lt_pad_n(o, SHAPE(0, 0, 1, 0), 4, 5), LT_I64, SHAPE(2, 2), 2, VALS(5, 1, 5, 1), 0);
   lt_tensor *f = lt_full(CPU0, LT_F32, SHAPE(1, 2), 2, 3.5);
   tu_expect(lt_transpose(f, 0, 1), LT_F32, SHAPE(2, 1), 2, VALS(3.5, 3.5), 0);
-  tu_expect(lt_slice(f, SHAPE(0, 1), NULL, NULL), LT_F32, SHAPE(1, 1), 2, VALS(3.5), 0);
+  tu_expect(lt_slice_n(f, SHAPE(0, 1), NULL, NULL, 2), LT_F32, SHAPE(1, 1), 2, VALS(3.5), 0);
   tu_expect(lt_concat((lt_tensor *[]){f, lt_zeros(CPU0, LT_F32, SHAPE(1, 2), 2)}, 2, 0), LT_F32,
             SHAPE(2, 2), 2, VALS(3.5, 3.5, 0, 0), 0);
   tu_expect(lt_stack((lt_tensor *[]){o, lt_full(CPU0, LT_I64, SHAPE(2, 1), 2, 7)}, 2, 0), LT_I64,
@@ -570,18 +574,19 @@ static void test_chain(void **state) {
   (void)state;
   float v[24];
   for (int i = 0; i < 24; i++) v[i] = (float)i;
-  lt_tensor *a = tu_f32(SHAPE(2, 3, 4), 3, v);                      /* a[i][j][k] = 12i + 4j + k */
-  lt_tensor *p = lt_permute(a, (int[]){2, 0, 1}, 3);                /* [4, 2, 3]: p[k][i][j] */
-  lt_tensor *s = lt_slice(p, SHAPE(1, 0, 1), SHAPE(3, 2, 3), NULL); /* k 1..2, i 0..1, j 1..2 */
+  lt_tensor *a = tu_f32(SHAPE(2, 3, 4), 3, v);       /* a[i][j][k] = 12i + 4j + k */
+  lt_tensor *p = lt_permute(a, (int[]){2, 0, 1}, 3); /* [4, 2, 3]: p[k][i][j] */
+  lt_tensor *s =
+      lt_slice_n(p, SHAPE(1, 0, 1), SHAPE(3, 2, 3), NULL, 3); /* k 1..2, i 0..1, j 1..2 */
   lt_tensor *r = lt_reshape(s, SHAPE(-1), 1);
   tu_expect(r, LT_F32, SHAPE(8), 1, VALS(5, 9, 17, 21, 6, 10, 18, 22), 0);
   /* a longer chain: transpose, expand, concat, pad, squeeze, stack in one graph */
   lt_tensor *m = tu_i32(SHAPE(1, 2), 2, (int32_t[]){1, 2});
-  lt_tensor *t = lt_transpose(m, 0, 1);                         /* [2, 1]: 1, 2 */
-  lt_tensor *e = lt_expand(t, SHAPE(2, 2), 2);                  /* 1 1 / 2 2 */
-  lt_tensor *c = lt_concat((lt_tensor *[]){e, m}, 2, 0);        /* 1 1 / 2 2 / 1 2 */
-  lt_tensor *pd = lt_pad(c, SHAPE(0, 1, 1, 0), 0);              /* [4, 3] */
-  lt_tensor *sl = lt_slice(pd, SHAPE(0, 1), NULL, SHAPE(3, 1)); /* rows 0, 3; cols 1, 2 */
+  lt_tensor *t = lt_transpose(m, 0, 1);                              /* [2, 1]: 1, 2 */
+  lt_tensor *e = lt_expand(t, SHAPE(2, 2), 2);                       /* 1 1 / 2 2 */
+  lt_tensor *c = lt_concat((lt_tensor *[]){e, m}, 2, 0);             /* 1 1 / 2 2 / 1 2 */
+  lt_tensor *pd = lt_pad_n(c, SHAPE(0, 1, 1, 0), 4, 0);              /* [4, 3] */
+  lt_tensor *sl = lt_slice_n(pd, SHAPE(0, 1), NULL, SHAPE(3, 1), 2); /* rows 0, 3; cols 1, 2 */
   tu_expect(sl, LT_I32, SHAPE(2, 2), 2, VALS(1, 1, 0, 0), 0);
   lt_tensor *st = lt_stack((lt_tensor *[]){lt_squeeze(lt_unsqueeze(sl, 0), 0), sl}, 2, 2);
   tu_expect(st, LT_I32, SHAPE(2, 2, 2), 3, VALS(1, 1, 1, 1, 0, 0, 0, 0), 0);
@@ -599,8 +604,8 @@ static void test_error_chain(void **state) {
   /* The first failure is kept through the rest of the expression. */
   TU_EXPECT_ERROR(lt_reshape(lt_permute(a, (int[]){1, 1}, 2), SHAPE(6), 1), LT_EINVAL,
                   "lt_permute: axis 1 appears twice");
-  TU_EXPECT_ERROR(lt_pad(lt_slice(a, NULL, NULL, SHAPE(0, 1)), SHAPE(1, 1, 1, 1), 0), LT_EINVAL,
-                  "lt_slice: step 0");
+  TU_EXPECT_ERROR(lt_pad_n(lt_slice_n(a, NULL, NULL, SHAPE(0, 1), 2), SHAPE(1, 1, 1, 1), 4, 0),
+                  LT_EINVAL, "lt_slice_n: step 0");
   TU_EXPECT_ERROR(lt_concat((lt_tensor *[]){a, lt_expand(a, SHAPE(3, 3), 2)}, 2, 0), LT_ESHAPE,
                   "lt_expand");
 }

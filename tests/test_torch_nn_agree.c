@@ -36,7 +36,7 @@ TU_BOTH(test_max_pool_ceil_window_wider_than_input) {
      * y = F.max_pool2d(x, kernel_size=3, stride=2, ceil_mode=True)  -> [[[[4.]]]]
      * y.sum().backward(); x.grad -> [[[[0., 1.], [0., 0.]]]] */
     lt_tensor *x = leaf(dt, SHAPE(1, 1, 2, 2), 4, (double[]){1, 4, 3, 2});
-    lt_tensor *y = lt_max_pool2d(x, SHAPE(3, 3), SHAPE(2, 2), NULL, NULL, true);
+    lt_tensor *y = lt_max_pool2d_n(x, SHAPE(3, 3), 2, SHAPE(2, 2), 2, NULL, 0, NULL, 0, true);
     assert_int_equal(lt_backward(lt_sum(y, NULL, 0, false)), LT_OK); /* before a read */
     tu_expect(y, dt, SHAPE(1, 1, 1, 1), 4, (double[]){4}, 0);
     tu_expect(lt_grad(x), dt, SHAPE(1, 1, 2, 2), 4, (double[]){0, 1, 0, 0}, 0);
@@ -45,15 +45,15 @@ TU_BOTH(test_max_pool_ceil_window_wider_than_input) {
      * y = F.max_pool2d(x, kernel_size=3, stride=2, ceil_mode=True)  -> [[[[8.]]]]
      * y.sum().backward(); x.grad -> [[[[0., 0., 0.], [0., 0., 1.]]]] */
     lt_tensor *x2 = leaf(dt, SHAPE(1, 2, 3), 3, (double[]){1, 4, 0, 3, 2, 8});
-    lt_tensor *y2 = lt_max_pool2d(x2, SHAPE(3, 3), SHAPE(2, 2), NULL, NULL, true);
+    lt_tensor *y2 = lt_max_pool2d_n(x2, SHAPE(3, 3), 2, SHAPE(2, 2), 2, NULL, 0, NULL, 0, true);
     assert_int_equal(lt_backward(lt_sum(y2, NULL, 0, false)), LT_OK);
     tu_expect(y2, dt, SHAPE(1, 1, 1), 3, (double[]){8}, 0);
     tu_expect(lt_grad(x2), dt, SHAPE(1, 2, 3), 3, (double[]){0, 0, 0, 0, 0, 1}, 0);
   }
   /* F.max_pool2d(x, kernel_size=3, stride=2) (floor mode) -> "Output size is too small" */
   lt_tensor *x = tu_f32(SHAPE(1, 1, 2, 2), 4, (float[]){1, 4, 3, 2});
-  TU_EXPECT_ERROR(lt_max_pool2d(x, SHAPE(3, 3), SHAPE(2, 2), NULL, NULL, false), LT_ESHAPE,
-                  "the output would be empty");
+  TU_EXPECT_ERROR(lt_max_pool2d_n(x, SHAPE(3, 3), 2, SHAPE(2, 2), 2, NULL, 0, NULL, 0, false),
+                  LT_ESHAPE, "the output would be empty");
 }
 
 /* A dilated window whose taps all fall in the padding (padding <= kernel / 2
@@ -70,7 +70,8 @@ TU_BOTH(test_max_pool_window_of_padding_only) {
      * [[[[0, 0], [1, 0]], [[2, 0], [3, 0]]]], the 2 written from plane 0 into plane 1).
      * A max over no element has no argument, so here the gradient goes nowhere: zeros. */
     lt_tensor *x = leaf(dt, SHAPE(1, 2, 2, 2), 4, (double[]){1, 5, 3, 2, 0, -1, 7, 6});
-    lt_tensor *y = lt_max_pool2d(x, SHAPE(1, 2), NULL, SHAPE(0, 1), SHAPE(1, 3), false);
+    lt_tensor *y =
+        lt_max_pool2d_n(x, SHAPE(1, 2), 2, NULL, 0, SHAPE(0, 1), 2, SHAPE(1, 3), 2, false);
     lt_tensor *w = leaf(dt, SHAPE(1, 2, 2, 1), 4, (double[]){1, 2, 3, 4});
     /* exp(y) = 0 keeps the loss finite, so every gradient stays a number */
     assert_int_equal(lt_backward(lt_sum(lt_mul(lt_exp(y), w), NULL, 0, false)), LT_OK);
@@ -82,7 +83,8 @@ TU_BOTH(test_max_pool_window_of_padding_only) {
    * F.max_pool2d(torch.tensor([[[1., 2.]]]), kernel_size=2, padding=1, dilation=2,
    *              ceil_mode=True) -> tensor([[[-inf, -inf]]]) (rows -1 and 1 only) */
   lt_tensor *x3 = tu_f32(SHAPE(1, 1, 2), 3, (float[]){1, 2});
-  lt_tensor *y3 = lt_max_pool2d(x3, SHAPE(2, 2), NULL, SHAPE(1, 1), SHAPE(2, 2), true);
+  lt_tensor *y3 =
+      lt_max_pool2d_n(x3, SHAPE(2, 2), 2, NULL, 0, SHAPE(1, 1), 2, SHAPE(2, 2), 2, true);
   tu_expect(y3, LT_F32, SHAPE(1, 1, 2), 3, (double[]){-INFINITY, -INFINITY}, 0);
 }
 

@@ -159,13 +159,14 @@ def dropout(x, p=0.5, training=True):
     return wrap(lib.lt_nn_dropout(x._ptr, p, training))
 
 
-def _pair(v, default=None):
-    """An {h, w} array for the C API (None: NULL, the library's default)."""
+def _pair(v):
+    """An {h, w} argument for the C API as (array, count): an int is one value
+    for both axes (count 1), a sequence its entries (the library checks the
+    count), None no array (count 0: the library's default)."""
     if v is None:
-        return default
-    if isinstance(v, int):
-        v = (v, v)
-    return (ctypes.c_int64 * 2)(*v)
+        return None, 0
+    v = (v,) if isinstance(v, int) else tuple(v)
+    return (ctypes.c_int64 * max(len(v), 1))(*v), len(v)
 
 
 def _opt(t):
@@ -174,30 +175,30 @@ def _opt(t):
 
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """torch.nn.functional.conv2d (NCHW; weight [O, C / groups, kh, kw])."""
-    return wrap(lib.lt_conv2d(x._ptr, weight._ptr, _opt(bias), _pair(stride), _pair(padding),
-                              _pair(dilation), groups))
+    return wrap(lib.lt_conv2d_n(x._ptr, weight._ptr, _opt(bias), *_pair(stride), *_pair(padding),
+                                *_pair(dilation), groups))
 
 
 def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
-    return wrap(lib.lt_conv_transpose2d(x._ptr, weight._ptr, _opt(bias), _pair(stride),
-                                        _pair(padding), _pair(output_padding), _pair(dilation),
-                                        groups))
+    return wrap(lib.lt_conv_transpose2d_n(x._ptr, weight._ptr, _opt(bias), *_pair(stride),
+                                          *_pair(padding), *_pair(output_padding),
+                                          *_pair(dilation), groups))
 
 
 def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
-    return wrap(lib.lt_max_pool2d(x._ptr, _pair(kernel_size), _pair(stride), _pair(padding),
-                                  _pair(dilation), ceil_mode))
+    return wrap(lib.lt_max_pool2d_n(x._ptr, *_pair(kernel_size), *_pair(stride), *_pair(padding),
+                                    *_pair(dilation), ceil_mode))
 
 
 def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
-    return wrap(lib.lt_avg_pool2d(x._ptr, _pair(kernel_size), _pair(stride), _pair(padding),
-                                  ceil_mode, count_include_pad, divisor_override or 0))
+    return wrap(lib.lt_avg_pool2d_n(x._ptr, *_pair(kernel_size), *_pair(stride), *_pair(padding),
+                                    ceil_mode, count_include_pad, divisor_override or 0))
 
 
 def adaptive_avg_pool2d(x, output_size):
-    return wrap(lib.lt_adaptive_avg_pool2d(x._ptr, _pair(output_size)))
+    return wrap(lib.lt_adaptive_avg_pool2d_n(x._ptr, *_pair(output_size)))
 
 
 def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False,
@@ -229,12 +230,12 @@ def clip_grad_norm_(params, max_norm, norm_type=2.0):
 
 def save(path, tensors):
     tensors = list(tensors)
-    check(lib.lt_nn_save(path.encode(), _seq(tensors), len(tensors)))
+    check(lib.lt_nn_params_save(_seq(tensors), len(tensors), path.encode()))
 
 
 def load(path, tensors):
     tensors = list(tensors)
-    check(lib.lt_nn_load(path.encode(), _seq(tensors), len(tensors)))
+    check(lib.lt_nn_params_load(_seq(tensors), len(tensors), path.encode()))
 
 
 # ---- optimizers

@@ -356,10 +356,10 @@ class Tensor:
             else:
                 raise TypeError("lazytensor: unsupported index %r" % (k,))
             axis += 1
-        s0, _ = _shape_args(starts)
+        s0, n = _shape_args(starts)
         s1, _ = _shape_args(stops)
         s2, _ = _shape_args(steps)
-        r = wrap(lib.lt_slice(self._ptr, s0, s1, s2))
+        r = wrap(lib.lt_slice_n(self._ptr, s0, s1, s2, n))
         if squeeze:
             r = r.reshape(tuple(d for i, d in enumerate(r.shape) if i not in squeeze))
         for a in newaxes:
@@ -433,7 +433,7 @@ class Tensor:
 
     def norm(self, p=2, dim=None, keepdim=False):
         a, n = _axes(dim)
-        return wrap(lib.lt_norm(self._ptr, float(p), a, n, keepdim))
+        return wrap(lib.lt_vector_norm(self._ptr, a, n, float(p), keepdim))
 
     def argmax(self, dim, keepdim=False):
         return wrap(lib.lt_argmax(self._ptr, dim, keepdim))
@@ -509,8 +509,8 @@ class Tensor:
         return wrap(lib.lt_repeat(self._ptr, s, n))
 
     def pad(self, pads, value=0.0):
-        s, _ = _shape_args(pads)
-        return wrap(lib.lt_pad(self._ptr, s, float(value)))
+        s, n = _shape_args(pads)
+        return wrap(lib.lt_pad_n(self._ptr, s, n, float(value)))
 
     def split(self, size, dim=0):
         out = (_lib.c_tensor * (self.shape[dim] // size + 2))()

@@ -114,7 +114,7 @@ int lt__ag_rule_slice(const lt_node *n, lt_node *g, lt_node **out) {
 }
 
 /* The block of x (consumed) of the given shape at starts, step 1; the slice's
- * canonical attrs as lt_slice records them. */
+ * canonical attrs as lt_slice_n records them. */
 static lt_node *block(lt_node *x, const int64_t *starts, const int64_t *shape, int ndim) {
   if (!x) return NULL;
   if (x->ndim == ndim && memcmp(x->shape, shape, (size_t)ndim * sizeof(int64_t)) == 0) return x;

@@ -82,7 +82,7 @@ int64_t lt__int_wrap(lt_dtype dt, int64_t v) {
 double lt__dtype_round(lt_dtype dt, double v) {
   const lt_dtype_info *d = lt__dtype_info(dt);
   if (!d) return v;
-  /* A non-finite value into a saturating integer dtype reads 0 here (lt_pad's
+  /* A non-finite value into a saturating integer dtype reads 0 here (lt_pad_n's
    * value, scalar creation), where CAST gives the dtype's limit. */
   if (d->f2i == LT_F2I_SAT && !isfinite(v)) return 0;
   double elem[2]; /* any row's element fits */

@@ -5,18 +5,30 @@
 
 #include "nn.h"
 
-/* A {h, w} pair from p, or both def when p is NULL; false when a value is
- * below lo. */
-static bool pair_or(const int64_t *p, int64_t def, int64_t lo, int64_t out[2]) {
-  out[0] = p ? p[0] : def;
-  out[1] = p ? p[1] : def;
+/* The count of an {h, w} argument, as lazytensor.h's rule has it: 2 is
+ * {h, w}, 1 one value for both axes, 0 not given (refused when required).
+ * Checked here so that the message names the nn function called. */
+static int pair_count(const char *fn, const char *what, const int64_t *p, int n, bool required) {
+  if (n < (required ? 1 : 0) || n > 2)
+    return lt__err(LT_EINVAL, "%s: %s has %d entries; it takes 2 ({h, w}), 1 (both axes)%s", fn,
+                   what, n, required ? "" : " or 0 (the default)");
+  if (n > 0 && !p) return lt__err(LT_EINVAL, "%s: %s is NULL with %d entries", fn, what, n);
+  return LT_OK;
+}
+
+/* A {h, w} pair from p's n entries (pair_count), or both def when n is 0;
+ * false when a value is below lo. */
+static bool pair_or(const int64_t *p, int n, int64_t def, int64_t lo, int64_t out[2]) {
+  out[0] = n > 0 ? p[0] : def;
+  out[1] = n == 2 ? p[1] : out[0];
   return out[0] >= lo && out[1] >= lo;
 }
 
-int lt_nn_conv2d_init(lt_nn_conv2d *l, lt_device dev, lt_dtype dt, int64_t in, int64_t out,
-                      const int64_t *kernel, const int64_t *stride, const int64_t *padding,
-                      const int64_t *dilation, int64_t groups, bool bias) {
-  static const char fn[] = "lt_nn_conv2d_init";
+int lt_nn_conv2d_init_n(lt_nn_conv2d *l, lt_device dev, lt_dtype dt, int64_t in, int64_t out,
+                        const int64_t *kernel, int nkernel, const int64_t *stride, int nstride,
+                        const int64_t *padding, int npadding, const int64_t *dilation,
+                        int ndilation, int64_t groups, bool bias) {
+  static const char fn[] = "lt_nn_conv2d_init_n";
   if (!l) return lt__err(LT_EINVAL, "%s: layer is NULL", fn);
   memset(l, 0, sizeof *l);
   if (in <= 0 || out <= 0)
@@ -25,13 +37,17 @@ int lt_nn_conv2d_init(lt_nn_conv2d *l, lt_device dev, lt_dtype dt, int64_t in, i
   if (groups < 1 || in % groups || out % groups)
     return lt__err(LT_EINVAL, "%s: groups %lld must be >= 1 and divide in %lld and out %lld", fn,
                    (long long)groups, (long long)in, (long long)out);
-  if (!kernel) return lt__err(LT_EINVAL, "%s: kernel is NULL", fn);
+  if (pair_count(fn, "kernel", kernel, nkernel, true) != LT_OK ||
+      pair_count(fn, "stride", stride, nstride, false) != LT_OK ||
+      pair_count(fn, "padding", padding, npadding, false) != LT_OK ||
+      pair_count(fn, "dilation", dilation, ndilation, false) != LT_OK)
+    return LT_EINVAL;
   int64_t k[2], s[2], p[2], d[2];
   /* every pair filled before the check: the message prints them all */
-  bool ok = pair_or(kernel, 1, 1, k);
-  ok &= pair_or(stride, 1, 1, s);
-  ok &= pair_or(padding, 0, 0, p);
-  ok &= pair_or(dilation, 1, 1, d);
+  bool ok = pair_or(kernel, nkernel, 1, 1, k);
+  ok &= pair_or(stride, nstride, 1, 1, s);
+  ok &= pair_or(padding, npadding, 0, 0, p);
+  ok &= pair_or(dilation, ndilation, 1, 1, d);
   if (!ok)
     return lt__err(LT_EINVAL,
                    "%s: kernel {%lld, %lld}, stride {%lld, %lld} and dilation {%lld, %lld} must "
@@ -83,16 +99,34 @@ lt_tensor *lt_nn_conv2d_forward(const lt_nn_conv2d *l, lt_tensor *x) {
             lt__shape_str(lt_shape(x), lt_ndim(x), buf, sizeof buf), (long long)l->in);
     return NULL;
   }
-  /* lt_conv2d adds the bias itself: one op result lands in the caller's scope. */
-  return lt_conv2d(x, l->weight, l->bias, l->stride, l->padding, l->dilation, l->groups);
+  /* lt_conv2d_n adds the bias itself: one op result lands in the caller's scope. */
+  return lt_conv2d_n(x, l->weight, l->bias, l->stride, 2, l->padding, 2, l->dilation, 2, l->groups);
 }
 
-lt_tensor *lt_nn_max_pool2d(lt_tensor *x, const int64_t *kernel, const int64_t *stride,
-                            const int64_t *padding) {
-  return lt_max_pool2d(x, kernel, stride, padding, NULL, false);
+/* The counts of a pooling convenience, checked under its own name. */
+static int pool_counts(const char *fn, const int64_t *kernel, int nkernel, const int64_t *stride,
+                       int nstride, const int64_t *padding, int npadding) {
+  if (pair_count(fn, "kernel", kernel, nkernel, true) != LT_OK ||
+      pair_count(fn, "stride", stride, nstride, false) != LT_OK ||
+      pair_count(fn, "padding", padding, npadding, false) != LT_OK)
+    return LT_EINVAL;
+  return LT_OK;
 }
 
-lt_tensor *lt_nn_avg_pool2d(lt_tensor *x, const int64_t *kernel, const int64_t *stride,
-                            const int64_t *padding) {
-  return lt_avg_pool2d(x, kernel, stride, padding, false, true, 0);
+lt_tensor *lt_nn_max_pool2d_n(lt_tensor *x, const int64_t *kernel, int nkernel,
+                              const int64_t *stride, int nstride, const int64_t *padding,
+                              int npadding) {
+  if (pool_counts("lt_nn_max_pool2d_n", kernel, nkernel, stride, nstride, padding, npadding) !=
+      LT_OK)
+    return NULL;
+  return lt_max_pool2d_n(x, kernel, nkernel, stride, nstride, padding, npadding, NULL, 0, false);
+}
+
+lt_tensor *lt_nn_avg_pool2d_n(lt_tensor *x, const int64_t *kernel, int nkernel,
+                              const int64_t *stride, int nstride, const int64_t *padding,
+                              int npadding) {
+  if (pool_counts("lt_nn_avg_pool2d_n", kernel, nkernel, stride, nstride, padding, npadding) !=
+      LT_OK)
+    return NULL;
+  return lt_avg_pool2d_n(x, kernel, nkernel, stride, nstride, padding, npadding, false, true, 0);
 }

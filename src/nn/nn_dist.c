@@ -37,7 +37,7 @@ static int average_together(lt_tensor *const *g, int k) {
   int64_t at = 0;
   for (int i = 0; i < k; i++) {
     int64_t stop = at + lt_numel(g[i]);
-    lt_tensor *part = lt_slice(mean, &at, &stop, NULL);
+    lt_tensor *part = lt_slice_n(mean, &at, &stop, NULL, 1);
     part = part ? lt_reshape(part, lt_shape(g[i]), lt_ndim(g[i])) : NULL;
     int rc = part ? lt_assign(g[i], part) : lt_last_status();
     if (rc != LT_OK) return rc;

@@ -1,4 +1,4 @@
-/* Parameter files: see the format in lazytensor_nn.h (lt_nn_save). */
+/* Parameter files: see the format in lazytensor_nn.h (lt_nn_params_save). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -92,8 +92,10 @@ static int put_optim(writer *w, const lt_nn_optim *o) {
   return rc;
 }
 
-int lt_nn_save_state(const char *path, lt_tensor *const *ts, int n, const lt_nn_optim *o) {
-  const char *fn = o ? "lt_nn_save_state" : "lt_nn_save";
+/* lt_nn_checkpoint_save, and lt_nn_params_save when o is NULL; fn is the
+ * function called, for the messages. */
+static int save_file(const char *fn, lt_tensor *const *ts, int n, const lt_nn_optim *o,
+                     const char *path) {
   if (!path || n < 0 || (n > 0 && !ts)) return lt__err(LT_EINVAL, "%s: bad arguments", fn);
   if (!little_endian()) return lt__err(LT_EINVAL, "%s: big-endian hosts are not supported", fn);
   for (int i = 0; i < n; i++)
@@ -119,8 +121,12 @@ int lt_nn_save_state(const char *path, lt_tensor *const *ts, int n, const lt_nn_
   return rc;
 }
 
-int lt_nn_save(const char *path, lt_tensor *const *ts, int n) {
-  return lt_nn_save_state(path, ts, n, NULL);
+int lt_nn_checkpoint_save(lt_tensor *const *ts, int n, const lt_nn_optim *o, const char *path) {
+  return save_file("lt_nn_checkpoint_save", ts, n, o, path);
+}
+
+int lt_nn_params_save(lt_tensor *const *ts, int n, const char *path) {
+  return save_file("lt_nn_params_save", ts, n, NULL, path);
 }
 
 /* The whole file in memory. */
@@ -335,8 +341,9 @@ static int assign_all(const uint8_t *d, lt_tensor *const *ts, int n, const size_
   return rc;
 }
 
-int lt_nn_load_state(const char *path, lt_tensor *const *ts, int n, lt_nn_optim *o) {
-  const char *fn = o ? "lt_nn_load_state" : "lt_nn_load";
+/* lt_nn_checkpoint_load, and lt_nn_params_load when o is NULL (save_file). */
+static int load_file(const char *fn, lt_tensor *const *ts, int n, lt_nn_optim *o,
+                     const char *path) {
   if (!path || n < 0 || (n > 0 && !ts)) return lt__err(LT_EINVAL, "%s: bad arguments", fn);
   if (!little_endian()) return lt__err(LT_EINVAL, "%s: big-endian hosts are not supported", fn);
   for (int i = 0; i < n; i++)
@@ -374,7 +381,8 @@ int lt_nn_load_state(const char *path, lt_tensor *const *ts, int n, lt_nn_optim 
   bool have_optim = false;
   if (r.rc == LT_OK && ver == NN_VERSION) take_sections(&r, o, &of, &have_optim);
   if (r.rc == LT_OK && o && !have_optim)
-    r.rc = lt__err(LT_EINVAL, "%s: %s holds no optimizer state (saved with lt_nn_save?)", fn, path);
+    r.rc = lt__err(LT_EINVAL, "%s: %s holds no optimizer state (saved with lt_nn_params_save?)", fn,
+                   path);
   need(&r, 8, "the checksum");
   if (r.rc == LT_OK && size - r.pos != 8)
     r.rc = lt__err(LT_EINVAL, "%s: %s has %zu bytes after its checksum (wrong size)", fn, path,
@@ -393,6 +401,10 @@ int lt_nn_load_state(const char *path, lt_tensor *const *ts, int n, lt_nn_optim 
   return rc;
 }
 
-int lt_nn_load(const char *path, lt_tensor *const *ts, int n) {
-  return lt_nn_load_state(path, ts, n, NULL);
+int lt_nn_checkpoint_load(lt_tensor *const *ts, int n, lt_nn_optim *o, const char *path) {
+  return load_file("lt_nn_checkpoint_load", ts, n, o, path);
+}
+
+int lt_nn_params_load(lt_tensor *const *ts, int n, const char *path) {
+  return load_file("lt_nn_params_load", ts, n, NULL, path);
 }

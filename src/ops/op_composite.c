@@ -191,8 +191,8 @@ static lt_node *vector_norm(lt_node *x, double ord, int64_t mask, bool keepdim) 
                      pow(0.0, 1.0 / ord));
 }
 
-lt_tensor *lt_norm(lt_tensor *a, double ord, const int *axes, int naxes, bool keepdim) {
-  static const char *fn = "lt_norm";
+lt_tensor *lt_vector_norm(lt_tensor *a, const int *axes, int naxes, double ord, bool keepdim) {
+  static const char *fn = "lt_vector_norm";
   if (lt__check_operands(fn, &a, 1) != LT_OK) return NULL;
   if (need_float(fn, a) != LT_OK) return NULL;
   if (isnan(ord)) {

@@ -1,5 +1,5 @@
-/* Convolution and pooling (NCHW): lt_conv2d, lt_conv_transpose2d,
- * lt_max_pool2d, lt_avg_pool2d, lt_adaptive_avg_pool2d, lt_flatten.
+/* Convolution and pooling (NCHW): lt_conv2d_n, lt_conv_transpose2d_n,
+ * lt_max_pool2d_n, lt_avg_pool2d_n, lt_adaptive_avg_pool2d_n, lt_flatten.
  *
  * Primitives (op table, family CONV): conv2d is CONV2D (CONV2D_BIAS with a
  * bias); conv_transpose2d is
@@ -29,12 +29,18 @@ static int need_float(const char *fn, const char *what, const lt_tensor *t) {
                  lt_dtype_name((lt_dtype)t->dtype));
 }
 
-/* An {h, w} argument: v, or {dflt, dflt} when v is NULL; each at least lo
- * and at most CONV_LIMIT. */
-static int pair_arg(const char *fn, const char *what, const int64_t *v, int64_t dflt, int64_t lo,
-                    int64_t out[2]) {
-  out[0] = v ? v[0] : dflt;
-  out[1] = v ? v[1] : dflt;
+/* An {h, w} argument of nv entries (the header's rule): 2 is {h, w}, 1 one
+ * value for both axes, 0 {dflt, dflt}; each at least lo and at most
+ * CONV_LIMIT. */
+static int pair_arg(const char *fn, const char *what, const int64_t *v, int nv, int64_t dflt,
+                    int64_t lo, int64_t out[2]) {
+  if (nv < 0 || nv > 2)
+    return lt__err(LT_EINVAL,
+                   "%s: %s has %d entries; it takes 2 ({h, w}), 1 (both axes) or 0 (the default)",
+                   fn, what, nv);
+  if (nv > 0 && !v) return lt__err(LT_EINVAL, "%s: %s is NULL with %d entries", fn, what, nv);
+  out[0] = nv > 0 ? v[0] : dflt;
+  out[1] = nv == 2 ? v[1] : out[0];
   for (int i = 0; i < 2; i++) {
     if (out[i] < lo)
       return lt__err(LT_EINVAL, "%s: %s must be %s, got {%lld, %lld}", fn, what,
@@ -44,6 +50,15 @@ static int pair_arg(const char *fn, const char *what, const int64_t *v, int64_t 
                      (long long)out[1]);
   }
   return LT_OK;
+}
+
+/* A pair_arg without a default (a kernel, an output size): 1 or 2 entries. */
+static int required_pair_arg(const char *fn, const char *what, const int64_t *v, int nv, int64_t lo,
+                             int64_t out[2]) {
+  if (nv < 1 || nv > 2)
+    return lt__err(LT_EINVAL, "%s: %s has %d entries; it takes 2 ({h, w}) or 1 (both axes)", fn,
+                   what, nv);
+  return pair_arg(fn, what, v, nv, 0, lo, out);
 }
 
 /* A spatial input size or kernel size the arithmetic below can take. */
@@ -144,15 +159,16 @@ static lt_tensor *finish_conv(lt_tensor *x, lt_node *y, lt_tensor *bias, lt_dtyp
   return lt__wrap(x->dev, unbatch(y, x->ndim));
 }
 
-lt_tensor *lt_conv2d(lt_tensor *x, lt_tensor *weight, lt_tensor *bias, const int64_t *stride,
-                     const int64_t *padding, const int64_t *dilation, int64_t groups) {
-  static const char *fn = "lt_conv2d";
+lt_tensor *lt_conv2d_n(lt_tensor *x, lt_tensor *weight, lt_tensor *bias, const int64_t *stride,
+                       int nstride, const int64_t *padding, int npadding, const int64_t *dilation,
+                       int ndilation, int64_t groups) {
+  static const char *fn = "lt_conv2d_n";
   int64_t xs[4], s[2], p[2], d[2];
   lt_dtype dt;
   if (conv_common(fn, x, weight, bias, groups, xs, &dt) != LT_OK) return NULL;
-  if (pair_arg(fn, "stride", stride, 1, 1, s) != LT_OK ||
-      pair_arg(fn, "padding", padding, 0, 0, p) != LT_OK ||
-      pair_arg(fn, "dilation", dilation, 1, 1, d) != LT_OK)
+  if (pair_arg(fn, "stride", stride, nstride, 1, 1, s) != LT_OK ||
+      pair_arg(fn, "padding", padding, npadding, 0, 0, p) != LT_OK ||
+      pair_arg(fn, "dilation", dilation, ndilation, 1, 1, d) != LT_OK)
     return NULL;
   const int64_t *ws = weight->shape;
   int64_t c = xs[1], o = ws[0];
@@ -194,18 +210,18 @@ lt_tensor *lt_conv2d(lt_tensor *x, lt_tensor *weight, lt_tensor *bias, const int
   return finish_conv(x, y, NULL, dt);
 }
 
-lt_tensor *lt_conv_transpose2d(lt_tensor *x, lt_tensor *weight, lt_tensor *bias,
-                               const int64_t *stride, const int64_t *padding,
-                               const int64_t *output_padding, const int64_t *dilation,
-                               int64_t groups) {
-  static const char *fn = "lt_conv_transpose2d";
+lt_tensor *lt_conv_transpose2d_n(lt_tensor *x, lt_tensor *weight, lt_tensor *bias,
+                                 const int64_t *stride, int nstride, const int64_t *padding,
+                                 int npadding, const int64_t *output_padding, int noutput_padding,
+                                 const int64_t *dilation, int ndilation, int64_t groups) {
+  static const char *fn = "lt_conv_transpose2d_n";
   int64_t xs[4], s[2], p[2], op[2], d[2];
   lt_dtype dt;
   if (conv_common(fn, x, weight, bias, groups, xs, &dt) != LT_OK) return NULL;
-  if (pair_arg(fn, "stride", stride, 1, 1, s) != LT_OK ||
-      pair_arg(fn, "padding", padding, 0, 0, p) != LT_OK ||
-      pair_arg(fn, "output_padding", output_padding, 0, 0, op) != LT_OK ||
-      pair_arg(fn, "dilation", dilation, 1, 1, d) != LT_OK)
+  if (pair_arg(fn, "stride", stride, nstride, 1, 1, s) != LT_OK ||
+      pair_arg(fn, "padding", padding, npadding, 0, 0, p) != LT_OK ||
+      pair_arg(fn, "output_padding", output_padding, noutput_padding, 0, 0, op) != LT_OK ||
+      pair_arg(fn, "dilation", dilation, ndilation, 1, 1, d) != LT_OK)
     return NULL;
   for (int i = 0; i < 2; i++) {
     if (op[i] >= s[i] && op[i] >= d[i]) {
@@ -268,9 +284,14 @@ static int64_t pool_len(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, 
   return n;
 }
 
+/* A pooling's {h, w} arguments with their counts (pair_arg). */
+typedef struct pool_pairs {
+  const int64_t *kernel, *stride, *padding, *dilation;
+  int nkernel, nstride, npadding, ndilation;
+} pool_pairs;
+
 /* Checks a pooling's input and arguments as PyTorch does and fills a. */
-static int pool_check(const char *fn, lt_tensor *x, const int64_t *kernel, const int64_t *stride,
-                      const int64_t *padding, const int64_t *dilation, bool ceil_mode,
+static int pool_check(const char *fn, lt_tensor *x, const pool_pairs *g, bool ceil_mode,
                       pool_args *a) {
   if (lt__check_operands(fn, &x, 1) != LT_OK) return LT_EINVAL;
   if (need_float(fn, "input", x) != LT_OK) return LT_EDTYPE;
@@ -282,11 +303,12 @@ static int pool_check(const char *fn, lt_tensor *x, const int64_t *kernel, const
                      lt__shape_str(x->shape, x->ndim, sx, sizeof sx));
     }
   }
-  if (!kernel) return lt__err(LT_EINVAL, "%s: kernel is NULL", fn);
-  if (pair_arg(fn, "kernel", kernel, 1, 1, a->k) != LT_OK ||
-      pair_arg(fn, "stride", stride ? stride : kernel, 1, 1, a->s) != LT_OK ||
-      pair_arg(fn, "padding", padding, 0, 0, a->p) != LT_OK ||
-      pair_arg(fn, "dilation", dilation, 1, 1, a->d) != LT_OK)
+  if (required_pair_arg(fn, "kernel", g->kernel, g->nkernel, 1, a->k) != LT_OK) return LT_EINVAL;
+  /* no stride: the kernel's */
+  if (pair_arg(fn, "stride", g->nstride ? g->stride : a->k, g->nstride ? g->nstride : 2, 1, 1,
+               a->s) != LT_OK ||
+      pair_arg(fn, "padding", g->padding, g->npadding, 0, 0, a->p) != LT_OK ||
+      pair_arg(fn, "dilation", g->dilation, g->ndilation, 1, 1, a->d) != LT_OK)
     return LT_EINVAL;
   if (span_ok(fn, a->k, a->d) != LT_OK) return LT_EINVAL;
   for (int i = 0; i < 2; i++) {
@@ -342,11 +364,13 @@ static lt_node *gather_windows(lt_node *x, lt_node *arg, lt_dtype dt, const int6
   return lt__node_where(real, v, lt__node_const(dt, NULL, 0, -INFINITY));
 }
 
-lt_tensor *lt_max_pool2d(lt_tensor *x, const int64_t *kernel, const int64_t *stride,
-                         const int64_t *padding, const int64_t *dilation, bool ceil_mode) {
-  static const char *fn = "lt_max_pool2d";
+lt_tensor *lt_max_pool2d_n(lt_tensor *x, const int64_t *kernel, int nkernel, const int64_t *stride,
+                           int nstride, const int64_t *padding, int npadding,
+                           const int64_t *dilation, int ndilation, bool ceil_mode) {
+  static const char *fn = "lt_max_pool2d_n";
+  pool_pairs g = {kernel, stride, padding, dilation, nkernel, nstride, npadding, ndilation};
   pool_args a;
-  if (pool_check(fn, x, kernel, stride, padding, dilation, ceil_mode, &a) != LT_OK) return NULL;
+  if (pool_check(fn, x, &g, ceil_mode, &a) != LT_OK) return NULL;
   bool has_empty = false;
   for (int i = 0; i < 2; i++)
     has_empty |= some_window_empty(a.xs[2 + i], a.out[i], a.k[i], a.s[i], a.p[i], a.d[i]);
@@ -422,12 +446,13 @@ static lt_node *avg_divisors(lt_device dev, lt_dtype dt, const pool_args *g, boo
   return r;
 }
 
-lt_tensor *lt_avg_pool2d(lt_tensor *x, const int64_t *kernel, const int64_t *stride,
-                         const int64_t *padding, bool ceil_mode, bool count_include_pad,
-                         int64_t divisor_override) {
-  static const char *fn = "lt_avg_pool2d";
+lt_tensor *lt_avg_pool2d_n(lt_tensor *x, const int64_t *kernel, int nkernel, const int64_t *stride,
+                           int nstride, const int64_t *padding, int npadding, bool ceil_mode,
+                           bool count_include_pad, int64_t divisor_override) {
+  static const char *fn = "lt_avg_pool2d_n";
+  pool_pairs g = {kernel, stride, padding, NULL, nkernel, nstride, npadding, 0};
   pool_args a;
-  if (pool_check(fn, x, kernel, stride, padding, NULL, ceil_mode, &a) != LT_OK) return NULL;
+  if (pool_check(fn, x, &g, ceil_mode, &a) != LT_OK) return NULL;
   if (divisor_override < 0) {
     lt__err(LT_EINVAL, "%s: divisor_override must be positive (or 0: none), got %lld", fn,
             (long long)divisor_override);
@@ -511,8 +536,8 @@ static lt_node *adaptive_axis(lt_node *x, int ax, int64_t out) {
   return r;
 }
 
-lt_tensor *lt_adaptive_avg_pool2d(lt_tensor *x, const int64_t *output_size) {
-  static const char *fn = "lt_adaptive_avg_pool2d";
+lt_tensor *lt_adaptive_avg_pool2d_n(lt_tensor *x, const int64_t *output_size, int noutput_size) {
+  static const char *fn = "lt_adaptive_avg_pool2d_n";
   if (lt__check_operands(fn, &x, 1) != LT_OK) return NULL;
   if (need_float(fn, "input", x) != LT_OK) return NULL;
   int64_t xs[4];
@@ -523,12 +548,8 @@ lt_tensor *lt_adaptive_avg_pool2d(lt_tensor *x, const int64_t *output_size) {
             lt__shape_str(x->shape, x->ndim, sx, sizeof sx));
     return NULL;
   }
-  if (!output_size) {
-    lt__err(LT_EINVAL, "%s: output_size is NULL", fn);
-    return NULL;
-  }
   int64_t out[2];
-  if (pair_arg(fn, "output_size", output_size, 0, 0, out) != LT_OK) return NULL;
+  if (required_pair_arg(fn, "output_size", output_size, noutput_size, 0, out) != LT_OK) return NULL;
   /* one slice and mean per output row and column: keep graphs of sane size */
   for (int i = 0; i < 2; i++) {
     if (out[i] > 4096) {
@@ -546,15 +567,16 @@ lt_tensor *lt_adaptive_avg_pool2d(lt_tensor *x, const int64_t *output_size) {
 
 /* ---- flatten -------------------------------------------------------------------------------- */
 
-lt_tensor *lt_flatten(lt_tensor *x, int start_dim, int end_dim) {
+lt_tensor *lt_flatten(lt_tensor *x, int start_axis, int end_axis) {
   static const char *fn = "lt_flatten";
   if (lt__check_operands(fn, &x, 1) != LT_OK) return NULL;
   /* torch: a 0-d tensor flattens to [1]; its one axis is 0 (or -1) */
   int nd = x->ndim ? x->ndim : 1, s, e;
-  if (lt__norm_axis(fn, start_dim, nd, &s) != LT_OK || lt__norm_axis(fn, end_dim, nd, &e) != LT_OK)
+  if (lt__norm_axis(fn, start_axis, nd, &s) != LT_OK ||
+      lt__norm_axis(fn, end_axis, nd, &e) != LT_OK)
     return NULL;
   if (s > e) {
-    lt__err(LT_EINVAL, "%s: start_dim %d comes after end_dim %d", fn, start_dim, end_dim);
+    lt__err(LT_EINVAL, "%s: start_axis %d comes after end_axis %d", fn, start_axis, end_axis);
     return NULL;
   }
   int64_t shape[LT_MAX_DIMS];

@@ -16,12 +16,12 @@
 
 static const int64_t kOne[1] = {1};
 
-/* Normalises dim for a (0-d: only 0 and -1, reported as 0). */
-static int line_axis(const char *fn, const lt_tensor *a, int dim, int *out) {
-  if (a->ndim > 0) return lt__norm_axis(fn, dim, a->ndim, out);
-  if (dim != 0 && dim != -1)
-    return lt__err(LT_EINVAL, "%s: dim %d out of range for a tensor of rank 0 (only 0 or -1)", fn,
-                   dim);
+/* Normalises axis for a (0-d: only 0 and -1, reported as 0). */
+static int line_axis(const char *fn, const lt_tensor *a, int axis, int *out) {
+  if (a->ndim > 0) return lt__norm_axis(fn, axis, a->ndim, out);
+  if (axis != 0 && axis != -1)
+    return lt__err(LT_EINVAL, "%s: axis %d out of range for a tensor of rank 0 (only 0 or -1)", fn,
+                   axis);
   *out = 0;
   return LT_OK;
 }
@@ -40,11 +40,11 @@ static lt_node *unline(const lt_tensor *a, lt_node *x) {
 
 /* ---- cumsum ------------------------------------------------------------------------------- */
 
-lt_tensor *lt_cumsum(lt_tensor *a, int dim) {
+lt_tensor *lt_cumsum(lt_tensor *a, int axis) {
   static const char *fn = "lt_cumsum";
   if (lt__check_operands(fn, &a, 1) != LT_OK) return NULL;
   int ax;
-  if (line_axis(fn, a, dim, &ax) != LT_OK) return NULL;
+  if (line_axis(fn, a, axis, &ax) != LT_OK) return NULL;
   /* torch.cumsum: bool and integer inputs accumulate (and come back) in i64. */
   lt_dtype dt = lt__is_float((lt_dtype)a->dtype) ? (lt_dtype)a->dtype : LT_I64;
   lt_node *x = line_operand(a, dt);
@@ -64,7 +64,7 @@ static lt_node *argsort_node(lt_node *x, int ax, bool descending) {
 }
 
 /* The first k entries of idx (consumed) along ax; idx itself when k is the
- * whole axis. Canonical attrs as lt_slice records them. */
+ * whole axis. Canonical attrs as lt_slice_n records them. */
 static lt_node *first_k(lt_node *idx, int ax, int64_t k) {
   if (!idx || idx->shape[ax] == k) return idx;
   int64_t shape[LT_MAX_DIMS], attrs[2 * LT_MAX_DIMS];
@@ -117,41 +117,41 @@ static int hand_out(lt_tensor *a, lt_node *x, lt_node *idx, int ax, lt_tensor **
   return LT_OK;
 }
 
-/* The common start of sort and topk: clears the outputs, checks a and dim. */
-static int sort_begin(const char *fn, lt_tensor *a, int dim, lt_tensor **values,
+/* The common start of sort and topk: clears the outputs, checks a and axis. */
+static int sort_begin(const char *fn, lt_tensor *a, int axis, lt_tensor **values,
                       lt_tensor **indices, int *ax) {
   if (values) *values = NULL;
   if (indices) *indices = NULL;
   if (!values && !indices) return lt__err(LT_EINVAL, "%s: values and indices are both NULL", fn);
   int rc = lt__check_operands(fn, &a, 1);
   if (rc != LT_OK) return rc;
-  return line_axis(fn, a, dim, ax);
+  return line_axis(fn, a, axis, ax);
 }
 
-int lt_sort(lt_tensor *a, int dim, bool descending, lt_tensor **values, lt_tensor **indices) {
+int lt_sort(lt_tensor *a, int axis, bool descending, lt_tensor **values, lt_tensor **indices) {
   static const char *fn = "lt_sort";
   int ax;
-  int rc = sort_begin(fn, a, dim, values, indices, &ax);
+  int rc = sort_begin(fn, a, axis, values, indices, &ax);
   if (rc != LT_OK) return rc;
   lt_node *x = line_operand(a, (lt_dtype)a->dtype);
   lt_node *idx = argsort_node(lt__node_retain(x), ax, descending);
   return hand_out(a, x, idx, ax, values, indices);
 }
 
-lt_tensor *lt_argsort(lt_tensor *a, int dim, bool descending) {
+lt_tensor *lt_argsort(lt_tensor *a, int axis, bool descending) {
   static const char *fn = "lt_argsort";
   if (lt__check_operands(fn, &a, 1) != LT_OK) return NULL;
   int ax;
-  if (line_axis(fn, a, dim, &ax) != LT_OK) return NULL;
+  if (line_axis(fn, a, axis, &ax) != LT_OK) return NULL;
   lt_node *idx = argsort_node(line_operand(a, (lt_dtype)a->dtype), ax, descending);
   return lt__wrap(a->dev, unline(a, idx));
 }
 
-int lt_topk(lt_tensor *a, int64_t k, int dim, bool largest, lt_tensor **values,
+int lt_topk(lt_tensor *a, int64_t k, int axis, bool largest, lt_tensor **values,
             lt_tensor **indices) {
   static const char *fn = "lt_topk";
   int ax;
-  int rc = sort_begin(fn, a, dim, values, indices, &ax);
+  int rc = sort_begin(fn, a, axis, values, indices, &ax);
   if (rc != LT_OK) return rc;
   int64_t size = a->ndim ? a->shape[ax] : 1;
   /* A 0-d input has one element and a 0-d result: there is no empty top 0
@@ -159,8 +159,8 @@ int lt_topk(lt_tensor *a, int64_t k, int dim, bool largest, lt_tensor **values,
   int64_t lo = a->ndim ? 0 : 1;
   if (k < lo || k > size) {
     char sa[128];
-    return lt__err(LT_EINVAL, "%s: k = %lld out of range [%lld, %lld] for dim %d of shape %s", fn,
-                   (long long)k, (long long)lo, (long long)size, dim,
+    return lt__err(LT_EINVAL, "%s: k = %lld out of range [%lld, %lld] for axis %d of shape %s", fn,
+                   (long long)k, (long long)lo, (long long)size, axis,
                    lt__shape_str(a->shape, a->ndim, sa, sizeof sa));
   }
   lt_node *x = line_operand(a, (lt_dtype)a->dtype);

@@ -295,11 +295,17 @@ static int64_t clamp_bound(int64_t v, int64_t n) {
   return v > n ? n : v;
 }
 
-lt_tensor *lt_slice(lt_tensor *a, const int64_t *starts, const int64_t *stops,
-                    const int64_t *steps) {
-  static const char *fn = "lt_slice";
+lt_tensor *lt_slice_n(lt_tensor *a, const int64_t *starts, const int64_t *stops,
+                      const int64_t *steps, int n) {
+  static const char *fn = "lt_slice_n";
   if (lt__check_operands(fn, &a, 1) != LT_OK) return NULL;
   int nd = a->ndim;
+  /* the count is the arrays' length: a rank the caller did not expect would
+   * read past them */
+  if (n != nd) {
+    lt__err(LT_EINVAL, "%s: starts, stops and steps have %d entries, but a has %d axes", fn, n, nd);
+    return NULL;
+  }
   int64_t attrs[2 * LT_MAX_DIMS], shape[LT_MAX_DIMS];
   bool identity = true;
   for (int i = 0; i < nd; i++) {
@@ -460,10 +466,15 @@ lt_tensor *lt_stack(lt_tensor *const *ts, int n, int axis) {
 /* ---- pad ---------------------------------------------------------------------------------------
  */
 
-lt_tensor *lt_pad(lt_tensor *a, const int64_t *pads, double value) {
-  static const char *fn = "lt_pad";
+lt_tensor *lt_pad_n(lt_tensor *a, const int64_t *pads, int npads, double value) {
+  static const char *fn = "lt_pad_n";
   if (lt__check_operands(fn, &a, 1) != LT_OK) return NULL;
   int nd = a->ndim;
+  if (npads != 2 * nd) {
+    lt__err(LT_EINVAL, "%s: pads has %d entries, but a has %d axes (2 entries each: %d)", fn, npads,
+            nd, 2 * nd);
+    return NULL;
+  }
   if (nd > 0 && !pads) {
     lt__err(LT_EINVAL, "%s: pads is NULL", fn);
     return NULL;

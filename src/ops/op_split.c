@@ -31,7 +31,7 @@ static lt_node *block(lt_node *x, int ax, int64_t start, int64_t len) {
   shape[ax] = len;
   if (x->op == LT_OP_CONST) return lt__node_const((lt_dtype)x->dtype, shape, nd, x->fattr);
   for (int d = 0; d < nd; d++) attrs[nd + d] = 1;
-  attrs[ax] = len ? start : 0; /* lt_slice's canonical attrs: equal slices, equal graphs */
+  attrs[ax] = len ? start : 0; /* lt_slice_n's canonical attrs: equal slices, equal graphs */
   lt_node *op = ref(x);
   return lt__node_make(LT_OP_SLICE, (lt_dtype)x->dtype, shape, nd, &op, 1, attrs, 2 * nd, 0.0);
 }
@@ -169,29 +169,29 @@ static lt_node *reversed_index(lt_device dev, int64_t n) {
   return node;
 }
 
-/* The axes of dims (ndims entries) as a bit mask, as torch.flip takes them. */
-static int flip_axes(const char *fn, const lt_tensor *a, const int *dims, int ndims,
+/* The axes (naxes entries) as a bit mask, as torch.flip takes them. */
+static int flip_axes(const char *fn, const lt_tensor *a, const int *axes, int naxes,
                      int64_t *mask) {
-  if (ndims < 0 || (ndims > 0 && !dims))
-    return lt__err(LT_EINVAL, "%s: bad dims argument (dims %s, ndims %d)", fn,
-                   dims ? "given" : "NULL", ndims);
+  if (naxes < 0 || (naxes > 0 && !axes))
+    return lt__err(LT_EINVAL, "%s: bad axes argument (axes %s, naxes %d)", fn,
+                   axes ? "given" : "NULL", naxes);
   *mask = 0;
-  for (int i = 0; i < ndims; i++) {
+  for (int i = 0; i < naxes; i++) {
     int ax;
-    int rc = lt__norm_axis(fn, dims[i], a->ndim ? a->ndim : 1, &ax);
+    int rc = lt__norm_axis(fn, axes[i], a->ndim ? a->ndim : 1, &ax);
     if (rc != LT_OK) return rc;
     if ((*mask >> ax) & 1)
-      return lt__err(LT_EINVAL, "%s: axis %d appears more than once in dims", fn, dims[i]);
+      return lt__err(LT_EINVAL, "%s: axis %d appears more than once in axes", fn, axes[i]);
     *mask |= (int64_t)1 << ax;
   }
   return LT_OK;
 }
 
-lt_tensor *lt_flip(lt_tensor *a, const int *dims, int ndims) {
+lt_tensor *lt_flip(lt_tensor *a, const int *axes, int naxes) {
   static const char *fn = "lt_flip";
   if (lt__check_operands(fn, &a, 1) != LT_OK) return NULL;
   int64_t mask = 0;
-  if (flip_axes(fn, a, dims, ndims, &mask) != LT_OK) return NULL;
+  if (flip_axes(fn, a, axes, naxes, &mask) != LT_OK) return NULL;
   lt_node *x = lt__ir_as(a, (lt_dtype)a->dtype);
   /* Axes of size 0 or 1 read the same either way, and so does a constant. */
   for (int ax = 0; x && x->op != LT_OP_CONST && ax < a->ndim; ax++) {
@@ -221,36 +221,36 @@ static lt_node *roll_axis(lt_node *x, int ax, int64_t shift) {
   return r;
 }
 
-lt_tensor *lt_roll(lt_tensor *a, const int64_t *shifts, int nshifts, const int *dims, int ndims) {
+lt_tensor *lt_roll(lt_tensor *a, const int64_t *shifts, int nshifts, const int *axes, int naxes) {
   static const char *fn = "lt_roll";
   if (lt__check_operands(fn, &a, 1) != LT_OK) return NULL;
-  if (nshifts <= 0 || !shifts || ndims < 0 || (ndims > 0 && !dims)) {
-    lt__err(LT_EINVAL, "%s: bad shifts or dims argument (nshifts %d, ndims %d)", fn, nshifts,
-            ndims);
+  if (nshifts <= 0 || !shifts || naxes < 0 || (naxes > 0 && !axes)) {
+    lt__err(LT_EINVAL, "%s: bad shifts or axes argument (nshifts %d, naxes %d)", fn, nshifts,
+            naxes);
     return NULL;
   }
-  /* torch: no dims rolls the flattened tensor by one shift. */
-  if (ndims == 0 && nshifts != 1) {
-    lt__err(LT_EINVAL, "%s: without dims there must be one shift, got %d", fn, nshifts);
+  /* torch: no axes rolls the flattened tensor by one shift. */
+  if (naxes == 0 && nshifts != 1) {
+    lt__err(LT_EINVAL, "%s: without axes there must be one shift, got %d", fn, nshifts);
     return NULL;
   }
-  if (ndims > 0 && nshifts != ndims) {
-    lt__err(LT_EINVAL, "%s: shifts and dims must align: %d shifts, %d dims", fn, nshifts, ndims);
+  if (naxes > 0 && nshifts != naxes) {
+    lt__err(LT_EINVAL, "%s: shifts and axes must align: %d shifts, %d axes", fn, nshifts, naxes);
     return NULL;
   }
-  int axes[LT_MAX_DIMS * 8];
-  if (ndims > (int)(sizeof axes / sizeof *axes)) {
-    lt__err(LT_EINVAL, "%s: %d dims are too many", fn, ndims);
+  int norm[LT_MAX_DIMS * 8];
+  if (naxes > (int)(sizeof norm / sizeof *norm)) {
+    lt__err(LT_EINVAL, "%s: %d axes are too many", fn, naxes);
     return NULL;
   }
-  for (int i = 0; i < ndims; i++)
-    if (lt__norm_axis(fn, dims[i], a->ndim ? a->ndim : 1, &axes[i]) != LT_OK) return NULL;
+  for (int i = 0; i < naxes; i++)
+    if (lt__norm_axis(fn, axes[i], a->ndim ? a->ndim : 1, &norm[i]) != LT_OK) return NULL;
   lt_node *x = lt__ir_as(a, (lt_dtype)a->dtype);
-  if (ndims == 0) {
+  if (naxes == 0) {
     int64_t flat = lt__numel(a->shape, a->ndim);
     x = lt__node_reshape(roll_axis(lt__node_reshape(x, &flat, 1), 0, shifts[0]), a->shape, a->ndim);
   } else if (a->ndim > 0) { /* a 0-d tensor rolls onto itself */
-    for (int i = 0; i < ndims; i++) x = roll_axis(x, axes[i], shifts[i]);
+    for (int i = 0; i < naxes; i++) x = roll_axis(x, norm[i], shifts[i]);
   }
   return lt__wrap(a->dev, x);
 }

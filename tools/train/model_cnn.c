@@ -21,7 +21,7 @@ typedef struct cnn {
 static lt_tensor *block(const lt_nn_conv2d *conv, const lt_nn_batchnorm2d *bn, lt_tensor *x,
                         bool train) {
   lt_tensor *h = lt_nn_batchnorm2d_forward(bn, lt_nn_conv2d_forward(conv, x), train);
-  return lt_nn_max_pool2d(lt_nn_relu(h), (const int64_t[]){2, 2}, NULL, NULL);
+  return lt_nn_max_pool2d_n(lt_nn_relu(h), (const int64_t[]){2, 2}, 2, NULL, 0, NULL, 0);
 }
 
 static lt_tensor *cnn_forward(const train_model *m, lt_tensor *x, bool train) {
@@ -72,10 +72,12 @@ int model_cnn_init(train_model *m, lt_device dev, int64_t rows, int64_t cols, in
   p->classes = classes;
   const int64_t k3[2] = {3, 3}, pad1[2] = {1, 1};
   int64_t flat = C2 * (rows / 2 / 2) * (cols / 2 / 2);
-  int rc = lt_nn_conv2d_init(&p->conv1, dev, LT_F32, 1, C1, k3, NULL, pad1, NULL, 1, true);
+  int rc =
+      lt_nn_conv2d_init_n(&p->conv1, dev, LT_F32, 1, C1, k3, 2, NULL, 0, pad1, 2, NULL, 0, 1, true);
   if (rc == LT_OK) rc = lt_nn_batchnorm2d_init(&p->bn1, dev, LT_F32, C1, true);
   if (rc == LT_OK)
-    rc = lt_nn_conv2d_init(&p->conv2, dev, LT_F32, C1, C2, k3, NULL, pad1, NULL, 1, true);
+    rc = lt_nn_conv2d_init_n(&p->conv2, dev, LT_F32, C1, C2, k3, 2, NULL, 0, pad1, 2, NULL, 0, 1,
+                             true);
   if (rc == LT_OK) rc = lt_nn_batchnorm2d_init(&p->bn2, dev, LT_F32, C2, true);
   if (rc == LT_OK) rc = lt_nn_linear_init(&p->fc1, dev, LT_F32, flat, HIDDEN, true);
   if (rc == LT_OK) rc = lt_nn_linear_init(&p->fc2, dev, LT_F32, HIDDEN, classes, true);

@@ -56,7 +56,7 @@ static lt_tensor *attend(const gpt *g, lt_tensor *q, lt_tensor *k, lt_tensor *v)
   int64_t t = lt_dim(q, 2), d = lt_dim(q, 3);
   lt_tensor *mask = g->causal;
   if (t != g->c.context)
-    mask = lt_slice(mask, (const int64_t[]){0, 0}, (const int64_t[]){t, t}, NULL);
+    mask = lt_slice_n(mask, (const int64_t[]){0, 0}, (const int64_t[]){t, t}, NULL, 2);
   lt_tensor *s = lt_mul(lt_matmul(q, lt_transpose(k, -2, -1)),
                         lt_scalar(lt_get_device(q), LT_F32, 1.0 / sqrt((double)d)));
   return lt_matmul(lt_softmax(lt_add(s, mask), -1), v);
@@ -83,7 +83,7 @@ static lt_tensor *gpt_forward(const train_model *m, lt_tensor *ids, bool train) 
   if (!ids) return NULL;
   int64_t t = lt_dim(ids, 1);
   lt_tensor *pos = g->wpe;
-  if (t != g->c.context) pos = lt_slice(pos, NULL, (const int64_t[]){t, g->c.width}, NULL);
+  if (t != g->c.context) pos = lt_slice_n(pos, NULL, (const int64_t[]){t, g->c.width}, NULL, 2);
   lt_tensor *x = lt_add(embed(g, ids, g->wte), pos);
   for (int64_t l = 0; l < g->c.layers; l++) {
     const gpt_block *b = &g->blocks[l];

@@ -346,7 +346,7 @@ int main(int argc, char **argv) {
          o.cosine ? "cosine to 0" : "constant", (long long)o.batch, (long long)o.epochs,
          driver_backend_name(), driver_threads_name());
 
-  if (o.load && lt_nn_load(o.load, m.state, m.nstate) != LT_OK) {
+  if (o.load && lt_nn_params_load(m.state, m.nstate, o.load) != LT_OK) {
     driver_fail("--load");
     goto out;
   }
@@ -470,7 +470,7 @@ int main(int argc, char **argv) {
     printf("test accuracy %.4f\n", final_acc);
   }
   if (o.d.save) {
-    if (lt_nn_save(o.d.save, m.state, m.nstate) != LT_OK) {
+    if (lt_nn_params_save(m.state, m.nstate, o.d.save) != LT_OK) {
       driver_fail("--save");
       goto out;
     }

@@ -163,10 +163,10 @@ static lt_tensor *trace_shard(void *ctx) {
   const shard_step *c = ctx;
   lt_tensor *x, *y;
   int got = lt_nn_loader_next(c->loader, &x, &y);
-  lt_tensor *loss =
-      got == 1 ? lt_nn_cross_entropy(c->m->forward(c->m, lt_slice(x, c->x0, c->x1, NULL), true),
-                                     lt_slice(y, c->y0, c->y1, NULL))
-               : NULL;
+  lt_tensor *loss = got == 1 ? lt_nn_cross_entropy(
+                                   c->m->forward(c->m, lt_slice_n(x, c->x0, c->x1, NULL, 2), true),
+                                   lt_slice_n(y, c->y0, c->y1, NULL, 1))
+                             : NULL;
   int rc = loss ? lt_backward(loss) : LT_EINVAL;
   if (rc == LT_OK) rc = lt_dp_optim_step(c->opt);
   return rc == LT_OK ? lt_all_reduce(loss, LT_REDUCE_MEAN) : NULL;
@@ -242,7 +242,7 @@ static int replica(int rank, lt_device dev, void *arg) {
     }
   }
   if (rc == LT_OK && lead && o->d.save) {
-    rc = lt_nn_save(o->d.save, m.state, m.nstate);
+    rc = lt_nn_params_save(m.state, m.nstate, o->d.save);
     if (rc == LT_OK) printf("saved %d tensors to %s\n", m.nstate, o->d.save);
   }
   if (rc == LT_OK && lead)

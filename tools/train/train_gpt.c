@@ -314,7 +314,7 @@ int train_gpt_main(int argc, char **argv) {
     free(sample);
   }
   if (o.d.save) {
-    if (lt_nn_save(o.d.save, tr.m.state, tr.m.nstate) != LT_OK) {
+    if (lt_nn_params_save(tr.m.state, tr.m.nstate, o.d.save) != LT_OK) {
       driver_fail("--save");
       goto out;
     }

@@ -148,7 +148,7 @@ static int gdp_replica(int rank, lt_device dev, void *arg) {
       printf("final: steps %lld train_loss %.4f val_loss %.4f\n", (long long)o->steps, trn, val);
   }
   if (rc == LT_OK && lead && o->d.save) {
-    rc = lt_nn_save(o->d.save, tr.m.state, tr.m.nstate);
+    rc = lt_nn_params_save(tr.m.state, tr.m.nstate, o->d.save);
     if (rc == LT_OK) printf("saved %d tensors to %s\n", tr.m.nstate, o->d.save);
   }
   if (rc == LT_OK && lead)
