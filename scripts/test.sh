@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The test command: installs dependencies, checks the format, builds with gcc and clang
-# (warnings as errors: -DLT_WERROR=ON, whose default is off) and a gcc Release build,
-# runs the whole suite under ASan+UBSan, the executor tests under TSan, the ref-backend
-# tests under valgrind memcheck, the oneDNN tests again with oneDNN capped at AVX2, then
-# the suite plainly so that CTest's summary comes last.
+# The test command: installs dependencies, checks the format, builds with clang
+# and with gcc at -O3 (Release; warnings as errors: -DLT_WERROR=ON, whose default
+# is off), runs the whole suite under ASan+UBSan, the executor tests under TSan,
+# the quick tier's ref-backend tests under valgrind memcheck, the fuzzers and the
+# soak, the oneDNN tests again with oneDNN capped at AVX2, then the whole suite
+# plainly (Release) so that CTest's summary comes last.
 #
 #   scripts/test.sh           everything below (the target: under 15 minutes on 2 cores)
 #   scripts/test.sh --quick   one gcc Debug build (-Werror) and CTest's `quick` tier (unit
@@ -14,28 +15,23 @@
 # the other tests of 10 s or more, MPI worlds, training runs, the Python and install
 # checks (`ctest -L quick`, `ctest -L slow`).
 #
-# Where the time goes on 2 cores (each section prints the seconds since the start).
-# Measured in pieces on a 2-core machine shared with other jobs, not end to end:
-#  - builds: the library (~26k lines) and tests (~25k) compile in ~30 s at -O0
-#    (Debug, no compiler cache), ~1.5 min at -O2; sanitizers ~1 min. Links were
-#    the bottleneck: one static-LLVM link is ~6 s and ~49 MB, and each test was its
-#    own program (~150 static links in the gcc and Release builds, ~7 min of the
-#    old 24-34 min run). Now the tests are one program, lt_tests (build*/test_foo
-#    are links to it); the TSan build builds only lt_tests, the Release build only
-#    the library and tools (no tests, no benchmarks); the benchmarks build in the
-#    clang build and the gcc build.
-#  - ASan+UBSan suite: the test_* files ~4 min at -j2 (test_faults ~1.7 min,
-#    test_cpu_differential ~1.3, test_program_sweep ~1), then the tool, MPI and
-#    training tests. TSan: ~1 min to build lt_tests, ~1 min for its dozen tests.
-#  - valgrind: every ref test under memcheck (~4 s start-up each), two at a time:
-#    ~2 min.
-#  - reliability (scripts/reliability.sh): 4 fuzzers x LT_FUZZ_SECONDS (60) one
-#    after another (one core idle), its own clang build, the fault sweeps, the
-#    soak: ~6 min.
-#  - the AVX2 rerun and the plain suite (RelWithDebInfo: test_* a few times faster
-#    than under Debug or ASan; the tool, MPI and training tests as above).
-# Estimated total (the old run less what is no longer linked or built): 13-22
-# minutes; the reliability checks and the two full suite runs are the largest parts.
+# Where the time goes on 2 cores (each section prints the seconds since the start):
+#  - builds: the tests are one program, lt_tests (build*/test_foo are links to
+#    it), so a configuration links LLVM once for them; the TSan build builds only
+#    the library once per configuration. Three configurations: ASan+UBSan (gcc
+#    -O1), TSan (clang: everything, the clang -Werror build), gcc Release
+#    (everything), plus the fuzzers' clang build (the library and fuzz/).
+#  - ASan+UBSan suite: the largest part (test_faults, test_cpu_differential and
+#    test_program_sweep take 1-3 minutes each under ASan), then the tool, MPI and
+#    training tests.
+#  - valgrind: the quick tier under memcheck, two at a time (the sweeps run under
+#    ASan instead).
+#  - reliability: four fuzzers x LT_FUZZ_SECONDS (60), one per core, and the
+#    soak. Its fault sweep and threading tests are ctests here (test_faults,
+#    test_threads), so scripts/reliability.sh --without-suite-tests skips its
+#    own run of them.
+#  - the AVX2 rerun and the plain suite (Release: test_* a few times faster than
+#    under ASan). mpi_busy (a rank away 60 s) runs beside other tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0
@@ -67,40 +63,32 @@ fi
 echo "== format (clang-format, .clang-format)"
 git ls-files '*.c' '*.h' | xargs clang-format --dry-run -Werror
 
-# Everything compiles with clang (tests, tools, benchmarks); nothing runs here.
-echo "== clang build (-Wall -Wextra -Werror)"
-cmake -S . -B build-clang -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DLT_LLVM_STATIC=OFF \
-  -DLT_WERROR=ON >/dev/null
-cmake --build build-clang -j "$jobs"
-elapsed "clang build"
-
 echo "== ASan + UBSan"
-cmake -S . -B build-asan -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Debug \
+# -O1, as ASan's documentation advises for speed (at -O0 the suite ran about
+# twice as long); -g keeps the reports' line numbers.
+cmake -S . -B build-asan -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g" \
   -DLT_SANITIZE=address,undefined -DLT_BUILD_BENCH=OFF -DLT_LLVM_STATIC=OFF -DLT_WERROR=ON >/dev/null
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 ctest --test-dir build-asan -j "$jobs" --output-on-failure
 elapsed "ASan + UBSan"
 
-echo "== TSan: the executor, async and threading tests"
+# The clang build: everything (library, tests, tools, benchmarks) compiles with
+# clang -Werror, under TSan; the executor, async and threading tests run.
+echo "== clang build with TSan (-Wall -Wextra -Werror): the executor, async and threading tests"
 cmake -S . -B build-tsan -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
-  -DLT_SANITIZE=thread -DLT_BUILD_BENCH=OFF -DLT_LLVM_STATIC=OFF -DLT_WERROR=ON >/dev/null
-cmake --build build-tsan -j "$jobs" --target lt_tests # the tests below are all in lt_tests
+  -DLT_SANITIZE=thread -DLT_LLVM_STATIC=OFF -DLT_WERROR=ON >/dev/null
+cmake --build build-tsan -j "$jobs"
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan -j "$jobs" --output-on-failure \
   -R 'test_(step|executor|random|threads|faults|cpu_threads|alloc|buffer_pool|collectives|data_parallel|sharding|cpu_device_pools)'
 elapsed "TSan"
 
-echo "== gcc build (-Wall -Wextra -Werror)"
-cmake -S . -B build -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLT_WERROR=ON >/dev/null
+# The plain build is what a user gets from `cmake -DCMAKE_BUILD_TYPE=Release`
+# (gcc -O3, which sees more than -O2: inlining-dependent warnings such as
+# -Wstringop-overflow), with the tests and benchmarks: the valgrind, AVX2 and
+# plain suite runs below use it.
+echo "== gcc Release build (-O3, -Wall -Wextra -Werror)"
+cmake -S . -B build -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Release -DLT_WERROR=ON >/dev/null
 cmake --build build -j "$jobs"
-elapsed "gcc build"
-
-# What a user gets from a plain `cmake -DCMAKE_BUILD_TYPE=Release`: gcc -O3 sees
-# more (inlining-dependent warnings such as -Wstringop-overflow), so it must be
-# clean too. The library and the tools; the tests and benchmarks run from the builds above.
-echo "== gcc Release build (-O3, -Werror)"
-cmake -S . -B build-release -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Release \
-  -DLT_BUILD_TESTS=OFF -DLT_BUILD_BENCH=OFF -DLT_WERROR=ON >/dev/null
-cmake --build build-release -j "$jobs"
 elapsed "gcc Release build"
 
 echo "== layers (one-way src/ folders)"
@@ -125,20 +113,19 @@ valgrind_one() {
   fi
 }
 export -f valgrind_one
-for t in build/test_*; do
-  [ -x "$t" ] || continue
-  # test_coll_abandon checks that an abandoned execution's memory is leaked
-  case "$(basename "$t")" in test_cpu_* | test_coll_abandon) continue ;; esac
-  printf '%s\n' "$t"
-done | xargs -P "$jobs" -n 1 bash -c 'valgrind_one "$1"' valgrind_one
+# The quick tier's tests (ctest -L quick): the slow tier's sweeps (test_faults,
+# test_program_sweep, ...) run under ASan+UBSan above and plainly below; under
+# memcheck they would take most of the run.
+ctest --test-dir build -N -L quick | sed -n 's/^ *Test *#[0-9]*: \(test_[a-z0-9_]*\)$/\1/p' |
+  while read -r name; do
+    # test_coll_abandon checks that an abandoned execution's memory is leaked
+    case "$name" in test_cpu_* | test_coll_abandon) continue ;; esac
+    printf 'build/%s\n' "$name"
+  done | xargs -P "$jobs" -n 1 bash -c 'valgrind_one "$1"' valgrind_one
 elapsed "valgrind"
 
-echo "== python binding (pytest over build/liblazytensor.so; exit 77: skipped)"
-prc=0
-bash tests/python_check.sh build || prc=$?
-[ "$prc" -eq 0 ] || [ "$prc" -eq 77 ] || exit "$prc"
-
-bash scripts/reliability.sh
+# The Python binding's pytest run is the ctest python_binding (plain suite below).
+LT_BUILD_TYPE=Release bash scripts/reliability.sh --without-suite-tests
 elapsed "reliability"
 
 # oneDNN picks its kernels (and so its f32 summation order) by the processor:
