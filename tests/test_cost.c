@@ -11,6 +11,13 @@
 #include "../src/ops/op_attention.h"
 #include "model.h"
 
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+static bool under_valgrind(void) { return RUNNING_ON_VALGRIND != 0; }
+#else
+static bool under_valgrind(void) { return false; }
+#endif
+
 #define CTEST(f) cmocka_unit_test_setup_teardown(f, tu_setup_fresh, tu_teardown_wait)
 
 static lt_cost graph_cost(lt_tensor *const *ts, int n) {
@@ -349,7 +356,8 @@ static void test_peak(void **state) {
   /* any core of the last decade: at least one 128-bit FMA a cycle at 1 GHz
    * (8 GFLOP/s), at most two 512-bit ones at 6 GHz (384 GFLOP/s) */
   print_message("  one core's f32 FMA peak: %.1f GFLOP/s\n", one);
-  if (!(one >= 8 && one <= 384)) fail_msg("one core's peak %.1f GFLOP/s", one);
+  /* valgrind runs the kernel on its emulated CPU, far below any real core's rate */
+  if (!(one >= 8 && one <= 384) && !under_valgrind()) fail_msg("one core's peak %.1f GFLOP/s", one);
   assert_int_equal(lt_get_fma_peak(2, &two), LT_OK);
   assert_true(two == 2 * one); /* measured once: the same core figure */
   assert_int_equal(lt_get_fma_peak(0, &all), LT_OK);
