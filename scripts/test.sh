@@ -3,8 +3,9 @@
 # and with gcc at -O3 (Release; warnings as errors: -DLT_WERROR=ON, whose default
 # is off), runs the whole suite under ASan+UBSan, the executor tests under TSan,
 # the quick tier's ref-backend tests under valgrind memcheck, the fuzzers and the
-# soak, the oneDNN tests again with oneDNN capped at AVX2, then the whole suite
-# plainly (Release) so that CTest's summary comes last.
+# soak, then the whole suite plainly (Release) so that CTest's summary comes last.
+# The ASan+UBSan run caps oneDNN at AVX2 (ONEDNN_MAX_CPU_ISA=AVX2); the plain
+# run uses the machine's own kernels.
 #
 #   scripts/test.sh           everything below (the target: under 15 minutes on 2 cores)
 #   scripts/test.sh --quick   one gcc Debug build (-Werror) and CTest's `quick` tier (unit
@@ -30,8 +31,8 @@
 #    soak. Its fault sweep and threading tests are ctests here (test_faults,
 #    test_threads), so scripts/reliability.sh --without-suite-tests skips its
 #    own run of them.
-#  - the AVX2 rerun and the plain suite (Release: test_* a few times faster than
-#    under ASan). mpi_busy (a rank away 60 s) runs beside other tests.
+#  - the plain suite (Release: test_* a few times faster than under ASan).
+#    mpi_busy (a rank away 60 s) runs beside other tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0
@@ -63,7 +64,7 @@ fi
 echo "== format (clang-format, .clang-format)"
 git ls-files '*.c' '*.h' | xargs clang-format --dry-run -Werror
 
-echo "== ASan + UBSan"
+echo "== ASan + UBSan (oneDNN capped at AVX2)"
 # -O1, as ASan's documentation advises for speed (at -O0 the suite ran about
 # twice as long); -g keeps the reports' line numbers.
 cmake -S . -B build-asan -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g" \
@@ -72,7 +73,13 @@ cmake --build build-asan -j "$jobs"
 # train_data_parallel compares a 2-rank training's numbers with one process's
 # (a minute under ASan, alone: it is RUN_SERIAL); its code runs under ASan in
 # mpi_data_parallel, train_dp_options and train_cli, and it runs plainly below.
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 ctest --test-dir build-asan -j "$jobs" --output-on-failure \
+# oneDNN picks its kernels (and so its f32 summation order) by the processor:
+# this run caps it at AVX2 (ONEDNN_MAX_CPU_ISA), so an AVX-512 machine also
+# checks what an AVX2-only one computes; the plain run at the end uses the
+# machine's own kernels. ctest runs one test more than there are cores:
+# mpi_busy holds a slot for 60 s while one rank sleeps and the other waits.
+ONEDNN_MAX_CPU_ISA=AVX2 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+  ctest --test-dir build-asan -j "$((jobs + 1))" --output-on-failure \
   -E '^train_data_parallel$'
 elapsed "ASan + UBSan"
 
@@ -82,8 +89,26 @@ echo "== clang build with TSan (-Wall -Wextra -Werror): the executor, async and 
 cmake -S . -B build-tsan -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
   -DLT_SANITIZE=thread -DLT_LLVM_STATIC=OFF -DLT_WERROR=ON >/dev/null
 cmake --build build-tsan -j "$jobs"
+# test_faults sweeps both backends, one after the other, for most of this
+# run's time: here each backend is its own process, beside the other tests.
+tsan_faults() {
+  local log=build-tsan/test_faults_$1.log
+  if LT_BACKEND=$1 TSAN_OPTIONS=halt_on_error=1 build-tsan/test_faults >"$log" 2>&1; then
+    echo "TSan test_faults ($1): passed"
+  else
+    cat "$log"
+    echo "TSan test_faults ($1): FAILED"
+    return 1
+  fi
+}
+tsan_faults ref &
+faults_ref=$!
+tsan_faults cpu &
+faults_cpu=$!
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan -j "$jobs" --output-on-failure \
-  -R 'test_(step|executor|random|threads|faults|cpu_threads|alloc|buffer_pool|collectives|data_parallel|sharding|cpu_device_pools)'
+  -R 'test_(step|executor|random|threads|cpu_threads|alloc|buffer_pool|collectives|data_parallel|sharding|cpu_device_pools)'
+wait "$faults_ref"
+wait "$faults_cpu"
 elapsed "TSan"
 
 # The plain build is what a user gets from `cmake -DCMAKE_BUILD_TYPE=Release`
@@ -134,16 +159,6 @@ elapsed "valgrind"
 LT_FUZZ_SECONDS=30 LT_BUILD_TYPE=Release bash scripts/reliability.sh --without-suite-tests
 elapsed "reliability"
 
-# oneDNN picks its kernels (and so its f32 summation order) by the processor:
-# this run caps it at AVX2, so an AVX-512 machine also checks what an AVX2-only
-# one computes (the plain run below covers the machine's own kernels). The
-# tests that run oneDNN's matmul, convolution or attention kernels, or compare
-# cpu with ref.
-echo "== oneDNN capped at AVX2 (ONEDNN_MAX_CPU_ISA=AVX2)"
-ONEDNN_MAX_CPU_ISA=AVX2 ctest --test-dir build -j "$jobs" --output-on-failure \
-  -R '^test_(cpu_.*|conv|nn_conv|matmul|attention|nn|gpt|autograd_ops|autograd_random|eager|step|sharding|data_parallel|dtypes_small|losses|optim|embedding)$'
-elapsed "AVX2"
-
 echo "== test suite"
-ctest --test-dir build -j "$jobs" --output-on-failure
+ctest --test-dir build -j "$((jobs + 1))" --output-on-failure # + 1: mpi_busy, as above
 echo "== scripts/test.sh: $((SECONDS - start)) s"

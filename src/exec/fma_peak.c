@@ -97,7 +97,7 @@ int lt_get_fma_peak(int threads, double *gflops) {
                    "%s: this CPU has no vector FMA to measure; set LT_PEAK_GFLOPS (one core's "
                    "peak in GFLOP/s)",
                    fn);
-  if (threads == 0) threads = lt__cpu_pool_threads();
+  if (threads == 0) threads = lt__cpu_pool_threads_planned();
   *gflops = g_core_peak * threads;
   return LT_OK;
 }

@@ -239,6 +239,10 @@ void lt__cpu_profile_add(const lt_executable *e, int i, uint64_t ns);
 
 /* ---- pool ---- */
 int lt__cpu_pool_threads(void);
+/* The pool's thread count without starting it (for figures such as the FMA
+ * peak of the threads a step would use): the started pool's, else what it
+ * would start with. */
+int lt__cpu_pool_threads_planned(void);
 /* Runs fn over [0, extent) in chunks on the pool (inline when small). */
 void lt__cpu_pool_run(cpu_kernel_fn fn, void **slots, int64_t extent, int64_t unit_cost);
 /* Runs fn(ctx, i, i + 1) for each i in [0, nparts), spread over the pool's

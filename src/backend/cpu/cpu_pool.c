@@ -94,7 +94,8 @@ static int start_workers(pool *p, int n) {
   return started;
 }
 
-static void pool_init(void) {
+/* LT_NUM_THREADS, else the CPUs this process may run on; 1..MAX_THREADS. */
+static int wanted_threads(void) {
   int n = 0;
   const char *s = getenv("LT_NUM_THREADS");
   if (s && *s) n = atoi(s);
@@ -104,8 +105,19 @@ static void pool_init(void) {
   }
   if (n < 1) n = 1;
   if (n > MAX_THREADS) n = MAX_THREADS;
+  return n;
+}
+
+static bool g_started; /* written once, inside pool_init */
+
+static void pool_init(void) {
   lt__cpu_gemm_init();
-  g_pool.threads = start_workers(&g_pool, n);
+  g_pool.threads = start_workers(&g_pool, wanted_threads());
+  __atomic_store_n(&g_started, true, __ATOMIC_RELEASE);
+}
+
+int lt__cpu_pool_threads_planned(void) {
+  return __atomic_load_n(&g_started, __ATOMIC_ACQUIRE) ? g_pool.threads : wanted_threads();
 }
 
 /* The pool of the device executing on this thread. */
