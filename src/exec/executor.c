@@ -613,18 +613,26 @@ static int warm_read(lt_exec_dev *ctx, lt_device dev, lt_tensor *const *ts, int 
   return LT_OK;
 }
 
-static int warmup(lt_tensor *const *ts, int n, bool step, const char *fn) {
+/* A caller's tensor list: each a live tensor, all on one device (*dev; n > 0). */
+static int check_tensor_list(lt_tensor *const *ts, int n, const char *fn, lt_device *dev) {
   if (n < 0 || (n > 0 && !ts)) return lt__err(LT_EINVAL, "%s: bad tensor list", fn);
   for (int i = 0; i < n; i++)
     if (lt__tensor_check(fn, ts[i]) != LT_OK) return LT_EINVAL;
   if (n == 0) return LT_OK;
-  lt_device dev = ts[0]->dev;
+  *dev = ts[0]->dev;
   for (int i = 1; i < n; i++)
-    if (!lt__device_equal(ts[i]->dev, dev))
+    if (!lt__device_equal(ts[i]->dev, *dev))
       return lt__err(LT_EDEVICE, "%s: tensors on different devices", fn);
+  return LT_OK;
+}
+
+static int warmup(lt_tensor *const *ts, int n, bool step, const char *fn) {
+  lt_device dev;
+  int rc = check_tensor_list(ts, n, fn, &dev);
+  if (rc != LT_OK || n == 0) return rc;
   lt_exec_dev *ctx = lt__exec_dev(fn, dev);
   if (!ctx) return LT_EDEVICE;
-  int rc = lt__device_acquire(ctx, false);
+  rc = lt__device_acquire(ctx, false);
   if (rc != LT_OK) return rc;
   rc = step ? warm_step(ctx, dev, ts, n, fn) : warm_read(ctx, dev, ts, n, fn);
   lt__device_release(ctx);
@@ -635,21 +643,17 @@ static int warmup(lt_tensor *const *ts, int n, bool step, const char *fn) {
  * it, nothing compiled or run. */
 int lt_get_graph_cost(lt_tensor *const *ts, int n, lt_cost *out) {
   const char *fn = "lt_get_graph_cost";
-  if (n < 0 || (n > 0 && !ts)) return lt__err(LT_EINVAL, "%s: bad tensor list", fn);
   if (!out) return lt__err(LT_EINVAL, "%s: out is NULL", fn);
-  for (int i = 0; i < n; i++)
-    if (lt__tensor_check(fn, ts[i]) != LT_OK) return LT_EINVAL;
+  lt_device dev;
+  int rc = check_tensor_list(ts, n, fn, &dev);
+  if (rc != LT_OK) return rc;
   if (n == 0) {
     *out = (lt_cost){0, 0};
     return LT_OK;
   }
-  lt_device dev = ts[0]->dev;
-  for (int i = 1; i < n; i++)
-    if (!lt__device_equal(ts[i]->dev, dev))
-      return lt__err(LT_EDEVICE, "%s: tensors on different devices", fn);
   lt_exec_dev *ctx = lt__exec_dev(fn, dev);
   if (!ctx) return LT_EDEVICE;
-  int rc = lt__device_acquire(ctx, false); /* the walk marks nodes and buffers */
+  rc = lt__device_acquire(ctx, false); /* the walk marks nodes and buffers */
   if (rc != LT_OK) return rc;
   exec_scratch *S = scratch_self();
   lt_tensor **sel = S ? scratch_get(&S->tensors, (size_t)n * sizeof *sel) : NULL;
