@@ -8,6 +8,12 @@
  * to its first loss read (model init, one step, the loss on the host). Prints
  *   bench cache_cold_compile <ms> ms
  *   bench cache_warm_first_result <ms> ms ratio <cold_compile / warm_first_result> vs cold_compile
+ * Before them, each child's phases, in ms, in the order they are spent:
+ *   # child <cold|warm> phases start <fork to main: exec, the loader, static
+ *   constructors> setup <device, model and optimizer built, traced> init <the
+ *   parameters' first step: cache load or compile, execution> trace <the first
+ *   train step traced> mark <lt_mark_step: hash, lookup, queue> run <the
+ *   step's execution to the loss on the host>
  * The warm child exits non-zero unless UncachedCompile == 0 and
  * PersistentCacheHit > 0, and so does this program. The issue's target: a
  * ratio of at least 10. */
@@ -40,6 +46,7 @@ static double metric_ms(const char *name) {
  * steady state compiles nothing more). started: the parent's clock just
  * before fork. */
 static int child(const char *mode, double started) {
+  double t_main = bench_now_ms();
   lt_device dev = lt_cpu(0);
   lt_set_seed(dev, 1);
   lt_nn_dataset ds;
@@ -48,9 +55,11 @@ static int child(const char *mode, double started) {
   if (bench_mlp_init(&m, dev, HIDDEN) != LT_OK) return die("model");
   lt_nn_loader *loader = lt_nn_loader_create(&ds, dev, BATCH, false);
   if (!loader) return die("setup");
+  double t_setup = bench_now_ms();
   if (lt_mark_step(dev) != LT_OK || lt_wait_device_ops(dev) != LT_OK) return die("init");
+  double t_init = bench_now_ms();
   lt_nn_loader_epoch(loader);
-  double first_ms = -1, first_loss = 0;
+  double first_ms = -1, first_loss = 0, t_traced = 0, t_marked = 0;
   for (int s = 0; s < 2; s++) {
     lt_scope_begin();
     lt_tensor *x, *y;
@@ -59,7 +68,9 @@ static int child(const char *mode, double started) {
     if (!loss) return die("step");
     lt_tensor *keep = lt_retain(loss);
     lt_scope_end();
+    if (s == 0) t_traced = bench_now_ms();
     if (lt_mark_step(dev) != LT_OK) return die("mark_step");
+    if (s == 0) t_marked = bench_now_ms();
     double v; /* the read waits for the step */
     if (lt_item(keep, 0, &v) != LT_OK) return die("reading the loss");
     lt_release(keep);
@@ -68,6 +79,10 @@ static int child(const char *mode, double started) {
       first_loss = v;
     }
   }
+  /* Where the first result's time went, in the order it was spent. */
+  printf("child %s phases start %.3f setup %.3f init %.3f trace %.3f mark %.3f run %.3f\n", mode,
+         t_main - started, t_setup - t_main, t_init - t_setup, t_traced - t_init,
+         t_marked - t_traced, started + first_ms - t_marked);
   if (lt_wait_device_ops(dev) != LT_OK) return die("wait");
   long long uc = counter("UncachedCompile"), hit = counter("PersistentCacheHit"),
             fail = counter("PersistentCacheDeserializeFailure");
@@ -119,6 +134,7 @@ static int run(const char *mode, const char *dir, result *r) {
   bool got = false;
   while (f && fgets(line, sizeof line, f)) {
     char m[16];
+    if (strstr(line, " phases ")) printf("# %s", line);
     if (sscanf(line,
                "child %15s uncached %lld hit %lld deserialize_failures %lld compile_ms %lf "
                "load_ms %lf first_result_ms %lf first_loss %lf",
