@@ -1,9 +1,12 @@
 /* The thread pools: LT_NUM_THREADS workers (default: the CPUs this process
  * may run on), the caller being one of them. A job is a kernel over
  * [0, extent) cut into chunks that threads take from an atomic counter. Small
- * jobs run on the caller alone. Workers sleep on a condition variable between
- * jobs. The GEMM libraries run one thread per call (cpu_gemm.c), their
- * products cut into parts for these pools.
+ * jobs run on the caller alone. Between jobs a worker first spins a short
+ * while (SPIN_NS) on the job counter, then sleeps on a condition variable:
+ * the kernels of a step follow each other within microseconds, and a wake-up
+ * through the kernel costs tens of microseconds on a virtual machine (more
+ * than a small loop's whole run), while an idle pool still sleeps. The GEMM libraries run one
+ * thread per call (cpu_gemm.c), their products cut into parts for these pools.
  *
  * One pool serves every device, except the replicas of an in-process world
  * (lt_world_local): each device of a world of n gets a pool of its own with
@@ -18,20 +21,25 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "../../core/lt_collective.h"
 #include "cpu.h"
 
 #define MAX_THREADS 256
 #define MIN_WORK 32768 /* elements below which a job runs on the caller */
+/* How long a worker (and a caller waiting for its workers) spins before it
+ * sleeps: a step's kernels come back to back, so a worker finds the next job
+ * while spinning. */
+#define SPIN_NS 100000
 
 typedef struct pool {
   int threads;
   pthread_mutex_t job_lock; /* one job at a time */
   pthread_mutex_t lock;
   pthread_cond_t wake, done;
-  uint64_t gen;
-  int active; /* workers still on the current job */
+  _Atomic uint64_t gen; /* the current job's number: written under lock, read while spinning */
+  atomic_int active;    /* workers still on the current job */
   struct {
     cpu_kernel_fn fn;
     void **slots;
@@ -40,6 +48,50 @@ typedef struct pool {
   } job;
   struct pool *prev; /* an older pool of the same device (kept: its threads sleep on it) */
 } pool;
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* Spins until *v differs from old (true) or SPIN_NS pass (false). */
+static bool spin_until_changed(_Atomic uint64_t *v, uint64_t old) {
+  uint64_t t0 = 0;
+  for (unsigned i = 1;; i++) {
+    if (atomic_load_explicit(v, memory_order_acquire) != old) return true;
+    cpu_relax();
+    if ((i & 255) == 0) { /* the clock now and then: a read costs more than a pause */
+      uint64_t t = now_ns();
+      if (!t0)
+        t0 = t;
+      else if (t - t0 > SPIN_NS)
+        return false;
+    }
+  }
+}
+
+/* Spins until *v is 0 (true) or SPIN_NS pass (false). */
+static bool spin_until_zero(atomic_int *v) {
+  uint64_t t0 = 0;
+  for (unsigned i = 1;; i++) {
+    if (atomic_load_explicit(v, memory_order_acquire) == 0) return true;
+    cpu_relax();
+    if ((i & 255) == 0) {
+      uint64_t t = now_ns();
+      if (!t0)
+        t0 = t;
+      else if (t - t0 > SPIN_NS)
+        return false;
+    }
+  }
+}
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static pool g_pool = {1,
@@ -67,14 +119,21 @@ static void run_chunks(pool *p) {
 static void *worker(void *arg) {
   pool *p = arg;
   uint64_t seen = 0;
-  pthread_mutex_lock(&p->lock);
   for (;;) {
-    while (p->gen == seen) pthread_cond_wait(&p->wake, &p->lock);
-    seen = p->gen;
-    pthread_mutex_unlock(&p->lock);
+    if (!spin_until_changed(&p->gen, seen)) {
+      pthread_mutex_lock(&p->lock);
+      while (atomic_load(&p->gen) == seen) pthread_cond_wait(&p->wake, &p->lock);
+      pthread_mutex_unlock(&p->lock);
+    }
+    seen = atomic_load(&p->gen);
     run_chunks(p);
-    pthread_mutex_lock(&p->lock);
-    if (--p->active == 0) pthread_cond_signal(&p->done);
+    /* the last one out tells a caller that may have gone to sleep (under the
+     * lock, so that the caller's check and its wait cannot straddle it) */
+    if (atomic_fetch_sub_explicit(&p->active, 1, memory_order_acq_rel) == 1) {
+      pthread_mutex_lock(&p->lock);
+      pthread_cond_signal(&p->done);
+      pthread_mutex_unlock(&p->lock);
+    }
   }
   return NULL;
 }
@@ -159,15 +218,17 @@ static void dispatch(pool *p, cpu_kernel_fn fn, void **slots, int64_t extent, in
   p->job.chunk = chunk;
   p->job.nchunks = (extent + chunk - 1) / chunk;
   atomic_store(&p->job.next, 0);
-  pthread_mutex_lock(&p->lock);
-  p->active = p->threads - 1;
-  p->gen++;
+  atomic_store(&p->active, p->threads - 1);
+  pthread_mutex_lock(&p->lock); /* for the workers that went to sleep */
+  atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->lock);
   run_chunks(p);
-  pthread_mutex_lock(&p->lock);
-  while (p->active > 0) pthread_cond_wait(&p->done, &p->lock);
-  pthread_mutex_unlock(&p->lock);
+  if (!spin_until_zero(&p->active)) {
+    pthread_mutex_lock(&p->lock);
+    while (atomic_load(&p->active) > 0) pthread_cond_wait(&p->done, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+  }
   pthread_mutex_unlock(&p->job_lock);
 }
 
