@@ -243,6 +243,9 @@ int lt__cpu_pool_threads(void);
  * peak of the threads a step would use): the started pool's, else what it
  * would start with. */
 int lt__cpu_pool_threads_planned(void);
+/* The outputs a column sum accumulates together (cpu_codegen.c's
+ * sum_blocked); the pool cuts reductions into whole blocks of them. */
+#define LT_CPU_SUM_BLOCK 64
 /* Runs fn over [0, extent) in chunks on the pool (inline when small). */
 void lt__cpu_pool_run(cpu_kernel_fn fn, void **slots, int64_t extent, int64_t unit_cost);
 /* Runs fn(ctx, i, i + 1) for each i in [0, nparts), spread over the pool's

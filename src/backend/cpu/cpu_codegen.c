@@ -772,7 +772,7 @@ static bool sum_blocked_ok(const kgen *k) {
  * kept dim: per block, double accumulators (each output summed in the order
  * of the reduced indices, as the one-output loop does), then the stores. */
 static void sum_blocked(kgen *k, rstate *r, int64_t inner) {
-  enum { kBlock = 64 };
+  enum { kBlock = LT_CPU_SUM_BLOCK };
   int c = k->nk - 1;
   r->blk = k->nloops++;
   lt__sb_printf(&k->allocas, "  %%b%d = alloca [%d x double], align 64\n", r->blk, kBlock);
