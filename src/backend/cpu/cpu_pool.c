@@ -38,13 +38,14 @@ typedef struct pool {
   pthread_mutex_t job_lock; /* one job at a time */
   pthread_mutex_t lock;
   pthread_cond_t wake, done;
-  _Atomic uint64_t gen; /* the current job's number: written under lock, read while spinning */
-  atomic_int active;    /* workers still on the current job */
+  _Atomic uint64_t gen;    /* the current job's number: written under lock, read while spinning */
+  _Atomic uint64_t closed; /* the last job whose chunks all ran: its fields may change */
+  atomic_int busy;         /* workers inside a job (that read its fields) */
   struct {
     cpu_kernel_fn fn;
     void **slots;
     int64_t extent, chunk, nchunks;
-    atomic_llong next;
+    atomic_llong next, done; /* chunks taken, chunks finished */
   } job;
   struct pool *prev; /* an older pool of the same device (kept: its threads sleep on it) */
 } pool;
@@ -77,11 +78,11 @@ static bool spin_until_changed(_Atomic uint64_t *v, uint64_t old) {
   }
 }
 
-/* Spins until *v is 0 (true) or SPIN_NS pass (false). */
-static bool spin_until_zero(atomic_int *v) {
+/* Spins until *v reaches n (true) or SPIN_NS pass (false). */
+static bool spin_until_reaches(atomic_llong *v, long long n) {
   uint64_t t0 = 0;
   for (unsigned i = 1;; i++) {
-    if (atomic_load_explicit(v, memory_order_acquire) == 0) return true;
+    if (atomic_load_explicit(v, memory_order_acquire) >= n) return true;
     cpu_relax();
     if ((i & 255) == 0) {
       uint64_t t = now_ns();
@@ -101,11 +102,15 @@ static pool g_pool = {1,
                       PTHREAD_COND_INITIALIZER,
                       0,
                       0,
+                      0,
                       {0},
                       NULL};
 static pthread_mutex_t g_dev_lock = PTHREAD_MUTEX_INITIALIZER;
 static pool *g_dev_pool[LT_MAX_DEVICES]; /* per device of an in-process world */
 
+/* Takes and runs chunks of the current job until none is left. Whoever
+ * finishes the last one tells a caller that may have gone to sleep (under
+ * the lock, so that the caller's check and its wait cannot straddle it). */
 static void run_chunks(pool *p) {
   for (;;) {
     long long c = atomic_fetch_add(&p->job.next, 1);
@@ -113,6 +118,11 @@ static void run_chunks(pool *p) {
     int64_t lo = c * p->job.chunk, hi = lo + p->job.chunk;
     if (hi > p->job.extent) hi = p->job.extent;
     p->job.fn(p->job.slots, lo, hi);
+    if (atomic_fetch_add_explicit(&p->job.done, 1, memory_order_acq_rel) + 1 == p->job.nchunks) {
+      pthread_mutex_lock(&p->lock);
+      pthread_cond_signal(&p->done);
+      pthread_mutex_unlock(&p->lock);
+    }
   }
 }
 
@@ -126,14 +136,14 @@ static void *worker(void *arg) {
       pthread_mutex_unlock(&p->lock);
     }
     seen = atomic_load(&p->gen);
-    run_chunks(p);
-    /* the last one out tells a caller that may have gone to sleep (under the
-     * lock, so that the caller's check and its wait cannot straddle it) */
-    if (atomic_fetch_sub_explicit(&p->active, 1, memory_order_acq_rel) == 1) {
-      pthread_mutex_lock(&p->lock);
-      pthread_cond_signal(&p->done);
-      pthread_mutex_unlock(&p->lock);
-    }
+    /* A worker that wakes after the caller ran every chunk itself must not
+     * read the job's fields (the caller may be writing the next job's): it
+     * enters (busy), then reads the job only if it is still open. The
+     * caller closes the job, then waits for busy to be 0. Both sides are
+     * sequentially consistent, so at least one of them sees the other. */
+    atomic_fetch_add(&p->busy, 1);
+    if (atomic_load(&p->closed) != seen) run_chunks(p);
+    atomic_fetch_sub(&p->busy, 1);
   }
   return NULL;
 }
@@ -218,17 +228,24 @@ static void dispatch(pool *p, cpu_kernel_fn fn, void **slots, int64_t extent, in
   p->job.chunk = chunk;
   p->job.nchunks = (extent + chunk - 1) / chunk;
   atomic_store(&p->job.next, 0);
-  atomic_store(&p->active, p->threads - 1);
+  atomic_store(&p->job.done, 0);
   pthread_mutex_lock(&p->lock); /* for the workers that went to sleep */
-  atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+  uint64_t g = atomic_fetch_add(&p->gen, 1) + 1;
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->lock);
   run_chunks(p);
-  if (!spin_until_zero(&p->active)) {
+  /* Done when every chunk ran, not when every worker has answered: a worker
+   * still waking from sleep (tens of microseconds) would make a small loop
+   * wait for it for nothing. */
+  if (!spin_until_reaches(&p->job.done, p->job.nchunks)) {
     pthread_mutex_lock(&p->lock);
-    while (atomic_load(&p->active) > 0) pthread_cond_wait(&p->done, &p->lock);
+    while (atomic_load(&p->job.done) < p->job.nchunks) pthread_cond_wait(&p->done, &p->lock);
     pthread_mutex_unlock(&p->lock);
   }
+  atomic_store(&p->closed, g);
+  /* workers inside the job: each leaves at once (no chunk is left), unless
+   * the system paused it in between */
+  while (atomic_load(&p->busy) > 0) sched_yield();
   pthread_mutex_unlock(&p->job_lock);
 }
 
