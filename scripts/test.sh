@@ -27,7 +27,7 @@
 #    training tests (all but train_data_parallel, which runs plainly).
 #  - valgrind: the quick tier under memcheck, two at a time (the sweeps run under
 #    ASan instead).
-#  - reliability: four fuzzers x 30 s (LT_FUZZ_SECONDS), one per core, and the
+#  - reliability: four fuzzers x 20 s (LT_FUZZ_SECONDS), one per core, and the
 #    soak. Its fault sweep and threading tests are ctests here (test_faults,
 #    test_threads), so scripts/reliability.sh --without-suite-tests skips its
 #    own run of them.
@@ -154,9 +154,9 @@ ctest --test-dir build -N -L quick | sed -n 's/^ *Test *#[0-9]*: \(test_[a-z0-9_
 elapsed "valgrind"
 
 # The Python binding's pytest run is the ctest python_binding (plain suite below).
-# The fuzzers for 30 s each here (a smoke run from the seed corpora; longer runs:
+# The fuzzers for 20 s each here (a smoke run from the seed corpora; longer runs:
 # LT_FUZZ_SECONDS=600 scripts/reliability.sh).
-LT_FUZZ_SECONDS=30 LT_BUILD_TYPE=Release bash scripts/reliability.sh --without-suite-tests
+LT_FUZZ_SECONDS=20 LT_BUILD_TYPE=Release bash scripts/reliability.sh --without-suite-tests
 elapsed "reliability"
 
 echo "== test suite"

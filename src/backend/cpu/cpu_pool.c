@@ -2,11 +2,12 @@
  * may run on), the caller being one of them. A job is a kernel over
  * [0, extent) cut into chunks that threads take from an atomic counter. Small
  * jobs run on the caller alone. Between jobs a worker first spins a short
- * while (SPIN_NS) on the job counter, then sleeps on a condition variable:
- * the kernels of a step follow each other within microseconds, and a wake-up
- * through the kernel costs tens of microseconds on a virtual machine (more
- * than a small loop's whole run), while an idle pool still sleeps. The GEMM libraries run one
- * thread per call (cpu_gemm.c), their products cut into parts for these pools.
+ * while (SPIN_NS) on the job counter, yielding the core now and then, then
+ * sleeps on a condition variable: the kernels of a step follow each other
+ * within microseconds, and a wake-up through the kernel costs tens of
+ * microseconds on a virtual machine (more than a small loop's whole run),
+ * while an idle pool still sleeps. The GEMM libraries run one thread per
+ * call (cpu_gemm.c), their products cut into parts for these pools.
  *
  * One pool serves every device, except the replicas of an in-process world
  * (lt_world_local): each device of a world of n gets a pool of its own with
@@ -74,6 +75,9 @@ static bool spin_until_changed(_Atomic uint64_t *v, uint64_t old) {
         t0 = t;
       else if (t - t0 > SPIN_NS)
         return false;
+      /* past the first microseconds, give the core to any other runnable
+       * thread (the tracing thread, another process) between looks */
+      sched_yield();
     }
   }
 }
@@ -90,6 +94,9 @@ static bool spin_until_reaches(atomic_llong *v, long long n) {
         t0 = t;
       else if (t - t0 > SPIN_NS)
         return false;
+      /* past the first microseconds, give the core to any other runnable
+       * thread (the tracing thread, another process) between looks */
+      sched_yield();
     }
   }
 }
