@@ -22,7 +22,6 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "../../core/lt_collective.h"
 #include "cpu.h"
@@ -51,54 +50,31 @@ typedef struct pool {
   struct pool *prev; /* an older pool of the same device (kept: its threads sleep on it) */
 } pool;
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
 }
 
-/* Spins until *v differs from old (true) or SPIN_NS pass (false). */
-static bool spin_until_changed(_Atomic uint64_t *v, uint64_t old) {
-  uint64_t t0 = 0;
-  for (unsigned i = 1;; i++) {
-    if (atomic_load_explicit(v, memory_order_acquire) != old) return true;
-    cpu_relax();
-    if ((i & 255) == 0) { /* the clock now and then: a read costs more than a pause */
-      uint64_t t = now_ns();
-      if (!t0)
-        t0 = t;
-      else if (t - t0 > SPIN_NS)
-        return false;
-      /* past the first microseconds, give the core to any other runnable
-       * thread (the tracing thread, another process) between looks */
-      sched_yield();
-    }
-  }
-}
+/* A bounded spin: each look at what it waits for is followed by spin_on,
+ * which pauses and says whether to look again (false once SPIN_NS passed). */
+typedef struct spin {
+  unsigned looks;
+  uint64_t t0;
+} spin;
 
-/* Spins until *v reaches n (true) or SPIN_NS pass (false). */
-static bool spin_until_reaches(atomic_llong *v, long long n) {
-  uint64_t t0 = 0;
-  for (unsigned i = 1;; i++) {
-    if (atomic_load_explicit(v, memory_order_acquire) >= n) return true;
-    cpu_relax();
-    if ((i & 255) == 0) {
-      uint64_t t = now_ns();
-      if (!t0)
-        t0 = t;
-      else if (t - t0 > SPIN_NS)
-        return false;
-      /* past the first microseconds, give the core to any other runnable
-       * thread (the tracing thread, another process) between looks */
-      sched_yield();
-    }
-  }
+static bool spin_on(spin *s) {
+  cpu_relax();
+  if ((++s->looks & 255) != 0) return true; /* the clock now and then: it costs more */
+  uint64_t t = lt__cpu_profile_now();
+  if (!s->t0)
+    s->t0 = t;
+  else if (t - s->t0 > SPIN_NS)
+    return false;
+  /* past the first microseconds, give the core to any other runnable thread
+   * (the tracing thread, another process) between looks */
+  sched_yield();
+  return true;
 }
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -137,7 +113,10 @@ static void *worker(void *arg) {
   pool *p = arg;
   uint64_t seen = 0;
   for (;;) {
-    if (!spin_until_changed(&p->gen, seen)) {
+    spin sp = {0};
+    while (atomic_load_explicit(&p->gen, memory_order_acquire) == seen && spin_on(&sp)) {
+    }
+    if (atomic_load(&p->gen) == seen) {
       pthread_mutex_lock(&p->lock);
       while (atomic_load(&p->gen) == seen) pthread_cond_wait(&p->wake, &p->lock);
       pthread_mutex_unlock(&p->lock);
@@ -244,7 +223,11 @@ static void dispatch(pool *p, cpu_kernel_fn fn, void **slots, int64_t extent, in
   /* Done when every chunk ran, not when every worker has answered: a worker
    * still waking from sleep (tens of microseconds) would make a small loop
    * wait for it for nothing. */
-  if (!spin_until_reaches(&p->job.done, p->job.nchunks)) {
+  spin sp = {0};
+  while (atomic_load_explicit(&p->job.done, memory_order_acquire) < p->job.nchunks &&
+         spin_on(&sp)) {
+  }
+  if (atomic_load(&p->job.done) < p->job.nchunks) {
     pthread_mutex_lock(&p->lock);
     while (atomic_load(&p->job.done) < p->job.nchunks) pthread_cond_wait(&p->done, &p->lock);
     pthread_mutex_unlock(&p->lock);

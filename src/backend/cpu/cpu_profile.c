@@ -20,8 +20,8 @@ typedef struct prof_entry {
   int kernel;
   cpu_kind kind;
   char what[96];
-  uint64_t ns, calls, first_ns; /* first_ns: the first call alone (oneDNN creates its
-                                 * primitive then), also counted in ns */
+  uint64_t ns, calls, first_ns; /* first_ns: the first call alone (oneDNN makes its
+                                 * kernels then), also counted in ns */
 } prof_entry;
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -39,11 +39,12 @@ static int by_time(const void *a, const void *b) {
 static void report(void) {
   static const char *kinds[] = {"loop", "gemm", "ref", "memcpy"};
   pthread_mutex_lock(&g_lock);
-  uint64_t total = 0;
-  for (int i = 0; i < g_n; i++) total += g_entries[i].ns;
+  uint64_t total = 0, first = 0;
+  for (int i = 0; i < g_n; i++) {
+    total += g_entries[i].ns;
+    first += g_entries[i].first_ns;
+  }
   qsort(g_entries, (size_t)g_n, sizeof *g_entries, by_time);
-  uint64_t first = 0;
-  for (int i = 0; i < g_n; i++) first += g_entries[i].first_ns;
   fprintf(stderr,
           "# cpu profile: %.3f ms in %d kernels (of which first calls %.3f ms); per call: the "
           "mean of the calls after the first\n",
