@@ -25,7 +25,8 @@
 #  - ASan+UBSan suite: the largest part (test_faults, test_cpu_differential and
 #    test_program_sweep take 1-2 minutes each under ASan), then the tool, MPI and
 #    training tests (all but train_data_parallel, which runs plainly).
-#  - valgrind: the quick tier under memcheck, two at a time (the sweeps run under
+#  - valgrind: the quick tier under memcheck, in one process that forks each test
+#    ($jobs at a time), so LLVM's start-up runs once (the sweeps run under
 #    ASan instead).
 #  - reliability: four fuzzers x 20 s (LT_FUZZ_SECONDS), one per core, and the
 #    soak. Its fault sweep and threading tests are ctests here (test_faults,
@@ -125,32 +126,26 @@ bash scripts/check_layers.sh --self-test # two commands: set -e ignores a failur
 bash scripts/check_layers.sh build
 
 echo "== valgrind memcheck (ref backend; the LLVM JIT is covered by ASan above)"
-# build/test_* are links to build/lt_tests, which picks the test by its name; the
-# tests run $jobs at a time (as under ctest -j), each one's log printed if it fails.
-valgrind_one() {
-  local log
-  log=$(mktemp /tmp/lt-valgrind.XXXXXX)
-  if LT_BACKEND=ref valgrind -q --error-exitcode=1 --leak-check=full \
-    --errors-for-leak-kinds=definite,possible "$1" >"$log" 2>&1; then
-    echo "valgrind clean: $(basename "$1")"
-    rm -f "$log"
-  else
-    cat "$log"
-    rm -f "$log"
-    echo "valgrind: $(basename "$1") FAILED"
-    return 1
-  fi
-}
-export -f valgrind_one
+# One valgrind process: `lt_tests --forked` runs each test in a forked child
+# ($jobs at a time), so the static LLVM and oneDNN constructors run once under
+# memcheck rather than once per test (about 3 s each). Valgrind follows the
+# fork: each child checks its own leaks when it exits and writes its own log
+# (%p); a child's test output is printed if it fails.
 # The quick tier's tests (ctest -L quick): the slow tier's sweeps (test_faults,
 # test_program_sweep, ...) run under ASan+UBSan above and plainly below; under
-# memcheck they would take most of the run.
-ctest --test-dir build -N -L quick | sed -n 's/^ *Test *#[0-9]*: \(test_[a-z0-9_]*\)$/\1/p' |
-  while read -r name; do
-    # test_coll_abandon checks that an abandoned execution's memory is leaked
-    case "$name" in test_cpu_* | test_coll_abandon) continue ;; esac
-    printf 'build/%s\n' "$name"
-  done | xargs -P "$jobs" -n 1 bash -c 'valgrind_one "$1"' valgrind_one
+# memcheck they would take most of the run. test_coll_abandon checks that an
+# abandoned execution's memory is leaked.
+mapfile -t vg_tests < <(ctest --test-dir build -N -L quick |
+  sed -n 's/^ *Test *#[0-9]*: \(test_[a-z0-9_]*\)$/\1/p' | grep -v -E '^(test_cpu_.*|test_coll_abandon)$')
+vg_logs=$(mktemp -d /tmp/lt-valgrind.XXXXXX)
+if ! LT_BACKEND=ref valgrind -q --error-exitcode=1 --leak-check=full \
+  --errors-for-leak-kinds=definite,possible --log-file="$vg_logs/%p.log" \
+  build/lt_tests --forked "$jobs" "${vg_tests[@]}"; then
+  for f in "$vg_logs"/*.log; do [ -s "$f" ] && { echo "== valgrind log $(basename "$f")"; cat "$f"; }; done
+  echo "valgrind: FAILED"
+  exit 1
+fi
+rm -rf "$vg_logs"
 elapsed "valgrind"
 
 # The Python binding's pytest run is the ctest python_binding (plain suite below).
