@@ -10,6 +10,7 @@
  *   cpu_exec.c     execution: slot table, buffer arena, each kernel in turn
  *   cpu_native.c   hand-written kernels of the ops without generated code (NATIVE rows)
  *   cpu_gemm.c     matrix products: oneDNN (f32), OpenBLAS (f64), split over the pool
+ *   cpu_matmul_prim.c  f32 products through oneDNN matmul primitives, one per shape
  *   cpu_conv.c     convolutions (oneDNN primitives, cached) and cpu_maxpool.c (max-pool
  *                  argmax): kernels in cpu_native's shape (cpu_conv.h)
  *   cpu_pool.c     the thread pool (LT_NUM_THREADS) and its BLAS coordination
@@ -229,6 +230,12 @@ void lt__cpu_gemm_one_thread(void);
  * skips next: see lt__cpu_gemm_takes_next). Always LT_OK: a product cannot fail
  * (cpu_gemm.c), so a donated buffer may be written before one. */
 int lt__cpu_gemm(const cpu_kernel *k, const cpu_kernel *next, void **table);
+/* C[n x m] = op(A) op(B), f32, row-major, through a oneDNN matmul primitive
+ * made for the shape on its first call and kept (cpu_matmul_prim.c); false
+ * when there is none or it failed: the caller then runs the product another
+ * way. On the calling thread. */
+bool lt__cpu_sgemm_prim(bool ta, bool tb, int64_t n, int64_t m, int64_t k, const float *a,
+                        int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc);
 bool lt__cpu_gemm_takes_next(const cpu_kernel *k, const cpu_kernel *next);
 
 /* ---- profile (cpu_profile.c): LT_CPU_PROFILE=1 ---- */

@@ -1,12 +1,12 @@
 /* Matrix products of the cpu backend (CK_BLAS kernels).
  *
  * f32 goes to oneDNN's sgemm, which generates AVX-512 (or AVX2, ...) kernels
- * for the CPU it runs on; f64 goes to OpenBLAS's dgemm, as oneDNN has no f64
- * GEMM. Both libraries run on one thread per call: the backend's own pool cuts
- * a product into blocks of output rows or columns (or whole batch entries) and
- * runs one block per thread. The process then has a single set of worker
- * threads, which sleep when idle, instead of three (ours, OpenMP's and
- * OpenBLAS's) competing for the cores and spinning between calls. */
+ * for the CPU it runs on (or, with LT_CPU_MATMUL=primitive, to a oneDNN
+ * matmul primitive per shape: cpu_matmul_prim.c); f64 goes to OpenBLAS's dgemm, as oneDNN has no
+ * f64 GEMM. Both libraries run on one thread per call: the backend's own pool cuts a product into
+ * blocks of output rows or columns (or whole batch entries) and runs one block per thread. The
+ * process then has a single set of worker threads, which sleep when idle, instead of three (ours,
+ * OpenMP's and OpenBLAS's) competing for the cores and spinning between calls. */
 #define _GNU_SOURCE
 #include <cblas.h>
 #include <dlfcn.h>
@@ -90,6 +90,8 @@ static void gemm_one(const gemm_block *g) {
                 (blasint)g->ldb, 0.0, g->c, (blasint)g->ldc);
     return;
   }
+  if (lt__cpu_sgemm_prim(g->ta, g->tb, g->n, g->m, g->k, g->a, g->lda, g->b, g->ldb, g->c, g->ldc))
+    return;
   dnnl_status_t st = dnnl_sgemm(g->ta ? 'T' : 'N', g->tb ? 'T' : 'N', g->n, g->m, g->k, 1.0f, g->a,
                                 g->lda, g->b, g->ldb, 0.0f, g->c, g->ldc);
   if (st != dnnl_success) sgemm_plain(g);
