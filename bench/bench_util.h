@@ -2,9 +2,34 @@
 #ifndef LT_BENCH_UTIL_H
 #define LT_BENCH_UTIL_H
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "lazytensor.h"
+
+/* The shell words that start a PyTorch peer, before the python arguments:
+ * the python3 that imports torch (Debian's python3-torch lives beside
+ * /usr/bin/python3, which may not be the python3 first on PATH), in the
+ * environment of its best kernels. These machines set OPENBLAS_CORETYPE
+ * (Haswell, the AVX2 kernels, on AVX-512 machines too) and OPENBLAS_L2_SIZE
+ * for every process: the peer gets both unset. PyTorch 1.13 runs its AVX2
+ * kernels on an AVX-512 machine unless ATEN_CPU_CAPABILITY says avx512: the
+ * peer gets the best that this processor has. $py is left set for a caller
+ * that checks whether torch imported. */
+static inline const char *bench_torch_python(void) {
+  __builtin_cpu_init();
+  bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#define BENCH_PY_FIND \
+  "for py in /usr/bin/python3 python3; do $py -c 'import torch' 2>/dev/null && break; done; "
+#define BENCH_PY_ENV "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ATEN_CPU_CAPABILITY="
+  return avx512 ? BENCH_PY_FIND BENCH_PY_ENV "avx512 $py"
+         : avx2 ? BENCH_PY_FIND BENCH_PY_ENV "avx2 $py"
+                : BENCH_PY_FIND BENCH_PY_ENV "default $py";
+#undef BENCH_PY_FIND
+#undef BENCH_PY_ENV
+}
 
 /* A counter's value (-1 for an unknown name). */
 static inline long long counter(const char *name) {

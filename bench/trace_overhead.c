@@ -48,21 +48,18 @@ static lt_tensor *trace_chain(lt_tensor *a, lt_tensor *b) {
 
 /* Times torch eager adds of small tensors, in a child process, if torch exists. */
 static double torch_eager_ns(void) {
-  /* Debian's python3-torch lives beside /usr/bin/python3, which may not be
-   * the python3 first on PATH. */
-  FILE *p = popen(
-      "for py in /usr/bin/python3 python3; do $py -c 'import torch' 2>/dev/null && break; done;"
-      " $py -c \"\n"
-      "import time, torch\n"
-      "torch.set_num_threads(1)\n"
-      "a = torch.ones(16); b = torch.ones(16)\n"
-      "best = []\n"
-      "for r in range(21):\n"
-      "    t0 = time.perf_counter_ns()\n"
-      "    for i in range(1000): a = a + b\n"
-      "    best.append((time.perf_counter_ns() - t0) / 1000)\n"
-      "best.sort(); print(best[len(best)//2])\n\" 2>/dev/null",
-      "r");
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s -c \"%s\" 2>/dev/null", bench_torch_python(),
+           "import time, torch\n"
+           "torch.set_num_threads(1)\n"
+           "a = torch.ones(16); b = torch.ones(16)\n"
+           "best = []\n"
+           "for r in range(21):\n"
+           "    t0 = time.perf_counter_ns()\n"
+           "    for i in range(1000): a = a + b\n"
+           "    best.append((time.perf_counter_ns() - t0) / 1000)\n"
+           "best.sort(); print(best[len(best)//2])\n");
+  FILE *p = popen(cmd, "r");
   if (!p) return -1;
   double ns = -1;
   if (fscanf(p, "%lf", &ns) != 1) ns = -1;

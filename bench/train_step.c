@@ -6,7 +6,10 @@
  * invocation. Prints
  *   bench train_step <ms> ms ratio <torch_ms / ours> vs torch
  *   bench train_step_peak_rss <MiB> MiB ratio <torch / ours> vs torch
- * (ratio > 1: lazytensor is better); without torch, our figures alone.
+ * (ratio > 1: lazytensor is better); without torch, our figures alone. The
+ * peer runs at its best kernels: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset,
+ * ATEN_CPU_CAPABILITY the processor's best (bench_torch_python, printed as
+ * `# torch peer: ...`).
  * Threads: --threads N, else $LT_NUM_THREADS, else every CPU this process may
  * run on (the library's default), exported to both. PyTorch also runs at
  * each thread count from 1 to ours, and its fastest is the second peer:
@@ -64,21 +67,19 @@ typedef struct torch_run {
   int threads;
 } torch_run;
 
-/* bench/train_step_torch.py at a thread count; ms < 0 when torch is absent.
- * Debian's python3-torch lives beside /usr/bin/python3, which may not be the
- * python3 first on PATH. */
+/* bench/train_step_torch.py at a thread count, at its best kernels
+ * (bench_torch_python); ms < 0 when torch is absent. */
 static torch_run run_torch(const char *threads, int64_t hidden, const char *data, const char *model,
                            const char *text) {
   torch_run r = {-1, -1, NAN, atoi(threads)};
   char cmd[1400];
   bool gpt = !strcmp(model, "gpt");
   snprintf(cmd, sizeof cmd,
-           "for py in /usr/bin/python3 python3; do $py -c 'import torch' 2>/dev/null && break; "
-           "done; $py '%s/bench/train_step_torch.py' --threads %s --hidden %lld --model %s%s "
+           "%s '%s/bench/train_step_torch.py' --threads %s --hidden %lld --model %s%s "
            "%s%s%s%s 2>/dev/null",
-           LT_SOURCE_DIR, threads, (long long)hidden, model, gpt ? " --batch 32" : "",
-           data && !gpt ? "--data " : "", data && !gpt ? data : "", text ? "--text " : "",
-           text ? text : "");
+           bench_torch_python(), LT_SOURCE_DIR, threads, (long long)hidden, model,
+           gpt ? " --batch 32" : "", data && !gpt ? "--data " : "", data && !gpt ? data : "",
+           text ? "--text " : "", text ? text : "");
   FILE *p = popen(cmd, "r");
   if (!p) return r;
   char line[256];
@@ -105,6 +106,7 @@ static void print_step_lines(const char *name, double ours, double our_rss, cons
         "# torch: %.3f ms per step at %s threads, best %.3f ms at %d, peak RSS %.1f MiB, "
         "final loss %.4f\n",
         peer->ms, threads, best->ms, best->threads, peer->rss_kb / 1024.0, peer->loss);
+    printf("# torch peer: %s\n", strstr(bench_torch_python(), "env "));
   } else {
     printf("bench %s %.3f ms\n", name, ours);
     printf("bench %s_peak_rss %.1f MiB\n", name, our_rss);
