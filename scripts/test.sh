@@ -4,8 +4,8 @@
 # is off), runs the whole suite under ASan+UBSan, the executor tests under TSan,
 # the quick tier's ref-backend tests under valgrind memcheck, the fuzzers and the
 # soak, then the whole suite plainly (Release) so that CTest's summary comes last.
-# The ASan+UBSan run caps oneDNN at AVX2 (ONEDNN_MAX_CPU_ISA=AVX2); the plain
-# run uses the machine's own kernels.
+# The ASan+UBSan run caps the cpu backend at AVX2 (LT_CPU_ISA=avx2: the LLVM
+# loops and oneDNN); the plain run uses the machine's own kernels.
 #
 #   scripts/test.sh           everything below (the target: under 15 minutes on 2 cores)
 #   scripts/test.sh --quick   one gcc Debug build (-Werror) and CTest's `quick` tier (unit
@@ -74,12 +74,13 @@ cmake --build build-asan -j "$jobs"
 # train_data_parallel compares a 2-rank training's numbers with one process's
 # (a minute under ASan, alone: it is RUN_SERIAL); its code runs under ASan in
 # mpi_data_parallel, train_dp_options and train_cli, and it runs plainly below.
-# oneDNN picks its kernels (and so its f32 summation order) by the processor:
-# this run caps it at AVX2 (ONEDNN_MAX_CPU_ISA), so an AVX-512 machine also
-# checks what an AVX2-only one computes; the plain run at the end uses the
-# machine's own kernels. ctest runs one test more than there are cores:
+# oneDNN and the LLVM JIT pick their kernels (and so the f32 summation order)
+# by the processor: this run caps both at AVX2 (LT_CPU_ISA=avx2, which also
+# sets oneDNN's cap, and ONEDNN_MAX_CPU_ISA for any oneDNN call before the
+# library's), so an AVX-512 machine also checks what an AVX2-only one
+# computes; the plain run at the end uses the machine's own kernels. ctest runs one test more than there are cores:
 # mpi_busy holds a slot for 60 s while one rank sleeps and the other waits.
-ONEDNN_MAX_CPU_ISA=AVX2 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+LT_CPU_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
   ctest --test-dir build-asan -j "$((jobs + 1))" --output-on-failure \
   -E '^train_data_parallel$'
 elapsed "ASan + UBSan"

@@ -7,9 +7,9 @@
  *
  * oneDNN 2.6 has matmul primitives of its own (brgemm) only from AVX-512 on;
  * below that, lt__cpu_sgemm_prim declines every product and the test is
- * skipped, saying so. The test lifts scripts/test.sh's ONEDNN_MAX_CPU_ISA cap
- * (set for the ASan run), so that the copies run under ASan where the
- * machine has AVX-512. */
+ * skipped, saying so. The test lifts scripts/test.sh's AVX2 caps
+ * (ONEDNN_MAX_CPU_ISA, LT_CPU_ISA: set for the ASan run), so that the copies
+ * run under ASan where the machine has AVX-512. */
 #include "test_util.h"
 
 #include "../src/backend/cpu/cpu.h"
@@ -98,6 +98,7 @@ int main(void) {
   /* before the first product: the option and the ISA are read once */
   setenv("LT_CPU_MATMUL", "primitive", 1);
   unsetenv("ONEDNN_MAX_CPU_ISA");
+  unsetenv("LT_CPU_ISA");
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_products_match_f64)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /* The f32 multiply-add peak MFU divides by (lt_get_fma_peak, docs/COST.md).
  *
  * One core's peak is measured once per process: independent chains of the
- * widest vector FMA the CPU has (AVX-512, else AVX2's 256-bit FMA), enough
+ * widest vector FMA the cpu backend uses (AVX-512, else AVX2's 256-bit FMA:
+ * LT_CPU_ISA=avx2 caps it as it caps the kernels, cpu_isa.c), enough
  * chains to cover the FMA latency on every FMA port (latency 4 x 2 ports
  * needs 8 in flight; 16 with AVX-512's 32 registers, 12 with AVX2's 16, so
  * that the two constants stay in registers too). The kernel runs a few
@@ -75,10 +76,9 @@ static void measure(void) {
   }
   float sink = 0;
 #ifdef FMA_X86
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f"))
+  if (lt__cpu_isa_avx512()) /* the instruction set the cpu backend uses (LT_CPU_ISA) */
     g_core_peak = peak_avx512(&sink);
-  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+  else if (lt__cpu_isa_avx2())
     g_core_peak = peak_avx2(&sink);
 #endif
   if (sink == 12345.0f) g_core_peak += 0; /* the chains' result is used */

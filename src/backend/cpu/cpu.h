@@ -10,6 +10,7 @@
  *   cpu_exec.c     execution: slot table, buffer arena, each kernel in turn
  *   cpu_native.c   hand-written kernels of the ops without generated code (NATIVE rows)
  *   cpu_gemm.c     matrix products: oneDNN (f32), OpenBLAS (f64), split over the pool
+ *   cpu_isa.c      the instruction set in use (LT_CPU_ISA=avx2 caps an AVX-512 machine)
  *   cpu_matmul_prim.c  f32 products through oneDNN matmul primitives, one per shape
  *   cpu_conv.c     convolutions (oneDNN primitives, cached) and cpu_maxpool.c (max-pool
  *                  argmax): kernels in cpu_native's shape (cpu_conv.h)
@@ -237,6 +238,17 @@ int lt__cpu_gemm(const cpu_kernel *k, const cpu_kernel *next, void **table);
 bool lt__cpu_sgemm_prim(bool ta, bool tb, int64_t n, int64_t m, int64_t k, const float *a,
                         int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc);
 bool lt__cpu_gemm_takes_next(const cpu_kernel *k, const cpu_kernel *next);
+
+/* ---- instruction set (cpu_isa.c): the host's, or AVX2 with LT_CPU_ISA=avx2 ---- */
+/* Whether the backend may use AVX-512 (f, vl, bw, dq): the host has it and
+ * LT_CPU_ISA does not cap it. */
+bool lt__cpu_isa_avx512(void);
+/* Whether the host has AVX2 and FMA. */
+bool lt__cpu_isa_avx2(void);
+/* Whether LT_CPU_ISA=avx2 caps the backend. */
+bool lt__cpu_isa_capped(void);
+/* Whether LT_CPU_ISA holds a value other than avx2 or native. */
+bool lt__cpu_isa_bad_env(void);
 
 /* ---- profile (cpu_profile.c): LT_CPU_PROFILE=1 ---- */
 bool lt__cpu_profile_on(void);

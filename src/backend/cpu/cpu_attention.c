@@ -195,12 +195,8 @@ __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma"))) static vo
 
 static softmax_fn pick_softmax(void) {
 #ifdef ATTN_X86_VARIANTS
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return softmax_avx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return softmax_avx2;
+  if (lt__cpu_isa_avx512()) return softmax_avx512; /* unless LT_CPU_ISA=avx2 */
+  if (lt__cpu_isa_avx2()) return softmax_avx2;
 #endif
   return softmax_generic;
 }

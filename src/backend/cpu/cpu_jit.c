@@ -79,6 +79,15 @@ static LLVMTargetMachineRef new_tm(void) {
                                  LLVMRelocDefault, LLVMCodeModelJITDefault);
 }
 
+/* LT_CPU_ISA=avx2: every AVX-512 and AMX feature of the host's list turned
+ * off in place ("+avx512f" -> "-avx512f"; LLVM turns off what depends on
+ * them), so that the loops are generated as for an AVX2 machine. */
+static void cap_features_at_avx2(char *features) {
+  static const char *const kOff[] = {"+avx512", "+amx", "+evex512", "+avx10"};
+  for (size_t i = 0; i < sizeof kOff / sizeof kOff[0]; i++)
+    for (char *p = features; (p = strstr(p, kOff[i])) != NULL; p++) *p = '-';
+}
+
 static void jit_init(void) {
   /* Smaller loops, faster compiles: no vectorized epilogue after the main
    * vector loop (the scalar remainder stays); no loop strength reduction in
@@ -90,6 +99,12 @@ static void jit_init(void) {
   LLVMInitializeNativeAsmPrinter();
   g_cpu = LLVMGetHostCPUName();
   g_features = LLVMGetHostCPUFeatures();
+  if (lt__cpu_isa_bad_env()) {
+    snprintf(g_init_err, sizeof g_init_err, "LT_CPU_ISA=%s: not avx2 or native",
+             getenv("LT_CPU_ISA"));
+    return;
+  }
+  if (lt__cpu_isa_capped()) cap_features_at_avx2(g_features);
   g_triple = LLVMGetDefaultTargetTriple();
   char *msg = NULL;
   if (LLVMGetTargetFromTriple(g_triple, &g_target, &msg)) {
