@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lazytensor.h"
 
@@ -18,6 +19,12 @@
  * that checks whether torch imported. */
 static inline const char *bench_torch_python(void) {
   __builtin_cpu_init();
+  /* LT_CPU_ISA=avx2 measures what an AVX2-only machine runs: the peer too,
+   * with the AVX2 kernels such a machine's OpenBLAS and PyTorch would pick */
+  const char *isa = getenv("LT_CPU_ISA");
+  if (isa && strcmp(isa, "avx2") == 0)
+    return "for py in /usr/bin/python3 python3; do $py -c 'import torch' 2>/dev/null && break; "
+           "done; env -u OPENBLAS_L2_SIZE OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 $py";
   bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
