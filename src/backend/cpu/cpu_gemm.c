@@ -2,11 +2,13 @@
  *
  * f32 goes to oneDNN's sgemm, which generates AVX-512 (or AVX2, ...) kernels
  * for the CPU it runs on (or, with LT_CPU_MATMUL=primitive, to a oneDNN
- * matmul primitive per shape: cpu_matmul_prim.c); f64 goes to OpenBLAS's dgemm, as oneDNN has no
- * f64 GEMM. Both libraries run on one thread per call: the backend's own pool cuts a product into
- * blocks of output rows or columns (or whole batch entries) and runs one block per thread. The
- * process then has a single set of worker threads, which sleep when idle, instead of three (ours,
- * OpenMP's and OpenBLAS's) competing for the cores and spinning between calls. */
+ * matmul primitive per shape: cpu_matmul_prim.c); f64 goes to OpenBLAS's
+ * dgemm, as oneDNN has no f64 GEMM. Both libraries run on one thread per
+ * call: the backend's own pool cuts a product into blocks of output rows or
+ * columns (or whole batch entries) and runs one block per thread. The
+ * process then has a single set of worker threads, which sleep when idle,
+ * instead of three (ours, OpenMP's and OpenBLAS's) competing for the cores
+ * and spinning between calls. */
 #define _GNU_SOURCE
 #include <cblas.h>
 #include <dlfcn.h>
