@@ -76,9 +76,9 @@ static void measure(void) {
   }
   float sink = 0;
 #ifdef FMA_X86
-  if (lt__cpu_isa_avx512()) /* the instruction set the cpu backend uses (LT_CPU_ISA) */
+  if (lt__cpu_isa()->avx512) /* the instruction set the cpu backend uses (LT_CPU_ISA) */
     g_core_peak = peak_avx512(&sink);
-  else if (lt__cpu_isa_avx2())
+  else if (lt__cpu_isa()->avx2)
     g_core_peak = peak_avx2(&sink);
 #endif
   if (sink == 12345.0f) g_core_peak += 0; /* the chains' result is used */

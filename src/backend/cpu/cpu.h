@@ -240,15 +240,13 @@ bool lt__cpu_sgemm_prim(bool ta, bool tb, int64_t n, int64_t m, int64_t k, const
 bool lt__cpu_gemm_takes_next(const cpu_kernel *k, const cpu_kernel *next);
 
 /* ---- instruction set (cpu_isa.c): the host's, or AVX2 with LT_CPU_ISA=avx2 ---- */
-/* Whether the backend may use AVX-512 (f, vl, bw, dq): the host has it and
- * LT_CPU_ISA does not cap it. */
-bool lt__cpu_isa_avx512(void);
-/* Whether the host has AVX2 and FMA. */
-bool lt__cpu_isa_avx2(void);
-/* Whether LT_CPU_ISA=avx2 caps the backend. */
-bool lt__cpu_isa_capped(void);
-/* Whether LT_CPU_ISA holds a value other than avx2 or native. */
-bool lt__cpu_isa_bad_env(void);
+typedef struct cpu_isa {
+  bool avx512;  /* the backend may use AVX-512 (f, vl, bw, dq): the host has it, uncapped */
+  bool avx2;    /* the host has AVX2 and FMA */
+  bool capped;  /* LT_CPU_ISA=avx2 */
+  bool bad_env; /* LT_CPU_ISA holds a value other than avx2 or native */
+} cpu_isa;
+const cpu_isa *lt__cpu_isa(void); /* read once per process */
 
 /* ---- profile (cpu_profile.c): LT_CPU_PROFILE=1 ---- */
 bool lt__cpu_profile_on(void);

@@ -195,8 +195,8 @@ __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma"))) static vo
 
 static softmax_fn pick_softmax(void) {
 #ifdef ATTN_X86_VARIANTS
-  if (lt__cpu_isa_avx512()) return softmax_avx512; /* unless LT_CPU_ISA=avx2 */
-  if (lt__cpu_isa_avx2()) return softmax_avx2;
+  if (lt__cpu_isa()->avx512) return softmax_avx512; /* unless LT_CPU_ISA=avx2 */
+  if (lt__cpu_isa()->avx2) return softmax_avx2;
 #endif
   return softmax_generic;
 }

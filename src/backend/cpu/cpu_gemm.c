@@ -43,7 +43,7 @@ static void gemm_init(void) {
    * it from starting a team inside each of our workers. */
   g_omp_set_num_threads = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
   /* LT_CPU_ISA=avx2: oneDNN's kernels too, before it makes its first one */
-  if (lt__cpu_isa_capped()) dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2);
+  if (lt__cpu_isa()->capped) dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2);
   openblas_set_num_threads(1);
 }
 

@@ -13,42 +13,26 @@
 #include "cpu.h"
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static bool g_avx2_cap, g_bad;
-static bool g_avx512, g_avx2;
+static cpu_isa g_isa;
 
 static void isa_init(void) {
   const char *e = getenv("LT_CPU_ISA");
   if (e && *e && strcmp(e, "native") != 0) {
     if (strcmp(e, "avx2") == 0)
-      g_avx2_cap = true;
+      g_isa.capped = true;
     else
-      g_bad = true;
+      g_isa.bad_env = true;
   }
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
-  g_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  g_avx512 = g_avx2 && !g_avx2_cap && __builtin_cpu_supports("avx512f") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512dq");
+  g_isa.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  g_isa.avx512 = g_isa.avx2 && !g_isa.capped && __builtin_cpu_supports("avx512f") &&
+                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512dq");
 #endif
 }
 
-bool lt__cpu_isa_avx512(void) {
+const cpu_isa *lt__cpu_isa(void) {
   pthread_once(&g_once, isa_init);
-  return g_avx512;
-}
-
-bool lt__cpu_isa_avx2(void) {
-  pthread_once(&g_once, isa_init);
-  return g_avx2;
-}
-
-bool lt__cpu_isa_capped(void) {
-  pthread_once(&g_once, isa_init);
-  return g_avx2_cap;
-}
-
-bool lt__cpu_isa_bad_env(void) {
-  pthread_once(&g_once, isa_init);
-  return g_bad;
+  return &g_isa;
 }

@@ -99,12 +99,12 @@ static void jit_init(void) {
   LLVMInitializeNativeAsmPrinter();
   g_cpu = LLVMGetHostCPUName();
   g_features = LLVMGetHostCPUFeatures();
-  if (lt__cpu_isa_bad_env()) {
+  if (lt__cpu_isa()->bad_env) {
     snprintf(g_init_err, sizeof g_init_err, "LT_CPU_ISA=%s: not avx2 or native",
              getenv("LT_CPU_ISA"));
     return;
   }
-  if (lt__cpu_isa_capped()) cap_features_at_avx2(g_features);
+  if (lt__cpu_isa()->capped) cap_features_at_avx2(g_features);
   g_triple = LLVMGetDefaultTargetTriple();
   char *msg = NULL;
   if (LLVMGetTargetFromTriple(g_triple, &g_target, &msg)) {
