@@ -12,6 +12,7 @@
  *   cpu_gemm.c     matrix products: oneDNN (f32), OpenBLAS (f64), split over the pool
  *   cpu_isa.c      the instruction set in use (LT_CPU_ISA=avx2 caps an AVX-512 machine)
  *   cpu_matmul_prim.c  f32 products through oneDNN matmul primitives, one per shape
+ *   cpu_dnnl.c     the oneDNN engine and execution arguments both kinds of primitive share
  *   cpu_conv.c     convolutions (oneDNN primitives, cached) and cpu_maxpool.c (max-pool
  *                  argmax): kernels in cpu_native's shape (cpu_conv.h)
  *   cpu_pool.c     the thread pool (LT_NUM_THREADS) and its BLAS coordination

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "cpu_dnnl.h"
 
 #define DECLINE CPU_NATIVE_DECLINED
 #define CACHE_MAX 64        /* cached primitives */
@@ -119,13 +120,6 @@ static bool read_geom(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in,
 
 /* ---- primitives and their cache ----------------------------------------------------------- */
 
-static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static dnnl_engine_t g_engine; /* lives as long as the process */
-
-static void engine_init(void) {
-  if (dnnl_engine_create(&g_engine, dnnl_cpu, 0) != dnnl_success) g_engine = NULL;
-}
-
 /* A created problem: the convolution, and for each of its three tensors
  * (operand 0, operand 1, result: the instruction's order) the user's plain
  * layout, the layout the primitive wants and the reorder between them
@@ -175,9 +169,9 @@ static bool make_reorder(conv_prim *p, int i, const_dnnl_primitive_attr_t attr) 
   if (dnnl_memory_desc_equal(&p->user_md[i], &p->md[i])) return true;
   bool into = i < 2; /* operands go into the primitive's layout, the result out of it */
   dnnl_primitive_desc_t rpd;
-  if (dnnl_reorder_primitive_desc_create(&rpd, into ? &p->user_md[i] : &p->md[i], g_engine,
-                                         into ? &p->md[i] : &p->user_md[i], g_engine,
-                                         attr) != dnnl_success)
+  if (dnnl_reorder_primitive_desc_create(&rpd, into ? &p->user_md[i] : &p->md[i],
+                                         lt__cpu_dnnl_engine(), into ? &p->md[i] : &p->user_md[i],
+                                         lt__cpu_dnnl_engine(), attr) != dnnl_success)
     return false;
   size_t s = scratch_of(rpd, &p->scratch_md[1 + i]);
   if (s > p->scratch) p->scratch = s;
@@ -188,8 +182,7 @@ static bool make_reorder(conv_prim *p, int i, const_dnnl_primitive_attr_t attr) 
 }
 
 static conv_prim *prim_create(const geom *k) {
-  pthread_once(&g_once, engine_init);
-  if (!g_engine) return NULL;
+  if (!lt__cpu_dnnl_engine()) return NULL;
   conv_prim *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   p->key = *k;
@@ -226,7 +219,8 @@ static conv_prim *prim_create(const geom *k) {
     ok = dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training,
                                                     dnnl_convolution_direct, &xa, &wa, NULL, &ya,
                                                     st, dil, pl, pr) == dnnl_success &&
-         dnnl_primitive_desc_create(&p->hint, &fd, NULL, g_engine, NULL) == dnnl_success;
+         dnnl_primitive_desc_create(&p->hint, &fd, NULL, lt__cpu_dnnl_engine(), NULL) ==
+             dnnl_success;
   if (ok) {
     dnnl_status_t s;
     if (k->kind == FWD) {
@@ -247,8 +241,8 @@ static conv_prim *prim_create(const geom *k) {
       p->arg[0] = DNNL_ARG_SRC, p->arg[1] = DNNL_ARG_DIFF_DST, p->arg[2] = DNNL_ARG_DIFF_WEIGHTS;
       p->user_md[0] = x, p->user_md[1] = y, p->user_md[2] = w;
     }
-    ok = s == dnnl_success &&
-         dnnl_primitive_desc_create(&p->pd, &cd, attr, g_engine, p->hint) == dnnl_success;
+    ok = s == dnnl_success && dnnl_primitive_desc_create(&p->pd, &cd, attr, lt__cpu_dnnl_engine(),
+                                                         p->hint) == dnnl_success;
   }
   for (int i = 0; ok && i < 3; i++) {
     const dnnl_memory_desc_t *q =
@@ -345,17 +339,6 @@ int lt__cpu_conv_cached(void) {
 
 /* ---- running ------------------------------------------------------------------------------ */
 
-static bool add_mem(dnnl_exec_arg_t *args, int *n, int arg, const dnnl_memory_desc_t *md,
-                    void *data, dnnl_memory_t *keep, int *nkeep) {
-  dnnl_memory_t m;
-  if (dnnl_memory_create(&m, md, g_engine, data) != dnnl_success) return false;
-  keep[(*nkeep)++] = m;
-  args[*n].arg = arg;
-  args[*n].memory = m;
-  (*n)++;
-  return true;
-}
-
 /* One run of p: result = conv(a, b) (+ bias), on the calling thread. */
 static int prim_run(const conv_prim *p, const float *a, const float *b, const float *bias,
                     float *res) {
@@ -371,16 +354,18 @@ static int prim_run(const conv_prim *p, const float *a, const float *b, const fl
   dnnl_stream_t stream = NULL;
   dnnl_memory_t keep[13];
   int nkeep = 0;
-  bool ok = dnnl_stream_create(&stream, g_engine, dnnl_stream_default_flags) == dnnl_success;
+  bool ok =
+      dnnl_stream_create(&stream, lt__cpu_dnnl_engine(), dnnl_stream_default_flags) == dnnl_success;
   dnnl_exec_arg_t cargs[5];
   int nc = 0;
   if (ok && p->scratch_md[0].ndims)
-    ok = add_mem(cargs, &nc, DNNL_ARG_SCRATCHPAD, &p->scratch_md[0], scratch, keep, &nkeep);
+    ok =
+        lt__cpu_dnnl_arg(cargs, &nc, DNNL_ARG_SCRATCHPAD, &p->scratch_md[0], scratch, keep, &nkeep);
   if (ok && p->key.bias)
-    ok = add_mem(cargs, &nc, DNNL_ARG_BIAS, &p->bias_md, (void *)bias, keep, &nkeep);
+    ok = lt__cpu_dnnl_arg(cargs, &nc, DNNL_ARG_BIAS, &p->bias_md, (void *)bias, keep, &nkeep);
   for (int i = 0; ok && i < 3; i++) {
     void *data = p->reorder[i] ? tmp[i] : user[i];
-    ok = add_mem(cargs, &nc, p->arg[i], &p->md[i], data, keep, &nkeep);
+    ok = lt__cpu_dnnl_arg(cargs, &nc, p->arg[i], &p->md[i], data, keep, &nkeep);
   }
   /* operands into the primitive's layouts, the convolution, the result out */
   for (int step = 0; ok && step < 4; step++) {
@@ -393,11 +378,12 @@ static int prim_run(const conv_prim *p, const float *a, const float *b, const fl
     dnnl_exec_arg_t rargs[3];
     int nr = 0;
     int from = i < 2 ? DNNL_ARG_FROM : DNNL_ARG_TO;
-    ok =
-        add_mem(rargs, &nr, from, &p->user_md[i], user[i], keep, &nkeep) &&
-        add_mem(rargs, &nr, i < 2 ? DNNL_ARG_TO : DNNL_ARG_FROM, &p->md[i], tmp[i], keep, &nkeep) &&
-        (!p->scratch_md[1 + i].ndims ||
-         add_mem(rargs, &nr, DNNL_ARG_SCRATCHPAD, &p->scratch_md[1 + i], scratch, keep, &nkeep));
+    ok = lt__cpu_dnnl_arg(rargs, &nr, from, &p->user_md[i], user[i], keep, &nkeep) &&
+         lt__cpu_dnnl_arg(rargs, &nr, i < 2 ? DNNL_ARG_TO : DNNL_ARG_FROM, &p->md[i], tmp[i], keep,
+                          &nkeep) &&
+         (!p->scratch_md[1 + i].ndims ||
+          lt__cpu_dnnl_arg(rargs, &nr, DNNL_ARG_SCRATCHPAD, &p->scratch_md[1 + i], scratch, keep,
+                           &nkeep));
     ok = ok && dnnl_primitive_execute(p->reorder[i], stream, nr, rargs) == dnnl_success;
   }
   if (ok) ok = dnnl_stream_wait(stream) == dnnl_success;

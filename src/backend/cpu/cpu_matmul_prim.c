@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "cpu_dnnl.h"
 
 /* Distinct shapes kept; a GPT step has a few dozen (its products and the
  * per-thread blocks of the shared ones). Beyond it, products use sgemm. */
@@ -39,7 +40,7 @@ typedef struct matmul_prim {
 } matmul_prim;
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static dnnl_engine_t g_engine; /* lives as long as the process, as the primitives */
+static dnnl_engine_t g_engine; /* the shared one (cpu_dnnl.c), once the option is on */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static matmul_prim *g_prims[PRIM_MAX];
 static int g_count;
@@ -61,9 +62,7 @@ static void engine_init(void) {
   const char *e = getenv("LT_CPU_MATMUL");
   g_on = e && strcmp(e, "primitive") == 0;
   if (!g_on) return; /* nothing made: no engine, no key */
-  if (pthread_key_create(&g_scratch_key, scratch_free) != 0 ||
-      dnnl_engine_create(&g_engine, dnnl_cpu, 0) != dnnl_success)
-    g_engine = NULL;
+  g_engine = pthread_key_create(&g_scratch_key, scratch_free) == 0 ? lt__cpu_dnnl_engine() : NULL;
 }
 
 static void *thread_scratch(size_t bytes) {
@@ -141,15 +140,6 @@ static const matmul_prim *prim_get(const prim_key *key) {
   return p && p->prim ? p : NULL;
 }
 
-static bool add_mem(dnnl_exec_arg_t *args, int *n, int arg, const dnnl_memory_desc_t *md,
-                    const void *data, dnnl_memory_t *keep) {
-  if (dnnl_memory_create(&keep[*n], md, g_engine, (void *)data) != dnnl_success) return false;
-  args[*n].arg = arg;
-  args[*n].memory = keep[*n];
-  (*n)++;
-  return true;
-}
-
 /* Copies rows x cols of src (rows ld apart) densely into dst. */
 static void copy_dense(float *dst, const float *src, int64_t rows, int64_t cols, int64_t ld) {
   for (int64_t r = 0; r < rows; r++) memcpy(dst + r * cols, src + r * ld, (size_t)cols * 4);
@@ -198,16 +188,16 @@ bool lt__cpu_sgemm_prim(bool ta, bool tb, int64_t n, int64_t m, int64_t k, const
   dnnl_stream_t stream = NULL;
   dnnl_memory_t keep[4];
   dnnl_exec_arg_t args[4];
-  int nargs = 0;
-  bool ok =
-      dnnl_stream_create(&stream, g_engine, dnnl_stream_default_flags) == dnnl_success &&
-      add_mem(args, &nargs, DNNL_ARG_SRC, &p->a, a, keep) &&
-      add_mem(args, &nargs, DNNL_ARG_WEIGHTS, &p->b, b, keep) &&
-      add_mem(args, &nargs, DNNL_ARG_DST, &p->c, dst, keep) &&
-      (!p->scratch_bytes || add_mem(args, &nargs, DNNL_ARG_SCRATCHPAD, &p->scratch, buf, keep)) &&
-      dnnl_primitive_execute(p->prim, stream, nargs, args) == dnnl_success &&
-      dnnl_stream_wait(stream) == dnnl_success;
-  for (int i = 0; i < nargs; i++) dnnl_memory_destroy(keep[i]);
+  int nargs = 0, nkeep = 0;
+  bool ok = dnnl_stream_create(&stream, g_engine, dnnl_stream_default_flags) == dnnl_success &&
+            lt__cpu_dnnl_arg(args, &nargs, DNNL_ARG_SRC, &p->a, a, keep, &nkeep) &&
+            lt__cpu_dnnl_arg(args, &nargs, DNNL_ARG_WEIGHTS, &p->b, b, keep, &nkeep) &&
+            lt__cpu_dnnl_arg(args, &nargs, DNNL_ARG_DST, &p->c, dst, keep, &nkeep) &&
+            (!p->scratch_bytes ||
+             lt__cpu_dnnl_arg(args, &nargs, DNNL_ARG_SCRATCHPAD, &p->scratch, buf, keep, &nkeep)) &&
+            dnnl_primitive_execute(p->prim, stream, nargs, args) == dnnl_success &&
+            dnnl_stream_wait(stream) == dnnl_success;
+  for (int i = 0; i < nkeep; i++) dnnl_memory_destroy(keep[i]);
   if (stream) dnnl_stream_destroy(stream);
   if (ok && c_copy) copy_out(c, ldc, dst, n, m);
   return ok;
