@@ -17,26 +17,26 @@
  * kernels on an AVX-512 machine unless ATEN_CPU_CAPABILITY says avx512: the
  * peer gets the best that this processor has. $py is left set for a caller
  * that checks whether torch imported. */
+#define BENCH_PY_FIND \
+  "for py in /usr/bin/python3 python3; do $py -c 'import torch' 2>/dev/null && break; done; "
+#define BENCH_PY_BEST "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ATEN_CPU_CAPABILITY="
 static inline const char *bench_torch_python(void) {
-  __builtin_cpu_init();
   /* LT_CPU_ISA=avx2 measures what an AVX2-only machine runs: the peer too,
    * with the AVX2 kernels such a machine's OpenBLAS and PyTorch would pick */
   const char *isa = getenv("LT_CPU_ISA");
   if (isa && strcmp(isa, "avx2") == 0)
-    return "for py in /usr/bin/python3 python3; do $py -c 'import torch' 2>/dev/null && break; "
-           "done; env -u OPENBLAS_L2_SIZE OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 $py";
+    return BENCH_PY_FIND
+        "env -u OPENBLAS_L2_SIZE OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 $py";
+  __builtin_cpu_init();
   bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#define BENCH_PY_FIND \
-  "for py in /usr/bin/python3 python3; do $py -c 'import torch' 2>/dev/null && break; done; "
-#define BENCH_PY_ENV "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ATEN_CPU_CAPABILITY="
-  return avx512 ? BENCH_PY_FIND BENCH_PY_ENV "avx512 $py"
-         : avx2 ? BENCH_PY_FIND BENCH_PY_ENV "avx2 $py"
-                : BENCH_PY_FIND BENCH_PY_ENV "default $py";
-#undef BENCH_PY_FIND
-#undef BENCH_PY_ENV
+  return avx512 ? BENCH_PY_FIND BENCH_PY_BEST "avx512 $py"
+         : avx2 ? BENCH_PY_FIND BENCH_PY_BEST "avx2 $py"
+                : BENCH_PY_FIND BENCH_PY_BEST "default $py";
 }
+#undef BENCH_PY_FIND
+#undef BENCH_PY_BEST
 
 /* A counter's value (-1 for an unknown name). */
 static inline long long counter(const char *name) {
