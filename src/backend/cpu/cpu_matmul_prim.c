@@ -40,11 +40,12 @@ typedef struct matmul_prim {
 } matmul_prim;
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static dnnl_engine_t g_engine; /* the shared one (cpu_dnnl.c), once the option is on */
+/* the shared engine (cpu_dnnl.c) once LT_CPU_MATMUL=primitive is read; NULL
+ * while the option is off (or nothing could be made): products use sgemm */
+static dnnl_engine_t g_engine;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static matmul_prim *g_prims[PRIM_MAX];
 static int g_count;
-static bool g_on; /* LT_CPU_MATMUL=primitive */
 /* Each thread's scratchpad, grown as needed, freed when the thread ends. */
 static pthread_key_t g_scratch_key;
 typedef struct scratch_buf {
@@ -58,10 +59,9 @@ static void scratch_free(void *v) {
   free(s);
 }
 
-static void engine_init(void) {
+static void prim_init(void) {
   const char *e = getenv("LT_CPU_MATMUL");
-  g_on = e && strcmp(e, "primitive") == 0;
-  if (!g_on) return; /* nothing made: no engine, no key */
+  if (!e || strcmp(e, "primitive") != 0) return; /* nothing made: no engine, no key */
   g_engine = pthread_key_create(&g_scratch_key, scratch_free) == 0 ? lt__cpu_dnnl_engine() : NULL;
 }
 
@@ -140,19 +140,17 @@ static const matmul_prim *prim_get(const prim_key *key) {
   return p && p->prim ? p : NULL;
 }
 
-/* Copies rows x cols of src (rows ld apart) densely into dst. */
-static void copy_dense(float *dst, const float *src, int64_t rows, int64_t cols, int64_t ld) {
-  for (int64_t r = 0; r < rows; r++) memcpy(dst + r * cols, src + r * ld, (size_t)cols * 4);
-}
-
-static void copy_out(float *dst, int64_t ld, const float *src, int64_t rows, int64_t cols) {
-  for (int64_t r = 0; r < rows; r++) memcpy(dst + r * ld, src + r * cols, (size_t)cols * 4);
+/* Copies rows x cols floats, rows src_ld apart in src and dst_ld in dst. */
+static void copy_rows(float *dst, int64_t dst_ld, const float *src, int64_t src_ld, int64_t rows,
+                      int64_t cols) {
+  for (int64_t r = 0; r < rows; r++)
+    memcpy(dst + r * dst_ld, src + r * src_ld, (size_t)cols * sizeof *dst);
 }
 
 bool lt__cpu_sgemm_prim(bool ta, bool tb, int64_t n, int64_t m, int64_t k, const float *a,
                         int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
-  pthread_once(&g_once, engine_init);
-  if (!g_engine || !g_on) return false;
+  pthread_once(&g_once, prim_init);
+  if (!g_engine) return false;
   /* oneDNN's brgemm matmul (2.6) takes dense operands only, and gives any
    * other stride to its sgemm: a block of a product cut over the pool is
    * copied densely first (a pass over one operand, against k passes of
@@ -177,11 +175,11 @@ bool lt__cpu_sgemm_prim(bool ta, bool tb, int64_t n, int64_t m, int64_t k, const
   char *buf = total ? thread_scratch(total) : NULL;
   if (total && !buf) return false;
   if (a_copy) {
-    copy_dense((float *)(buf + a_at), a, a_rows, a_cols, lda);
+    copy_rows((float *)(buf + a_at), a_cols, a, lda, a_rows, a_cols);
     a = (const float *)(buf + a_at);
   }
   if (b_copy) {
-    copy_dense((float *)(buf + b_at), b, b_rows, b_cols, ldb);
+    copy_rows((float *)(buf + b_at), b_cols, b, ldb, b_rows, b_cols);
     b = (const float *)(buf + b_at);
   }
   float *dst = c_copy ? (float *)(buf + c_at) : c;
@@ -199,6 +197,6 @@ bool lt__cpu_sgemm_prim(bool ta, bool tb, int64_t n, int64_t m, int64_t k, const
             dnnl_stream_wait(stream) == dnnl_success;
   for (int i = 0; i < nkeep; i++) dnnl_memory_destroy(keep[i]);
   if (stream) dnnl_stream_destroy(stream);
-  if (ok && c_copy) copy_out(c, ldc, dst, n, m);
+  if (ok && c_copy) copy_rows(c, ldc, dst, m, n, m);
   return ok;
 }
