@@ -2,12 +2,16 @@
  * primitives (cpu_dnnl.h). */
 #include <pthread.h>
 
+#include "cpu.h"
 #include "cpu_dnnl.h"
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static dnnl_engine_t g_engine; /* lives as long as the process */
 
 static void engine_init(void) {
+  /* oneDNN's settings first (cpu_gemm.c: LT_CPU_ISA's cap must precede the
+   * first primitive, as the first sgemm) */
+  lt__cpu_gemm_init();
   if (dnnl_engine_create(&g_engine, dnnl_cpu, 0) != dnnl_success) g_engine = NULL;
 }
 
