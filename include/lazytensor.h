@@ -151,8 +151,9 @@ typedef enum lt_dtype {
   LT_F64 = 4,
   /* Added after the first five so that their ids, which parameter files and the
    * persistent cache store, keep their meaning. */
-  LT_U8 = 5, /* torch.uint8 */
-  LT_I8 = 6, /* torch.int8 */
+  LT_U8 = 5,   /* torch.uint8 */
+  LT_I8 = 6,   /* torch.int8 */
+  LT_BF16 = 7, /* torch.bfloat16: f32's exponent, 8 significant bits */
   LT_NUM_DTYPES
 } lt_dtype;
 /* Small integers follow torch.uint8 / torch.int8:
@@ -171,8 +172,18 @@ typedef enum lt_dtype {
  *  - they are not index dtypes: gather, index_select and one_hot take i32 or
  *    i64 indices (torch takes int64 for gather), and randperm gives i32 or i64. */
 
-LT_API const char *lt_dtype_name(lt_dtype dt); /* "bool", "i32", ..., "u8", "i8"; "?" if invalid */
-LT_API size_t lt_dtype_size(lt_dtype dt);      /* bytes per element, 0 if invalid */
+/* bf16 follows torch.bfloat16:
+ *  - promotion: bf16 with f32 gives f32 and with f64 f64; with bool or any
+ *    integer it gives bf16 (the float category wins, as torch);
+ *  - every conversion into bf16 rounds to nearest, ties to even, through f32
+ *    as torch's does (a double is rounded to f32 first, then to bf16), and
+ *    any NaN becomes 0x7FC0; values beyond its range round to +-inf;
+ *  - kernels compute in f32 and round once per op (as torch's CPU kernels);
+ *  - lt_from_data / lt_to_data move raw 16-bit values; lt_from_f32 and
+ *    lt_to_f32 convert from and to f32 arrays on the host. */
+LT_API const char *lt_dtype_name(
+    lt_dtype dt);                         /* "bool", "i32", ..., "i8", "bf16"; "?" if invalid */
+LT_API size_t lt_dtype_size(lt_dtype dt); /* bytes per element, 0 if invalid */
 
 /* ---- devices ---------------------------------------------------------------- */
 typedef enum lt_device_type { LT_DEVICE_CPU = 0 } lt_device_type;

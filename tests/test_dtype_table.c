@@ -13,19 +13,29 @@ _Static_assert(sizeof lt__dtype_infos / sizeof lt__dtype_infos[0] == LT_NUM_DTYP
 
 /* Size and kind agree with the C type the row names: size is its sizeof, a
  * float type holds 0.5, a signed one -1, an unsigned one (bool too) wraps -1
- * to its largest value. */
+ * to its largest value. A row whose CTYPE holds bits, not values (REP BF16),
+ * is checked through its own load and store instead. */
+#define NAT_HOLDS(T, x, v) ((T)(x) == (T)(v))
+#define REP_HOLDS_NAT(T, d, x) ((T)(x) != 0)
+#define REP_HOLDS_BF16(T, d, x) (via_row(d, x) != 0)
+#define REP_SIGNED_NAT(T, d) ((T)-1 < (T)0)
+#define REP_SIGNED_BF16(T, d) (via_row(d, -1) < 0)
+static double via_row(const lt_dtype_info *d, double v) {
+  int64_t elem[2] = {0};
+  d->store_f64(elem, 0, v);
+  return d->load_f64(elem, 0);
+}
 static void test_rows_match_c_types(void **state) {
   (void)state;
-#define CHECK_TYPE(E, NAME, TORCH, T, KIND, F2I, MIN, MAX)                                    \
+#define CHECK_TYPE(E, NAME, TORCH, T, KIND, F2I, MIN, MAX, REP)                               \
   do {                                                                                        \
     const lt_dtype_info *d = lt__dtype_info(LT_##E);                                          \
     assert_non_null(d);                                                                       \
     assert_int_equal(d->size, sizeof(T));                                                     \
     assert_int_equal(lt_dtype_size(LT_##E), sizeof(T));                                       \
     assert_int_equal(d->kind, LT_DK_##KIND);                                                  \
-    T half = (T)0.5, minus_one = (T)-1;                                                       \
-    assert_true((half != 0) == (d->kind == LT_DK_FLOAT));                                     \
-    assert_true((minus_one > (T)0) == (d->kind == LT_DK_BOOL || d->kind == LT_DK_UINT));      \
+    assert_true(REP_HOLDS_##REP(T, d, 0.5) == (d->kind == LT_DK_FLOAT));                      \
+    assert_true(!REP_SIGNED_##REP(T, d) == (d->kind == LT_DK_BOOL || d->kind == LT_DK_UINT)); \
     assert_true(lt__is_float(LT_##E) == (d->kind == LT_DK_FLOAT));                            \
     assert_true(lt__is_int(LT_##E) == (d->kind == LT_DK_SINT || d->kind == LT_DK_UINT));      \
     assert_true(lt__is_unsigned(LT_##E) == (d->kind == LT_DK_BOOL || d->kind == LT_DK_UINT)); \
@@ -154,6 +164,57 @@ static void test_conversions(void **state) {
   assert_true(lt__dtype_round(LT_F32, 0.1) == (double)0.1f);
 }
 
+/* bf16 is the upper half of an f32, rounded to nearest with ties to even, as
+ * torch's c10::BFloat16 (round_to_nearest_even): values worked out by hand
+ * from the bits. 1 + 2^-8 lies half-way between 1 and 1 + 2^-7 and goes to
+ * the even 1; 1 + 3 * 2^-8 goes up to 1 + 2^-6; anything past the half goes
+ * up. A double is rounded to f32 first (torch's path), so 1 + 2^-8 + 2^-40,
+ * which f32 rounds to 1 + 2^-8, ends at 1. NaN of either sign is 0x7FC0; the
+ * largest finite value is 0x7F7F, and the first f32 past its half-way point
+ * rounds to inf. int64 into bf16 goes through f32 too. */
+static uint16_t bf16_bits(double v) {
+  uint16_t h = 0;
+  lt__store_f64(LT_BF16, &h, 0, v);
+  return h;
+}
+static void test_bf16_rounding(void **state) {
+  (void)state;
+  assert_int_equal(bf16_bits(1.0), 0x3F80);
+  assert_int_equal(bf16_bits(-2.0), 0xC000);
+  assert_int_equal(bf16_bits(1.0 + 0x1p-8), 0x3F80);           /* tie: to even (down) */
+  assert_int_equal(bf16_bits(1.0 + 3 * 0x1p-8), 0x3F82);       /* tie: to even (up) */
+  assert_int_equal(bf16_bits(1.0 + 0x1p-8 + 0x1p-20), 0x3F81); /* past the half: up */
+  assert_int_equal(bf16_bits(1.0 + 0x1p-8 + 0x1p-40), 0x3F80); /* f32 first: a tie again */
+  assert_int_equal(bf16_bits(1.0 + 0x1p-8 - 0x1p-20), 0x3F80); /* under the half: down */
+  assert_int_equal(bf16_bits(0.1), 0x3DCD);
+  assert_int_equal(bf16_bits(NAN), 0x7FC0);
+  assert_int_equal(bf16_bits(-NAN), 0x7FC0);
+  assert_int_equal(bf16_bits(INFINITY), 0x7F80);
+  assert_int_equal(bf16_bits(-INFINITY), 0xFF80);
+  assert_int_equal(bf16_bits(LT_BF16_MAX), 0x7F7F);
+  assert_int_equal(bf16_bits(-0.0), 0x8000);
+  assert_int_equal(bf16_bits(0x1p-133), 0x0001); /* the smallest subnormal */
+  /* half-way between 0x7F7F and inf, in f32: rounds up (0x7F7F is odd) */
+  assert_int_equal(bf16_bits((double)(LT_BF16_MAX + 0x1p120)), 0x7F80);
+  assert_true(via_f64(LT_BF16, 3.0) == 3.0);
+  assert_true(via_f64(LT_BF16, 257.0) == 256.0); /* 8 significant bits: a tie, to even */
+  assert_true(via_f64(LT_BF16, 259.0) == 260.0);
+  assert_true(via_f64(LT_BF16, -7.9) == -7.90625); /* 253 / 32 */
+  assert_true(via_i64(LT_BF16, 1000) == 1000);
+  assert_true(via_i64(LT_BF16, 1001) == 1000);
+  assert_true(via_i64(LT_BF16, INT64_MAX) == INT64_MAX); /* 2^63: loads back saturated */
+  int16_t elem = 0;
+  lt__store_f64(LT_BF16, &elem, 0, -7.9);
+  assert_true(lt__load_i64(LT_BF16, &elem, 0) == -7);
+  assert_true(lt__dtype_round(LT_BF16, 0.1) == 0.10009765625);
+  /* the two conversions through every bf16 value: widening then narrowing
+   * is the identity on every non-NaN pattern */
+  for (uint32_t h = 0; h <= 0xFFFF; h++) {
+    float f = lt__bf16_to_f32((uint16_t)h);
+    if (f == f) assert_int_equal(lt__f32_to_bf16(f), h);
+  }
+}
+
 /* Each dtype's names find it again; anything else finds none. */
 static void test_names_round_trip(void **state) {
   (void)state;
@@ -169,6 +230,7 @@ static void test_names_round_trip(void **state) {
   }
   assert_string_equal(lt_dtype_name(LT_U8), "u8");
   assert_string_equal(lt__dtype_info(LT_F32)->torch_name, "float32");
+  assert_int_equal(lt__dtype_from_name("bfloat16"), LT_BF16);
   assert_string_equal(lt_dtype_name((lt_dtype)-1), "?");
   assert_int_equal(lt__dtype_from_name("f16"), -1);
   assert_int_equal(lt__dtype_from_name(""), -1);
@@ -179,7 +241,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rows_match_c_types), cmocka_unit_test(test_limits),
       cmocka_unit_test(test_limits_round_trip),  cmocka_unit_test(test_conversions),
-      cmocka_unit_test(test_names_round_trip),
+      cmocka_unit_test(test_names_round_trip),   cmocka_unit_test(test_bf16_rounding),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,7 +36,10 @@ static void test_ids_names_sizes(void **state) {
   assert_int_equal(LT_F64, 4);
   assert_int_equal(LT_U8, 5);
   assert_int_equal(LT_I8, 6);
-  assert_int_equal(LT_NUM_DTYPES, 7);
+  assert_int_equal(LT_BF16, 7);
+  assert_int_equal(LT_NUM_DTYPES, 8);
+  assert_string_equal(lt_dtype_name(LT_BF16), "bf16");
+  assert_int_equal(lt_dtype_size(LT_BF16), 2);
   assert_string_equal(lt_dtype_name(LT_U8), "u8");
   assert_string_equal(lt_dtype_name(LT_I8), "i8");
   assert_string_equal(lt_dtype_name(LT_NUM_DTYPES), "?");
@@ -50,8 +53,9 @@ static void test_ids_names_sizes(void **state) {
 
 /* ---- promotion -------------------------------------------------------------------------- */
 
-enum { kNumAll = 7 };
-static const lt_dtype kAll[kNumAll] = {LT_BOOL, LT_U8, LT_I8, LT_I32, LT_I64, LT_F32, LT_F64};
+enum { kNumAll = 8 };
+static const lt_dtype kAll[kNumAll] = {LT_BOOL, LT_U8,  LT_I8,  LT_I32,
+                                       LT_I64,  LT_F32, LT_F64, LT_BF16};
 
 /* torch.promote_types(kAll[i], kAll[j]), as PyTorch 2.x prints it, with one
  * change: uint8 with int8 is int16 in torch, i32 here (the smallest dtype that
@@ -59,16 +63,19 @@ static const lt_dtype kAll[kNumAll] = {LT_BOOL, LT_U8, LT_I8, LT_I32, LT_I64, LT
 #define B LT_BOOL
 #define U LT_U8
 #define S LT_I8
+#define H LT_BF16
 static const lt_dtype kPromote[kNumAll][kNumAll] = {
-    /*          bool    u8      i8      i32     i64     f32     f64 */
-    /* bool */ {B, U, S, LT_I32, LT_I64, LT_F32, LT_F64},
-    /* u8   */ {U, U, LT_I32, LT_I32, LT_I64, LT_F32, LT_F64},
-    /* i8   */ {S, LT_I32, S, LT_I32, LT_I64, LT_F32, LT_F64},
-    /* i32  */ {LT_I32, LT_I32, LT_I32, LT_I32, LT_I64, LT_F32, LT_F64},
-    /* i64  */ {LT_I64, LT_I64, LT_I64, LT_I64, LT_I64, LT_F32, LT_F64},
-    /* f32  */ {LT_F32, LT_F32, LT_F32, LT_F32, LT_F32, LT_F32, LT_F64},
-    /* f64  */ {LT_F64, LT_F64, LT_F64, LT_F64, LT_F64, LT_F64, LT_F64},
+    /*          bool    u8      i8      i32     i64     f32     f64     bf16 */
+    /* bool */ {B, U, S, LT_I32, LT_I64, LT_F32, LT_F64, H},
+    /* u8   */ {U, U, LT_I32, LT_I32, LT_I64, LT_F32, LT_F64, H},
+    /* i8   */ {S, LT_I32, S, LT_I32, LT_I64, LT_F32, LT_F64, H},
+    /* i32  */ {LT_I32, LT_I32, LT_I32, LT_I32, LT_I64, LT_F32, LT_F64, H},
+    /* i64  */ {LT_I64, LT_I64, LT_I64, LT_I64, LT_I64, LT_F32, LT_F64, H},
+    /* f32  */ {LT_F32, LT_F32, LT_F32, LT_F32, LT_F32, LT_F32, LT_F64, LT_F32},
+    /* f64  */ {LT_F64, LT_F64, LT_F64, LT_F64, LT_F64, LT_F64, LT_F64, LT_F64},
+    /* bf16 */ {H, H, H, H, H, LT_F32, LT_F64, H},
 };
+#undef H
 #undef B
 #undef U
 #undef S
@@ -90,9 +97,10 @@ static void test_promotion_table(void **state) {
       tu_expect(lt_maximum(a, b), want, SHAPE(2), 1, VALS(1, 1), 0);
       /* two 0-d tensors promote the same way */
       tu_expect(lt_mul(make(kAll[i], 0, 1), make(kAll[j], 0, 1)), want, NULL, 0, VALS(1), 0);
-      /* comparisons give bool; true division gives f32 unless f64 is involved */
+      /* comparisons give bool; true division keeps a float result's dtype and
+       * gives f32 (torch's default dtype) for integers and bool */
       tu_expect(lt_eq(a, b), LT_BOOL, SHAPE(2), 1, VALS(1, 1), 0);
-      tu_expect(lt_div(a, b), want == LT_F64 ? LT_F64 : LT_F32, SHAPE(2), 1, VALS(1, 1), 0);
+      tu_expect(lt_div(a, b), lt__is_float(want) ? want : LT_F32, SHAPE(2), 1, VALS(1, 1), 0);
     }
   }
 }
@@ -104,11 +112,13 @@ static void test_promotion_zero_dim(void **state) {
   static const struct {
     lt_dtype dim, zero, want;
   } cases[] = {
-      {LT_U8, LT_I64, LT_U8},  {LT_U8, LT_I8, LT_U8},   {LT_I8, LT_U8, LT_I8},
-      {LT_I8, LT_I64, LT_I8},  {LT_BOOL, LT_U8, LT_U8}, {LT_BOOL, LT_I8, LT_I8},
-      {LT_U8, LT_BOOL, LT_U8}, {LT_U8, LT_F64, LT_F64}, {LT_I8, LT_F32, LT_F32},
-      {LT_I32, LT_U8, LT_I32}, {LT_F32, LT_U8, LT_F32}, {LT_I64, LT_I8, LT_I64},
-      {LT_U8, LT_U8, LT_U8},   {LT_I8, LT_I32, LT_I8},  {LT_F64, LT_I8, LT_F64},
+      {LT_U8, LT_I64, LT_U8},      {LT_U8, LT_I8, LT_U8},      {LT_I8, LT_U8, LT_I8},
+      {LT_I8, LT_I64, LT_I8},      {LT_BOOL, LT_U8, LT_U8},    {LT_BOOL, LT_I8, LT_I8},
+      {LT_U8, LT_BOOL, LT_U8},     {LT_U8, LT_F64, LT_F64},    {LT_I8, LT_F32, LT_F32},
+      {LT_I32, LT_U8, LT_I32},     {LT_F32, LT_U8, LT_F32},    {LT_I64, LT_I8, LT_I64},
+      {LT_U8, LT_U8, LT_U8},       {LT_I8, LT_I32, LT_I8},     {LT_F64, LT_I8, LT_F64},
+      {LT_BF16, LT_F32, LT_BF16},  {LT_BF16, LT_F64, LT_BF16}, {LT_I64, LT_BF16, LT_BF16},
+      {LT_BOOL, LT_BF16, LT_BF16}, {LT_F32, LT_BF16, LT_F32},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     lt_tensor *a = make(cases[k].dim, 1, 1), *b = make(cases[k].zero, 0, 1);

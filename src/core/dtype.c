@@ -10,19 +10,19 @@
 #define I64_LIMIT_SINT(x, i64) ((int64_t)(x))
 #define I64_LIMIT_UINT(x, i64) ((int64_t)(x))
 #define I64_LIMIT_FLOAT(x, i64) (i64)
-#define ROW(E, NAME, TORCH, T, KIND, F2I, MIN, MAX) \
-  [LT_##E] = {NAME,                                 \
-              TORCH,                                \
-              sizeof(T),                            \
-              LT_DK_##KIND,                         \
-              LT_F2I_##F2I,                         \
-              (double)(MIN),                        \
-              (double)(MAX),                        \
-              I64_LIMIT_##KIND(MIN, INT64_MIN),     \
-              I64_LIMIT_##KIND(MAX, INT64_MAX),     \
-              lt__load_f64_##E,                     \
-              lt__load_i64_##E,                     \
-              lt__store_f64_##E,                    \
+#define ROW(E, NAME, TORCH, T, KIND, F2I, MIN, MAX, REP) \
+  [LT_##E] = {NAME,                                      \
+              TORCH,                                     \
+              sizeof(T),                                 \
+              LT_DK_##KIND,                              \
+              LT_F2I_##F2I,                              \
+              (double)(MIN),                             \
+              (double)(MAX),                             \
+              I64_LIMIT_##KIND(MIN, INT64_MIN),          \
+              I64_LIMIT_##KIND(MAX, INT64_MAX),          \
+              lt__load_f64_##E,                          \
+              lt__load_i64_##E,                          \
+              lt__store_f64_##E,                         \
               lt__store_i64_##E},
 const lt_dtype_info lt__dtype_infos[LT_NUM_DTYPES] = {LT_DTYPE_TABLE(ROW)};
 #undef ROW

@@ -4,7 +4,7 @@
  * lt_dtype_name / lt_dtype_size, the kind tests (lt__is_float, lt__is_int),
  * every backend's and the world's element access, and the tests.
  *
- * X(ENUM, "name", "torch name", CTYPE, KIND, F2I, MIN, MAX)
+ * X(ENUM, "name", "torch name", CTYPE, KIND, F2I, MIN, MAX, REP)
  *   ENUM   the lt_dtype (LT_<ENUM> in lazytensor.h); rows are in id order
  *   CTYPE  the C type one element is stored as (bool: one byte, 0 or 1)
  *   KIND   BOOL, SINT (signed integer), UINT (unsigned integer) or FLOAT
@@ -12,7 +12,10 @@
  *          both truncate toward zero, NaN gives 0; SAT saturates at the
  *          dtype's range, WRAP saturates at int64's range and keeps the low
  *          bits (two's complement). NONE for bool and float rows
- *   MIN, MAX  the finite range of CTYPE (floats: -max .. max)
+ *   MIN, MAX  the finite range of the dtype (floats: -max .. max)
+ *   REP    how CTYPE holds a value: NAT, as C converts to and from it; BF16,
+ *          the upper half of an f32's bits (C has no bfloat16 arithmetic
+ *          type), converted by lt__bf16_to_f32 / lt__f32_to_bf16
  *
  * docs/ADDING_A_DTYPE.md says what a new dtype touches. */
 #ifndef LT_DTYPE_H
@@ -38,14 +41,16 @@
 #pragma GCC diagnostic error "-Wswitch"
 
 /* clang-format off */
+#define LT_BF16_MAX 3.38953138925153547590470800371487866880e+38 /* 0x7F7F: (2 - 2^-7) * 2^127 */
 #define LT_DTYPE_TABLE(X) \
-  X(BOOL, "bool", "bool",    uint8_t, BOOL,  NONE, 0,         1)         \
-  X(I32,  "i32",  "int32",   int32_t, SINT,  SAT,  INT32_MIN, INT32_MAX) \
-  X(I64,  "i64",  "int64",   int64_t, SINT,  SAT,  INT64_MIN, INT64_MAX) \
-  X(F32,  "f32",  "float32", float,   FLOAT, NONE, -FLT_MAX,  FLT_MAX)   \
-  X(F64,  "f64",  "float64", double,  FLOAT, NONE, -DBL_MAX,  DBL_MAX)   \
-  X(U8,   "u8",   "uint8",   uint8_t, UINT,  WRAP, 0,         UINT8_MAX) \
-  X(I8,   "i8",   "int8",    int8_t,  SINT,  WRAP, INT8_MIN,  INT8_MAX)
+  X(BOOL, "bool", "bool",     uint8_t,  BOOL,  NONE, 0,            1,           NAT)  \
+  X(I32,  "i32",  "int32",    int32_t,  SINT,  SAT,  INT32_MIN,    INT32_MAX,   NAT)  \
+  X(I64,  "i64",  "int64",    int64_t,  SINT,  SAT,  INT64_MIN,    INT64_MAX,   NAT)  \
+  X(F32,  "f32",  "float32",  float,    FLOAT, NONE, -FLT_MAX,     FLT_MAX,     NAT)  \
+  X(F64,  "f64",  "float64",  double,   FLOAT, NONE, -DBL_MAX,     DBL_MAX,     NAT)  \
+  X(U8,   "u8",   "uint8",    uint8_t,  UINT,  WRAP, 0,            UINT8_MAX,   NAT)  \
+  X(I8,   "i8",   "int8",     int8_t,   SINT,  WRAP, INT8_MIN,     INT8_MAX,    NAT)  \
+  X(BF16, "bf16", "bfloat16", uint16_t, FLOAT, NONE, -LT_BF16_MAX, LT_BF16_MAX, BF16)
 /* clang-format on */
 
 typedef enum lt_dtype_kind { LT_DK_BOOL, LT_DK_SINT, LT_DK_UINT, LT_DK_FLOAT } lt_dtype_kind;
@@ -87,6 +92,34 @@ static inline int64_t lt__f2int(double v, int64_t lo, int64_t hi, lt_f2i_rule ru
   return x < lo ? lo : x > hi ? hi : x;
 }
 
+/* bf16 <-> f32, as torch's c10::BFloat16: widening is exact (the bits
+ * shifted up); narrowing rounds to nearest, ties to even, by adding just
+ * under half an ulp plus the kept half's lowest bit, so that a carry rounds
+ * up (a finite value past the largest becomes inf); any NaN becomes the
+ * quiet NaN 0x7FC0. */
+static inline float lt__bf16_to_f32(uint16_t h) {
+  union {
+    uint32_t u;
+    float f;
+  } v = {.u = (uint32_t)h << 16};
+  return v.f;
+}
+static inline uint16_t lt__f32_to_bf16(float f) {
+  union {
+    float f;
+    uint32_t u;
+  } v = {.f = f};
+  if (f != f) return 0x7FC0;
+  return (uint16_t)((v.u + 0x7FFFu + ((v.u >> 16) & 1u)) >> 16);
+}
+
+/* One element in the C type that holds its value (REP NAT: CTYPE; BF16:
+ * float), and one stored from a value of any arithmetic type. */
+#define LT__ELEM_NAT(T, base, i) (((const T *)(base))[i])
+#define LT__ELEM_BF16(T, base, i) lt__bf16_to_f32(((const T *)(base))[i])
+#define LT__PUT_NAT(T, base, i, x) (((T *)(base))[i] = (T)(x))
+#define LT__PUT_BF16(T, base, i, x) (((T *)(base))[i] = lt__f32_to_bf16((float)(x)))
+
 #define LT__TO_I64_BOOL(x) ((int64_t)(x))
 #define LT__TO_I64_SINT(x) ((int64_t)(x))
 #define LT__TO_I64_UINT(x) ((int64_t)(x))
@@ -103,18 +136,18 @@ static inline int64_t lt__f2int(double v, int64_t lo, int64_t hi, lt_f2i_rule ru
 /* ---- per row: element i of an array at base, as double and as int64 ----
  * load_i64 of a float truncates as lt__f2i64; store_f64 converts as CAST
  * (F2I above, bool: v != 0); store_i64 wraps integers (bool: v != 0). */
-#define LT__DT_ACCESS(E, NAME, TORCH, T, KIND, F2I, MIN, MAX)              \
+#define LT__DT_ACCESS(E, NAME, TORCH, T, KIND, F2I, MIN, MAX, REP)         \
   static inline double lt__load_f64_##E(const void *base, int64_t i) {     \
-    return (double)((const T *)base)[i];                                   \
+    return (double)LT__ELEM_##REP(T, base, i);                             \
   }                                                                        \
   static inline int64_t lt__load_i64_##E(const void *base, int64_t i) {    \
-    return LT__TO_I64_##KIND(((const T *)base)[i]);                        \
+    return LT__TO_I64_##KIND(LT__ELEM_##REP(T, base, i));                  \
   }                                                                        \
   static inline void lt__store_f64_##E(void *base, int64_t i, double v) {  \
-    ((T *)base)[i] = (T)LT__FROM_F64_##KIND(v, F2I, MIN, MAX);             \
+    LT__PUT_##REP(T, base, i, LT__FROM_F64_##KIND(v, F2I, MIN, MAX));      \
   }                                                                        \
   static inline void lt__store_i64_##E(void *base, int64_t i, int64_t v) { \
-    ((T *)base)[i] = (T)LT__FROM_I64_##KIND(v, MIN, MAX);                  \
+    LT__PUT_##REP(T, base, i, LT__FROM_I64_##KIND(v, MIN, MAX));           \
   }
 LT_DTYPE_TABLE(LT__DT_ACCESS)
 #undef LT__DT_ACCESS

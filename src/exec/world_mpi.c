@@ -111,6 +111,7 @@ static MPI_Datatype mpi_type(int dt) {
     return lt__mpi.t_int8;
   case LT_BOOL:
   case LT_U8:
+  case LT_BF16:       /* refused before any transfer (mpi_run_locked) */
   case LT_NUM_DTYPES: /* not a dtype: its size is 0, nothing moves */
     break;
   }
@@ -375,6 +376,11 @@ static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
 
   /* data */
   int dt = c->dtype;
+  /* MPI has no bf16 type and our reductions no bf16 loops; every rank
+   * refuses the same call here, so no rank waits for another */
+  if (dt == LT_BF16)
+    return lt__err(LT_EDTYPE, "collective %s: bf16 does not travel over MPI; cast to f32 first",
+                   what);
   size_t esz = lt_dtype_size((lt_dtype)dt);
   int64_t m = numel(c->in_shape, c->ndim), mo = numel(c->out_shape, c->ndim);
   if (m > 0x7fffffff || mo > 0x7fffffff)

@@ -120,14 +120,15 @@ lt_tensor *lt_all(lt_tensor *a, const int *axes, int naxes, bool keepdim) {
 /* ---- var / std ----------------------------------------------------------------------- */
 
 /* sum((x - mean)^2) / max(N - correction, 0): a divisor of 0 gives NaN (or
- * inf), as torch; so does an empty group (its mean is 0 / 0). f32 computes in
- * f64 and rounds once at the end, as torch's cpu kernels accumulate it: the
+ * inf), as torch; so does an empty group (its mean is 0 / 0). f32 and bf16
+ * compute in f64 and round once at the end, as torch's cpu kernels accumulate
+ * them (in a wider type than the values): the
  * squares of f32 values beyond ~1.8e19 overflow f32, while a std of them
  * (std([3e19, -3e19]) = 4.24e19) does not. */
 static lt_node *variance(lt_tensor *a, int64_t mask, int64_t count, double correction, bool keepdim,
                          bool sqrt_of) {
   lt_dtype dt = (lt_dtype)a->dtype;
-  lt_dtype acc = dt == LT_F32 ? LT_F64 : dt;
+  lt_dtype acc = LT_F64; /* var / std take floating dtypes only */
   lt_node *x = lt__ir_as(a, acc);
   lt_node *mean = lt__node_bin(LT_OP_DIV, lt__node_reduce(LT_OP_SUM, ref(x), mask, true),
                                kc(acc, (double)count));

@@ -392,12 +392,7 @@ static lt_node *host_leaf(lt_device dev, lt_dtype dt, const double *v, int64_t n
   size_t nbytes = (size_t)n * lt_dtype_size(dt);
   void *p = lt__malloc(nbytes ? nbytes : 1);
   if (!p) return NULL;
-  for (int64_t i = 0; i < n; i++) {
-    if (dt == LT_F32)
-      ((float *)p)[i] = (float)v[i];
-    else
-      ((double *)p)[i] = v[i];
-  }
+  for (int64_t i = 0; i < n; i++) lt__store_f64(dt, p, i, v[i]);
   lt_tensor *t = lt__tensor_from_host(dev, dt, shape, 2, p, nbytes);
   if (!t) {
     lt__free(p, nbytes ? nbytes : 1);

@@ -74,7 +74,7 @@ typedef struct kgen {
 bool lt__cg_elementwise_ok(const lt_node *n) { return lt__ops_supported(n); }
 
 bool lt__cg_reduce_ok(const lt_node *n) {
-  if (lt__op_cpu_path(n->op) != LT_CPU_REDUCE) return false;
+  if (lt__op_cpu_path(n->op) != LT_CPU_REDUCE || !lt__ops_node_dtypes_ok(n)) return false;
   if (n->noperands != 1 || n->nattrs < 1) return false;
   int dx = n->operands[0].node->dtype, dn = n->dtype;
   if (lt__ops_is_float(dn)) return dx == dn;

@@ -86,7 +86,7 @@ SCAT(scat_u32, uint32_t, uint32_t, ADD_SUM) /* i32 */
 SCAT(scat_u8, uint8_t, uint8_t, ADD_SUM)    /* u8, i8 */
 SCAT(scat_bool, uint8_t, uint8_t, ADD_OR)
 
-/* The loop of dtype dt; NULL when dt is not a dtype. */
+/* The loop of dtype dt; NULL when dt is not a dtype or has no loop here. */
 static cols_fn scat_for(int dt) {
   switch ((lt_dtype)dt) {
   case LT_F32:
@@ -102,6 +102,7 @@ static cols_fn scat_for(int dt) {
   case LT_U8:
   case LT_I8:
     return scat_u8;
+  case LT_BF16: /* no loop here: the fallback runs it */
   case LT_NUM_DTYPES:
     break;
   }
@@ -212,7 +213,7 @@ int lt__cpu_native_scatter(const lt_instr *ins, lt_buffer *out, lt_buffer *const
                 .osize = out->shape[axis],
                 .same_inner = true,
                 .cols = scat_for(out->dtype)};
-  if (!c.cols) return no_dtype_loop(ins, out->dtype);
+  if (!c.cols) return lt__dtype_valid(out->dtype) ? DECLINE : no_dtype_loop(ins, out->dtype);
   atomic_init(&c.bad, 0);
   lt__row_major_strides(out->shape, nd, c.ostride);
   for (int d = axis + 1; d < nd; d++) c.same_inner = c.same_inner && src->shape[d] == out->shape[d];
@@ -269,11 +270,13 @@ typedef struct unslice_ctx {
 
 #define FIX_F32(v) ((float)((double)(v) + 0.0))
 #define FIX_F64(v) ((v) + 0.0)
+#define FIX_BF16(v) lt__f32_to_bf16(lt__bf16_to_f32(v) + 0.0f)
 #define FIX_BOOL(v) ((uint8_t)((v) != 0))
 #define FIX_NONE(v) (v)
 
 UNSLICE_RUN(unslice_f32, float, FIX_F32)
 UNSLICE_RUN(unslice_f64, double, FIX_F64)
+UNSLICE_RUN(unslice_bf16, uint16_t, FIX_BF16)
 UNSLICE_RUN(unslice_bool, uint8_t, FIX_BOOL)
 UNSLICE_RUN(unslice_8, uint64_t, FIX_NONE)
 UNSLICE_RUN(unslice_4, uint32_t, FIX_NONE)
@@ -295,6 +298,8 @@ static unslice_fn unslice_for(int dt) {
   case LT_U8:
   case LT_I8:
     return unslice_1;
+  case LT_BF16:
+    return unslice_bf16;
   case LT_NUM_DTYPES:
     break;
   }

@@ -66,7 +66,7 @@ ARGEXT(argmin_i8, int8_t, <, NAN_I)
 ARGEXT(argmax_u8, uint8_t, >, NAN_I) /* bool too */
 ARGEXT(argmin_u8, uint8_t, <, NAN_I)
 
-/* The loop of dtype dt; NULL when dt is not a dtype. */
+/* The loop of dtype dt; NULL when dt is not a dtype or has no loop here. */
 static cols_fn argext_for(int dt, bool max) {
   switch ((lt_dtype)dt) {
   case LT_F32:
@@ -82,6 +82,7 @@ static cols_fn argext_for(int dt, bool max) {
   case LT_BOOL:
   case LT_U8:
     return max ? argmax_u8 : argmin_u8;
+  case LT_BF16: /* no loop here: the fallback runs it */
   case LT_NUM_DTYPES:
     break;
   }
@@ -96,7 +97,7 @@ int lt__cpu_native_argext(const lt_instr *ins, lt_buffer *out, lt_buffer *const 
                   .out = out->data,
                   .p = split_at(x->shape, x->ndim, axis),
                   .line = argext_for(x->dtype, ins->op == LT_OP_ARGMAX)};
-  if (!c.line) return no_dtype_loop(ins, x->dtype);
+  if (!c.line) return lt__dtype_valid(x->dtype) ? DECLINE : no_dtype_loop(ins, x->dtype);
   if (out->numel != c.p.outer * c.p.inner) return DECLINE;
   if (!out->numel) return LT_OK;
   if (!c.p.n) { /* ref's answer for an empty axis */

@@ -87,6 +87,7 @@ int lt__cpu_native_cumsum(const lt_instr *ins, lt_buffer *out, lt_buffer *const 
   case LT_BOOL: /* no loop here: the fallback runs them */
   case LT_U8:
   case LT_I8:
+  case LT_BF16:
     return DECLINE;
   case LT_NUM_DTYPES:
     break;
@@ -123,6 +124,8 @@ static uint64_t key_at(const void *x, int dt, int64_t i) {
     return key_of_double(((const float *)x)[i]);
   case LT_F64:
     return key_of_double(((const double *)x)[i]);
+  case LT_BF16:
+    return key_of_double(lt__bf16_to_f32(((const uint16_t *)x)[i]));
   case LT_I64:
     return key_of_int(((const int64_t *)x)[i]);
   case LT_I32:

@@ -51,10 +51,40 @@ const char *lt__ops_type(int dt) {
     return "float";
   case LT_F64:
     return "double";
+  case LT_BF16: /* its bits: the loops move bf16 but compute nothing in it (lt__ops_dtype_ok) */
+    return "i16";
   case LT_NUM_DTYPES:
     break;
   }
   return "void"; /* not a dtype: IR that LLVM refuses, never another dtype's type */
+}
+
+/* Whether the generated loops compute in dtype dt. A dtype without its
+ * arithmetic here (bf16) reaches them only as bytes to copy: its nodes run
+ * on the fallback, one at a time. */
+bool lt__ops_dtype_ok(int dt) {
+  switch ((lt_dtype)dt) {
+  case LT_BOOL:
+  case LT_I32:
+  case LT_I64:
+  case LT_F32:
+  case LT_F64:
+  case LT_U8:
+  case LT_I8:
+    return true;
+  case LT_BF16:
+  case LT_NUM_DTYPES:
+    break;
+  }
+  return false;
+}
+
+/* n and each of its operands in dtypes that the loops compute in. */
+bool lt__ops_node_dtypes_ok(const lt_node *n) {
+  if (!lt__ops_dtype_ok(n->dtype)) return false;
+  for (int i = 0; i < n->noperands; i++)
+    if (!lt__ops_dtype_ok(n->operands[i].node->dtype)) return false;
+  return true;
 }
 
 bool lt__ops_is_float(int dt) { return lt__is_float(dt); }
@@ -343,6 +373,7 @@ static const char *icmp_pred(int op) {
 }
 
 bool lt__ops_supported(const lt_node *n) {
+  if (!lt__ops_node_dtypes_ok(n)) return false;
   if (n->op == LT_OP_CONST) return true;
   if (n->op == LT_OP_RNG_UNIFORM) {
     if (n->noperands != 1 || (n->dtype != LT_F32 && n->dtype != LT_F64)) return false;
@@ -377,6 +408,7 @@ static irv const_value(cpu_ir *ir, int dt, double v) {
     int64_t x = lt__load_i64(dt, &e, 0);
     return lt__ir_int(width(dt) == 8 ? lt__int_wrap(LT_I8, x) : x); /* i8: the bits, signed */
   }
+  case LT_BF16: /* never fused (lt__ops_supported) */
   case LT_NUM_DTYPES:
     break;
   }

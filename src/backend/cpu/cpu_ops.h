@@ -6,8 +6,11 @@
 
 #include "cpu_irmath.h"
 
-const char *lt__ops_type(int dt); /* i8 i32 i64 float double */
+const char *lt__ops_type(int dt); /* i8 i32 i64 float double, i16 (bf16's bits) */
 bool lt__ops_is_float(int dt);
+/* Whether the loops compute in dt; and in n's dtype and each operand's. */
+bool lt__ops_dtype_ok(int dt);
+bool lt__ops_node_dtypes_ok(const lt_node *n);
 irv lt__ops_conv(cpu_ir *ir, irv v, int from, int to);
 irv lt__ops_exp(cpu_ir *ir, irv v, int dt); /* float dtypes */
 /* Value of node n (dtype n->dtype) from its operands' values (dtypes in dts). */
