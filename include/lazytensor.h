@@ -275,6 +275,13 @@ LT_API lt_tensor *lt_eye(lt_device dev, lt_dtype dt, int64_t n, int64_t m);
 /* Runs what the tensor needs and copies its value into dst (nbytes must be at
  * least numel * dtype size). On failure the tensor keeps its pending graph. */
 LT_API int lt_to_data(lt_tensor *t, void *dst, size_t nbytes);
+/* Host arrays of f32 in and out of any dtype, each value converted as
+ * lt_cast converts it (bf16: rounded to nearest even; the way in and out of
+ * bf16 for a program without a 16-bit float type). lt_from_f32 copies
+ * numel values; lt_to_f32 needs n >= numel. */
+LT_API lt_tensor *lt_from_f32(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim,
+                              const float *data);
+LT_API int lt_to_f32(lt_tensor *t, float *dst, size_t n);
 /* One element as double, for tests and printing (flat index). */
 LT_API int lt_item(lt_tensor *t, int64_t flat_index, double *out);
 

@@ -764,6 +764,24 @@ int lt_to_data(lt_tensor *t, void *dst, size_t nbytes) {
   return rc;
 }
 
+int lt_to_f32(lt_tensor *t, float *dst, size_t n) {
+  if (lt__tensor_check("lt_to_f32", t) != LT_OK) return LT_EINVAL;
+  if (t->shard_n) return refuse_shard("lt_to_f32", t);
+  int64_t numel = lt__numel(t->shape, t->ndim);
+  if (!dst && numel) return lt__err(LT_EINVAL, "lt_to_f32: destination is NULL");
+  if (n < (size_t)numel)
+    return lt__err(LT_EINVAL, "lt_to_f32: destination holds %zu elements, the tensor has %lld", n,
+                   (long long)numel);
+  size_t nbytes = (size_t)numel * lt_dtype_size((lt_dtype)t->dtype);
+  unsigned char *tmp = lt__malloc(nbytes ? nbytes : 1);
+  if (!tmp) return LT_ENOMEM;
+  int rc = lt_to_data(t, tmp, nbytes);
+  if (rc == LT_OK) /* as CAST to f32: exact from bf16 and f32, rounded from f64 and i64 */
+    for (int64_t i = 0; i < numel; i++) dst[i] = (float)lt__load_f64(t->dtype, tmp, i);
+  lt__free(tmp, nbytes ? nbytes : 1);
+  return rc;
+}
+
 int lt_item(lt_tensor *t, int64_t flat_index, double *out) {
   if (lt__tensor_check("lt_item", t) != LT_OK) return LT_EINVAL;
   if (t->shard_n) return refuse_shard("lt_item", t);

@@ -39,6 +39,25 @@ lt_tensor *lt_from_data(lt_device dev, lt_dtype dt, const int64_t *shape, int nd
   return from_host_copy("lt_from_data", dev, dt, shape, ndim, data);
 }
 
+lt_tensor *lt_from_f32(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim,
+                       const float *data) {
+  const char *fn = "lt_from_f32";
+  if (check_create(fn, dev, dt, shape, ndim) != LT_OK) return NULL;
+  int64_t n = lt__numel(shape, ndim);
+  if (!data && n > 0) {
+    lt__err(LT_EINVAL, "%s: data is NULL", fn);
+    return NULL;
+  }
+  size_t nbytes = (size_t)n * lt_dtype_size(dt);
+  void *copy = lt__malloc(nbytes ? nbytes : 1);
+  if (!copy) return NULL;
+  /* each value converts as CAST from f32 does (the dtype table's store) */
+  for (int64_t i = 0; i < n; i++) lt__store_f64(dt, copy, i, (double)data[i]);
+  lt_tensor *t = lt__tensor_from_host(dev, dt, shape, ndim, copy, nbytes);
+  if (!t) lt__free(copy, nbytes ? nbytes : 1);
+  return t;
+}
+
 lt_tensor *lt__zeros_data(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim) {
   return from_host_copy("lt__zeros_data", dev, dt, shape, ndim, NULL);
 }
