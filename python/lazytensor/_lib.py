@@ -106,6 +106,8 @@ _SIGS = {
     "lt_arange": (T, [Device, I, D, D, D]),
     "lt_eye": (T, [Device, I, I64, I64]),
     "lt_to_data": (I, [T, ctypes.c_void_p, ctypes.c_size_t]),
+    "lt_from_f32": (T, [Device, I, P64, I, ctypes.POINTER(ctypes.c_float)]),
+    "lt_to_f32": (I, [T, ctypes.POINTER(ctypes.c_float), ctypes.c_size_t]),
     "lt_item": (I, [T, I64, ctypes.POINTER(D)]),
     "lt_clamp": (T, [T, D, D]),
     "lt_where": (T, [T, T, T]),

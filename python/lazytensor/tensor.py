@@ -13,13 +13,22 @@ from ._lib import lib
 
 # The library's dtype ids (lt_dtype) and their numpy types: the one list of
 # dtypes here (tests/python/test_dtypes.py checks it against the library's
-# table: every id, its size and kind). Names as torch's (numpy's) follow.
-BOOL, I32, I64, F32, F64, U8, I8 = range(7)
+# table: every id, its size and kind). _NP is the numpy type a dtype's values
+# come out as (numpy()); _RAW the numpy type of its stored bits (numpy_raw()).
+# They differ for bf16 only: numpy has no 16-bit bfloat, so its values travel
+# as float32 (converted by the library, lt_from_f32 / lt_to_f32) and its bits
+# as uint16. Names as torch's (numpy's) follow.
+BOOL, I32, I64, F32, F64, U8, I8, BF16 = range(8)
 _NP = {BOOL: np.bool_, I32: np.int32, I64: np.int64, F32: np.float32, F64: np.float64,
-       U8: np.uint8, I8: np.int8}
-_FROM_NP = {np.dtype(v): k for k, v in _NP.items()}
+       U8: np.uint8, I8: np.int8, BF16: np.float32}
+_RAW = {**_NP, BF16: np.uint16}
+# numpy dtype -> id: a float32 array is F32 (bf16 is asked for by name)
+_FROM_NP = {np.dtype(v): k for k, v in _NP.items() if k != BF16}
 _NAMES = {k: np.dtype(v).name for k, v in _NP.items()}  # "float32", "bool", ...
-float32, float64, int32, int64, bool_, uint8, int8 = F32, F64, I32, I64, BOOL, U8, I8
+_NAMES[BF16] = "bfloat16"
+_BY_NAME = {"bf16": BF16, "bfloat16": BF16}  # names numpy does not know
+float32, float64, int32, int64, bool_, uint8, int8, bfloat16 = F32, F64, I32, I64, BOOL, U8, I8, BF16
+_FLOATS = (F32, F64, BF16)
 
 _CPU = lib.lt_cpu(0)
 
@@ -61,7 +70,12 @@ def _dtype_code(dtype):
         return None
     if isinstance(dtype, int):
         return dtype
-    return _FROM_NP[np.dtype(dtype)]
+    if isinstance(dtype, str) and dtype in _BY_NAME:
+        return _BY_NAME[dtype]
+    try:
+        return _FROM_NP[np.dtype(dtype)]
+    except (TypeError, KeyError):
+        raise TypeError("lazytensor: dtype %r is not supported" % (dtype,)) from None
 
 
 def _shape_args(shape):
@@ -88,18 +102,51 @@ def from_numpy(array):
                                  a.ctypes.data_as(ctypes.c_void_p)))
 
 
+def _from_f32(a, dtype):
+    """A tensor of dtype from the values of a, each converted by the library from
+    float32 as a cast converts it (bf16: rounded to nearest, ties to even).
+    Float64 values are rounded to float32 first, as torch rounds a double on its
+    way to bfloat16."""
+    with np.errstate(over="ignore"):  # beyond f32's range is inf, as in torch
+        a = np.ascontiguousarray(a, dtype=np.float32)
+    shape, nd = _shape_args(a.shape)
+    return wrap(lib.lt_from_f32(_CPU, dtype, shape, nd,
+                                a.ctypes.data_as(ctypes.POINTER(ctypes.c_float))))
+
+
+def from_numpy_raw(array, dtype):
+    """A tensor of dtype whose stored bits are the array's, unconverted: for
+    bfloat16 a uint16 array of bf16 bit patterns (what Tensor.numpy_raw()
+    returns); for the other dtypes an array of their own numpy type."""
+    code = _dtype_code(dtype)
+    if code not in _RAW:
+        raise TypeError("lazytensor: dtype %r is not supported" % (dtype,))
+    a = np.asarray(array)
+    if a.dtype != np.dtype(_RAW[code]):
+        raise TypeError("lazytensor: from_numpy_raw of %s needs a %s array, got %s" %
+                        (_NAMES[code], np.dtype(_RAW[code]).name, a.dtype))
+    a = np.ascontiguousarray(a)
+    shape, nd = _shape_args(a.shape)
+    return wrap(lib.lt_from_data(_CPU, code, shape, nd, a.ctypes.data_as(ctypes.c_void_p)))
+
+
 def tensor(data, dtype=None, requires_grad=False):
     """As torch.tensor: Python floats give float32, ints int64, bools bool; a
-    numpy array keeps its dtype unless dtype is given."""
+    numpy array keeps its dtype unless dtype is given. dtype=bfloat16 rounds
+    each value to nearest even (through float32, as torch)."""
     if isinstance(data, Tensor):
         t = data.detach() if dtype is None else data.to(dtype)
     else:
         a = np.asarray(data)
-        if dtype is not None:
-            a = a.astype(_NP[_dtype_code(dtype)])
-        elif not isinstance(data, np.ndarray) and a.dtype == np.float64:
-            a = a.astype(np.float32)
-        t = from_numpy(a)
+        code = _dtype_code(dtype)
+        if code == BF16:  # numpy has no bf16: the library converts from f32
+            t = _from_f32(a, BF16)
+        else:
+            if code is not None:
+                a = a.astype(_NP[code])
+            elif not isinstance(data, np.ndarray) and a.dtype == np.float64:
+                a = a.astype(np.float32)
+            t = from_numpy(a)
     if requires_grad:
         t.requires_grad = True
     return t
@@ -166,6 +213,8 @@ def _scalar_for(t, v):
     elif isinstance(v, (int, np.integer)):
         dt = I64
     elif isinstance(v, (float, np.floating)):
+        # bf16 + 2.5 stays bf16 (a 0-d f32 only raises the category) and, as in
+        # torch, the number enters the op as f32, not rounded to bf16 first
         dt = t.dtype if t.dtype in (F32, F64) else F32
     else:
         return NotImplemented
@@ -257,7 +306,20 @@ class Tensor:
     def numpy(self):
         """Runs what the value needs and returns it as a new numpy array, which
         the library writes into directly (no copy in Python)."""
-        out = np.empty(self.shape, dtype=_NP[self.dtype])
+        dt = self.dtype
+        out = np.empty(self.shape, dtype=_NP[dt])
+        if _RAW[dt] is not _NP[dt]:  # bf16: float32 values, widened exactly by the library
+            check(lib.lt_to_f32(self._ptr, out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                                out.size))
+        else:
+            check(lib.lt_to_data(self._ptr, out.ctypes.data_as(ctypes.c_void_p), out.nbytes))
+        return out
+
+    def numpy_raw(self):
+        """The stored bits as a new numpy array, unconverted: for bfloat16 a uint16
+        array of bf16 bit patterns (from_numpy_raw takes it back); for the other
+        dtypes the same as numpy()."""
+        out = np.empty(self.shape, dtype=_RAW[self.dtype])
         check(lib.lt_to_data(self._ptr, out.ctypes.data_as(ctypes.c_void_p), out.nbytes))
         return out
 
@@ -274,7 +336,7 @@ class Tensor:
         v = ctypes.c_double()
         check(lib.lt_item(self._ptr, 0, ctypes.byref(v)))
         dt = self.dtype
-        return bool(v.value) if dt == BOOL else v.value if dt in (F32, F64) else int(v.value)
+        return bool(v.value) if dt == BOOL else v.value if dt in _FLOATS else int(v.value)
 
     def __float__(self):
         return float(self.item())

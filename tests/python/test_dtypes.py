@@ -11,12 +11,14 @@ from lazytensor._lib import lib
 
 lt_tensor = importlib.import_module("lazytensor.tensor")  # lt.tensor is the function
 
-# the kind a library dtype name starts with -> numpy's dtype.kind
-_KINDS = {"bool": "b", "i": "i", "u": "u", "f": "f"}
+# a library dtype name -> numpy's dtype.kind of its values: the name's first
+# letter (i32 -> "i", u8 -> "u", f64 -> "f") but for these two (bf16's values
+# come out as float32)
+_KINDS = {"bool": "b", "bf16": "f"}
 
 
 def _lib_kind(name):
-    return _KINDS["bool"] if name == "bool" else _KINDS[name[0]]
+    return _KINDS.get(name, name[0])
 
 
 def test_every_library_dtype_has_its_numpy_type():
@@ -25,24 +27,28 @@ def test_every_library_dtype_has_its_numpy_type():
         n += 1
     assert lib.lt_dtype_name(n) == b"?"
     assert sorted(lt_tensor._NP) == list(range(n))
+    assert sorted(lt_tensor._RAW) == list(range(n))
     for code, np_type in lt_tensor._NP.items():
         name = lib.lt_dtype_name(code).decode()
-        assert np.dtype(np_type).itemsize == lib.lt_dtype_size(code), name
+        # the stored bits have the library's size; the values the library's kind
+        assert np.dtype(lt_tensor._RAW[code]).itemsize == lib.lt_dtype_size(code), name
         assert np.dtype(np_type).kind == _lib_kind(name), name
+        # the two types differ only where numpy lacks the dtype (bf16)
+        assert (lt_tensor._RAW[code] is np_type) == (name != "bf16"), name
 
 
 def test_constants_and_names():
     assert (lt.float32, lt.float64, lt.int32, lt.int64) == (lt.F32, lt.F64, lt.I32, lt.I64)
-    assert (lt.bool_, lt.uint8, lt.int8) == (lt.BOOL, lt.U8, lt.I8)
+    assert (lt.bool_, lt.uint8, lt.int8, lt.bfloat16) == (lt.BOOL, lt.U8, lt.I8, lt.BF16)
     assert lt_tensor._NAMES == {lt.BOOL: "bool", lt.I32: "int32", lt.I64: "int64",
                                 lt.F32: "float32", lt.F64: "float64", lt.U8: "uint8",
-                                lt.I8: "int8"}
+                                lt.I8: "int8", lt.BF16: "bfloat16"}
 
 
 def test_round_trip_every_dtype():
     for code, np_type in lt_tensor._NP.items():
         a = np.array([0, 1, 1, 0], dtype=np_type)
-        t = lt.from_numpy(a)
+        t = lt.tensor(a, dtype=code)  # from_numpy alone reads float32 as F32
         assert t.dtype == code
         got = t.numpy()
         assert got.dtype == np.dtype(np_type)
