@@ -509,6 +509,11 @@ static void test_node_disagreeing_with_operands(void **state) {
       {"matmul", "shape", "(matmul): shape [4, 9] where the operands and attrs give [4, 8]"},
       {"relu", "shape", "(relu): shape [4, 7] where the operands and attrs give [4, 8]"},
       {"matmul", "dtype", "(matmul): dtype f64 where the op table's rule gives f32"},
+      /* bf16's id is a dtype (7), refused only for disagreeing with the rule;
+       * the first id after it (LT_NUM_DTYPES) is unknown, on any node */
+      {"matmul", "bf16", "(matmul): dtype bf16 where the op table's rule gives f32"},
+      {"relu", "past", "(relu): dtype 8 unknown"},
+      {"data", "past", "(data): dtype 8 unknown"},
       {"softmax", "attr", "(softmax): attrs[0] (axis) is 2, outside [0, 1]"},
       {"sum", "attr", "(sum): attrs[1] (keepdim) is 2, outside [0, 1]"},
   };
@@ -520,6 +525,10 @@ static void test_node_disagreeing_with_operands(void **state) {
       put_u64(last, get_u64(last) + (strcmp(cases[c].op, "relu") == 0 ? (uint64_t)-1 : 1));
     } else if (strcmp(cases[c].field, "dtype") == 0) {
       b[nd.at + 2] = LT_F64;
+    } else if (strcmp(cases[c].field, "bf16") == 0) {
+      b[nd.at + 2] = LT_BF16;
+    } else if (strcmp(cases[c].field, "past") == 0) {
+      b[nd.at + 2] = LT_NUM_DTYPES;
     } else {
       assert_true(nd.nattrs >= 1);
       put_u64(b + nd.attrs_at + 8 * (size_t)(nd.nattrs - 1), 2);
