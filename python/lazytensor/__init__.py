@@ -21,16 +21,14 @@ the dtype checked).
 """
 from . import data, nn
 from .tensor import (BF16, BOOL, F32, F64, I8, I32, I64, U8, LazyTensorError, Tensor, arange,
-                     bfloat16, bool_, cat, clear_pending,
-                     counter, eye, float32, float64, from_numpy, from_numpy_raw, full, int8, int32,
-                     int64,
-                     live_tensors, manual_seed, mark_step, metric, metrics_report, no_grad, ones,
-                     rand, randn, randperm, stack, sync, tensor, uint8, wait_device_ops, where,
-                     zeros)
+                     bfloat16, bool_, cat, clear_pending, counter, eye, float32, float64,
+                     from_numpy, from_numpy_raw, full, int8, int32, int64, live_tensors,
+                     manual_seed, mark_step, metric, metrics_report, no_grad, ones, rand, randn,
+                     randperm, stack, sync, tensor, uint8, wait_device_ops, where, zeros)
 
 __all__ = ["BF16", "BOOL", "F32", "F64", "I8", "I32", "I64", "U8", "LazyTensorError", "Tensor",
-           "arange", "bfloat16", "bool_", "cat", "clear_pending", "counter", "data", "eye", "float32",
-           "float64", "from_numpy", "from_numpy_raw", "full",
-           "int8", "int32", "int64", "live_tensors", "manual_seed", "mark_step", "metric",
-           "metrics_report", "nn", "no_grad", "ones", "rand", "randn", "randperm", "stack", "sync",
-           "tensor", "uint8", "wait_device_ops", "where", "zeros"]
+           "arange", "bfloat16", "bool_", "cat", "clear_pending", "counter", "data", "eye",
+           "float32", "float64", "from_numpy", "from_numpy_raw", "full", "int8", "int32", "int64",
+           "live_tensors", "manual_seed", "mark_step", "metric", "metrics_report", "nn", "no_grad",
+           "ones", "rand", "randn", "randperm", "stack", "sync", "tensor", "uint8",
+           "wait_device_ops", "where", "zeros"]

@@ -27,7 +27,8 @@ _FROM_NP = {np.dtype(v): k for k, v in _NP.items() if k != BF16}
 _NAMES = {k: np.dtype(v).name for k, v in _NP.items()}  # "float32", "bool", ...
 _NAMES[BF16] = "bfloat16"
 _BY_NAME = {"bf16": BF16, "bfloat16": BF16}  # names numpy does not know
-float32, float64, int32, int64, bool_, uint8, int8, bfloat16 = F32, F64, I32, I64, BOOL, U8, I8, BF16
+float32, float64, int32, int64, bool_, uint8, int8 = F32, F64, I32, I64, BOOL, U8, I8
+bfloat16 = BF16
 _FLOATS = (F32, F64, BF16)
 
 _CPU = lib.lt_cpu(0)
@@ -108,7 +109,9 @@ def _from_f32(a, dtype):
     Float64 values are rounded to float32 first, as torch rounds a double on its
     way to bfloat16."""
     with np.errstate(over="ignore"):  # beyond f32's range is inf, as in torch
-        a = np.ascontiguousarray(a, dtype=np.float32)
+        a = np.asarray(a, dtype=np.float32)
+    if not a.flags.c_contiguous:  # (ascontiguousarray would make a 0-d array 1-d)
+        a = np.ascontiguousarray(a)
     shape, nd = _shape_args(a.shape)
     return wrap(lib.lt_from_f32(_CPU, dtype, shape, nd,
                                 a.ctypes.data_as(ctypes.POINTER(ctypes.c_float))))
@@ -125,7 +128,8 @@ def from_numpy_raw(array, dtype):
     if a.dtype != np.dtype(_RAW[code]):
         raise TypeError("lazytensor: from_numpy_raw of %s needs a %s array, got %s" %
                         (_NAMES[code], np.dtype(_RAW[code]).name, a.dtype))
-    a = np.ascontiguousarray(a)
+    if not a.flags.c_contiguous:
+        a = np.ascontiguousarray(a)
     shape, nd = _shape_args(a.shape)
     return wrap(lib.lt_from_data(_CPU, code, shape, nd, a.ctypes.data_as(ctypes.c_void_p)))
 

@@ -41,6 +41,16 @@ def test_values_in_round_to_nearest_even_and_out_exact():
     assert lt.tensor(x32, dtype="bf16").numpy_raw().tolist() == X_BITS
 
 
+def test_shapes_kept():
+    # 0-d stays 0-d; a non-contiguous array is read in its logical order
+    s = lt.tensor(1.5, dtype=lt.bfloat16)
+    assert s.shape == () and s.item() == 1.5
+    assert lt.from_numpy_raw(np.uint16(0x3F80), lt.bfloat16).shape == ()
+    m = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = lt.tensor(m.T, dtype=lt.bfloat16)
+    assert t.shape == (3, 2) and (t.numpy() == m.T).all()
+
+
 def test_float64_is_rounded_to_float32_first():
     # torch.tensor([1 + 2**-8 + 2**-30], dtype=torch.float64).to(torch.bfloat16) is 1.0:
     # the double rounds to the f32 tie 1 + 2**-8, which goes to even (a direct
