@@ -276,76 +276,77 @@ typedef struct conv_case {
 
 enum { CONV_Y, CONV_GX, CONV_GW, CONV_OUTS };
 
-/* cpu against ref: each is within the f32 sum's error and half an ulp of
- * the exact sum (file comment), so within that error and one ulp of each
- * other: terms products of values at most 1 in size. */
-static void expect_close(const double *cpu, const double *ref, int64_t n, int64_t terms,
-                         const char *what) {
-  double f32_err = tu_f32_sum_tol(terms, 1.0);
-  for (int64_t i = 0; i < n; i++) {
-    double tol = f32_err + ldexp(fabs(ref[i]) + f32_err, -7);
-    if (!(fabs(cpu[i] - ref[i]) <= tol))
-      fail_msg("%s element %lld: cpu %.9g, ref %.9g (tolerance %.3g)", what, (long long)i, cpu[i],
-               ref[i], tol);
-  }
-}
-
-static void run_conv_case(const conv_case *cc) {
+/* The convolution of cc, its input and weight gradients on backend be in
+ * dtype dt (bf16; f64 on ref: the exact sums, as bf16 values and their
+ * products are exact in double) into got[CONV_*]; returns the bf16
+ * convolutions that the counters saw. */
+static int64_t conv_outputs(const lt_backend *be, lt_dtype dt, const conv_case *cc,
+                            double *got[CONV_OUTS], int64_t count[CONV_OUTS]) {
   int64_t nx = numel_of(cc->xs, 4), nw = numel_of(cc->ws, 4), o = cc->ws[0];
   float *vx = bf16_values(7, nx), *vw = bf16_values(8, nw), *vb = bf16_values(9, o);
-  double *got[2][CONV_OUTS] = {{NULL}};
-  int64_t count[CONV_OUTS] = {0, 0, 0}, moved[2] = {0, 0};
-  for (int be = 0; be < tu_nbackends(); be++) {
-    lt__backend_force(tu_backends[be]);
-    lt_scope_begin();
-    int64_t before = tu_counter("Bf16ConvNative") + tu_counter("Bf16ConvConverted");
-    lt_tensor *x = lt_from_f32(CPU0, LT_BF16, cc->xs, 4, vx);
-    lt_tensor *w = lt_from_f32(CPU0, LT_BF16, cc->ws, 4, vw);
-    lt_tensor *b = lt_from_f32(CPU0, LT_BF16, SHAPE(o), 1, vb);
-    assert_int_equal(lt_set_requires_grad(x, true), LT_OK);
-    assert_int_equal(lt_set_requires_grad(w, true), LT_OK);
-    lt_tensor *y = lt_conv2d_n(x, w, b, cc->stride, 2, cc->pad, 2, NULL, 0, cc->groups);
-    if (!y) fail_msg("%s: lt_conv2d_n: %s", cc->name, lt_last_error());
-    assert_int_equal(lt_get_dtype(y), LT_BF16);
-    int64_t ny = lt_numel(y);
-    float *vr = bf16_values(10, ny);
-    lt_tensor *r = lt_from_f32(CPU0, LT_BF16, lt_shape(y), 4, vr);
-    free(vr);
-    lt_tensor *loss = lt_sum(lt_mul(y, r), NULL, 0, false);
-    assert_int_equal(lt_backward(loss), LT_OK);
-    /* torch gives bf16 leaves bf16 gradients */
-    assert_int_equal(lt_get_dtype(lt_grad(w)), LT_BF16);
-    assert_int_equal(lt_get_dtype(lt_grad(x)), LT_BF16);
-    got[be][CONV_Y] = tu_values(y);
-    got[be][CONV_GX] = tu_values(lt_grad(x));
-    got[be][CONV_GW] = tu_values(lt_grad(w));
-    count[CONV_Y] = ny;
-    count[CONV_GX] = nx;
-    count[CONV_GW] = nw;
-    moved[be] = tu_counter("Bf16ConvNative") + tu_counter("Bf16ConvConverted") - before;
-    lt_scope_end();
-    lt__backend_force(NULL);
-  }
-  assert_int_equal(moved[0], 0);
-  if (tu_nbackends() > 1) {
-    /* the three convolutions ran on the cpu backend's kernels */
-    if (moved[1] < 3) fail_msg("%s: %lld bf16 convolutions on cpu", cc->name, (long long)moved[1]);
-    int64_t cg = cc->xs[1] / cc->groups,
-            oh = (cc->xs[2] + 2 * cc->pad[0] - cc->ws[2]) / cc->stride[0] + 1,
-            ow = (cc->xs[3] + 2 * cc->pad[1] - cc->ws[3]) / cc->stride[1] + 1;
-    /* terms per sum: y: C/g kh kw products (and the bias); gx: at most
-     * O/g kh kw; gw: N OH OW */
-    expect_close(got[1][CONV_Y], got[0][CONV_Y], count[CONV_Y], cg * cc->ws[2] * cc->ws[3] + 1,
-                 "y");
-    expect_close(got[1][CONV_GX], got[0][CONV_GX], count[CONV_GX],
-                 o / cc->groups * cc->ws[2] * cc->ws[3], "grad x");
-    expect_close(got[1][CONV_GW], got[0][CONV_GW], count[CONV_GW], cc->xs[0] * oh * ow, "grad w");
-  }
-  for (int be = 0; be < 2; be++)
-    for (int i = 0; i < CONV_OUTS; i++) free(got[be][i]);
+  lt__backend_force(be);
+  lt_scope_begin();
+  int64_t before = tu_counter("Bf16ConvNative") + tu_counter("Bf16ConvConverted");
+  lt_tensor *x = lt_from_f32(CPU0, dt, cc->xs, 4, vx);
+  lt_tensor *w = lt_from_f32(CPU0, dt, cc->ws, 4, vw);
+  lt_tensor *b = lt_from_f32(CPU0, dt, SHAPE(o), 1, vb);
+  assert_int_equal(lt_set_requires_grad(x, true), LT_OK);
+  assert_int_equal(lt_set_requires_grad(w, true), LT_OK);
+  lt_tensor *y = lt_conv2d_n(x, w, b, cc->stride, 2, cc->pad, 2, NULL, 0, cc->groups);
+  if (!y) fail_msg("%s: lt_conv2d_n: %s", cc->name, lt_last_error());
+  assert_int_equal(lt_get_dtype(y), dt);
+  int64_t ny = lt_numel(y);
+  float *vr = bf16_values(10, ny);
+  /* the gradient reaching y is r, exactly, in either dtype */
+  lt_tensor *r = lt_from_f32(CPU0, dt, lt_shape(y), 4, vr);
+  free(vr);
+  lt_tensor *loss = lt_sum(lt_mul(y, r), NULL, 0, false);
+  assert_int_equal(lt_backward(loss), LT_OK);
+  /* torch gives bf16 leaves bf16 gradients */
+  assert_int_equal(lt_get_dtype(lt_grad(w)), dt);
+  assert_int_equal(lt_get_dtype(lt_grad(x)), dt);
+  got[CONV_Y] = tu_values(y);
+  got[CONV_GX] = tu_values(lt_grad(x));
+  got[CONV_GW] = tu_values(lt_grad(w));
+  count[CONV_Y] = ny;
+  count[CONV_GX] = nx;
+  count[CONV_GW] = nw;
+  int64_t moved = tu_counter("Bf16ConvNative") + tu_counter("Bf16ConvConverted") - before;
+  lt_scope_end();
+  lt__backend_force(NULL);
   free(vx);
   free(vw);
   free(vb);
+  return moved;
+}
+
+static void run_conv_case(const conv_case *cc) {
+  double *exact[CONV_OUTS], *got[CONV_OUTS];
+  int64_t count[CONV_OUTS];
+  conv_outputs(&lt__ref_backend, LT_F64, cc, exact, count);
+  int64_t o = cc->ws[0], cg = cc->xs[1] / cc->groups;
+  int64_t oh = (cc->xs[2] + 2 * cc->pad[0] - cc->ws[2]) / cc->stride[0] + 1;
+  int64_t ow = (cc->xs[3] + 2 * cc->pad[1] - cc->ws[3]) / cc->stride[1] + 1;
+  /* terms per sum, each at most 1 in size: y: C/g kh kw products and the
+   * bias; gx: at most O/g kh kw; gw: N OH OW */
+  int64_t terms[CONV_OUTS] = {cg * cc->ws[2] * cc->ws[3] + 1,
+                              o / cc->groups * cc->ws[2] * cc->ws[3], cc->xs[0] * oh * ow};
+  static const char *const names[CONV_OUTS] = {"y", "grad x", "grad w"};
+  for (int be = 0; be < tu_nbackends(); be++) {
+    int64_t moved = conv_outputs(tu_backends[be], LT_BF16, cc, got, count);
+    /* the three convolutions ran on the cpu backend's kernels; none on ref */
+    if (be == 0) assert_int_equal(moved, 0);
+    if (be == 1 && moved < 3)
+      fail_msg("%s: %lld bf16 convolutions on cpu", cc->name, (long long)moved);
+    for (int i = 0; i < CONV_OUTS; i++) {
+      char what[64];
+      snprintf(what, sizeof what, "%s %s", tu_backends[be]->name, names[i]);
+      for (int64_t e = 0; e < count[i]; e++)
+        expect_bf16_sum(got[i][e], exact[i][e], terms[i], 1.0, what, e);
+      free(got[i]);
+    }
+  }
+  for (int i = 0; i < CONV_OUTS; i++) free(exact[i]);
 }
 
 static void test_convolutions_match_ref(void **state) {
