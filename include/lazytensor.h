@@ -773,6 +773,16 @@ LT_API int64_t lt_cache_entries(void);
 LT_API void lt_cache_clear(void);
 /* Write a text report of every metric; returns the length it needs (snprintf style). */
 LT_API int lt_metrics_report(char *buf, size_t n);
+/* The instruction set that dtype dt's products (matmul, convolutions) use on
+ * dev, a static string: on the cpu backend oneDNN's for f32 ("avx512_core",
+ * "avx2", ... as capped by LT_CPU_ISA), for bf16 the same when it has the
+ * bf16 dot product ("avx512_core_bf16", "avx512_core_amx"), else e.g. "avx2
+ * (bf16 converted to f32)"; "openblas <core>" for f64; "ref" for dtypes whose
+ * products run on the ref fallback, and on the ref backend. NULL (and the
+ * error set) for a bad device or dtype. The metrics report names the bf16
+ * set once a bf16 product ran (Info: Bf16Isa), beside the counters
+ * Bf16GemmNative / Bf16GemmConverted and Bf16ConvNative / Bf16ConvConverted. */
+LT_API const char *lt_get_isa(lt_device dev, lt_dtype dt);
 
 /* Cost analysis (docs/COST.md), as XLA's cost_analysis() and PyTorch's
  * FlopCounterMode: the executor counts each graph's cost from its IR.

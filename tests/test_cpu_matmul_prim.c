@@ -6,7 +6,7 @@
  * of the sum of |a||b|, whatever the order of summation.
  *
  * oneDNN 2.6 has matmul primitives of its own (brgemm) only from AVX-512 on;
- * below that, lt__cpu_sgemm_prim declines every product and the test is
+ * below that, lt__cpu_gemm_prim declines every product and the test is
  * skipped, saying so. The test lifts scripts/test.sh's AVX2 caps
  * (ONEDNN_MAX_CPU_ISA, LT_CPU_ISA: set for the ASan run), so that the copies
  * run under ASan where the machine has AVX-512. */
@@ -40,7 +40,7 @@ static bool check_shape(const shape *s) {
   for (int64_t i = 0; i < a_rows * lda; i++) a[i] = next_value();
   for (int64_t i = 0; i < b_rows * ldb; i++) b[i] = next_value();
   for (int64_t i = 0; i < s->n * ldc; i++) c[i] = 1234.5f; /* the padding must keep it */
-  bool ran = lt__cpu_sgemm_prim(s->ta, s->tb, s->n, s->m, s->k, a, lda, b, ldb, c, ldc);
+  bool ran = lt__cpu_gemm_prim(LT_F32, s->ta, s->tb, s->n, s->m, s->k, a, lda, b, ldb, c, ldc);
   for (int64_t i = 0; ran && i < s->n; i++) {
     for (int64_t j = 0; j < s->m; j++) {
       double sum = 0, mag = 0;

@@ -84,6 +84,10 @@ struct lt_backend {
   /* Optional (NULL when unsupported): bytes for the persistent cache. */
   int (*serialize)(const lt_executable *exe, void **bytes, size_t *nbytes);
   int (*deserialize)(const void *bytes, size_t nbytes, lt_executable **out);
+  /* Optional: the instruction set the products (matmul, convolutions) of
+   * dtype dt run with, a static string (lt_get_isa); NULL: the backend's
+   * name (its own loops). */
+  const char *(*isa)(lt_dtype dt);
 };
 
 /* Host-memory storage (host_storage.c), for backends whose device is the host. */

@@ -31,6 +31,13 @@ typedef enum lt_counter_id {
   LT_CTR_KERNEL_CACHE_HIT, /* cpu backend: kernels of a new executable found compiled already */
   LT_CTR_EXECUTED_FLOPS,   /* the cost analysis's FLOPs of each graph executed (exec/cost.h) */
   LT_CTR_EXECUTED_BYTES,   /* and its bytes moved */
+  /* cpu backend: bf16 products (each GEMM call: a product, or one block of
+   * one cut over the threads) and convolutions run by a native bf16 kernel,
+   * or with their operands converted to f32 (no bf16 instructions) */
+  LT_CTR_BF16_GEMM_NATIVE,
+  LT_CTR_BF16_GEMM_CONVERTED,
+  LT_CTR_BF16_CONV_NATIVE,
+  LT_CTR_BF16_CONV_CONVERTED,
   LT_CTR_COUNT
 } lt_counter_id;
 
@@ -68,5 +75,8 @@ void lt__value_add(lt_value_id id, double v);
  * automatic warnings to stderr once each (more than 0.5 compiles per step
  * after 10 steps; a transfer from the device on every step). */
 void lt__metrics_on_step(void);
+/* The instruction set the backend's bf16 products ran with (a static
+ * string); the report prints it once set. */
+void lt__metrics_set_bf16_isa(const char *name);
 
 #endif

@@ -44,6 +44,10 @@ static const char *const kNames[LT_CTR_COUNT + 1] = {"CreateTensor",
                                                      "KernelCacheHit",
                                                      "ExecutedFlops",
                                                      "ExecutedBytes",
+                                                     "Bf16GemmNative",
+                                                     "Bf16GemmConverted",
+                                                     "Bf16ConvNative",
+                                                     "Bf16ConvConverted",
                                                      NULL};
 _Static_assert(sizeof kNames / sizeof kNames[0] == LT_CTR_COUNT + 1, "one name per counter");
 
@@ -243,6 +247,12 @@ void lt_counters_reset(void) {
   step_state_reset();
 }
 
+/* ---- the bf16 instruction set --------------------------------------------------------- */
+
+static _Atomic(const char *) g_bf16_isa;
+
+void lt__metrics_set_bf16_isa(const char *name) { atomic_store(&g_bf16_isa, name); }
+
 /* ---- report -------------------------------------------------------------------------- */
 
 typedef struct report {
@@ -276,6 +286,8 @@ int lt_metrics_report(char *buf, size_t n) {
   if (buf && n) buf[0] = '\0';
   for (int i = 0; i < LT_CTR_COUNT; i++)
     emit(&r, "Counter: %s\n  Value: %lld\n", kNames[i], (long long)atomic_load(&lt__counters[i]));
+  const char *isa = atomic_load(&g_bf16_isa);
+  if (isa) emit(&r, "Info: Bf16Isa\n  Value: %s\n", isa);
   for (int i = 0; i < kNumMetrics; i++) {
     bool timer = i < LT_TIMER_COUNT;
     lt_metric_stats s;

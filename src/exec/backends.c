@@ -6,6 +6,8 @@
 
 #include "../backend/cpu/cpu_api.h"
 #include "../backend/ref/ref_api.h"
+#include "../core/lt_dtype.h"
+#include "../core/lt_error.h"
 #include "exec_internal.h"
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -23,4 +25,19 @@ void lt__backends_init(void) { pthread_once(&g_once, register_builtin); }
 const lt_backend *lt__backend_for(lt_device dev) {
   lt__backends_init();
   return lt__backend_select(dev, "cpu");
+}
+
+const char *lt_get_isa(lt_device dev, lt_dtype dt) {
+  const char *fn = "lt_get_isa";
+  if (!lt__exec_dev(fn, dev)) return NULL;
+  if (!lt__dtype_valid(dt)) {
+    lt__err(LT_EINVAL, "%s: %d is not a dtype", fn, (int)dt);
+    return NULL;
+  }
+  const lt_backend *be = lt__backend_for(dev);
+  if (!be) {
+    lt__err(LT_EDEVICE, "%s: no backend for the device", fn);
+    return NULL;
+  }
+  return be->isa ? be->isa(dt) : be->name;
 }

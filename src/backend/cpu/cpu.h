@@ -50,11 +50,13 @@ typedef void (*cpu_kernel_fn)(void **slots, int64_t lo, int64_t hi);
 
 typedef enum cpu_kind {
   CK_LOOP,   /* a JIT loop nest: fn over [0, extent), split across the pool */
-  CK_BLAS,   /* matmul through lt__cpu_gemm (oneDNN sgemm, OpenBLAS dgemm) */
+  CK_BLAS,   /* matmul through lt__cpu_gemm (oneDNN sgemm / bf16 matmul, OpenBLAS dgemm) */
   CK_REF,    /* ops without codegen, on contiguous operands: a native kernel, else ref's */
   CK_MEMCPY, /* out slot = contiguous view (duplicate roots) */
 } cpu_kind;
 
+/* A product's dtype is its operands' (a.dtype = b.dtype): f32, f64 (f64
+ * set) or bf16. */
 typedef struct cpu_matmul {
   bool f64, ta, tb;
   int64_t n, m, k, lda, ldb;
@@ -232,12 +234,14 @@ void lt__cpu_gemm_one_thread(void);
  * skips next: see lt__cpu_gemm_takes_next). Always LT_OK: a product cannot fail
  * (cpu_gemm.c), so a donated buffer may be written before one. */
 int lt__cpu_gemm(const cpu_kernel *k, const cpu_kernel *next, void **table);
-/* C[n x m] = op(A) op(B), f32, row-major, through a oneDNN matmul primitive
- * made for the shape on its first call and kept (cpu_matmul_prim.c); false
- * when there is none or it failed: the caller then runs the product another
- * way. On the calling thread. */
-bool lt__cpu_sgemm_prim(bool ta, bool tb, int64_t n, int64_t m, int64_t k, const float *a,
-                        int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc);
+/* C[n x m] = op(A) op(B), row-major, all of dtype dt (f32 or bf16: f32
+ * sums, each result rounded once), through a oneDNN matmul primitive made
+ * for the shape on its first call and kept (cpu_matmul_prim.c); false when
+ * there is none (f32 without LT_CPU_MATMUL=primitive, bf16 without bf16
+ * instructions) or it failed: the caller then runs the product another way.
+ * On the calling thread. */
+bool lt__cpu_gemm_prim(int dt, bool ta, bool tb, int64_t n, int64_t m, int64_t k, const void *a,
+                       int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc);
 bool lt__cpu_gemm_takes_next(const cpu_kernel *k, const cpu_kernel *next);
 
 /* ---- instruction set (cpu_isa.c): the host's, or AVX2 with LT_CPU_ISA=avx2 ---- */

@@ -11,6 +11,7 @@
  * of cpu_jit.c), so a graph compiles only kernels no live executable has.
  * Those compile in parallel (lt__cpu_jit_compile); then all are linked. */
 #define _GNU_SOURCE /* memmem */
+#include <cblas.h>
 #include <llvm-c/Core.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include "../../core/lt_metrics.h"
 #include "../../core/lt_shape.h"
 #include "cpu.h"
+#include "cpu_dnnl.h"
 #include "cpu_irmath.h"
 #include "cpu_ops.h"
 
@@ -326,7 +328,38 @@ static void cpu_prepare(void) {
   if (atexit(join_prepare) != 0) pthread_detach(g_prepare_thread);
 }
 
+static char g_f64_isa[64];
+static pthread_once_t g_f64_once = PTHREAD_ONCE_INIT;
+
+static void f64_isa_init(void) {
+  const char *core = openblas_get_corename();
+  snprintf(g_f64_isa, sizeof g_f64_isa, "openblas %s", core ? core : "");
+}
+
+/* lt_get_isa: where each dtype's products go (lower_matmul, cpu_native.c). */
+static const char *cpu_isa_of(lt_dtype dt) {
+  switch (dt) {
+  case LT_F32:
+    return lt__cpu_dnnl_isa_name();
+  case LT_BF16:
+    return lt__cpu_bf16_isa_name();
+  case LT_F64: /* matmul through OpenBLAS (convolutions on the fallback) */
+    pthread_once(&g_f64_once, f64_isa_init);
+    return g_f64_isa;
+  case LT_BOOL:
+  case LT_U8:
+  case LT_I8:
+  case LT_I32:
+  case LT_I64:
+    return "ref"; /* integer products run on the ref fallback */
+  case LT_NUM_DTYPES:
+    break;
+  }
+  return NULL; /* lt_get_isa checked dt */
+}
+
 const lt_backend lt__cpu_backend = {
+    .isa = cpu_isa_of,
     .prepare = cpu_prepare,
     .name = "cpu",
     .env_hash = cpu_env_hash,

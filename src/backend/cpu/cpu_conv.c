@@ -24,7 +24,16 @@
  * gradients in slice order afterwards, so its rounding depends on the slice
  * count (hence on the thread count). The scratchpad is the caller's
  * (scratchpad_mode user), one per run, so one primitive runs on several
- * threads at once. */
+ * threads at once.
+ *
+ * bf16 (operands and result): where oneDNN has bf16 instructions
+ * (cpu_dnnl.h) the primitives read bf16 and sum in f32, forward and
+ * backward-data writing bf16 results rounded once; backward-weights writes
+ * f32 partial gradients, summed over the slices in f32 and rounded to bf16
+ * once at the end (torch gives a bf16 weight a bf16 gradient). Elsewhere
+ * (or when oneDNN declines the bf16 problem) the operands are widened to
+ * f32, the f32 convolution runs and its result is rounded once: the same
+ * sums on f32 arithmetic. */
 #define _GNU_SOURCE
 #include "cpu_conv.h"
 
@@ -34,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../core/lt_dtype.h"
 #include "cpu.h"
 #include "cpu_dnnl.h"
 
@@ -52,13 +62,14 @@ enum { FWD, BWD_DATA, BWD_WEIGHT };
 typedef struct geom {
   int64_t kind, n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, g;
   int64_t bias; /* FWD of CONV2D_BIAS: the primitive adds operand 2, [O], to each channel */
+  int64_t dt;   /* LT_F32 or LT_BF16 (then backward-weights' result is f32: conv_run) */
 } geom;
 
 /* ---- checking the instruction ------------------------------------------------------------- */
 
-/* b is a 4-d f32 buffer whose numel and storage agree with its shape. */
-static bool dims4(const lt_buffer *b, int64_t d[4]) {
-  if (!b || b->ndim != 4 || b->dtype != LT_F32) return false;
+/* b is a 4-d buffer of dtype dt whose numel and storage agree with its shape. */
+static bool dims4(const lt_buffer *b, int64_t d[4], int dt) {
+  if (!b || b->ndim != 4 || b->dtype != dt) return false;
   int64_t n = 1;
   for (int i = 0; i < 4; i++) {
     if (b->shape[i] < 0 || b->shape[i] >= DIM_MAX) return false;
@@ -79,10 +90,11 @@ static bool read_geom(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in,
                       geom *g) {
   bool bias = kind == FWD && ins && ins->op == LT_OP_CONV2D_BIAS;
   if (!ins || !out || !in || ins->nattrs != 7 || !ins->attrs || ins->noperands != (bias ? 3 : 2) ||
-      ins->dtype != LT_F32 || ins->ndim != 4)
+      (ins->dtype != LT_F32 && ins->dtype != LT_BF16) || ins->ndim != 4)
     return false;
+  int dt = ins->dtype;
   int64_t a[3][4];
-  if (!dims4(in[0], a[0]) || !dims4(in[1], a[1]) || !dims4(out, a[2])) return false;
+  if (!dims4(in[0], a[0], dt) || !dims4(in[1], a[1], dt) || !dims4(out, a[2], dt)) return false;
   for (int d = 0; d < 4; d++)
     if (ins->shape[d] != a[2][d]) return false;
   const int64_t *x = a[0], *wt = a[1], *y = a[2];
@@ -108,8 +120,9 @@ static bool read_geom(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in,
               .dh = at[4],
               .dw = at[5],
               .g = at[6],
-              .bias = bias};
-  if (bias && (!in[2] || in[2]->dtype != LT_F32 || in[2]->ndim != 1 || in[2]->shape[0] != g->o ||
+              .bias = bias,
+              .dt = dt};
+  if (bias && (!in[2] || in[2]->dtype != dt || in[2]->ndim != 1 || in[2]->shape[0] != g->o ||
                in[2]->numel != g->o || (g->o && !in[2]->data)))
     return false;
   return y[0] == g->n && y[1] == g->o && g->c % g->g == 0 && g->o % g->g == 0 &&
@@ -198,14 +211,16 @@ static conv_prim *prim_create(const geom *k) {
   dnnl_format_tag_t wtag = grouped ? dnnl_goihw : dnnl_oihw;
   dnnl_memory_desc_t x, y, w, xa, ya, wa, b;
   dnnl_dims_t bd = {k->o};
-  bool ok =
-      (!k->bias || dnnl_memory_desc_init_by_tag(&b, 1, bd, dnnl_f32, dnnl_a) == dnnl_success) &&
-      dnnl_memory_desc_init_by_tag(&x, 4, xd, dnnl_f32, dnnl_nchw) == dnnl_success &&
-      dnnl_memory_desc_init_by_tag(&y, 4, yd, dnnl_f32, dnnl_nchw) == dnnl_success &&
-      dnnl_memory_desc_init_by_tag(&w, wnd, wdims, dnnl_f32, wtag) == dnnl_success &&
-      dnnl_memory_desc_init_by_tag(&xa, 4, xd, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
-      dnnl_memory_desc_init_by_tag(&ya, 4, yd, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
-      dnnl_memory_desc_init_by_tag(&wa, wnd, wdims, dnnl_f32, dnnl_format_tag_any) == dnnl_success;
+  dnnl_data_type_t dt = k->dt == LT_BF16 ? dnnl_bf16 : dnnl_f32;
+  /* backward-weights' result: f32 partial gradients (conv_run rounds the sum) */
+  dnnl_data_type_t wt = k->kind == BWD_WEIGHT ? dnnl_f32 : dt;
+  bool ok = (!k->bias || dnnl_memory_desc_init_by_tag(&b, 1, bd, dt, dnnl_a) == dnnl_success) &&
+            dnnl_memory_desc_init_by_tag(&x, 4, xd, dt, dnnl_nchw) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&y, 4, yd, dt, dnnl_nchw) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&w, wnd, wdims, wt, wtag) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&xa, 4, xd, dt, dnnl_format_tag_any) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&ya, 4, yd, dt, dnnl_format_tag_any) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&wa, wnd, wdims, wt, dnnl_format_tag_any) == dnnl_success;
   /* Blocked layouts pad channels to a multiple of 16: a side with few
    * channels stays plain (measured on the CNN's first conv, C = 1: its
    * backward-data runs 10x faster into plain nchw than into nChw16c). */
@@ -215,9 +230,11 @@ static conv_prim *prim_create(const geom *k) {
   ok = ok && dnnl_primitive_attr_create(&attr) == dnnl_success &&
        dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
   dnnl_convolution_desc_t fd, cd;
+  dnnl_memory_desc_t wh;    /* the hint's weights: of the activations' dtype */
   if (ok && k->kind != FWD) /* the backward primitives want the forward one as a hint */
-    ok = dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training,
-                                                    dnnl_convolution_direct, &xa, &wa, NULL, &ya,
+    ok = dnnl_memory_desc_init_by_tag(&wh, wnd, wdims, dt, dnnl_format_tag_any) == dnnl_success &&
+         dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training,
+                                                    dnnl_convolution_direct, &xa, &wh, NULL, &ya,
                                                     st, dil, pl, pr) == dnnl_success &&
          dnnl_primitive_desc_create(&p->hint, &fd, NULL, lt__cpu_dnnl_engine(), NULL) ==
              dnnl_success;
@@ -252,7 +269,12 @@ static conv_prim *prim_create(const geom *k) {
   }
   if (ok) {
     p->scratch = scratch_of(p->pd, &p->scratch_md[0]);
-    ok = dnnl_primitive_create(&p->prim, p->pd) == dnnl_success;
+    /* bf16: not oneDNN's reference loops (far slower than converting) */
+    const char *name = "";
+    ok = k->dt != LT_BF16 ||
+         (dnnl_primitive_desc_query(p->pd, dnnl_query_impl_info_str, 0, &name) == dnnl_success &&
+          strncmp(name, "ref", 3) != 0);
+    ok = ok && dnnl_primitive_create(&p->prim, p->pd) == dnnl_success;
   }
   for (int i = 0; ok && i < 3; i++) ok = make_reorder(p, i, attr);
   if (attr) dnnl_primitive_attr_destroy(attr);
@@ -340,8 +362,7 @@ int lt__cpu_conv_cached(void) {
 /* ---- running ------------------------------------------------------------------------------ */
 
 /* One run of p: result = conv(a, b) (+ bias), on the calling thread. */
-static int prim_run(const conv_prim *p, const float *a, const float *b, const float *bias,
-                    float *res) {
+static int prim_run(const conv_prim *p, const void *a, const void *b, const void *bias, void *res) {
   lt__cpu_gemm_one_thread();
   void *user[3] = {(void *)a, (void *)b, res};
   size_t total = p->scratch + p->tmp[0] + p->tmp[1] + p->tmp[2];
@@ -399,15 +420,18 @@ typedef struct slice_job {
   const geom *g;
   conv_prim *prim[2];
   int64_t base, rem;
-  const float *a, *b, *bias;
-  float *res, *partial; /* partial: backward-weights' slices 1.. */
+  const char *a, *b; /* operands: x or gy, w or gy (dtype g->dt) */
+  const void *bias;
+  char *res;      /* the result (bf16 backward-weights: f32, conv_run rounds it) */
+  float *partial; /* partial: backward-weights' slices 1.. */
   atomic_int rc;
 } slice_job;
 
 static void slice_part(void **ctx, int64_t lo, int64_t hi) {
   slice_job *j = (slice_job *)ctx;
   const geom *g = j->g;
-  int64_t xs = g->c * g->h * g->w, ys = g->o * g->oh * g->ow,
+  size_t es = lt_dtype_size((lt_dtype)g->dt); /* bytes of an activation element */
+  int64_t xs = g->c * g->h * g->w * (int64_t)es, ys = g->o * g->oh * g->ow * (int64_t)es,
           ws = g->o * (g->c / g->g) * g->kh * g->kw;
   for (int64_t i = lo; i < hi; i++) {
     int64_t n0 = i * j->base + (i < j->rem ? i : j->rem);
@@ -419,23 +443,29 @@ static void slice_part(void **ctx, int64_t lo, int64_t hi) {
       rc = prim_run(p, j->a + n0 * ys, j->b, NULL, j->res + n0 * xs);
     else
       rc = prim_run(p, j->a + n0 * xs, j->b + n0 * ys, NULL,
-                    i == 0 ? j->res : j->partial + (i - 1) * ws);
+                    i == 0 ? (void *)j->res : (void *)(j->partial + (i - 1) * ws));
     if (rc != LT_OK) atomic_store(&j->rc, rc);
   }
 }
 
+/* The convolution of ins in its own dtype (f32, or bf16 where native). */
 static int conv_run(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in, int kind) {
   geom g;
   if (!read_geom(ins, out, in, kind, &g)) return DECLINE;
+  bool bf16 = g.dt == LT_BF16;
   /* before anything of oneDNN runs here: creating a primitive may open an
    * OpenMP team too, whose threads would then spin beside ours */
   lt__cpu_gemm_one_thread();
   if (out->numel == 0) return LT_OK;
   if (in[0]->numel == 0 || in[1]->numel == 0) { /* an empty sum (or all padding) */
-    float *y = out->data;
-    const float *bias = g.bias ? in[2]->data : NULL;
-    int64_t plane = g.oh * g.ow; /* kind FWD when bias: y is [N, O, OH, OW] */
-    for (int64_t e = 0; e < out->numel; e++) y[e] = bias ? bias[e / plane % g.o] : 0.0f;
+    const char *bias = g.bias ? in[2]->data : NULL;
+    size_t es = lt_dtype_size((lt_dtype)g.dt);
+    int64_t plane = g.oh * g.ow;             /* kind FWD when bias: y is [N, O, OH, OW] */
+    for (int64_t e = 0; e < out->numel; e++) /* the bias's bits, or +0 */
+      if (bias)
+        memcpy((char *)out->data + e * es, bias + (e / plane % g.o) * es, es);
+      else
+        memset((char *)out->data + e * es, 0, es);
     return LT_OK;
   }
   int64_t macs = g.n * g.o * g.oh * g.ow; /* < 2^62: each factor < 2^31 and numel fits */
@@ -449,7 +479,7 @@ static int conv_run(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in, i
    * its first conv's forward and 2x for its weight gradient than one slice. */
   int64_t sample =
       ((g.c >= BLOCK_MIN ? g.c * g.h * g.w : 0) + (g.o >= BLOCK_MIN ? g.o * g.oh * g.ow : 0)) *
-      (int64_t)sizeof(float);
+      (int64_t)lt_dtype_size((lt_dtype)g.dt);
   int64_t fit = sample > 0 ? SLICE_BYTES / sample : g.n;
   if (fit < 1) fit = 1;
   int64_t ns = (g.n + fit - 1) / fit;
@@ -475,6 +505,14 @@ static int conv_run(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in, i
   j.prim[1] = acquire(&k);
   int rc = !j.prim[1] || (j.rem && !j.prim[0]) ? DECLINE : LT_OK;
   int64_t ws = out->numel;
+  float *gw32 = NULL; /* bf16 backward-weights: the f32 gradient, rounded at the end */
+  if (rc == LT_OK && kind == BWD_WEIGHT && bf16) {
+    if (posix_memalign((void **)&gw32, ALIGN, round_up((size_t)ws * sizeof(float))) != 0) {
+      gw32 = NULL;
+      rc = DECLINE;
+    }
+    j.res = (char *)gw32;
+  }
   if (rc == LT_OK && kind == BWD_WEIGHT && ns > 1) {
     size_t bytes = round_up((size_t)(ns - 1) * (size_t)ws * sizeof(float));
     if (posix_memalign((void **)&j.partial, ALIGN, bytes) != 0) {
@@ -490,26 +528,75 @@ static int conv_run(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in, i
     rc = atomic_load(&j.rc);
   }
   if (rc == LT_OK && j.partial) { /* the slices' gradients, summed in slice order */
-    float *gw = out->data;
+    float *gw = kind == BWD_WEIGHT && bf16 ? gw32 : out->data;
     for (int64_t s = 0; s < ns - 1; s++) {
       const float *part = j.partial + s * ws;
       for (int64_t e = 0; e < ws; e++) gw[e] += part[e];
     }
   }
+  if (rc == LT_OK && gw32) /* rounded once */
+    for (int64_t e = 0; e < ws; e++) ((uint16_t *)out->data)[e] = lt__f32_to_bf16(gw32[e]);
+  free(gw32);
   free(j.partial);
   release(j.prim[0]);
   release(j.prim[1]);
   return rc;
 }
 
+/* A bf16 convolution with its operands widened to f32 (exactly), the f32
+ * convolution, and its result rounded to bf16 once. */
+static int conv_converted(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in, int kind) {
+  int n = ins->noperands;
+  lt_buffer wide[4], *wide_in[3] = {NULL, NULL, NULL};
+  float *data[4] = {NULL, NULL, NULL, NULL};
+  int rc = LT_OK;
+  for (int i = 0; i <= n && rc == LT_OK; i++) { /* operands, then the result (index n) */
+    const lt_buffer *b = i < n ? in[i] : out;
+    wide[i] = *b;
+    wide[i].dtype = LT_F32;
+    wide[i].nbytes = (size_t)b->numel * sizeof(float);
+    if (!(data[i] = malloc(wide[i].nbytes + 1))) {
+      rc = DECLINE;
+      break;
+    }
+    wide[i].data = data[i];
+    if (i < n) {
+      for (int64_t e = 0; e < b->numel; e++)
+        data[i][e] = lt__bf16_to_f32(((const uint16_t *)b->data)[e]);
+      wide_in[i] = &wide[i];
+    }
+  }
+  lt_instr f32 = *ins;
+  f32.dtype = LT_F32;
+  if (rc == LT_OK) rc = conv_run(&f32, &wide[n], wide_in, kind);
+  if (rc == LT_OK)
+    for (int64_t e = 0; e < out->numel; e++)
+      ((uint16_t *)out->data)[e] = lt__f32_to_bf16(data[n][e]);
+  for (int i = 0; i <= n; i++) free(data[i]);
+  return rc;
+}
+
+static int conv_any(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in, int kind) {
+  if (!ins || ins->dtype != LT_BF16) return conv_run(ins, out, in, kind);
+  geom g;
+  if (!read_geom(ins, out, in, kind, &g)) return DECLINE; /* before any conversion */
+  if (lt__cpu_bf16_native() && conv_run(ins, out, in, kind) == LT_OK) {
+    lt__cpu_bf16_count(true, true);
+    return LT_OK;
+  }
+  int rc = conv_converted(ins, out, in, kind);
+  if (rc == LT_OK) lt__cpu_bf16_count(true, false);
+  return rc;
+}
+
 int lt__cpu_conv2d_fwd(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
-  return conv_run(ins, out, in, FWD);
+  return conv_any(ins, out, in, FWD);
 }
 
 int lt__cpu_conv2d_bwd_data(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
-  return conv_run(ins, out, in, BWD_DATA);
+  return conv_any(ins, out, in, BWD_DATA);
 }
 
 int lt__cpu_conv2d_bwd_weight(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
-  return conv_run(ins, out, in, BWD_WEIGHT);
+  return conv_any(ins, out, in, BWD_WEIGHT);
 }

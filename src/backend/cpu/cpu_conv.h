@@ -4,9 +4,10 @@
  * (conv rows: {sh, sw, ph, pw, dh, dw, groups}; MAX_POOL2D_ARGMAX: {kh, kw,
  * sh, sw, ph, pw, dh, dw}).
  *
- * The convolutions (f32 only) run oneDNN primitives (cpu_conv.c); their sums
- * run in oneDNN's order, not ref's, so results match the ref kernels within
- * f32 rounding, not bit for bit (as for GEMM), and may differ in the last
+ * The convolutions (f32, and bf16 summed in f32 and rounded once) run
+ * oneDNN primitives (cpu_conv.c); their sums run in oneDNN's order, not
+ * ref's, so results match the ref kernels within f32 rounding (bf16: and
+ * its rounding), not bit for bit (as for GEMM), and may differ in the last
  * bits between thread counts (the batch is cut into one slice per thread).
  * The max-pool argmax (f32 and f64 in, i64 out; cpu_maxpool.c) and the
  * plane gather / scatter of its values and gradients are exact.

@@ -3,7 +3,12 @@
  * f32 goes to oneDNN's sgemm, which generates AVX-512 (or AVX2, ...) kernels
  * for the CPU it runs on (or, with LT_CPU_MATMUL=primitive, to a oneDNN
  * matmul primitive per shape: cpu_matmul_prim.c); f64 goes to OpenBLAS's
- * dgemm, as oneDNN has no f64 GEMM. Both libraries run on one thread per
+ * dgemm, as oneDNN has no f64 GEMM. bf16 (result = each sum in f32 of the
+ * products, rounded to bf16 once, as torch's CPU bf16 matmul) goes to a
+ * bf16 matmul primitive where oneDNN has bf16 instructions (AVX512-BF16 or
+ * AMX: "native"); elsewhere, or when no primitive can be had, the operands
+ * are converted to f32, the f32 product runs, and its result is rounded
+ * once ("converted"): the same sums, on f32 arithmetic. Both libraries run on one thread per
  * call: the backend's own pool cuts a product into blocks of output rows or
  * columns (or whole batch entries) and runs one block per thread. The
  * process then has a single set of worker threads, which sleep when idle,
@@ -16,9 +21,11 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "../../core/lt_dtype.h"
 #include "../../core/lt_error.h"
 #include "../../core/lt_shape.h"
 #include "cpu.h"
+#include "cpu_dnnl.h"
 
 /* Below this many multiply-adds a product runs on the calling thread: waking
  * the pool costs more than it saves. */
@@ -56,7 +63,8 @@ void lt__cpu_gemm_one_thread(void) {
 
 /* One product C[n x m] = op(A)[n x k] op(B)[k x m], row-major, ldc = m. */
 typedef struct gemm_block {
-  bool f64, ta, tb;
+  uint8_t dt; /* LT_F32, LT_F64 or LT_BF16: operands and result */
+  bool ta, tb;
   int64_t n, m, k, lda, ldb, ldc;
   const void *a, *b;
   void *c;
@@ -81,24 +89,98 @@ static void sgemm_plain(const gemm_block *g) {
     }
 }
 
+/* f32 C = op(A) op(B) by oneDNN's sgemm, else (it failed) plain loops. */
+static void sgemm_any(const gemm_block *g) {
+  dnnl_status_t st = dnnl_sgemm(g->ta ? 'T' : 'N', g->tb ? 'T' : 'N', g->n, g->m, g->k, 1.0f, g->a,
+                                g->lda, g->b, g->ldb, 0.0f, g->c, g->ldc);
+  if (st != dnnl_success) sgemm_plain(g);
+}
+
+/* bf16 in plain loops, summing in f32: what a converted product falls back
+ * to without memory for its f32 copies (so that it cannot fail either). */
+static void bgemm_plain(const gemm_block *g) {
+  const uint16_t *a = g->a, *b = g->b;
+  uint16_t *c = g->c;
+  for (int64_t i = 0; i < g->n; i++)
+    for (int64_t j = 0; j < g->m; j++) {
+      float s = 0;
+      for (int64_t p = 0; p < g->k; p++)
+        s += lt__bf16_to_f32(g->ta ? a[p * g->lda + i] : a[i * g->lda + p]) *
+             lt__bf16_to_f32(g->tb ? b[j * g->ldb + p] : b[p * g->ldb + j]);
+      c[i * g->ldc + j] = lt__f32_to_bf16(s);
+    }
+}
+
+/* Widens rows x cols bf16 elements, rows ld apart, into dense f32. */
+static void widen_rows(float *dst, const uint16_t *src, int64_t ld, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < cols; c++) dst[r * cols + c] = lt__bf16_to_f32(src[r * ld + c]);
+}
+
+/* A bf16 product without bf16 instructions: the operands widened to f32
+ * (exactly), the f32 product, each result rounded to bf16 once. */
+static void bgemm_converted(const gemm_block *g) {
+  int64_t a_rows = g->ta ? g->k : g->n, a_cols = g->ta ? g->n : g->k;
+  int64_t b_rows = g->tb ? g->m : g->k, b_cols = g->tb ? g->k : g->m;
+  size_t a_n = (size_t)(a_rows * a_cols), b_n = (size_t)(b_rows * b_cols),
+         c_n = (size_t)(g->n * g->m);
+  a_n = (a_n + 15) / 16 * 16; /* 64-byte aligned parts */
+  b_n = (b_n + 15) / 16 * 16;
+  float *buf = lt__cpu_thread_scratch(CPU_SCRATCH_CONVERT, (a_n + b_n + c_n) * sizeof(float));
+  if (!buf) {
+    bgemm_plain(g);
+    return;
+  }
+  float *fa = buf, *fb = buf + a_n, *fc = buf + a_n + b_n;
+  widen_rows(fa, g->a, g->lda, a_rows, a_cols);
+  widen_rows(fb, g->b, g->ldb, b_rows, b_cols);
+  gemm_block f = *g;
+  f.dt = LT_F32;
+  f.a = fa;
+  f.b = fb;
+  f.c = fc;
+  f.lda = a_cols;
+  f.ldb = b_cols;
+  f.ldc = g->m;
+  sgemm_any(&f);
+  uint16_t *c = g->c;
+  for (int64_t i = 0; i < g->n; i++)
+    for (int64_t j = 0; j < g->m; j++) c[i * g->ldc + j] = lt__f32_to_bf16(fc[i * g->m + j]);
+}
+
 /* One product; it cannot fail (OpenBLAS's dgemm reports nothing, and a
- * failed oneDNN sgemm is redone in plain loops), so neither can anything
+ * failed oneDNN call is redone in plain loops), so neither can anything
  * below built on it. */
 static void gemm_one(const gemm_block *g) {
   pthread_once(&g_once, gemm_init);
   single_threaded_libraries();
   if (g->n == 0 || g->m == 0) return;
-  if (g->f64) {
+  switch ((lt_dtype)g->dt) {
+  case LT_F64:
     cblas_dgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans,
                 (blasint)g->n, (blasint)g->m, (blasint)g->k, 1.0, g->a, (blasint)g->lda, g->b,
                 (blasint)g->ldb, 0.0, g->c, (blasint)g->ldc);
     return;
-  }
-  if (lt__cpu_sgemm_prim(g->ta, g->tb, g->n, g->m, g->k, g->a, g->lda, g->b, g->ldb, g->c, g->ldc))
+  case LT_F32:
+    if (!lt__cpu_gemm_prim(LT_F32, g->ta, g->tb, g->n, g->m, g->k, g->a, g->lda, g->b, g->ldb, g->c,
+                           g->ldc))
+      sgemm_any(g);
     return;
-  dnnl_status_t st = dnnl_sgemm(g->ta ? 'T' : 'N', g->tb ? 'T' : 'N', g->n, g->m, g->k, 1.0f, g->a,
-                                g->lda, g->b, g->ldb, 0.0f, g->c, g->ldc);
-  if (st != dnnl_success) sgemm_plain(g);
+  case LT_BF16: {
+    bool native = lt__cpu_gemm_prim(LT_BF16, g->ta, g->tb, g->n, g->m, g->k, g->a, g->lda, g->b,
+                                    g->ldb, g->c, g->ldc);
+    if (!native) bgemm_converted(g);
+    lt__cpu_bf16_count(false, native);
+    return;
+  }
+  case LT_BOOL:
+  case LT_U8:
+  case LT_I8:
+  case LT_I32:
+  case LT_I64:
+  case LT_NUM_DTYPES:
+    break; /* never lowered to a product (blas_ok), nor loaded (cpu_serial.c) */
+  }
 }
 
 /* Block i of a product cut along its rows (split_rows) or columns. */
@@ -113,7 +195,7 @@ typedef struct gemm_job {
 
 static void gemm_part(void **ctx, int64_t lo, int64_t hi) {
   gemm_job *j = (gemm_job *)ctx;
-  size_t es = j->whole.f64 ? 8 : 4;
+  size_t es = lt_dtype_size((lt_dtype)j->whole.dt);
   for (int64_t i = lo; i < hi; i++) {
     gemm_block g = j->whole;
     int64_t total = j->split_rows ? g.n : g.m;
@@ -179,12 +261,12 @@ typedef struct batch_job {
 
 static gemm_block batch_entry(const cpu_matmul *mm, const void *abase, const void *bbase, void *out,
                               int64_t bi) {
-  size_t es = mm->f64 ? 8 : 4;
+  size_t es = lt_dtype_size((lt_dtype)mm->a.dtype);
   int nd = mm->nbatch_dims;
   int64_t ao = mm->a.offset + lt__unravel_offset(bi, mm->batch_shape, mm->a_bstride, nd);
   int64_t bo = mm->b.offset + lt__unravel_offset(bi, mm->batch_shape, mm->b_bstride, nd);
   gemm_block g = {
-      .f64 = mm->f64,
+      .dt = mm->a.dtype,
       .ta = mm->ta,
       .tb = mm->tb,
       .n = mm->n,
@@ -229,6 +311,7 @@ static bool batch_folds(const cpu_matmul *mm) {
  * marks it; checked again here, as a loaded file may not be trusted). */
 static bool epilogue_fits(const cpu_matmul *mm, const cpu_kernel *next) {
   return next && next->kind == CK_LOOP && next->fn && mm->nbatch_dims == 0 && mm->n > 0 &&
+         mm->a.dtype != LT_BF16 && /* none after bf16 products (mark_epilogues) */
          next->extent * next->unit_cost == mm->n * mm->m && next->extent % mm->n == 0;
 }
 
@@ -239,9 +322,9 @@ int lt__cpu_gemm(const cpu_kernel *k, const cpu_kernel *next, void **table) {
   const cpu_kernel *epi = k->epilogue && epilogue_fits(mm, next) ? next : NULL;
   int64_t nbatch = 1;
   for (int d = 0; d < mm->nbatch_dims; d++) nbatch *= mm->batch_shape[d];
-  size_t es = mm->f64 ? 8 : 4;
+  size_t es = lt_dtype_size((lt_dtype)mm->a.dtype);
   if (nbatch == 0 || mm->n == 0 || mm->m == 0) return LT_OK;
-  if (mm->k == 0) { /* an empty sum */
+  if (mm->k == 0) { /* an empty sum (+0 in every dtype's bits) */
     memset(out, 0, (size_t)(nbatch * mm->n * mm->m) * es);
     if (epi) lt__cpu_loop_run(epi, table);
     return LT_OK;

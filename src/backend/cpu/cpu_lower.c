@@ -51,9 +51,11 @@ static bool fusible(const lt_node *n) { return lt__cg_elementwise_ok(n); }
 
 static bool is_view_op(int op) { return lt__op_cpu_path(op) == LT_CPU_VIEW; }
 
+/* Products of f32, f64 and bf16 (bf16: f32 sums rounded once, cpu_gemm.c),
+ * both operands of the result's dtype. */
 static bool blas_ok(const lt_node *n) {
   if (n->op != LT_OP_MATMUL || n->noperands != 2 || n->ndim < 2) return false;
-  if (n->dtype != LT_F32 && n->dtype != LT_F64) return false;
+  if (n->dtype != LT_F32 && n->dtype != LT_F64 && n->dtype != LT_BF16) return false;
   return n->operands[0].node->dtype == n->dtype && n->operands[1].node->dtype == n->dtype &&
          n->operands[0].node->ndim >= 2 && n->operands[1].node->ndim >= 2;
 }
@@ -500,7 +502,12 @@ static void mark_epilogues(lw *w) {
   for (int i = 0; i + 1 < w->nk; i++) {
     cpu_kernel *g = &w->k[i], *l = &w->k[i + 1];
     cg_info *in = &w->info[i + 1];
-    if (g->kind != CK_BLAS || l->kind != CK_LOOP || g->mm.nbatch_dims != 0 || in->reads_full)
+    /* None after a bf16 product: such a loop reads bf16 values, which the
+     * generated loops are only starting to compute with; the loop then
+     * runs after the whole product, as any other kernel (simple, and
+     * correct whatever the loop does). */
+    if (g->kind != CK_BLAS || l->kind != CK_LOOP || g->mm.nbatch_dims != 0 || in->reads_full ||
+        g->mm.a.dtype == LT_BF16)
       continue;
     int64_t rows = g->mm.n, elems = g->mm.n * g->mm.m;
     if (rows < 1 || l->extent * l->unit_cost != elems || l->extent % rows) continue;

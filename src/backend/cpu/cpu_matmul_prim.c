@@ -1,6 +1,12 @@
-/* f32 products through oneDNN's matmul primitive, one primitive per shape,
- * kept for the life of the process: with LT_CPU_MATMUL=primitive (the
- * default, sgemm, leaves every product to cpu_gemm.c's dnnl_sgemm).
+/* Products through oneDNN's matmul primitive, one primitive per shape and
+ * dtype, kept for the life of the process: every bf16 product where oneDNN
+ * has bf16 instructions (cpu_dnnl.h), and f32 products with
+ * LT_CPU_MATMUL=primitive (the default, sgemm, leaves them to cpu_gemm.c's
+ * dnnl_sgemm).
+ *
+ * bf16: the primitive reads bf16 operands, accumulates in f32 and rounds
+ * each result to bf16 once (round to nearest even), as torch's CPU bf16
+ * matmul through the same library does.
  *
  * Why: dnnl_sgemm's first call in a process generates every kernel of its
  * GEMM driver at once, about 31 ms on a 2-core AVX-512 machine, the largest
@@ -29,6 +35,7 @@
 
 typedef struct prim_key { /* a dense product: lda, ldb, ldc follow from these */
   int64_t n, m, k;
+  int64_t dt; /* LT_F32 or LT_BF16, operands and result alike */
   bool ta, tb;
 } prim_key;
 
@@ -40,53 +47,23 @@ typedef struct matmul_prim {
 } matmul_prim;
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-/* the shared engine (cpu_dnnl.c) once LT_CPU_MATMUL=primitive is read; NULL
- * while the option is off (or nothing could be made): products use sgemm */
+/* the shared engine (cpu_dnnl.c); NULL when none could be made */
 static dnnl_engine_t g_engine;
+static bool g_f32; /* LT_CPU_MATMUL=primitive: f32 products too */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static matmul_prim *g_prims[PRIM_MAX];
 static int g_count;
-/* Each thread's scratchpad, grown as needed, freed when the thread ends. */
-static pthread_key_t g_scratch_key;
-typedef struct scratch_buf {
-  void *p;
-  size_t cap;
-} scratch_buf;
-
-static void scratch_free(void *v) {
-  scratch_buf *s = v;
-  free(s->p);
-  free(s);
-}
 
 static void prim_init(void) {
   const char *e = getenv("LT_CPU_MATMUL");
-  if (!e || strcmp(e, "primitive") != 0) return; /* nothing made: no engine, no key */
-  g_engine = pthread_key_create(&g_scratch_key, scratch_free) == 0 ? lt__cpu_dnnl_engine() : NULL;
-}
-
-static void *thread_scratch(size_t bytes) {
-  scratch_buf *s = pthread_getspecific(g_scratch_key);
-  if (!s) {
-    if (!(s = calloc(1, sizeof *s))) return NULL;
-    if (pthread_setspecific(g_scratch_key, s) != 0) {
-      free(s);
-      return NULL;
-    }
-  }
-  if (s->cap < bytes) {
-    void *p = NULL;
-    if (posix_memalign(&p, 64, bytes) != 0) return NULL;
-    free(s->p);
-    s->p = p;
-    s->cap = bytes;
-  }
-  return s->p;
+  g_f32 = e && strcmp(e, "primitive") == 0;
+  g_engine = lt__cpu_dnnl_engine();
 }
 
 /* The primitive of one shape; every step can fail (NULL prim). */
 static void prim_make(matmul_prim *p) {
   const prim_key *k = &p->key;
+  dnnl_data_type_t dt = k->dt == LT_BF16 ? dnnl_bf16 : dnnl_f32;
   dnnl_dims_t ad = {k->n, k->k}, bd = {k->k, k->m}, cd = {k->n, k->m};
   /* op(A) is n x k: rows lda apart, or (transposed) columns lda apart */
   dnnl_dims_t as = {k->ta ? 1 : k->k, k->ta ? k->n : 1};
@@ -96,9 +73,9 @@ static void prim_make(matmul_prim *p) {
   dnnl_primitive_desc_t pd = NULL;
   dnnl_matmul_desc_t md;
   bool ok =
-      dnnl_memory_desc_init_by_strides(&p->a, 2, ad, dnnl_f32, as) == dnnl_success &&
-      dnnl_memory_desc_init_by_strides(&p->b, 2, bd, dnnl_f32, bs) == dnnl_success &&
-      dnnl_memory_desc_init_by_strides(&p->c, 2, cd, dnnl_f32, cs) == dnnl_success &&
+      dnnl_memory_desc_init_by_strides(&p->a, 2, ad, dt, as) == dnnl_success &&
+      dnnl_memory_desc_init_by_strides(&p->b, 2, bd, dt, bs) == dnnl_success &&
+      dnnl_memory_desc_init_by_strides(&p->c, 2, cd, dt, cs) == dnnl_success &&
       dnnl_matmul_desc_init(&md, &p->a, &p->b, NULL, &p->c) == dnnl_success &&
       dnnl_primitive_attr_create(&attr) == dnnl_success &&
       /* the scratchpad is ours (one per thread), so that two threads
@@ -109,11 +86,13 @@ static void prim_make(matmul_prim *p) {
     const dnnl_memory_desc_t *sm = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     if (sm) p->scratch = *sm;
     p->scratch_bytes = sm ? dnnl_memory_desc_get_size(sm) : 0;
-    /* oneDNN's fallback implementation is its sgemm ("gemm:jit"): then the
-     * caller calls that directly, without this file's copies */
+    /* f32: oneDNN's fallback implementation is its sgemm ("gemm:jit"):
+     * then the caller calls that directly, without this file's copies.
+     * bf16: its reference loops ("ref:any"), far slower than converting
+     * to f32 (which the caller then does). */
     const char *name = "";
     bool own = dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &name) == dnnl_success &&
-               strncmp(name, "gemm", 4) != 0;
+               strncmp(name, k->dt == LT_BF16 ? "ref" : "gemm", k->dt == LT_BF16 ? 3 : 4) != 0;
     if (!own || dnnl_primitive_create(&p->prim, pd) != dnnl_success) p->prim = NULL;
   }
   if (pd) dnnl_primitive_desc_destroy(pd);
@@ -140,17 +119,20 @@ static const matmul_prim *prim_get(const prim_key *key) {
   return p && p->prim ? p : NULL;
 }
 
-/* Copies rows x cols floats, rows src_ld apart in src and dst_ld in dst. */
-static void copy_rows(float *dst, int64_t dst_ld, const float *src, int64_t src_ld, int64_t rows,
-                      int64_t cols) {
+/* Copies rows x cols elements of es bytes, rows src_ld apart in src and
+ * dst_ld in dst. */
+static void copy_rows(char *dst, int64_t dst_ld, const char *src, int64_t src_ld, int64_t rows,
+                      int64_t cols, size_t es) {
   for (int64_t r = 0; r < rows; r++)
-    memcpy(dst + r * dst_ld, src + r * src_ld, (size_t)cols * sizeof *dst);
+    memcpy(dst + (size_t)(r * dst_ld) * es, src + (size_t)(r * src_ld) * es, (size_t)cols * es);
 }
 
-bool lt__cpu_sgemm_prim(bool ta, bool tb, int64_t n, int64_t m, int64_t k, const float *a,
-                        int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
+bool lt__cpu_gemm_prim(int dt, bool ta, bool tb, int64_t n, int64_t m, int64_t k, const void *a,
+                       int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc) {
   pthread_once(&g_once, prim_init);
-  if (!g_engine) return false;
+  if (!g_engine || (dt == LT_F32 && !g_f32) || (dt != LT_F32 && dt != LT_BF16)) return false;
+  if (dt == LT_BF16 && !lt__cpu_bf16_native()) return false;
+  size_t es = lt_dtype_size((lt_dtype)dt);
   /* oneDNN's brgemm matmul (2.6) takes dense operands only, and gives any
    * other stride to its sgemm: a block of a product cut over the pool is
    * copied densely first (a pass over one operand, against k passes of
@@ -162,27 +144,28 @@ bool lt__cpu_sgemm_prim(bool ta, bool tb, int64_t n, int64_t m, int64_t k, const
   key.n = n;
   key.m = m;
   key.k = k;
+  key.dt = dt;
   key.ta = ta;
   key.tb = tb;
   const matmul_prim *p = prim_get(&key);
   if (!p) return false;
   size_t scratch_bytes = (p->scratch_bytes + 63) / 64 * 64;
-  size_t a_bytes = a_copy ? (size_t)(a_rows * a_cols) * 4 : 0,
-         b_bytes = b_copy ? (size_t)(b_rows * b_cols) * 4 : 0;
+  size_t a_bytes = a_copy ? (size_t)(a_rows * a_cols) * es : 0,
+         b_bytes = b_copy ? (size_t)(b_rows * b_cols) * es : 0;
   size_t a_at = scratch_bytes, b_at = a_at + (a_bytes + 63) / 64 * 64,
          c_at = b_at + (b_bytes + 63) / 64 * 64;
-  size_t total = c_at + (c_copy ? (size_t)(n * m) * 4 : 0);
-  char *buf = total ? thread_scratch(total) : NULL;
+  size_t total = c_at + (c_copy ? (size_t)(n * m) * es : 0);
+  char *buf = total ? lt__cpu_thread_scratch(CPU_SCRATCH_PRIM, total) : NULL;
   if (total && !buf) return false;
   if (a_copy) {
-    copy_rows((float *)(buf + a_at), a_cols, a, lda, a_rows, a_cols);
-    a = (const float *)(buf + a_at);
+    copy_rows(buf + a_at, a_cols, a, lda, a_rows, a_cols, es);
+    a = buf + a_at;
   }
   if (b_copy) {
-    copy_rows((float *)(buf + b_at), b_cols, b, ldb, b_rows, b_cols);
-    b = (const float *)(buf + b_at);
+    copy_rows(buf + b_at, b_cols, b, ldb, b_rows, b_cols, es);
+    b = buf + b_at;
   }
-  float *dst = c_copy ? (float *)(buf + c_at) : c;
+  void *dst = c_copy ? buf + c_at : c;
   dnnl_stream_t stream = NULL;
   dnnl_memory_t keep[4];
   dnnl_exec_arg_t args[4];
@@ -197,6 +180,6 @@ bool lt__cpu_sgemm_prim(bool ta, bool tb, int64_t n, int64_t m, int64_t k, const
             dnnl_stream_wait(stream) == dnnl_success;
   for (int i = 0; i < nkeep; i++) dnnl_memory_destroy(keep[i]);
   if (stream) dnnl_stream_destroy(stream);
-  if (ok && c_copy) copy_rows(c, ldc, dst, m, n, m);
+  if (ok && c_copy) copy_rows(c, ldc, dst, m, n, m, es);
   return ok;
 }

@@ -41,15 +41,15 @@ cpu_native_fn lt__cpu_native_find(int op, int dtype, int in_dtype) {
     return same ? lt__cpu_native_scatter : NULL;
   case LT_OP_UNSLICE:
     return same ? lt__cpu_native_unslice : NULL;
-  /* convolutions through oneDNN (f32 only: f64 takes the fallback); not
-   * byte-equal to ref, as GEMM (cpu_conv.h) */
+  /* convolutions through oneDNN (f32, and bf16 with f32 sums: f64 takes
+   * the fallback); not byte-equal to ref, as GEMM (cpu_conv.h) */
   case LT_OP_CONV2D:
   case LT_OP_CONV2D_BIAS:
-    return dtype == LT_F32 && same ? lt__cpu_conv2d_fwd : NULL;
+    return (dtype == LT_F32 || dtype == LT_BF16) && same ? lt__cpu_conv2d_fwd : NULL;
   case LT_OP_CONV2D_GRAD_INPUT:
-    return dtype == LT_F32 && same ? lt__cpu_conv2d_bwd_data : NULL;
+    return (dtype == LT_F32 || dtype == LT_BF16) && same ? lt__cpu_conv2d_bwd_data : NULL;
   case LT_OP_CONV2D_GRAD_WEIGHT:
-    return dtype == LT_F32 && same ? lt__cpu_conv2d_bwd_weight : NULL;
+    return (dtype == LT_F32 || dtype == LT_BF16) && same ? lt__cpu_conv2d_bwd_weight : NULL;
   case LT_OP_MAX_POOL2D_ARGMAX:
     return dtype == LT_I64 && (in_dtype == LT_F32 || in_dtype == LT_F64) ? lt__cpu_max_pool2d_argmax
                                                                          : NULL;

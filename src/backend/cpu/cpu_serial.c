@@ -232,7 +232,9 @@ static bool blas_operand_ok(const lt_executable *e, const cpu_matmul *mm, const 
                             int64_t ld, size_t es) {
   int64_t srows = trans ? cols : rows, scols = trans ? rows : cols;
   if (ld < 1 || ld < scols || ld > MAX_DIM_SIZE) return false;
-  if (v->dtype != (mm->f64 ? LT_F64 : LT_F32)) return false;
+  /* f32 or bf16 (the product's dtype is its operands', cpu.h), f64 */
+  if (mm->f64 ? v->dtype != LT_F64 : v->dtype != LT_F32 && v->dtype != LT_BF16) return false;
+  if (v->dtype != mm->a.dtype) return false; /* b's dtype is a's */
   int64_t nbatch = 1;
   for (int d = 0; d < mm->nbatch_dims; d++) nbatch *= mm->batch_shape[d];
   if (nbatch == 0 || rows == 0 || cols == 0 || mm->n == 0 || mm->m == 0 || mm->k == 0)
@@ -284,7 +286,7 @@ static void r_blas(reader *rd, cpu_kernel *k) {
   int64_t out_numel = checked_numel(bshape, (int)nb + 2);
   if (fail_if(rd, out_numel < 0, "bad matmul sizes")) return;
   if (!r_view(rd, &mm->a) || !r_view(rd, &mm->b)) return;
-  size_t es = mm->f64 ? 8 : 4;
+  size_t es = lt_dtype_size((lt_dtype)mm->a.dtype);
   if (fail_if(
           rd,
           !blas_operand_ok(rd->e, mm, &mm->a, mm->a_bstride, mm->ta, mm->n, mm->k, mm->lda, es) ||
