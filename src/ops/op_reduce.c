@@ -110,6 +110,16 @@ static lt_tensor *reduce_axes(const char *fn, lt_op op, lt_tensor *a, const int 
   lt_node *x = lt__ir_as(a, dt);
   if (!x) return NULL;
   int64_t attrs[2] = {mask, keepdim ? 1 : 0};
+  if (op == LT_OP_MEAN && dt == LT_BF16) {
+    /* torch 1.13's bf16 mean is its sum, rounded to bf16, divided by the
+     * count and rounded again (mean = sum / n in the result dtype) */
+    int64_t count = 1;
+    for (int d = 0; d < a->ndim; d++)
+      if ((mask >> d) & 1) count *= a->shape[d];
+    lt_node *sum = lt__node_make(LT_OP_SUM, dt, shape, ndim, &x, 1, attrs, 2, 0.0);
+    return lt__wrap(a->dev,
+                    lt__node_bin(LT_OP_DIV, sum, lt__node_const(dt, NULL, 0, (double)count)));
+  }
   return lt__make(a->dev, op, dt, shape, ndim, &x, 1, attrs, 2, 0.0);
 }
 
