@@ -641,6 +641,19 @@ LT_API int lt_set_persistent_cache(const char *dir, bool read_only);
 /* Eager mode: every op runs as soon as it is traced (also LT_EAGER=1). */
 LT_API void lt_set_eager(bool on);
 LT_API bool lt_get_eager(void);
+/* Autocast (mixed precision, as torch.autocast("cpu", dtype=torch.bfloat16)):
+ * between lt_autocast_begin(dev, LT_BF16) and lt_autocast_end(dev), ops built
+ * by this thread on dev choose their compute dtype by torch 1.13's CPU lists:
+ * lt_matmul, lt_nn_linear_forward, lt_conv2d and attention cast f32 operands
+ * to bf16 (f64 is left alone); lt_conv_transpose2d, lt_prod and the losses
+ * cast bf16 operands to f32; every other op runs in its operands' dtype. The
+ * casts are graph nodes, so gradients flow through them: f32 parameters get
+ * f32 gradients, bf16 activations bf16 ones. Scopes nest; LT_F32 turns
+ * autocast off until its own end. The state is per thread and per device.
+ * LT_EDTYPE for a dtype other than bf16 or f32, LT_EINVAL for an end with no
+ * open scope (or nesting deeper than 32), LT_EDEVICE for a bad device. */
+LT_API int lt_autocast_begin(lt_device dev, lt_dtype dt);
+LT_API int lt_autocast_end(lt_device dev);
 /* Storage reuse at step barriers (also LT_ENABLE_PARAM_ALIASING=0 to disable). */
 LT_API void lt_set_param_aliasing(bool on);
 LT_API bool lt_get_param_aliasing(void);

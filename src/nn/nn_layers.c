@@ -3,7 +3,10 @@
 #include <math.h>
 
 #include "lt_caller.h"
+#include "lt_dtype.h"
 #include "nn.h"
+#include "ops/op_autocast.h"
+#include "ops/op_matmul.h"
 
 int lt__nn_init_weight_bias(lt_device dev, lt_dtype dt, const int64_t *wshape, int wnd, bool bias,
                             int64_t nbias, double bound, lt_tensor **w, lt_tensor **b) {
@@ -70,6 +73,10 @@ lt_tensor *lt_nn_linear_forward(const lt_nn_linear *l, lt_tensor *x) {
     return NULL;
   }
   if (!l->bias) return lt_matmul(x, l->weight);
+  /* One op with its bias (rounded once in bf16, as torch's linear) unless an
+   * operand is sharded: the sharded forms are lt_matmul's. */
+  if (!x->shard_n && !l->weight->shard_n && !l->bias->shard_n)
+    return lt__linear("lt_nn_linear_forward", x, l->weight, l->bias);
   /* Composite: the intermediate is ours, only the result lands in the
    * caller's scope (or is the caller's reference). */
   nn_own_begin();
@@ -139,8 +146,9 @@ static int check_logits_labels(const char *fn, lt_tensor *logits, lt_tensor *lab
                    lt__shape_str(lt_shape(logits), lt_ndim(logits), b1, sizeof b1),
                    lt__shape_str(lt_shape(labels), lt_ndim(labels), b2, sizeof b2));
   lt_dtype ld = lt_get_dtype(logits), yd = lt_get_dtype(labels);
-  if (ld != LT_F32 && ld != LT_F64)
-    return lt__err(LT_EDTYPE, "%s: logits must be f32 or f64, got %s", fn, lt_dtype_name(ld));
+  if (!lt__is_float(ld))
+    return lt__err(LT_EDTYPE, "%s: logits must be floating (f32, f64, bf16), got %s", fn,
+                   lt_dtype_name(ld));
   if (yd != LT_I32 && yd != LT_I64)
     return lt__err(LT_EDTYPE, "%s: labels must be i32 or i64, got %s", fn, lt_dtype_name(yd));
   return LT_OK;
@@ -148,16 +156,20 @@ static int check_logits_labels(const char *fn, lt_tensor *logits, lt_tensor *lab
 
 lt_tensor *lt_nn_cross_entropy(lt_tensor *logits, lt_tensor *labels) {
   if (check_logits_labels("lt_nn_cross_entropy", logits, labels) != LT_OK) return NULL;
-  lt_dtype dt = lt_get_dtype(logits);
+  /* on autocast's f32 list; bf16 otherwise computes in f32 and rounds once
+   * (as lt_nn_cross_entropy_ex) */
+  lt_dtype out =
+      lt__autocast_dtype(lt_get_device(logits), LT_AUTOCAST_CROSS_ENTROPY, lt_get_dtype(logits));
+  lt_dtype dt = out == LT_BF16 ? LT_F32 : out;
   nn_own_begin();
-  lt_tensor *lsm = lt_log_softmax(logits, 1);
+  lt_tensor *lsm = lt_log_softmax(lt_cast(logits, dt), 1);
   int caller = lt__caller_begin(LT_CALLER_NN_CROSS_ENTROPY); /* a bad label names this loss */
   lt_tensor *oh = lt_one_hot(labels, lt_dim(logits, 1), dt);
   lt__caller_end(caller);
   lt_tensor *picked = lt_sum(lt_mul(oh, lsm), (int[]){1}, 1, false); /* [B] */
-  lt_tensor *m = nn_keep(lt_mean(picked, NULL, 0, false));
+  lt_tensor *m = nn_keep(lt_cast(lt_neg(lt_mean(picked, NULL, 0, false)), out));
   nn_own_end();
-  lt_tensor *r = lt_neg(m);
+  lt_tensor *r = lt_reshape(m, NULL, 0);
   lt_release(m);
   return r;
 }

@@ -8,11 +8,21 @@
 #include "lt_dtype.h"
 #include "lt_shape.h"
 #include "nn.h"
+#include "ops/op_autocast.h"
 
 static int check_reduction(const char *fn, lt_nn_reduction r) {
   if (r == LT_NN_REDUCTION_MEAN || r == LT_NN_REDUCTION_SUM || r == LT_NN_REDUCTION_NONE)
     return LT_OK;
   return lt__err(LT_EINVAL, "%s: unknown reduction %d (mean, sum or none)", fn, (int)r);
+}
+
+/* The dtype a loss of op computes in for an input of dtype dt, with *out
+ * the dtype of its result: f32 under autocast (the losses are on its f32
+ * list); otherwise bf16 computes in f32 and is rounded once at the end, as
+ * torch's CPU kernels (a composite in bf16 would round after every part). */
+static lt_dtype loss_dtype(lt_device dev, lt_autocast_op op, lt_dtype dt, lt_dtype *out) {
+  *out = lt__autocast_dtype(dev, op, dt);
+  return *out == LT_BF16 ? LT_F32 : *out;
 }
 
 /* The reduction of per-element losses l (owned by the open nn scope). */
@@ -53,7 +63,14 @@ lt_tensor *lt_nn_mse_loss(lt_tensor *input, lt_tensor *target, lt_nn_reduction r
   /* torch broadcasts the operands before the loss, so a 0-d target is no
    * longer 0-d and promotes as a tensor: f32 input, 0-d f64 target is f64
    * (lt_sub alone would keep f32, torch's rule for a 0-d operand). */
-  lt_dtype dt = lt_get_dtype(input) == LT_F64 || lt_get_dtype(target) == LT_F64 ? LT_F64 : LT_F32;
+  lt_dtype dt = lt_get_dtype(input) == LT_F64 || lt_get_dtype(target) == LT_F64     ? LT_F64
+                : lt_get_dtype(input) == LT_BF16 && lt_get_dtype(target) == LT_BF16 ? LT_BF16
+                                                                                    : LT_F32;
+  dt = lt__autocast_dtype(lt_get_device(input), LT_AUTOCAST_MSE_LOSS, dt);
+  if (dt == LT_BF16) { /* torch 1.13: "mse_cpu" not implemented for 'BFloat16' */
+    lt__err(LT_EDTYPE, "%s: bf16 input and target are not accepted (as torch); cast to f32", fn);
+    return NULL;
+  }
   nn_own_begin();
   lt_tensor *d = lt_sub(lt_cast(input, dt), lt_cast(target, dt));
   return own_result(reduce(lt_mul(d, d), reduction));
@@ -66,7 +83,8 @@ static int check_class_target(const char *fn, lt_tensor *x, lt_tensor *target, i
   if (!x || !target) return lt__err_null(fn);
   lt_dtype xd = lt_get_dtype(x), yd = lt_get_dtype(target);
   if (!lt__is_float(xd))
-    return lt__err(LT_EDTYPE, "%s: input must be f32 or f64, got %s", fn, lt_dtype_name(xd));
+    return lt__err(LT_EDTYPE, "%s: input must be floating (f32, f64, bf16), got %s", fn,
+                   lt_dtype_name(xd));
   if (yd != LT_I32 && yd != LT_I64)
     return lt__err(LT_EDTYPE, "%s: target must be i32 or i64 class indices, got %s", fn,
                    lt_dtype_name(yd));
@@ -117,13 +135,15 @@ lt_tensor *lt_nn_nll_loss(lt_tensor *logp, lt_tensor *target, lt_nn_reduction re
   if (check_class_target(fn, logp, target, &cls) != LT_OK ||
       check_reduction(fn, reduction) != LT_OK)
     return NULL;
+  lt_dtype out,
+      cd = loss_dtype(lt_get_device(logp), LT_AUTOCAST_NLL_LOSS, lt_get_dtype(logp), &out);
   nn_own_begin();
   lt_tensor *valid = NULL, *nll = NULL;
   int caller = lt__caller_begin(LT_CALLER_NN_NLL_LOSS); /* a bad target names this loss */
-  nll_terms(logp, target, cls, ignore_index, &valid, &nll);
+  nll_terms(lt_cast(logp, cd), target, cls, ignore_index, &valid, &nll);
   lt__caller_end(caller);
   if (!nll) return own_result(NULL); /* eager mode: a bad target's error stays the one reported */
-  return own_result(reduce_valid(nll, valid, reduction));
+  return own_result(lt_cast(reduce_valid(nll, valid, reduction), out));
 }
 
 lt_tensor *lt_nn_cross_entropy_ex(lt_tensor *logits, lt_tensor *target, lt_nn_reduction reduction,
@@ -138,9 +158,9 @@ lt_tensor *lt_nn_cross_entropy_ex(lt_tensor *logits, lt_tensor *target, lt_nn_re
     return NULL;
   }
   lt_device dev = lt_get_device(logits);
-  lt_dtype dt = lt_get_dtype(logits);
+  lt_dtype out, dt = loss_dtype(dev, LT_AUTOCAST_CROSS_ENTROPY, lt_get_dtype(logits), &out);
   nn_own_begin();
-  lt_tensor *logp = lt_log_softmax(logits, cls), *valid = NULL, *nll = NULL;
+  lt_tensor *logp = lt_log_softmax(lt_cast(logits, dt), cls), *valid = NULL, *nll = NULL;
   int caller = lt__caller_begin(LT_CALLER_NN_CROSS_ENTROPY_EX); /* a bad target names this loss */
   nll_terms(logp, target, cls, ignore_index, &valid, &nll);
   lt__caller_end(caller);
@@ -155,7 +175,7 @@ lt_tensor *lt_nn_cross_entropy_ex(lt_tensor *logits, lt_tensor *target, lt_nn_re
     loss = lt_add(lt_mul(loss, lt_scalar(dev, dt, 1.0 - label_smoothing)),
                   lt_mul(smooth, lt_scalar(dev, dt, label_smoothing / (double)c)));
   }
-  return own_result(loss);
+  return own_result(lt_cast(loss, out));
 }
 
 lt_tensor *lt_nn_bce_with_logits(lt_tensor *x, lt_tensor *target, lt_tensor *pos_weight,
@@ -169,7 +189,7 @@ lt_tensor *lt_nn_bce_with_logits(lt_tensor *x, lt_tensor *target, lt_tensor *pos
   lt_dtype xd = lt_get_dtype(x), yd = lt_get_dtype(target);
   lt_dtype pd = pos_weight ? lt_get_dtype(pos_weight) : xd;
   if (!lt__is_float(xd) || !lt__is_float(yd) || !lt__is_float(pd)) {
-    lt__err(LT_EDTYPE, "%s: input, target and pos_weight must be f32 or f64 (got %s, %s, %s)", fn,
+    lt__err(LT_EDTYPE, "%s: input, target and pos_weight must be floating (got %s, %s, %s)", fn,
             lt_dtype_name(xd), lt_dtype_name(yd), lt_dtype_name(pd));
     return NULL;
   }
@@ -190,8 +210,13 @@ lt_tensor *lt_nn_bce_with_logits(lt_tensor *x, lt_tensor *target, lt_tensor *pos
     return NULL;
   }
   lt_device dev = lt_get_device(x);
+  lt_dtype out, cd = loss_dtype(dev, LT_AUTOCAST_BCE_WITH_LOGITS, xd, &out);
   nn_own_begin();
-  lt_tensor *zero = lt_scalar(dev, xd, 0), *one = lt_scalar(dev, xd, 1);
+  x = lt_cast(x, cd);
+  /* bf16 operands compute in f32 (see loss_dtype) */
+  if (yd == LT_BF16) target = lt_cast(target, LT_F32);
+  if (pos_weight && pd == LT_BF16) pos_weight = lt_cast(pos_weight, LT_F32);
+  lt_tensor *zero = lt_scalar(dev, cd, 0), *one = lt_scalar(dev, cd, 1);
   /* log(1 + exp(-|x|)) never overflows; maximum's gradient at a tie (x = 0)
    * is half to each side, which makes the whole gradient sigmoid(x) - y
    * there too */
@@ -205,5 +230,11 @@ lt_tensor *lt_nn_bce_with_logits(lt_tensor *x, lt_tensor *target, lt_tensor *pos
     lt_tensor *sp = lt_add(lt_maximum(lt_neg(x), zero), tail);
     l = lt_add(lt_mul(lt_sub(one, target), x), lt_mul(lw, sp));
   }
-  return own_result(reduce(l, reduction));
+  /* the result's dtype: torch promotes input and target (and the weight) */
+  lt_dtype res = out;
+  if (yd == LT_F64 || pd == LT_F64)
+    res = LT_F64;
+  else if (res == LT_BF16 && (yd == LT_F32 || pd == LT_F32))
+    res = LT_F32;
+  return own_result(lt_cast(reduce(l, reduction), res));
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "op_attention.h"
+#include "op_autocast.h"
 
 /* A 0-d constant (broadcasts against anything). */
 static lt_node *kc(lt_dtype dt, double v) { return lt__node_const(dt, NULL, 0, v); }
@@ -207,7 +208,8 @@ lt_tensor *lt_scaled_dot_product_attention(lt_tensor *q, lt_tensor *k, lt_tensor
   }
 
   lt_tensor *qkv[3] = {q, k, v};
-  lt_dtype dt = lt__promote((const lt_tensor *const *)qkv, 3);
+  lt_dtype dt = lt__autocast_dtype(q->dev, LT_AUTOCAST_ATTENTION,
+                                   lt__promote((const lt_tensor *const *)qkv, 3));
   if (!(scale > 0)) scale = 1.0 / sqrt((double)E); /* NaN or <= 0: the default */
   int64_t B = lt__numel(batch, nb);
 

@@ -208,7 +208,9 @@ lt_tensor *lt_vector_norm(lt_tensor *a, const int *axes, int naxes, double ord, 
             ord > 0 ? "inf" : "-inf", lt__shape_str(a->shape, a->ndim, s, sizeof s));
     return NULL;
   }
-  return lt__wrap(a->dev, vector_norm(lt__ir_as(a, (lt_dtype)a->dtype), ord, mask, keepdim));
+  /* bf16 computes in f32 and rounds once, as torch's kernel accumulates */
+  lt_dtype dt = (lt_dtype)a->dtype, acc = dt == LT_BF16 ? LT_F32 : dt;
+  return lt__wrap(a->dev, lt__node_cast(vector_norm(lt__ir_as(a, acc), ord, mask, keepdim), dt));
 }
 
 /* ---- remainder / floor_divide ------------------------------------------------------------ */

@@ -18,6 +18,7 @@
 
 #include "lt_alloc.h"
 #include "lt_ops.h"
+#include "op_autocast.h"
 
 /* Attribute values beyond this are rejected as too large (so that no size
  * computation can overflow; the ref kernels hold attrs to the same bound). */
@@ -166,6 +167,7 @@ lt_tensor *lt_conv2d_n(lt_tensor *x, lt_tensor *weight, lt_tensor *bias, const i
   int64_t xs[4], s[2], p[2], d[2];
   lt_dtype dt;
   if (conv_common(fn, x, weight, bias, groups, xs, &dt) != LT_OK) return NULL;
+  dt = lt__autocast_dtype(x->dev, LT_AUTOCAST_CONV2D, dt);
   if (pair_arg(fn, "stride", stride, nstride, 1, 1, s) != LT_OK ||
       pair_arg(fn, "padding", padding, npadding, 0, 0, p) != LT_OK ||
       pair_arg(fn, "dilation", dilation, ndilation, 1, 1, d) != LT_OK)
@@ -218,6 +220,7 @@ lt_tensor *lt_conv_transpose2d_n(lt_tensor *x, lt_tensor *weight, lt_tensor *bia
   int64_t xs[4], s[2], p[2], op[2], d[2];
   lt_dtype dt;
   if (conv_common(fn, x, weight, bias, groups, xs, &dt) != LT_OK) return NULL;
+  dt = lt__autocast_dtype(x->dev, LT_AUTOCAST_CONV_TRANSPOSE2D, dt);
   if (pair_arg(fn, "stride", stride, nstride, 1, 1, s) != LT_OK ||
       pair_arg(fn, "padding", padding, npadding, 0, 0, p) != LT_OK ||
       pair_arg(fn, "output_padding", output_padding, noutput_padding, 0, 0, op) != LT_OK ||

@@ -5,14 +5,14 @@
  * (right) before the node and the added dim is removed by a reshape after it,
  * so 1-d @ 1-d is a dot product with a 0-d result. */
 #include "lt_ops.h"
+#include "op_autocast.h"
+#include "op_matmul.h"
 
-lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b) {
-  static const char *fn = "lt_matmul";
-  lt_tensor *ts[2] = {a, b};
-  /* sharded operands: column-/row-parallel forms (op_shard.c) */
-  if (a && b && (a->shard_n || b->shard_n) && lt__shard_aware_depth() == 0)
-    return lt__shard_matmul(a, b);
-  if (lt__check_operands(fn, ts, 2) != LT_OK) return NULL;
+/* a @ b (+ bias, broadcast over the last axis, when given), checked as fn. */
+static lt_tensor *matmul_build(const char *fn, lt_tensor *a, lt_tensor *b, lt_tensor *bias) {
+  lt_tensor *ts[3] = {a, b, bias};
+  int nts = bias ? 3 : 2;
+  if (lt__check_operands(fn, ts, nts) != LT_OK) return NULL;
 
   char sa[128], sb[128];
   lt__shape_str(a->shape, a->ndim, sa, sizeof sa);
@@ -78,10 +78,38 @@ lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b) {
   if (a->ndim > 1) fshape[fnd++] = n;
   if (b->ndim > 1) fshape[fnd++] = m;
 
-  lt_dtype dt = lt__promote((const lt_tensor *const *)ts, 2);
+  lt_dtype dt = lt__autocast_dtype(a->dev, LT_AUTOCAST_MATMUL,
+                                   lt__promote((const lt_tensor *const *)ts, nts));
+  /* bf16 with a bias: the product accumulates in f32 and the bias is added
+   * before the one rounding to bf16, as torch's linear (addmm) does; the
+   * operands are the bf16 values all the same. */
+  lt_dtype acc = bias && dt == LT_BF16 ? LT_F32 : dt;
   lt_node *ops[2];
-  ops[0] = lt__node_reshape(lt__ir_as(a, dt), as, an);
-  ops[1] = lt__node_reshape(lt__ir_as(b, dt), bs, bn);
-  lt_node *mm = lt__node_make(LT_OP_MATMUL, dt, shape, nd, ops, 2, NULL, 0, 0.0);
-  return lt__wrap(a->dev, lt__node_reshape(mm, fshape, fnd));
+  ops[0] = lt__node_reshape(lt__node_cast(lt__ir_as(a, dt), acc), as, an);
+  ops[1] = lt__node_reshape(lt__node_cast(lt__ir_as(b, dt), acc), bs, bn);
+  lt_node *mm = lt__node_reshape(lt__node_make(LT_OP_MATMUL, acc, shape, nd, ops, 2, NULL, 0, 0.0),
+                                 fshape, fnd);
+  if (bias) mm = lt__node_bin(LT_OP_ADD, mm, lt__node_cast(lt__ir_as(bias, dt), acc));
+  return lt__wrap(a->dev, lt__node_cast(mm, dt));
+}
+
+lt_tensor *lt_matmul(lt_tensor *a, lt_tensor *b) {
+  /* sharded operands: column-/row-parallel forms (op_shard.c) */
+  if (a && b && (a->shard_n || b->shard_n) && lt__shard_aware_depth() == 0)
+    return lt__shard_matmul(a, b);
+  return matmul_build("lt_matmul", a, b, NULL);
+}
+
+lt_tensor *lt__linear(const char *fn, lt_tensor *x, lt_tensor *w, lt_tensor *bias) {
+  if (!bias || !w || w->ndim != 2) {
+    lt__err(LT_EINVAL, "%s: needs a 2-d weight and a bias", fn);
+    return NULL;
+  }
+  if (bias->ndim != 1 || bias->shape[0] != w->shape[1]) {
+    char sb[LT_SHAPE_STR_MAX];
+    lt__err(LT_ESHAPE, "%s: bias of shape %s does not match the weight's %lld outputs", fn,
+            lt__shape_str(bias->shape, bias->ndim, sb, sizeof sb), (long long)w->shape[1]);
+    return NULL;
+  }
+  return matmul_build(fn, x, w, bias);
 }

@@ -10,8 +10,12 @@
  * bias into one scale and one shift per channel, and the output is a single
  * elementwise pass x * scale + shift (torch's CPU kernels do the same).
  *
- * Every tensor argument must have x's dtype, f32 or f64 (torch's CPU kernels
- * refuse mixed dtypes). The node helpers consume their node arguments and
+ * Every tensor argument must have x's dtype (torch's CPU kernels refuse mixed
+ * dtypes), except that a bf16 x takes f32 parameters too (torch's batch_norm
+ * does; its layer_norm does from 2.0 on), so that f32 layers run on bf16
+ * activations under autocast. A bf16 x computes in f32 and its result is
+ * rounded to bf16 once, as torch's CPU kernels (a graph in bf16 would round
+ * after every node). The node helpers consume their node arguments and
  * give NULL for a NULL argument, so a failure anywhere reaches the end as
  * NULL with the first error recorded. */
 #include <math.h>
@@ -41,7 +45,13 @@ static int check_inputs(const char *fn, lt_tensor *x, lt_tensor *const *opt, int
   return LT_OK;
 }
 
-/* An optional parameter t (named what): NULL, or of shape shape and x's dtype. */
+/* The dtype a norm of x computes in. */
+static lt_dtype compute_dtype(const lt_tensor *x) {
+  return x->dtype == LT_BF16 ? LT_F32 : (lt_dtype)x->dtype;
+}
+
+/* An optional parameter t (named what): NULL, or of shape shape and x's
+ * dtype (or f32 for a bf16 x). */
 static int check_param(const char *fn, const char *what, const lt_tensor *t, const lt_tensor *x,
                        const int64_t *shape, int nd) {
   if (!t) return LT_OK;
@@ -51,7 +61,7 @@ static int check_param(const char *fn, const char *what, const lt_tensor *t, con
                    lt__shape_str(t->shape, t->ndim, s, sizeof s),
                    lt__shape_str(shape, nd, w, sizeof w));
   }
-  if (t->dtype != x->dtype)
+  if (t->dtype != x->dtype && !(x->dtype == LT_BF16 && t->dtype == LT_F32))
     return lt__err(LT_EDTYPE, "%s: %s is %s but the input is %s (torch requires one dtype)", fn,
                    what, lt_dtype_name((lt_dtype)t->dtype), lt_dtype_name((lt_dtype)x->dtype));
   return LT_OK;
@@ -108,11 +118,11 @@ static lt_node *rsqrt_eps(lt_node *var, double eps) {
 /* (1 - momentum) r + momentum s, detached (running statistics carry no
  * gradient), in r's shape [C]. s consumed. */
 static lt_node *running_update(lt_tensor *r, lt_node *s, double momentum) {
-  lt_dtype dt = (lt_dtype)r->dtype;
-  lt_node *sc = lt__node_reshape(s, r->shape, r->ndim);
+  lt_dtype dt = compute_dtype(r);
+  lt_node *sc = lt__node_reshape(lt__node_cast(s, dt), r->shape, r->ndim);
   lt_node *v = lt__node_bin(LT_OP_ADD, lt__node_bin(LT_OP_MUL, sc, kc(dt, momentum)),
                             lt__node_bin(LT_OP_MUL, lt__ir_as(r, dt), kc(dt, 1.0 - momentum)));
-  return lt__node_detached(v);
+  return lt__node_detached(lt__node_cast(v, (lt_dtype)r->dtype));
 }
 
 lt_tensor *lt_batch_norm(lt_tensor *x, lt_tensor *running_mean, lt_tensor *running_var,
@@ -160,7 +170,7 @@ lt_tensor *lt_batch_norm(lt_tensor *x, lt_tensor *running_mean, lt_tensor *runni
     return NULL;
   }
 
-  lt_dtype dt = (lt_dtype)x->dtype;
+  lt_dtype dt = compute_dtype(x);
   int64_t cshape[LT_MAX_DIMS]; /* [1, C, 1, ...]: per channel, broadcast over x */
   for (int d = 0; d < x->ndim; d++) cshape[d] = d == 1 ? c : 1;
   int nd = x->ndim;
@@ -189,7 +199,7 @@ lt_tensor *lt_batch_norm(lt_tensor *x, lt_tensor *running_mean, lt_tensor *runni
     lt__node_release(y);
     y = NULL;
   }
-  lt_tensor *out = lt__wrap(x->dev, y);
+  lt_tensor *out = lt__wrap(x->dev, lt__node_cast(y, (lt_dtype)x->dtype));
   if (!out || !update) {
     lt__node_release(new_mean);
     lt__node_release(new_var);
@@ -232,7 +242,7 @@ lt_tensor *lt_layer_norm(lt_tensor *x, const int64_t *normalized_shape, int nnor
     count *= x->shape[d];
     mask |= (int64_t)1 << d;
   }
-  lt_dtype dt = (lt_dtype)x->dtype;
+  lt_dtype dt = compute_dtype(x);
   lt_node *xn = lt__ir_as(x, dt);
   lt_node *mean, *sqdev;
   moments(ref(xn), mask, count, &mean, &sqdev);
@@ -242,7 +252,7 @@ lt_tensor *lt_layer_norm(lt_tensor *x, const int64_t *normalized_shape, int nnor
   lt_node *y = lt__node_bin(LT_OP_MUL, lt__node_bin(LT_OP_SUB, xn, mean), rstd);
   if (weight) y = lt__node_bin(LT_OP_MUL, y, lt__ir_as(weight, dt));
   if (bias) y = lt__node_bin(LT_OP_ADD, y, lt__ir_as(bias, dt));
-  return lt__wrap(x->dev, y);
+  return lt__wrap(x->dev, lt__node_cast(y, (lt_dtype)x->dtype));
 }
 
 /* ---- group_norm ---------------------------------------------------------------------- */
@@ -297,7 +307,7 @@ lt_tensor *lt_group_norm(lt_tensor *x, int64_t num_groups, lt_tensor *weight, lt
   int64_t
       cshape[LT_MAX_DIMS]; /* [N, C, 1, ...] for the statistics, [1, C, 1, ...] for the affine */
   for (int d = 0; d < nd; d++) cshape[d] = d < 2 ? x->shape[d] : 1;
-  lt_dtype dt = (lt_dtype)x->dtype;
+  lt_dtype dt = compute_dtype(x);
   lt_node *xn = lt__ir_as(x, dt);
   int64_t gshape[3] = {n, g, count};
   lt_node *mean, *sqdev;
@@ -308,5 +318,6 @@ lt_tensor *lt_group_norm(lt_tensor *x, int64_t num_groups, lt_tensor *weight, lt
   cshape[0] = 1;
   lt_node *w = weight ? param_node(weight, dt, cshape, nd) : NULL;
   lt_node *b = bias ? param_node(bias, dt, cshape, nd) : NULL;
-  return lt__wrap(x->dev, scale_shift(xn, mean, rstd, weight, w, bias, b));
+  return lt__wrap(
+      x->dev, lt__node_cast(scale_shift(xn, mean, rstd, weight, w, bias, b), (lt_dtype)x->dtype));
 }

@@ -14,6 +14,7 @@
  * one input element). The one-axis ops reshape the operand to [1], work on
  * axis 0 and come back to 0-d, so their nodes always carry a real axis. */
 #include "lt_ops.h"
+#include "op_autocast.h"
 
 /* Normalises one axis for an operand of rank ndim. A 0-d operand accepts 0 and
  * -1 (its implicit axis), reported as axis 0. */
@@ -80,8 +81,10 @@ static lt_tensor *reduce_axes(const char *fn, lt_op op, lt_tensor *a, const int 
   lt_dtype dt = in_dt;
   switch (op) {
   case LT_OP_SUM:
-  case LT_OP_PROD:
     dt = lt__is_float(in_dt) ? in_dt : LT_I64;
+    break;
+  case LT_OP_PROD: /* on autocast's f32 list */
+    dt = lt__is_float(in_dt) ? lt__autocast_dtype(a->dev, LT_AUTOCAST_PROD, in_dt) : LT_I64;
     break;
   case LT_OP_MEAN:
     if (!lt__is_float(in_dt)) {
@@ -107,6 +110,16 @@ static lt_tensor *reduce_axes(const char *fn, lt_op op, lt_tensor *a, const int 
   lt_node *x = lt__ir_as(a, dt);
   if (!x) return NULL;
   int64_t attrs[2] = {mask, keepdim ? 1 : 0};
+  if (op == LT_OP_MEAN && dt == LT_BF16) {
+    /* torch 1.13's bf16 mean is its sum, rounded to bf16, divided by the
+     * count and rounded again (mean = sum / n in the result dtype) */
+    int64_t count = 1;
+    for (int d = 0; d < a->ndim; d++)
+      if ((mask >> d) & 1) count *= a->shape[d];
+    lt_node *sum = lt__node_make(LT_OP_SUM, dt, shape, ndim, &x, 1, attrs, 2, 0.0);
+    return lt__wrap(a->dev,
+                    lt__node_bin(LT_OP_DIV, sum, lt__node_const(dt, NULL, 0, (double)count)));
+  }
   return lt__make(a->dev, op, dt, shape, ndim, &x, 1, attrs, 2, 0.0);
 }
 

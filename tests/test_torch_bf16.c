@@ -1,0 +1,170 @@
+/* bf16 against PyTorch 1.13's CPU bf16 results: elementwise ops (with f32
+ * and integer promotion), casts, reductions, matmul, softmax, layer_norm,
+ * cross-entropy, conv2d, and the gradients of bf16 leaves through small
+ * graphs. The expected values come from tests/gen/torch_bf16_cases.py
+ * (tests/torch_bf16_cases.h, each with its torch expression); every case runs
+ * on ref and on cpu.
+ *
+ * The tolerance, in bf16 ulps of the expected value, is 0 where torch's value
+ * is the exact result rounded once (elementwise ops and casts; sums, matmul
+ * and conv of these few bf16 values, which f32 holds exactly). It is 1 where
+ * torch's kernel rounds an f32 intermediate that depends on its order or
+ * formula (exp-sums of softmax / log_softmax / logsumexp, layer_norm's rstd,
+ * erf in gelu, the mean of cross-entropy): the exact value and torch's can sit
+ * on either side of a rounding boundary. Gradients allow 1 or 2: torch's
+ * backward kernels take the bf16 forward output (rounded) as their input,
+ * and chains of two such ops can each be one ulp away. */
+#include <math.h>
+
+#include "test_backends.h"
+
+#include "lazytensor_nn.h"
+#include "torch_bf16_cases.h"
+
+static lt_tensor *bf(const int64_t *shape, int nd, const float *v) {
+  lt_tensor *t = lt_from_f32(lt_cpu(0), LT_BF16, shape, nd, v);
+  if (!t) fail_msg("lt_from_f32: %s", lt_last_error());
+  return t;
+}
+
+/* The inputs of the generator (the same values, bf16 exactly). */
+static lt_tensor *in_a(void) {
+  return bf(SHAPE(2, 3), 2, (float[]){0.5f, -1.25f, 2.0f, 3.140625f, -0.0078125f, 1.5f});
+}
+static lt_tensor *in_b(void) {
+  return bf(SHAPE(2, 3), 2, (float[]){1.75f, 0.3125f, -2.5f, 0.8515625f, 4.0f, -0.6640625f});
+}
+static lt_tensor *in_p(void) {
+  return bf(SHAPE(2, 3), 2, (float[]){0.25f, 1.5f, 7.0f, 0.0625f, 3.0f, 100.0f});
+}
+static lt_tensor *in_w(void) {
+  return bf(
+      SHAPE(3, 4), 2,
+      (float[]){0.5f, -1.0f, 0.25f, 2.0f, 1.5f, 0.125f, -0.75f, 1.0f, -2.0f, 0.625f, 3.0f, -0.5f});
+}
+static lt_tensor *in_lw(void) { return bf(SHAPE(3), 1, (float[]){1.5f, -0.5f, 2.0f}); }
+static lt_tensor *in_lb(void) { return bf(SHAPE(3), 1, (float[]){0.25f, 0.0f, -1.0f}); }
+static lt_tensor *in_t(void) { return tu_i64(SHAPE(2), 1, (int64_t[]){2, 0}); }
+
+/* The op of case name on a (and b, w: the other inputs). */
+static lt_tensor *forward(const char *name, lt_tensor *a, lt_tensor *w) {
+  lt_tensor *b = in_b(), *p = in_p();
+  int one = 1;
+  if (!strcmp(name, "add")) return lt_add(a, b);
+  if (!strcmp(name, "sub")) return lt_sub(a, b);
+  if (!strcmp(name, "mul")) return lt_mul(a, b);
+  if (!strcmp(name, "div")) return lt_div(a, b);
+  if (!strcmp(name, "add_f32"))
+    return lt_add(a, tu_f32(SHAPE(2, 3), 2, (float[]){0.1f, -0.2f, 0.3f, 1e-3f, 2.5f, -7.7f}));
+  if (!strcmp(name, "add_i64"))
+    return lt_add(a, tu_i64(SHAPE(2, 3), 2, (int64_t[]){1, -2, 3, 4, 5, -6}));
+  if (!strcmp(name, "maximum")) return lt_maximum(a, b);
+  if (!strcmp(name, "neg")) return lt_neg(a);
+  if (!strcmp(name, "exp")) return lt_exp(a);
+  if (!strcmp(name, "log")) return lt_log(p);
+  if (!strcmp(name, "sqrt")) return lt_sqrt(p);
+  if (!strcmp(name, "tanh")) return lt_tanh(a);
+  if (!strcmp(name, "sigmoid")) return lt_sigmoid(a);
+  if (!strcmp(name, "relu")) return lt_relu(a);
+  if (!strcmp(name, "gelu")) return lt_gelu(a);
+  if (!strcmp(name, "cast_f32_bf16"))
+    return lt_cast(tu_f32(SHAPE(2, 3), 2, (float[]){0.1f, -0.2f, 0.3f, 1e-3f, 2.5f, -7.7f}),
+                   LT_BF16);
+  if (!strcmp(name, "cast_bf16_f32")) return lt_cast(a, LT_F32);
+  if (!strcmp(name, "sum")) return lt_sum(a, NULL, 0, false);
+  if (!strcmp(name, "sum_ax1")) return lt_sum(a, &one, 1, false);
+  if (!strcmp(name, "mean_ax1")) return lt_mean(a, &one, 1, false);
+  if (!strcmp(name, "max_ax1")) return lt_max(a, &one, 1, false);
+  if (!strcmp(name, "logsumexp_ax1")) return lt_logsumexp(a, &one, 1, false);
+  if (!strcmp(name, "var")) return lt_var(a, NULL, 0, 1.0, false);
+  if (!strcmp(name, "norm")) return lt_vector_norm(a, NULL, 0, 2.0, false);
+  if (!strcmp(name, "matmul")) return lt_matmul(a, w);
+  if (!strcmp(name, "softmax")) return lt_softmax(a, 1);
+  if (!strcmp(name, "log_softmax")) return lt_log_softmax(a, 1);
+  if (!strcmp(name, "layer_norm")) return lt_layer_norm(a, SHAPE(3), 1, in_lw(), in_lb(), 1e-5);
+  if (!strcmp(name, "cross_entropy"))
+    return lt_nn_cross_entropy_ex(a, in_t(), LT_NN_REDUCTION_MEAN, -100, 0.0);
+  if (!strcmp(name, "conv2d"))
+    return lt_conv2d_n(bf(SHAPE(1, 1, 3, 3), 4,
+                          (float[]){0.5f, -1.0f, 2.0f, 0.25f, 1.5f, -0.75f, 3.0f, 0.125f, -2.0f}),
+                       bf(SHAPE(1, 1, 2, 2), 4, (float[]){1.0f, -0.5f, 0.25f, 2.0f}), NULL, NULL, 0,
+                       NULL, 0, NULL, 0, 1);
+  /* gradients: the scalar losses of GRADS */
+  if (!strcmp(name, "g_tanh_mul")) return lt_sum(lt_mul(lt_tanh(a), b), NULL, 0, false);
+  if (!strcmp(name, "g_matmul")) return lt_sum(lt_matmul(a, w), NULL, 0, false);
+  if (!strcmp(name, "g_softmax")) return lt_sum(lt_mul(lt_softmax(a, 1), b), NULL, 0, false);
+  if (!strcmp(name, "g_layer_norm"))
+    return lt_sum(lt_mul(lt_layer_norm(a, SHAPE(3), 1, in_lw(), in_lb(), 1e-5), b), NULL, 0, false);
+  if (!strcmp(name, "g_cross_entropy"))
+    return lt_nn_cross_entropy_ex(a, in_t(), LT_NN_REDUCTION_MEAN, -100, 0.0);
+  fail_msg("no builder for case %s", name);
+  return NULL;
+}
+
+/* One bf16 ulp at |v| (the spacing of bf16 values there; subnormals' for 0). */
+static double bf16_ulp(double v) {
+  int e;
+  frexp(fabs(v) > 0x1p-126 ? v : 0x1p-126, &e);
+  return ldexp(1.0, e - 8);
+}
+
+static void expect_case(const bf16_case *c, lt_tensor *t) {
+  if (!t) fail_msg("%s (%s): %s", c->name, c->expr, lt_last_error());
+  if (lt_get_dtype(t) != c->dtype)
+    fail_msg("%s (%s): dtype %s, torch's %s", c->name, c->expr, lt_dtype_name(lt_get_dtype(t)),
+             lt_dtype_name(c->dtype));
+  assert_int_equal(lt_numel(t), c->n);
+  double *got = tu_values(t);
+  for (int i = 0; i < c->n; i++) {
+    double want = c->want[i], tol = c->ulps * bf16_ulp(want);
+    if (!(fabs(got[i] - want) <= tol))
+      fail_msg("%s (%s) element %d: got %.9g, torch %.9g (%d ulps allowed)", c->name, c->expr, i,
+               got[i], want, c->ulps);
+  }
+  free(got);
+}
+
+TU_BOTH(test_bf16_forward_as_torch) {
+  for (size_t i = 0; i < sizeof kForward / sizeof kForward[0]; i++) {
+    lt_scope_begin();
+    expect_case(&kForward[i], forward(kForward[i].name, in_a(), in_w()));
+    lt_scope_end();
+  }
+}
+
+/* Each pair of rows: the gradient of A, then of W (n 0: W has none). */
+TU_BOTH(test_bf16_grads_as_torch) {
+  for (size_t i = 0; i + 1 < sizeof kGrads / sizeof kGrads[0]; i += 2) {
+    lt_scope_begin();
+    lt_tensor *a = in_a(), *w = in_w();
+    assert_int_equal(lt_set_requires_grad(a, true), LT_OK);
+    assert_int_equal(lt_set_requires_grad(w, true), LT_OK);
+    lt_tensor *loss = forward(kGrads[i].name, a, w);
+    if (!loss) fail_msg("%s: %s", kGrads[i].name, lt_last_error());
+    assert_int_equal(lt_backward(loss), LT_OK);
+    expect_case(&kGrads[i], lt_grad(a));
+    if (kGrads[i + 1].n)
+      expect_case(&kGrads[i + 1], lt_grad(w));
+    else
+      assert_null(lt_grad(w));
+    lt_scope_end();
+  }
+}
+
+/* torch 1.13 has no bf16 mse_loss on the CPU ("mse_cpu" not implemented for
+ * 'BFloat16'): refused with the function's name, as torch. */
+TU_BOTH(test_bf16_mse_refused) {
+  lt_tensor *a = in_a();
+  assert_null(lt_nn_mse_loss(a, in_b(), LT_NN_REDUCTION_MEAN));
+  assert_int_equal(lt_last_status(), LT_EDTYPE);
+  assert_non_null(strstr(lt_last_error(), "lt_nn_mse_loss"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      TU_TEST(test_bf16_forward_as_torch),
+      TU_TEST(test_bf16_grads_as_torch),
+      TU_TEST(test_bf16_mse_refused),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
