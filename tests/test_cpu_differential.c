@@ -88,8 +88,11 @@ static void input_fill(input *in, lt_dtype dt, const int64_t *shape, int nd, boo
     case LT_F32:
       ((float *)in->data)[i] = (float)v;
       break;
-    default:
-      ((double *)in->data)[i] = v;
+    case LT_BF16: /* 2-byte elements: through the table, never as a double */
+    case LT_F64:
+      lt__store_f64(dt, in->data, i, v);
+      break;
+    case LT_NUM_DTYPES:
       break;
     }
   }
@@ -146,7 +149,7 @@ typedef struct nan_policy {
 
 static bool any_nonfinite(const input *ins, int nin) {
   for (int k = 0; k < nin; k++) {
-    if (ins[k].dt != LT_F32 && ins[k].dt != LT_F64) continue;
+    if (!lt__is_float(ins[k].dt)) continue;
     for (int64_t i = 0; i < numel(ins[k].shape, ins[k].ndim); i++)
       if (!isfinite(lt__load_f64(ins[k].dt, ins[k].data, i))) return true;
   }
@@ -227,6 +230,9 @@ static bool compare(const char *what, uint64_t seed, const result *a, const resu
           ok = isnan(x) && isnan(y);
         else if (isinf(x) || isinf(y))
           ok = x == y;
+        else if (dt == LT_BF16) /* cpu computes bf16 in f32 (within f32's bound
+                                   below), then rounds: one bf16 ulp more */
+          ok = fabs(x - y) <= 1e-6 + 2e-5 * fabs(x) + (x != 0 ? ldexp(1.0, ilogb(x) - 7) : 0);
         else if (dt != LT_F32 && dt != LT_F64)
           ok = x == y;
         else {

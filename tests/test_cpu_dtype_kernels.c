@@ -268,7 +268,8 @@ static void test_unknown_dtype_refused(void **state) {
 
 /* An element's IR type has the table's width: i<bits> for bool and integers
  * (bool, u8 and i8 share i8), float / double for 4- and 8-byte floats, and
- * i16 for bf16 (its bits: the loops compute nothing in it). */
+ * i16 for bf16 (its bits); values compute in lt__ops_ctype: f32 for bf16,
+ * the stored type for every other dtype. */
 static void test_ops_type_matches_table(void **state) {
   (void)state;
   for (int dt = 0; dt < LT_NUM_DTYPES; dt++) {
@@ -284,6 +285,9 @@ static void test_ops_type_matches_table(void **state) {
       snprintf(want, sizeof want, "i%zu", 8 * t->size);
     if (strcmp(lt__ops_type(dt), want) != 0)
       fail_msg("%s: IR type %s, expected %s", t->name, lt__ops_type(dt), want);
+    const char *cwant = dt == LT_BF16 ? "float" : want;
+    if (strcmp(lt__ops_ctype(dt), cwant) != 0)
+      fail_msg("%s: compute IR type %s, expected %s", t->name, lt__ops_ctype(dt), cwant);
     assert_true(sizeof(lt_dtype_elem) >= t->size);
   }
   assert_string_equal(lt__ops_type(LT_NUM_DTYPES), "void");
@@ -291,12 +295,14 @@ static void test_ops_type_matches_table(void **state) {
 
 /* A CONST node's value is what an element of its dtype stores (as ref's
  * CONST fills): i32 / i64 saturate, u8 / i8 wrap (written as i8 bits), NaN
- * is 0, bool is v != 0. */
+ * is 0, bool is v != 0; bf16 is the table's rounded value (as the f32 it
+ * computes in), which past bf16's largest is inf. */
 static void test_const_as_table(void **state) {
   (void)state;
-  static const double vals[] = {0, 1, -1.5, 300.7, -129, 1e10, -1e10, 1e19, -1e19, NAN};
+  static const double vals[] = {0,    1,     -1.5, 300.7, -129, 1e10,      -1e10,
+                                1e19, -1e19, NAN,  0.1,   1e39, 1.00390625};
   for (int dt = 0; dt < LT_NUM_DTYPES; dt++) {
-    if (lt__is_float(dt)) continue;
+    if (lt__is_float(dt) && dt != LT_BF16) continue;
     for (size_t k = 0; k < sizeof vals / sizeof *vals; k++) {
       lt_node n;
       memset(&n, 0, sizeof n);
@@ -308,10 +314,17 @@ static void test_const_as_table(void **state) {
       assert_int_equal(ir.err, 0);
       lt_dtype_elem e;
       lt__store_f64(dt, &e, 0, vals[k]);
-      int64_t x = lt__load_i64(dt, &e, 0);
-      if (lt_dtype_size((lt_dtype)dt) == 1) x = (int8_t)(uint8_t)x; /* i8 IR: signed bits */
       char want[40];
-      snprintf(want, sizeof want, "%lld", (long long)x);
+      if (dt == LT_BF16) { /* an f32 literal, written as LLVM's double hex */
+        double w = (double)lt__bf16_to_f32(*(uint16_t *)&e);
+        uint64_t bits;
+        memcpy(&bits, &w, sizeof bits);
+        snprintf(want, sizeof want, "0x%016llX", (unsigned long long)bits);
+      } else {
+        int64_t x = lt__load_i64(dt, &e, 0);
+        if (lt_dtype_size((lt_dtype)dt) == 1) x = (int8_t)(uint8_t)x; /* i8 IR: signed bits */
+        snprintf(want, sizeof want, "%lld", (long long)x);
+      }
       if (strcmp(got.s, want) != 0)
         fail_msg("%s const %g: IR %s, expected %s", lt_dtype_name(dt), vals[k], got.s, want);
     }

@@ -77,6 +77,12 @@ bool lt__cg_reduce_ok(const lt_node *n) {
   if (lt__op_cpu_path(n->op) != LT_CPU_REDUCE || !lt__ops_node_dtypes_ok(n)) return false;
   if (n->noperands != 1 || n->nattrs < 1) return false;
   int dx = n->operands[0].node->dtype, dn = n->dtype;
+  /* bf16: sums, products, max and min (in f32 or double, one rounding at the
+   * end); logsumexp and softmax store and reread values in the operand's
+   * dtype, which in bf16 would round twice, so they take the fallback */
+  if (dx == LT_BF16 &&
+      (n->op == LT_OP_LOGSUMEXP || n->op == LT_OP_SOFTMAX || n->op == LT_OP_LOG_SOFTMAX))
+    return false;
   if (lt__ops_is_float(dn)) return dx == dn;
   return !lt__ops_is_float(dx) &&
          (n->op == LT_OP_SUM || n->op == LT_OP_PROD || n->op == LT_OP_MAX || n->op == LT_OP_MIN);
@@ -151,6 +157,7 @@ static irv leaf_load(kgen *k, leaf *l) {
   const char *t = lt__ops_type(l->dtype);
   irv p = OP("getelementptr inbounds %s, ptr %%p%d, i64 %s", t, l->slot, idx.s);
   l->val = OP("load %s, ptr %s", t, p.s);
+  if (l->dtype == LT_BF16) l->val = lt__ops_bf16_widen(&k->ir, l->val);
   l->loaded = true;
   return l->val;
 }
@@ -317,8 +324,12 @@ static void unravel_outer(kgen *k, irv o) {
 /* Flat index of the output element at the current loop variables. */
 static irv out_index(kgen *k) { return loop_index(k, 0, k->out_gs); }
 
+/* A bf16 value is stored as its high half: every bf16 value a loop holds is
+ * rounded already (a node's result, a constant, a reduction's end) or a
+ * widened load (a copy then keeps the bits, NaN payloads included). */
 static void store_out(kgen *k, const cpu_view *out, irv idx, irv v) {
   const char *t = lt__ops_type(out->dtype);
+  if (out->dtype == LT_BF16) v = lt__ops_bf16_bits(&k->ir, v);
   irv p = OP("getelementptr inbounds %s, ptr %%p%d, i64 %s", t, out->slot, idx.s);
   lt__sb_printf(&k->body, "  store %s %s, ptr %s\n", t, v.s, p.s);
 }
@@ -531,6 +542,13 @@ static void finish_function(kgen *k, int fn_index, const cpu_view *outs, int nou
     const char *ty = lt__ops_type(lf->dtype);
     lt__sb_printf(ir, "  %%hp%d = getelementptr inbounds %s, ptr %%p%d, i64 %lld\n", l, ty,
                   arg_index(args, &nargs, kCap, lf->slot), (long long)lf->offset);
+    if (lf->dtype == LT_BF16) { /* widened as leaf_load does */
+      lt__sb_printf(ir, "  %%hb%d = load i16, ptr %%hp%d\n", l, l);
+      lt__sb_printf(ir, "  %%hz%d = zext i16 %%hb%d to i32\n", l, l);
+      lt__sb_printf(ir, "  %%hs%d = shl i32 %%hz%d, 16\n", l, l);
+      lt__sb_printf(ir, "  %s = bitcast i32 %%hs%d to float\n", lf->val.s, l);
+      continue;
+    }
     lt__sb_printf(ir, "  %s = load %s, ptr %%hp%d\n", lf->val.s, ty, l);
   }
   lt__sb_printf(ir, "  br label %%body\nbody:\n");
@@ -721,7 +739,7 @@ static irv operand_value(kgen *k, rstate *r) {
 static void body_max(kgen *k, void *ud) {
   rstate *r = ud;
   irv v = operand_value(k, r);
-  const char *t = lt__ops_type(r->dx), *s = r->dx == LT_F32 ? "f32" : "f64";
+  const char *t = lt__ops_ctype(r->dx), *s = r->dx == LT_F64 ? "f64" : "f32";
   irv m = acc_get(k, r->a);
   bool mx = r->op != LT_OP_MIN;
   acc_set(
@@ -806,7 +824,7 @@ static void sum_blocked(kgen *k, rstate *r, int64_t inner) {
 static void body_expsum(kgen *k, void *ud) {
   rstate *r = ud;
   irv v = operand_value(k, r);
-  const char *t = lt__ops_type(r->dx);
+  const char *t = lt__ops_ctype(r->dx);
   irv z = OP("fsub %s %s, %s", t, v.s, r->shift.s);
   irv e = lt__ops_exp(&k->ir, z, r->dx);
   if (r->op == LT_OP_SOFTMAX) store_out(k, r->out, out_index(k), e);
@@ -855,7 +873,7 @@ static void body_int(kgen *k, void *ud) {
 static void body_softmax_out(kgen *k, void *ud) {
   rstate *r = ud;
   irv v = operand_value(k, r);
-  const char *t = lt__ops_type(r->dx);
+  const char *t = lt__ops_ctype(r->dx);
   irv z = OP("fsub %s %s, %s", t, v.s, r->shift.s);
   irv o = r->op == LT_OP_SOFTMAX
               ? OP("fmul %s %s, %s", t, lt__ops_exp(&k->ir, z, r->dx).s, r->inv.s)
@@ -948,7 +966,7 @@ int lt__cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, 
   int id;
   irv o = loop_begin(k, (irv){"%lo"}, (irv){"%hi"}, &id);
   unravel_outer(k, o);
-  const char *t = lt__ops_type(r.dx);
+  const char *t = lt__ops_ctype(r.dx);
   if (!fl) {
     int64_t init = r.op == LT_OP_SUM    ? 0
                    : r.op == LT_OP_PROD ? 1
@@ -970,7 +988,9 @@ int lt__cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, 
     reduced_loops(k, k->nk, body_max, &r);
     irv m = acc_get(k, r.a);
     if (r.op == LT_OP_MAX || r.op == LT_OP_MIN) {
-      store_out(k, out, out_index(k), m);
+      /* bf16: a NaN the maximum kept is stored as ref's 0x7FC0 */
+      store_out(k, out, out_index(k),
+                lt__ops_conv(&k->ir, m, r.dx == LT_BF16 ? LT_F32 : r.dx, r.dn));
     } else {
       /* logsumexp / softmax: a second pass sums exp(x - shift) */
       irv shift = m;

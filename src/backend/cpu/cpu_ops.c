@@ -11,8 +11,18 @@
  * ulp, sigmoid 2.5). rsqrt, log1p, sin, cos and pow go through double
  * (pow, log1p, sin, cos through libm, scalar). f64 transcendentals call
  * libm.
+ * bf16 lives in memory as its 16 bits (i16, lt__ops_type) and computes in
+ * f32 (lt__ops_ctype): a load widens exactly, and each bf16 node computes as
+ * f32 from its operands' f32 values and is rounded to bf16 once (as torch's
+ * CPU kernels, and ref's one store per op), so a fused consumer sees the
+ * rounded value. Every bf16 value in a loop is thus an f32 whose low 16 bits
+ * are 0 (NaN: 0x7FC00000, or a loaded NaN's own bits), and a store keeps its
+ * high half. f32 math on exactly widened values gives the bits of ref's
+ * double for + - * / sqrt and comparisons (53 >= 2 * 24 + 2), so those bf16
+ * ops match ref exactly; the f32 polynomials may be 1 bf16 ulp off.
  * Uniform draws (RNG_UNIFORM) are Philox4x32-10 in integer IR, the bits of
- * core/lt_philox.h, in functions of the module that kernels call (below). */
+ * core/lt_philox.h, in functions of the module that kernels call (below);
+ * not in bf16 (the fallback draws those). */
 #include "cpu_ops.h"
 
 #include <string.h>
@@ -51,7 +61,7 @@ const char *lt__ops_type(int dt) {
     return "float";
   case LT_F64:
     return "double";
-  case LT_BF16: /* its bits: the loops move bf16 but compute nothing in it (lt__ops_dtype_ok) */
+  case LT_BF16: /* its bits; it computes in f32 (lt__ops_ctype) */
     return "i16";
   case LT_NUM_DTYPES:
     break;
@@ -59,9 +69,13 @@ const char *lt__ops_type(int dt) {
   return "void"; /* not a dtype: IR that LLVM refuses, never another dtype's type */
 }
 
-/* Whether the generated loops compute in dtype dt. A dtype without its
- * arithmetic here (bf16) reaches them only as bytes to copy: its nodes run
- * on the fallback, one at a time. */
+/* The dtype whose IR a value of dtype dt computes in: f32 for bf16. */
+static int cdt(int dt) { return dt == LT_BF16 ? LT_F32 : dt; }
+
+const char *lt__ops_ctype(int dt) { return lt__ops_type(cdt(dt)); }
+
+/* Whether the generated loops compute in dtype dt (each dtype listed: a new
+ * one is refused until its IR is written here). */
 bool lt__ops_dtype_ok(int dt) {
   switch ((lt_dtype)dt) {
   case LT_BOOL:
@@ -71,15 +85,14 @@ bool lt__ops_dtype_ok(int dt) {
   case LT_F64:
   case LT_U8:
   case LT_I8:
-    return true;
   case LT_BF16:
+    return true;
   case LT_NUM_DTYPES:
     break;
   }
   return false;
 }
 
-/* n and each of its operands in dtypes that the loops compute in. */
 bool lt__ops_node_dtypes_ok(const lt_node *n) {
   if (!lt__ops_dtype_ok(n->dtype)) return false;
   for (int i = 0; i < n->noperands; i++)
@@ -92,7 +105,35 @@ bool lt__ops_is_float(int dt) { return lt__is_float(dt); }
 static const char *fsuf(int dt) { return dt == LT_F32 ? "f32" : "f64"; }
 static int width(int dt) { return 8 * (int)lt_dtype_size((lt_dtype)dt); }
 
-irv lt__ops_conv(cpu_ir *ir, irv v, int from, int to) {
+irv lt__ops_bf16_widen(cpu_ir *ir, irv bits) {
+  irv w = OP("zext i16 %s to i32", bits.s);
+  irv u = OP("shl i32 %s, 16", w.s);
+  return OP("bitcast i32 %s to float", u.s);
+}
+
+irv lt__ops_bf16_bits(cpu_ir *ir, irv v) {
+  irv u = OP("bitcast float %s to i32", v.s);
+  irv h = OP("lshr i32 %s, 16", u.s);
+  return OP("trunc i32 %s to i16", h.s);
+}
+
+/* f32 value v rounded to bf16, as an f32: lt__f32_to_bf16's integer rounding
+ * (add just under half an ulp plus the kept half's lowest bit, drop the low
+ * half; the add wraps as C's uint32_t, only for NaN bits), NaN 0x7FC0. */
+static irv bf16_round(cpu_ir *ir, irv v) {
+  irv u = OP("bitcast float %s to i32", v.s);
+  irv h = OP("lshr i32 %s, 16", u.s);
+  irv lsb = OP("and i32 %s, 1", h.s);
+  irv half = OP("add i32 %s, 32767", lsb.s);
+  irv s = OP("add i32 %s, %s", u.s, half.s);
+  irv r = OP("and i32 %s, -65536", s.s);
+  irv nan = OP("fcmp uno float %s, 0.0", v.s);
+  irv b = OP("select i1 %s, i32 2143289344, i32 %s", nan.s, r.s); /* 0x7FC00000 */
+  return OP("bitcast i32 %s to float", b.s);
+}
+
+/* v from compute dtype from to compute dtype to (neither bf16). */
+static irv conv(cpu_ir *ir, irv v, int from, int to) {
   if (from == to) return v;
   if (lt__ops_is_float(from) && lt__ops_is_float(to))
     return from == LT_F32 ? OP("fpext float %s to double", v.s)
@@ -123,6 +164,12 @@ irv lt__ops_conv(cpu_ir *ir, irv v, int from, int to) {
   return OP("trunc %s %s to %s", lt__ops_type(from), v.s, lt__ops_type(to));
 }
 
+irv lt__ops_conv(cpu_ir *ir, irv v, int from, int to) {
+  if (from == to) return v;
+  irv r = conv(ir, v, cdt(from), cdt(to));
+  return to == LT_BF16 ? bf16_round(ir, r) : r;
+}
+
 static irv from_i1(cpu_ir *ir, irv c, int to) {
   return OP("%s i1 %s to %s", lt__ops_is_float(to) ? "uitofp" : "zext", c.s, lt__ops_type(to));
 }
@@ -133,9 +180,9 @@ static irv truth(cpu_ir *ir, irv v, int dt) {
 }
 
 static irv libm1(cpu_ir *ir, const char *fn, irv x, int dt) {
-  irv d = lt__ops_conv(ir, x, dt, LT_F64);
+  irv d = conv(ir, x, dt, LT_F64);
   irv r = OP("call double @%s(double %s)", fn, d.s);
-  return lt__ops_conv(ir, r, LT_F64, dt);
+  return conv(ir, r, LT_F64, dt);
 }
 
 irv lt__ops_exp(cpu_ir *ir, irv v, int dt) {
@@ -169,10 +216,10 @@ static irv unary_float(cpu_ir *ir, int op, irv x, int dt) {
   case LT_OP_SQRT:
     return OP("call %s @llvm.sqrt.%s(%s %s)", t, s, t, x.s);
   case LT_OP_RSQRT: {
-    irv d = lt__ops_conv(ir, x, dt, LT_F64);
+    irv d = conv(ir, x, dt, LT_F64);
     irv q = OP("call double @llvm.sqrt.f64(double %s)", d.s);
     irv r = OP("fdiv double 1.0, %s", q.s);
-    return lt__ops_conv(ir, r, LT_F64, dt);
+    return conv(ir, r, LT_F64, dt);
   }
   case LT_OP_EXP:
     return f32 ? lt__ir_expf(ir, x) : libm1(ir, "exp", x, dt);
@@ -280,9 +327,9 @@ static irv binary_float(cpu_ir *ir, int op, irv a, irv b, int dt) {
   case LT_OP_DIV:
     return OP("fdiv %s %s, %s", t, a.s, b.s);
   case LT_OP_POW: {
-    irv da = lt__ops_conv(ir, a, dt, LT_F64), db = lt__ops_conv(ir, b, dt, LT_F64);
+    irv da = conv(ir, a, dt, LT_F64), db = conv(ir, b, dt, LT_F64);
     irv r = OP("call double @pow(double %s, double %s)", da.s, db.s);
-    return lt__ops_conv(ir, r, LT_F64, dt);
+    return conv(ir, r, LT_F64, dt);
   }
   case LT_OP_FMOD: /* LLVM's frem is C's fmod (exact) */
     return OP("frem %s %s, %s", t, a.s, b.s);
@@ -391,7 +438,7 @@ bool lt__ops_supported(const lt_node *n) {
 }
 
 /* v as an element of dtype dt holds it (the dtype table's store, as ref's
- * CONST fills), in dt's IR type. */
+ * CONST fills), in dt's compute IR type. */
 static irv const_value(cpu_ir *ir, int dt, double v) {
   switch ((lt_dtype)dt) {
   case LT_F32:
@@ -408,7 +455,11 @@ static irv const_value(cpu_ir *ir, int dt, double v) {
     int64_t x = lt__load_i64(dt, &e, 0);
     return lt__ir_int(width(dt) == 8 ? lt__int_wrap(LT_I8, x) : x); /* i8: the bits, signed */
   }
-  case LT_BF16: /* never fused (lt__ops_supported) */
+  case LT_BF16: { /* the table's rounded value, as the f32 it computes in */
+    lt_dtype_elem e;
+    lt__store_f64(dt, &e, 0, v);
+    return lt__ir_f32(lt__load_f64(dt, &e, 0));
+  }
   case LT_NUM_DTYPES:
     break;
   }
@@ -416,29 +467,29 @@ static irv const_value(cpu_ir *ir, int dt, double v) {
   return (irv){"poison"};
 }
 
-irv lt__ops_emit(cpu_ir *ir, const lt_node *n, const irv *args, const int *dts) {
-  int dn = n->dtype, op = n->op;
+/* Op `op` with operands args of compute dtypes dts (none bf16), in compute
+ * dtype dn. */
+static irv emit_compute(cpu_ir *ir, int op, const irv *args, const int *dts, int dn) {
   lt_op_family fam = op < LT_OP_COUNT ? lt__op_family(op) : LT_FAM_LEAF;
-  if (op == LT_OP_CONST) return const_value(ir, dn, n->fattr);
   if (op == LT_OP_NOT) {
     irv t = truth(ir, args[0], dts[0]);
     irv nt = OP("xor i1 %s, true", t.s);
     return from_i1(ir, nt, dn);
   }
-  if (op == LT_OP_CAST) return lt__ops_conv(ir, args[0], dts[0], dn);
+  if (op == LT_OP_CAST) return conv(ir, args[0], dts[0], dn);
   if (fam == LT_FAM_UNARY) {
     int da = dts[0];
     if (lt__ops_is_float(da) && da == dn) return unary_float(ir, op, args[0], dn);
     if (lt__ops_is_float(da) || lt__ops_is_float(dn)) {
-      irv x = lt__ops_conv(ir, args[0], da, LT_F64);
-      return lt__ops_conv(ir, unary_float(ir, op, x, LT_F64), LT_F64, dn);
+      irv x = conv(ir, args[0], da, LT_F64);
+      return conv(ir, unary_float(ir, op, x, LT_F64), LT_F64, dn);
     }
-    irv x = lt__ops_conv(ir, args[0], da, LT_I64);
-    return lt__ops_conv(ir, unary_int(ir, op, x), LT_I64, dn);
+    irv x = conv(ir, args[0], da, LT_I64);
+    return conv(ir, unary_int(ir, op, x), LT_I64, dn);
   }
   if (op == LT_OP_WHERE) {
     irv c = truth(ir, args[0], dts[0]);
-    irv a = lt__ops_conv(ir, args[1], dts[1], dn), b = lt__ops_conv(ir, args[2], dts[2], dn);
+    irv a = conv(ir, args[1], dts[1], dn), b = conv(ir, args[2], dts[2], dn);
     return OP("select i1 %s, %s %s, %s %s", c.s, lt__ops_type(dn), a.s, lt__ops_type(dn), b.s);
   }
   if (fam != LT_FAM_BINARY && fam != LT_FAM_COMPARE) return no_case(ir, "elementwise", op);
@@ -456,21 +507,32 @@ irv lt__ops_emit(cpu_ir *ir, const lt_node *n, const irv *args, const int *dts) 
     if (!pred) return no_case(ir, "comparison", op);
     if (in_float) {
       int ct = da == db && lt__ops_is_float(da) ? da : LT_F64;
-      irv a = lt__ops_conv(ir, args[0], da, ct), b = lt__ops_conv(ir, args[1], db, ct);
+      irv a = conv(ir, args[0], da, ct), b = conv(ir, args[1], db, ct);
       r = OP("fcmp %s %s %s, %s", pred, lt__ops_type(ct), a.s, b.s);
     } else {
-      irv a = lt__ops_conv(ir, args[0], da, LT_I64), b = lt__ops_conv(ir, args[1], db, LT_I64);
+      irv a = conv(ir, args[0], da, LT_I64), b = conv(ir, args[1], db, LT_I64);
       r = OP("icmp %s i64 %s, %s", pred, a.s, b.s);
     }
     return from_i1(ir, r, dn);
   }
   if (in_float) {
     if (da == db && da == dn) return binary_float(ir, op, args[0], args[1], dn);
-    irv a = lt__ops_conv(ir, args[0], da, LT_F64), b = lt__ops_conv(ir, args[1], db, LT_F64);
-    return lt__ops_conv(ir, binary_float(ir, op, a, b, LT_F64), LT_F64, dn);
+    irv a = conv(ir, args[0], da, LT_F64), b = conv(ir, args[1], db, LT_F64);
+    return conv(ir, binary_float(ir, op, a, b, LT_F64), LT_F64, dn);
   }
-  irv a = lt__ops_conv(ir, args[0], da, LT_I64), b = lt__ops_conv(ir, args[1], db, LT_I64);
-  return lt__ops_conv(ir, binary_int(ir, op, a, b), LT_I64, dn);
+  irv a = conv(ir, args[0], da, LT_I64), b = conv(ir, args[1], db, LT_I64);
+  return conv(ir, binary_int(ir, op, a, b), LT_I64, dn);
+}
+
+irv lt__ops_emit(cpu_ir *ir, const lt_node *n, const irv *args, const int *dts) {
+  if (n->op == LT_OP_CONST) return const_value(ir, n->dtype, n->fattr);
+  int cd[3];
+  if (n->noperands > 3) return no_case(ir, "elementwise", n->op);
+  for (int i = 0; i < n->noperands; i++) cd[i] = cdt(dts[i]);
+  irv v = emit_compute(ir, n->op, args, cd, cdt(n->dtype));
+  /* a bf16 node: computed in f32, rounded once (a CAST from bf16 too: ref
+   * stores every NaN as 0x7FC0) */
+  return n->dtype == LT_BF16 ? bf16_round(ir, v) : v;
 }
 
 /* ---- uniform draws ----
