@@ -40,7 +40,12 @@ static int eval_hits(const train_model *m, lt_tensor *x, const int64_t *labels, 
     return LT_ENOMEM;
   }
   lt_scope_begin();
-  lt_tensor *p = lt_argmax(m->forward(m, x, false), 1, false);
+  lt_device dev = lt_get_device(x);
+  lt_tensor *p = NULL;
+  if (model_precision_begin(m, dev) == LT_OK) {
+    p = lt_argmax(m->forward(m, x, false), 1, false);
+    model_precision_end(m, dev);
+  }
   int rc = p ? lt_to_data(p, pred, bytes) : lt_last_status();
   lt_scope_end();
   if (rc == LT_OK)

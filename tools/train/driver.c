@@ -36,7 +36,10 @@ bool driver_parse_option(driver_opts *o, const char *name, const char *val, bool
     o->log_path = val;
   else if (!strcmp(name, "--plot"))
     o->plot_path = val;
-  else
+  else if (!strcmp(name, "--precision")) {
+    *ok = !strcmp(val, "f32") || !strcmp(val, "bf16");
+    o->precision = !strcmp(val, "bf16") ? LT_BF16 : LT_F32;
+  } else
     return false;
   return true;
 }
@@ -61,6 +64,14 @@ int driver_setup(const driver_opts *o, lt_device *dev) {
 const char *driver_backend_name(void) {
   const char *be = getenv("LT_BACKEND");
   return be && *be ? be : "default";
+}
+
+const char *driver_precision_name(const driver_opts *o, lt_device dev) {
+  static char name[96];
+  if (o->precision != LT_BF16) return "f32";
+  const char *isa = lt_get_isa(dev, LT_BF16);
+  snprintf(name, sizeof name, "bf16 (autocast, products on %s)", isa ? isa : "?");
+  return name;
 }
 
 const char *driver_threads_name(void) {

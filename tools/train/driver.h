@@ -3,7 +3,7 @@
  * A command parses its own options, builds its model and traces its step;
  * the driver holds the rest:
  *  - the options both take (driver_opts: --seed, --log-every, --threads,
- *    --backend, --data, --save, --cache-dir, --log, --plot,
+ *    --backend, --data, --save, --cache-dir, --log, --plot, --precision,
  *    --keep-denormals) and the process set-up they ask for;
  *  - the step: the loss traced into a running sum on the device (a new 0-d
  *    tensor per step, never read inside the step), the step barrier;
@@ -24,6 +24,7 @@ typedef struct driver_opts {
   uint64_t seed;
   bool keep_denormals;
   const char *threads, *backend, *data, *save, *cache_dir, *log_path, *plot_path;
+  lt_dtype precision; /* --precision: LT_F32 (0: not given) or LT_BF16 (autocast) */
 } driver_opts;
 
 /* Whether name (e.g. "--seed") is one of driver_opts' options taking a
@@ -38,6 +39,8 @@ int driver_setup(const driver_opts *o, lt_device *dev);
 
 /* The backend and thread count a run reports ("default" when unset). */
 const char *driver_backend_name(void);
+/* "f32", or "bf16 (autocast, products on <the ISA lt_get_isa names>)". */
+const char *driver_precision_name(const driver_opts *o, lt_device dev);
 const char *driver_threads_name(void);
 
 /* "lazytensor-train: what: <the library's last error>" on stderr; 1. */

@@ -81,13 +81,19 @@ int gpt_trainer_init(gpt_trainer *tr, lt_device dev, const lt_nn_text *text, con
 
 int gpt_trainer_set_lr(gpt_trainer *tr, double lr) { return lt_nn_optim_set_lr(tr->opt, lr); }
 
-/* Mean token cross-entropy of the model on windows x, y [B, T]. */
-static lt_tensor *window_loss(const train_model *m, lt_tensor *x, lt_tensor *y, bool train) {
-  lt_tensor *logits = m->forward(m, x, train);
-  if (!logits || !y) return NULL;
-  int64_t v = lt_dim(logits, -1);
-  return lt_nn_cross_entropy(lt_reshape(logits, (const int64_t[]){-1, v}, 2),
-                             lt_reshape(y, (const int64_t[]){-1}, 1));
+/* Mean token cross-entropy of the model on windows x, y [B, T], traced
+ * under the model's precision. */
+static lt_tensor *window_loss(const train_model *m, lt_device dev, lt_tensor *x, lt_tensor *y,
+                              bool train) {
+  if (model_precision_begin(m, dev) != LT_OK) return NULL;
+  lt_tensor *logits = m->forward(m, x, train), *loss = NULL;
+  if (logits && y) {
+    int64_t v = lt_dim(logits, -1);
+    loss = lt_nn_cross_entropy(lt_reshape(logits, (const int64_t[]){-1, v}, 2),
+                               lt_reshape(y, (const int64_t[]){-1}, 1));
+  }
+  model_precision_end(m, dev);
+  return loss;
 }
 
 /* Draws the next size x batch windows (every replica the same draws, and
@@ -102,7 +108,7 @@ static lt_tensor *shard_backward(gpt_trainer *tr, int rank, int size) {
   for (int64_t i = 0; i < b * size; i++) starts[i] = (int64_t)(splitmix64(&tr->rng) % span);
   lt_tensor *x, *y;
   if (lt_nn_text_windows(tr->text, tr->dev, starts + rank * b, b, t, &x, &y) != LT_OK) return NULL;
-  lt_tensor *loss = window_loss(&tr->m, x, y, true);
+  lt_tensor *loss = window_loss(&tr->m, tr->dev, x, y, true);
   return loss && lt_backward(loss) == LT_OK ? loss : NULL;
 }
 
@@ -146,7 +152,7 @@ int gpt_evaluate(const gpt_trainer *tr, bool validation, int64_t max_windows, do
     lt_scope_begin();
     lt_tensor *x, *y;
     rc = lt_nn_text_windows(text, tr->dev, starts, chunk, t, &x, &y);
-    lt_tensor *l = rc == LT_OK ? window_loss(&tr->m, x, y, false) : NULL;
+    lt_tensor *l = rc == LT_OK ? window_loss(&tr->m, tr->dev, x, y, false) : NULL;
     double v = 0;
     if (rc == LT_OK) rc = l ? lt_item(l, 0, &v) : lt_last_status();
     sum += v;

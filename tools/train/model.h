@@ -34,7 +34,21 @@ struct train_model {
   void (*describe)(const train_model *m, FILE *f);
   void (*free)(train_model *m);
   void *impl;
+  /* LT_BF16: the forward and the loss are traced under autocast (bf16
+   * products and convolutions, f32 parameters and optimizer state, as
+   * torch.autocast("cpu", dtype=torch.bfloat16)); anything else: f32 */
+  lt_dtype precision;
 };
+
+/* The scope of m's precision around a forward and its loss on dev (the
+ * caller ends it before lt_backward, as torch's autocast scope ends before
+ * backward()): LT_OK, or the error of lt_autocast_begin. */
+static inline int model_precision_begin(const train_model *m, lt_device dev) {
+  return m->precision == LT_BF16 ? lt_autocast_begin(dev, LT_BF16) : LT_OK;
+}
+static inline void model_precision_end(const train_model *m, lt_device dev) {
+  if (m->precision == LT_BF16) lt_autocast_end(dev);
+}
 
 /* Adds a parameter (also to state) or a buffer (state only); false when full. */
 static inline bool model_add_param(train_model *m, lt_tensor *t) {

@@ -95,6 +95,9 @@ static void usage(FILE *f) {
           "The directories of --save, --export, --log and --plot are checked before\n"
           "training starts. A loss that turns non-finite or grows a hundredfold is warned\n"
           "about on stderr.\n"
+          "  --precision f32|bf16  f32 (default), or bf16: the forward and the loss under\n"
+          "                      autocast (bf16 products and convolutions; f32 parameters,\n"
+          "                      gradients of parameters and optimizer state)\n"
           "  --keep-denormals    do not flush denormals to zero (see below)\n"
           "  --data-parallel     data-parallel MLP, CNN or GPT, one replica per process\n"
           "                      (under mpirun)\n"
@@ -142,7 +145,7 @@ static int parse_args(int argc, char **argv, options *o) {
           "--hidden",    "--layers",  "--batch",  "--epochs",   "--limit-steps",  "--test-limit",
           "--log-every", "--seed",    "--lr",     "--momentum", "--weight-decay", "--optimizer",
           "--threads",   "--backend", "--data",   "--save",     "--load",         "--cache-dir",
-          "--schedule",  "--model",   "--export", "--log",      "--plot"};
+          "--schedule",  "--model",   "--export", "--log",      "--plot",         "--precision"};
       bool is_known = false;
       for (size_t k = 0; k < sizeof known / sizeof *known; k++) is_known |= !strcmp(name, known[k]);
       if (!is_known) goto bad;
@@ -285,9 +288,12 @@ typedef struct step_ctx {
 
 static lt_tensor *trace_step(void *ctx) {
   const step_ctx *c = ctx;
-  lt_tensor *x, *y;
+  lt_tensor *x, *y, *loss = NULL;
   int rc = lt_nn_loader_next(c->loader, &x, &y);
-  lt_tensor *loss = rc == 1 ? lt_nn_cross_entropy(c->m->forward(c->m, x, true), y) : NULL;
+  if (rc == 1 && model_precision_begin(c->m, lt_get_device(x)) == LT_OK) {
+    loss = lt_nn_cross_entropy(c->m->forward(c->m, x, true), y);
+    model_precision_end(c->m, lt_get_device(x));
+  }
   rc = loss ? lt_backward(loss) : LT_EINVAL;
   if (rc == LT_OK) rc = lt_nn_optim_step(c->opt);
   return rc == LT_OK ? loss : NULL;
@@ -339,12 +345,14 @@ int main(int argc, char **argv) {
     driver_fail("model");
     goto out;
   }
+  m.precision = o.d.precision;
   printf("lazytensor-train: %lld train / %lld test samples, ", (long long)train.n,
          (long long)ntest);
   m.describe(&m, stdout);
-  printf(", %s lr %g (%s), batch %lld, %lld epoch(s), backend %s, threads %s\n", oname, oc.lr,
-         o.cosine ? "cosine to 0" : "constant", (long long)o.batch, (long long)o.epochs,
-         driver_backend_name(), driver_threads_name());
+  printf(", %s lr %g (%s), batch %lld, %lld epoch(s), backend %s, threads %s, precision %s\n",
+         oname, oc.lr, o.cosine ? "cosine to 0" : "constant", (long long)o.batch,
+         (long long)o.epochs, driver_backend_name(), driver_threads_name(),
+         driver_precision_name(&o.d, dev));
 
   if (o.load && lt_nn_params_load(m.state, m.nstate, o.load) != LT_OK) {
     driver_fail("--load");

@@ -66,6 +66,9 @@ static void gpt_usage(FILE *f) {
           "  --plot FILE         draw the log's training and validation loss as a PNG\n"
           "                      (without --log the log is a temporary file, removed\n"
           "                      after drawing)\n"
+          "  --precision f32|bf16  f32 (default), or bf16: the forward and the loss under\n"
+          "                      autocast (bf16 products and convolutions; f32 parameters,\n"
+          "                      gradients of parameters and optimizer state)\n"
           "  --keep-denormals    do not flush denormals to zero\n"
           "  --composite-ops     attention, tanh gelu and the embedding lookup built from\n"
           "                      other ops (matmul, mask, softmax; the formula;\n"
@@ -211,15 +214,17 @@ int train_gpt_main(int argc, char **argv) {
     runlog_close(&rlog);
     return driver_fail("model");
   }
+  tr.m.precision = o.d.precision;
   printf("lazytensor-train: %lld characters from %d files (%lld train, %lld validation), ",
          (long long)text.n, text.files, (long long)text.n_train,
          (long long)(text.n - text.n_train));
   tr.m.describe(&tr.m, stdout);
   printf(
       ", adamw lr %g (warm-up %lld, cosine to %g), weight decay %g, clip %g, batch %lld, %lld "
-      "steps, backend %s, threads %s\n",
+      "steps, backend %s, threads %s, precision %s\n",
       o.lr, (long long)o.warmup, o.lr / 10, o.weight_decay, o.clip, (long long)o.batch,
-      (long long)o.steps, driver_backend_name(), driver_threads_name());
+      (long long)o.steps, driver_backend_name(), driver_threads_name(),
+      driver_precision_name(&o.d, dev));
   /* Graph 1: the parameters' init (and the uploads). */
   if (driver_loss_init(&ls, dev, "init")) goto out;
   if (lt_mark_step(dev) != LT_OK || lt_wait_device_ops(dev) != LT_OK) {
