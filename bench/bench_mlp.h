@@ -42,6 +42,7 @@ typedef struct bench_mlp {
   lt_nn_linear layer[3];
   lt_tensor *params[6];
   lt_nn_optim *opt;
+  lt_dtype precision; /* LT_BF16: forward and loss under autocast; else (0) f32 */
 } bench_mlp;
 
 /* Builds the layers and the optimizer; their initial values stay pending
@@ -64,11 +65,14 @@ static inline int bench_mlp_init(bench_mlp *m, lt_device dev, int64_t hidden) {
  * loss (owned by the open scope) or NULL. */
 static inline lt_tensor *bench_mlp_step(bench_mlp *m, lt_tensor *x, lt_tensor *y) {
   lt_tensor *h = x;
+  bool bf16 = m->precision == LT_BF16;
+  if (bf16 && lt_autocast_begin(lt_get_device(x), LT_BF16) != LT_OK) return NULL;
   for (int i = 0; i < 3; i++) {
     h = lt_nn_linear_forward(&m->layer[i], h);
     if (i < 2) h = lt_nn_relu(h);
   }
   lt_tensor *loss = lt_nn_cross_entropy(h, y);
+  if (bf16) lt_autocast_end(lt_get_device(x));
   if (!loss || lt_backward(loss) != LT_OK || lt_nn_optim_step(m->opt) != LT_OK) return NULL;
   return loss;
 }

@@ -33,6 +33,18 @@
  * analysis (the ExecutedFlops counter over the run's steps, docs/COST.md)
  * per median step time, in GFLOP/s, and that over the FMA peak of the
  * threads used (lt_get_fma_peak: threads x one core's measured peak).
+ * --precision bf16 times the same step with its forward and loss under
+ * autocast (bf16 products and convolutions, f32 parameters and optimizer
+ * state; lazytensor-train --precision bf16), against the f32 step measured
+ * in a child process of this program (same model, threads and data; its own
+ * process so that each peak RSS is its own), and prints instead of the lines
+ * above
+ *   bench train_step_<model>_bf16 <ms> ms ratio <f32_ms / bf16_ms> vs f32 isa <isa>
+ *   bench train_step_<model>_bf16_peak_rss <MiB> MiB ratio <f32 / bf16> vs f32
+ * (<isa>: lt_get_isa(dev, LT_BF16), the instruction set of the bf16
+ * products: e.g. avx512_core_amx, or "avx2 (bf16 converted to f32)" where
+ * the processor has no bf16 arithmetic). No torch peer runs then.
+ * --no-peer: no torch peer (the f32 child runs so).
  * Backend: --backend ref|cpu, else $LT_BACKEND. A step's time is the wall
  * time between successive lt_mark_step returns: with asynchronous execution
  * that is the steady-state cost of a step (tracing overlaps the last one). */
@@ -114,6 +126,47 @@ static void print_step_lines(const char *name, double ours, double our_rss, cons
   }
 }
 
+/* The f32 step of the same model, threads and data, timed by this program
+ * in a child process (--precision f32 --no-peer): its median ms and peak
+ * RSS (MiB) from its bench lines; ms < 0 when it failed. */
+static void f32_child(const char *threads, const char *model, int64_t hidden, const char *data,
+                      double *ms, double *rss) {
+  *ms = *rss = -1;
+  char cmd[1400];
+  snprintf(cmd, sizeof cmd,
+           "/proc/%d/exe --model %s --threads %s --hidden %lld --precision f32 --no-peer%s%s",
+           (int)getpid(), model, threads, (long long)hidden, data ? " --data " : "",
+           data ? data : "");
+  FILE *p = popen(cmd, "r");
+  if (!p) return;
+  char line[256], name[96];
+  double v;
+  while (fgets(line, sizeof line, p)) {
+    if (sscanf(line, "bench %95s %lf", name, &v) != 2) continue;
+    if (strstr(name, "peak_rss"))
+      *rss = v;
+    else if (!strstr(name, "_mfu") && !strstr(name, "_trace"))
+      *ms = v;
+  }
+  if (pclose(p) != 0) *ms = -1;
+}
+
+/* The bf16 lines: ours against the f32 child's. */
+static int print_bf16_lines(const char *model, double ours, double our_rss, double f32_ms,
+                            double f32_rss, lt_device dev) {
+  const char *isa = lt_get_isa(dev, LT_BF16);
+  if (f32_ms <= 0) {
+    fprintf(stderr, "train_step: the f32 child failed\n");
+    return 1;
+  }
+  printf("bench train_step_%s_bf16 %.3f ms ratio %.2f vs f32 isa %s\n", model, ours, f32_ms / ours,
+         isa ? isa : "?");
+  printf("bench train_step_%s_bf16_peak_rss %.1f MiB ratio %.2f vs f32\n", model, our_rss,
+         f32_rss / our_rss);
+  printf("# f32 (child process): %.3f ms per step, peak RSS %.1f MiB\n", f32_ms, f32_rss);
+  return 0;
+}
+
 /* The executor's FLOPs so far (the cost analysis of every graph run). */
 static double executed_flops(void) {
   lt_cost c = {0, 0};
@@ -139,7 +192,10 @@ static void print_mfu(const char *model, double step_flops, double ms, const cha
 /* One training step of the CNN (training mode: batch statistics, dropout);
  * the loss (owned by the open scope) or NULL. */
 static lt_tensor *cnn_step(train_model *m, lt_nn_optim *opt, lt_tensor *x, lt_tensor *y) {
+  lt_device dev = lt_get_device(x);
+  if (model_precision_begin(m, dev) != LT_OK) return NULL;
   lt_tensor *loss = lt_nn_cross_entropy(m->forward(m, x, true), y);
+  model_precision_end(m, dev);
   if (!loss || lt_backward(loss) != LT_OK || lt_nn_optim_step(opt) != LT_OK) return NULL;
   return loss;
 }
@@ -168,7 +224,8 @@ static int synthetic_text(lt_nn_text *t) {
 
 /* bench/train_step --model gpt: the step time, then the trace of a step
  * against its execution. */
-static int gpt_main(const char *threads, const char *be, torch_run peer, torch_run best) {
+static int gpt_main(const char *threads, const char *be, torch_run peer, torch_run best,
+                    lt_dtype precision, double f32_ms, double f32_rss) {
   lt_device dev = lt_cpu(0);
   lt_set_seed(dev, 1);
   lt_nn_text text;
@@ -178,6 +235,7 @@ static int gpt_main(const char *threads, const char *be, torch_run peer, torch_r
   gpt_trainer tr;
   if (gpt_trainer_init(&tr, dev, &text, &c, GPT_BATCH, 1e-3, 0.1, 1.0, 1) != LT_OK)
     return die("model");
+  tr.m.precision = precision;
   if (lt_mark_step(dev) != LT_OK || lt_wait_device_ops(dev) != LT_OK) return die("init");
   double flops0 = executed_flops();
   double times[WARMUP + STEPS], last = bench_now_ms();
@@ -231,6 +289,7 @@ static int gpt_main(const char *threads, const char *be, torch_run peer, torch_r
       counter("UncachedCompile"), final_loss);
   gpt_trainer_free(&tr);
   lt_nn_text_free(&text);
+  if (precision == LT_BF16) return print_bf16_lines("gpt", ours, our_rss, f32_ms, f32_rss, dev);
   const char *name = "train_step_gpt";
   print_step_lines(name, ours, our_rss, &peer, &best, threads);
   printf("bench %s_trace %.3f ms ratio %.3f vs exec\n", name, trace_ms, trace_ms / exec_ms);
@@ -243,8 +302,21 @@ static int gpt_main(const char *threads, const char *be, torch_run peer, torch_r
 int main(int argc, char **argv) {
   const char *threads = getenv("LT_NUM_THREADS"), *backend = NULL, *data = NULL;
   int64_t hidden = 512;
-  bool cnn = false, gpt = false;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool cnn = false, gpt = false, no_peer = false;
+  lt_dtype precision = LT_F32;
+  for (int i = 1; i < argc; i += 2) {
+    if (!strcmp(argv[i], "--no-peer")) {
+      no_peer = true;
+      i--;
+      continue;
+    }
+    if (i + 1 >= argc)
+      argv[i] = "?"; /* an option without its value: the usage below */
+    else if (!strcmp(argv[i], "--precision") &&
+             (!strcmp(argv[i + 1], "f32") || !strcmp(argv[i + 1], "bf16"))) {
+      precision = !strcmp(argv[i + 1], "bf16") ? LT_BF16 : LT_F32;
+      continue;
+    }
     if (!strcmp(argv[i], "--threads"))
       threads = argv[i + 1];
     else if (!strcmp(argv[i], "--backend"))
@@ -261,7 +333,7 @@ int main(int argc, char **argv) {
     } else {
       fprintf(stderr,
               "usage: train_step [--threads N] [--backend ref|cpu] [--data DIR] "
-              "[--hidden N] [--model mlp|cnn|gpt]\n");
+              "[--hidden N] [--model mlp|cnn|gpt] [--precision f32|bf16] [--no-peer]\n");
       return 2;
     }
   }
@@ -283,15 +355,23 @@ int main(int argc, char **argv) {
   bool have_data = access(probe, R_OK) == 0;
   const char *model = gpt ? "gpt" : cnn ? "cnn" : "mlp";
   const char *text = gpt && access(LT_NN_FORTUNES_DIR, R_OK) == 0 ? LT_NN_FORTUNES_DIR : NULL;
-  /* The peer first, in child processes, while none of our threads exist. */
-  torch_run peer = run_torch(threads, hidden, have_data ? data : NULL, model, text), best = peer;
-  for (int t = 1; t < atoi(threads); t++) {
+  /* The peers first, in child processes, while none of our threads exist:
+   * torch's f32 step, or for bf16 our own f32 step. */
+  double f32_ms = -1, f32_rss = -1;
+  if (precision == LT_BF16) {
+    f32_child(threads, model, hidden, have_data ? data : NULL, &f32_ms, &f32_rss);
+    no_peer = true;
+  }
+  torch_run peer = {-1, -1, NAN, atoi(threads)};
+  if (!no_peer) peer = run_torch(threads, hidden, have_data ? data : NULL, model, text);
+  torch_run best = peer;
+  for (int t = 1; !no_peer && t < atoi(threads); t++) {
     char tb[16];
     snprintf(tb, sizeof tb, "%d", t);
     torch_run r = run_torch(tb, hidden, have_data ? data : NULL, model, text);
     if (r.ms > 0 && (best.ms <= 0 || r.ms < best.ms)) best = r, best.threads = t;
   }
-  if (gpt) return gpt_main(threads, be, peer, best);
+  if (gpt) return gpt_main(threads, be, peer, best, precision, f32_ms, f32_rss);
   lt_device dev = lt_cpu(0);
   lt_set_seed(dev, 1);
   lt_nn_dataset ds;
@@ -303,10 +383,12 @@ int main(int argc, char **argv) {
   lt_nn_optim *copt = NULL;
   if (cnn) {
     if (model_cnn_init(&cm, dev, ds.rows, ds.cols, MLP_CLASSES) != LT_OK) return die("model");
+    cm.precision = precision;
     lt_nn_optim_config oc = lt_nn_optim_defaults(LT_NN_ADAM);
     if (!(copt = lt_nn_optim_create(&oc, cm.params, cm.nparams))) return die("optimizer");
   } else if (bench_mlp_init(&m, dev, hidden) != LT_OK)
     return die("model");
+  m.precision = precision;
   lt_nn_loader *loader = lt_nn_loader_create(&ds, dev, BATCH, false);
   if (!loader) return die("setup");
   if (lt_mark_step(dev) != LT_OK || lt_wait_device_ops(dev) != LT_OK) return die("init");
@@ -369,6 +451,7 @@ int main(int argc, char **argv) {
     bench_mlp_free(&m);
   lt_nn_dataset_free(&ds);
 
+  if (precision == LT_BF16) return print_bf16_lines(model, ours, our_rss, f32_ms, f32_rss, dev);
   const char *name = cnn ? "train_step_cnn" : "train_step";
   print_step_lines(name, ours, our_rss, &peer, &best, threads);
   print_mfu(cnn ? "cnn" : "mlp", step_flops, ours, threads);

@@ -48,8 +48,8 @@ static inline int attn_plan_make(const lt_instr *ins, const lt_buffer *out, lt_b
       !attn_dims(out, p->B, p->L, p->Ev) || (kind != 0 && !attn_dims(in[3], p->B, p->L, p->S)))
     return lt__err(LT_EEXEC, "attention: operand and result shapes do not fit");
   if (q->dtype != out->dtype || k->dtype != out->dtype || v->dtype != out->dtype ||
-      (out->dtype != LT_F32 && out->dtype != LT_F64) || (kind == 1 && in[3]->dtype != LT_BOOL) ||
-      (kind == 2 && in[3]->dtype != out->dtype))
+      (out->dtype != LT_F32 && out->dtype != LT_F64 && out->dtype != LT_BF16) ||
+      (kind == 1 && in[3]->dtype != LT_BOOL) || (kind == 2 && in[3]->dtype != out->dtype))
     return lt__err(LT_EEXEC, "attention: operand dtypes do not fit");
   return LT_OK;
 }

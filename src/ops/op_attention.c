@@ -208,22 +208,28 @@ lt_tensor *lt_scaled_dot_product_attention(lt_tensor *q, lt_tensor *k, lt_tensor
   }
 
   lt_tensor *qkv[3] = {q, k, v};
-  lt_dtype dt = lt__autocast_dtype(q->dev, LT_AUTOCAST_ATTENTION,
-                                   lt__promote((const lt_tensor *const *)qkv, 3));
+  lt_dtype rdt = lt__autocast_dtype(q->dev, LT_AUTOCAST_ATTENTION,
+                                    lt__promote((const lt_tensor *const *)qkv, 3));
+  /* bf16 attention computes in f32 from the bf16 operands and rounds its
+   * result once, as a fused kernel with f32 accumulation does (and the same
+   * for the training composite, so that training and inference agree) */
+  lt_dtype dt = rdt == LT_BF16 ? LT_F32 : rdt;
   if (!(scale > 0)) scale = 1.0 / sqrt((double)E); /* NaN or <= 0: the default */
   int64_t B = lt__numel(batch, nb);
 
   /* Nothing to compute: an empty result, or rows over no key (the sum of
    * nothing, as torch's math: softmax over no column, times an empty v). */
   if (lt__numel(out_shape, nb + 2) == 0 || S == 0)
-    return lt__wrap(q->dev, lt__node_const(dt, out_shape, nb + 2, 0.0));
+    return lt__wrap(q->dev, lt__node_const(rdt, out_shape, nb + 2, 0.0));
 
-  lt_node *nq = as_batched(lt__ir_as(q, dt), batch, nb, B, L, E);
-  lt_node *nk = as_batched(lt__ir_as(k, dt), batch, nb, B, S, E);
-  lt_node *nv = as_batched(lt__ir_as(v, dt), batch, nb, B, S, Ev);
+  lt_node *nq = as_batched(lt__node_cast(lt__ir_as(q, rdt), dt), batch, nb, B, L, E);
+  lt_node *nk = as_batched(lt__node_cast(lt__ir_as(k, rdt), dt), batch, nb, B, S, E);
+  lt_node *nv = as_batched(lt__node_cast(lt__ir_as(v, rdt), dt), batch, nb, B, S, Ev);
   lt_node *nm = NULL;
   if (mask)
-    nm = as_batched(lt__ir_as(mask, kind == LT_ATTN_MASK_BOOL ? LT_BOOL : dt), batch, nb, B, L, S);
+    nm = as_batched(kind == LT_ATTN_MASK_BOOL ? lt__ir_as(mask, LT_BOOL)
+                                              : lt__node_cast(lt__ir_as(mask, rdt), dt),
+                    batch, nb, B, L, S);
   lt_node *o;
   if (nq && nk && nv && (!mask || nm) &&
       composite_training(ts, mask ? 4 : 3, nq, nk, nv, nm, L, S)) {
@@ -237,5 +243,5 @@ lt_tensor *lt_scaled_dot_product_attention(lt_tensor *q, lt_tensor *k, lt_tensor
     int64_t shape3[3] = {B, L, Ev};
     o = lt__node_make(LT_OP_ATTENTION, dt, shape3, 3, ops, mask ? 4 : 3, attrs, 2, scale);
   }
-  return lt__wrap(q->dev, lt__node_reshape(o, out_shape, nb + 2));
+  return lt__wrap(q->dev, lt__node_cast(lt__node_reshape(o, out_shape, nb + 2), rdt));
 }
