@@ -40,7 +40,8 @@ static bool check_shape(const shape *s) {
   for (int64_t i = 0; i < a_rows * lda; i++) a[i] = next_value();
   for (int64_t i = 0; i < b_rows * ldb; i++) b[i] = next_value();
   for (int64_t i = 0; i < s->n * ldc; i++) c[i] = 1234.5f; /* the padding must keep it */
-  bool ran = lt__cpu_gemm_prim(LT_F32, s->ta, s->tb, s->n, s->m, s->k, a, lda, b, ldb, c, ldc);
+  bool ran =
+      lt__cpu_gemm_prim(LT_F32, LT_F32, s->ta, s->tb, s->n, s->m, s->k, a, lda, b, ldb, c, ldc);
   for (int64_t i = 0; ran && i < s->n; i++) {
     for (int64_t j = 0; j < s->m; j++) {
       double sum = 0, mag = 0;

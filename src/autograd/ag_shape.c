@@ -67,6 +67,51 @@ static lt_node *matmul(lt_node *x, lt_node *y) {
   return lt__node_make(LT_OP_MATMUL, (lt_dtype)x->dtype, shape, nd, ops, 2, NULL, 0, 0.0);
 }
 
+static lt_node *rows_of(lt_node *x);
+
+/* x @ y (consumed) as f32 sums: of the bf16 operands themselves when both
+ * are bf16 (a bf16 product whose sums stay unrounded, LT_RES_ACC), else of
+ * both widened to f32. */
+static lt_node *matmul_acc(lt_node *x, lt_node *y) {
+  if (x && y && (x->dtype != LT_BF16 || y->dtype != LT_BF16)) {
+    x = lt__node_cast(x, LT_F32);
+    y = lt__node_cast(y, LT_F32);
+  }
+  lt_node *r = matmul(x, y);
+  if (!r || r->dtype == LT_F32) return r;
+  /* two bf16 operands: remake as f32 sums */
+  lt_node *ops[2] = {lt__node_retain(r->operands[0].node), lt__node_retain(r->operands[1].node)};
+  lt_node *acc = lt__node_make(LT_OP_MATMUL, LT_F32, r->shape, r->ndim, ops, 2, NULL, 0, 0.0);
+  lt__node_release(r);
+  return acc;
+}
+
+/* g (an f32 gradient) as bf16 when that loses nothing: g widened from a bf16
+ * node (as a linear's gradient arrives, through the cast of its bf16
+ * result) gives that node; any other g stays f32. A new reference. */
+static lt_node *narrow_exact(lt_node *g) {
+  if (g->op == LT_OP_CAST && g->noperands == 1 && g->operands[0].node->dtype == LT_BF16)
+    return ag_ref(g->operands[0].node);
+  return ag_ref(g);
+}
+
+/* The rule of a product of bf16 operands with an f32 result (the sums kept
+ * unrounded, LT_RES_ACC): each operand's gradient is an f32 sum rounded once
+ * to bf16, from bf16 products where g is exactly bf16. */
+static int matmul_acc_rule(const lt_node *n, lt_node *g, lt_node **out) {
+  const lt_node *a = operand(n, 0), *b = operand(n, 1);
+  lt_node *ga = matmul_acc(narrow_exact(g), transpose_last(ag_arg(n, 1)));
+  out[0] = lt__node_cast(lt__ag_reduce_to(ga, a->shape, a->ndim), (lt_dtype)a->dtype);
+  lt_node *gb;
+  if (b->ndim == 2 && a->ndim > 2)
+    gb = matmul_acc(transpose_last(rows_of(ag_arg(n, 0))), rows_of(narrow_exact(g)));
+  else
+    gb = lt__ag_reduce_to(matmul_acc(transpose_last(ag_arg(n, 0)), narrow_exact(g)), b->shape,
+                          b->ndim);
+  out[1] = lt__node_cast(gb, (lt_dtype)b->dtype);
+  return out[0] && out[1] ? LT_OK : LT_ENOMEM;
+}
+
 /* x (consumed) as the matrix [rows of all its batch entries, last dim]. */
 static lt_node *rows_of(lt_node *x) {
   if (!x) return NULL;
@@ -81,6 +126,7 @@ static lt_node *rows_of(lt_node *x) {
  * small products and a reduction. */
 int lt__ag_rule_matmul(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = operand(n, 0), *b = operand(n, 1);
+  if (a->dtype != n->dtype) return matmul_acc_rule(n, g, out);
   out[0] = lt__ag_reduce_to(matmul(G(g), transpose_last(ag_arg(n, 1))), a->shape, a->ndim);
   if (b->ndim == 2 && a->ndim > 2)
     out[1] = matmul(transpose_last(rows_of(ag_arg(n, 0))), rows_of(G(g)));

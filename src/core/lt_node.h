@@ -42,6 +42,9 @@ typedef enum lt_op_result {
   LT_RES_BOOL,  /* bool */
   LT_RES_INDEX, /* i64 */
   LT_RES_NODE,  /* chosen by the builder */
+  LT_RES_ACC,   /* as SAME, or f32 from bf16 operands when the builder asks for it: the
+                 * sums in f32 kept unrounded (matmul: a linear's bias is added before
+                 * the one rounding to bf16, as torch's addmm) */
 } lt_op_result;
 
 /* How the cpu backend runs an op (the table's CPU column). */

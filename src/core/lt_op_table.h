@@ -9,7 +9,8 @@
  *   FAMILY  the op group (LT_FAM_*): which ops behave alike
  *   ARITY   operands the op takes; -1: one or more
  *   RESULT  result dtype rule (LT_RES_*): SAME as the value operand, BOOL,
- *           INDEX (i64), or NODE (chosen by the builder: casts, leaves, draws)
+ *           INDEX (i64), NODE (chosen by the builder: casts, leaves, draws),
+ *           or ACC (SAME, or f32 sums of bf16 operands left unrounded)
  *   GRAD    autograd's rule, ag_rule_<GRAD> (src/autograd); `none` declares
  *           the op not differentiable (its operands get no gradient)
  *   REF     the ref kernel, ref_<REF> (src/backend/ref): the oracle, and the
@@ -93,7 +94,7 @@
   X(CUMSUM,        "cumsum",        REDUCE,  1, SAME,  scan,    scan,        NATIVE)   \
   X(ARGSORT,       "argsort",       REDUCE,  1, INDEX, none,    sort,        NATIVE)   \
   /* contraction: [..., n, k] x [..., k, m] (rank >= 2), batch dims broadcast */ \
-  X(MATMUL,        "matmul",        MATMUL,  2, SAME,  matmul,  matmul,      GEMM)     \
+  X(MATMUL,        "matmul",        MATMUL,  2, ACC,   matmul,  matmul,      GEMM)     \
   /* attention (q [B,L,E], k [B,S,E], v [B,S,Ev][, mask [B,L,S]]) -> [B,L,Ev]: \
    * softmax(q k^T * fattr + bias) v; attrs {causal, mask kind: 0 none, 1 bool \
    * (false: -inf), 2 additive}; a row that sees nothing is NaN */ \

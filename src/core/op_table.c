@@ -39,6 +39,8 @@ lt_dtype lt__op_result_dtype(int op, lt_dtype operand_dt, lt_dtype own) {
     return LT_BOOL;
   case LT_RES_INDEX:
     return LT_I64;
+  case LT_RES_ACC:
+    return operand_dt == LT_BF16 && own == LT_F32 ? LT_F32 : operand_dt;
   case LT_RES_NODE:
     break;
   }

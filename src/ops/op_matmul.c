@@ -80,13 +80,14 @@ static lt_tensor *matmul_build(const char *fn, lt_tensor *a, lt_tensor *b, lt_te
 
   lt_dtype dt = lt__autocast_dtype(a->dev, LT_AUTOCAST_MATMUL,
                                    lt__promote((const lt_tensor *const *)ts, nts));
-  /* bf16 with a bias: the product accumulates in f32 and the bias is added
-   * before the one rounding to bf16, as torch's linear (addmm) does; the
-   * operands are the bf16 values all the same. */
+  /* bf16 with a bias: the product's f32 sums stay unrounded (a product of
+   * bf16 operands with an f32 result, the op table's ACC rule) and the bias
+   * is added before the one rounding to bf16, as torch's linear (addmm)
+   * does. */
   lt_dtype acc = bias && dt == LT_BF16 ? LT_F32 : dt;
   lt_node *ops[2];
-  ops[0] = lt__node_reshape(lt__node_cast(lt__ir_as(a, dt), acc), as, an);
-  ops[1] = lt__node_reshape(lt__node_cast(lt__ir_as(b, dt), acc), bs, bn);
+  ops[0] = lt__node_reshape(lt__ir_as(a, dt), as, an);
+  ops[1] = lt__node_reshape(lt__ir_as(b, dt), bs, bn);
   lt_node *mm = lt__node_reshape(lt__node_make(LT_OP_MATMUL, acc, shape, nd, ops, 2, NULL, 0, 0.0),
                                  fshape, fnd);
   if (bias) mm = lt__node_bin(LT_OP_ADD, mm, lt__node_cast(lt__ir_as(bias, dt), acc));

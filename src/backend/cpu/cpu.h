@@ -59,6 +59,7 @@ typedef enum cpu_kind {
  * set) or bf16. */
 typedef struct cpu_matmul {
   bool f64, ta, tb;
+  bool acc_f32; /* bf16 operands, f32 result: the sums left unrounded (LT_RES_ACC) */
   int64_t n, m, k, lda, ldb;
   int nbatch_dims;
   int64_t batch_shape[LT_MAX_DIMS];
@@ -234,14 +235,16 @@ void lt__cpu_gemm_one_thread(void);
  * skips next: see lt__cpu_gemm_takes_next). Always LT_OK: a product cannot fail
  * (cpu_gemm.c), so a donated buffer may be written before one. */
 int lt__cpu_gemm(const cpu_kernel *k, const cpu_kernel *next, void **table);
-/* C[n x m] = op(A) op(B), row-major, all of dtype dt (f32 or bf16: f32
- * sums, each result rounded once), through a oneDNN matmul primitive made
+/* C[n x m] = op(A) op(B), row-major, operands of dtype dt and C of cdt (both
+ * f32; or bf16 operands with f32 sums, each result rounded once to a bf16 C
+ * or kept in an f32 C), through a oneDNN matmul primitive made
  * for the shape on its first call and kept (cpu_matmul_prim.c); false when
  * there is none (f32 without LT_CPU_MATMUL=primitive, bf16 without bf16
  * instructions) or it failed: the caller then runs the product another way.
  * On the calling thread. */
-bool lt__cpu_gemm_prim(int dt, bool ta, bool tb, int64_t n, int64_t m, int64_t k, const void *a,
-                       int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc);
+bool lt__cpu_gemm_prim(int dt, int cdt, bool ta, bool tb, int64_t n, int64_t m, int64_t k,
+                       const void *a, int64_t lda, const void *b, int64_t ldb, void *c,
+                       int64_t ldc);
 bool lt__cpu_gemm_takes_next(const cpu_kernel *k, const cpu_kernel *next);
 
 /* ---- instruction set (cpu_isa.c): the host's, or AVX2 with LT_CPU_ISA=avx2 ---- */

@@ -63,7 +63,8 @@ void lt__cpu_gemm_one_thread(void) {
 
 /* One product C[n x m] = op(A)[n x k] op(B)[k x m], row-major, ldc = m. */
 typedef struct gemm_block {
-  uint8_t dt; /* LT_F32, LT_F64 or LT_BF16: operands and result */
+  uint8_t dt;  /* LT_F32, LT_F64 or LT_BF16: the operands */
+  uint8_t cdt; /* the result: dt, or LT_F32 for bf16 operands' unrounded sums */
   bool ta, tb;
   int64_t n, m, k, lda, ldb, ldc;
   const void *a, *b;
@@ -100,14 +101,16 @@ static void sgemm_any(const gemm_block *g) {
  * to without memory for its f32 copies (so that it cannot fail either). */
 static void bgemm_plain(const gemm_block *g) {
   const uint16_t *a = g->a, *b = g->b;
-  uint16_t *c = g->c;
   for (int64_t i = 0; i < g->n; i++)
     for (int64_t j = 0; j < g->m; j++) {
       float s = 0;
       for (int64_t p = 0; p < g->k; p++)
         s += lt__bf16_to_f32(g->ta ? a[p * g->lda + i] : a[i * g->lda + p]) *
              lt__bf16_to_f32(g->tb ? b[j * g->ldb + p] : b[p * g->ldb + j]);
-      c[i * g->ldc + j] = lt__f32_to_bf16(s);
+      if (g->cdt == LT_F32)
+        ((float *)g->c)[i * g->ldc + j] = s;
+      else
+        ((uint16_t *)g->c)[i * g->ldc + j] = lt__f32_to_bf16(s);
     }
 }
 
@@ -118,12 +121,14 @@ static void widen_rows(float *dst, const uint16_t *src, int64_t ld, int64_t rows
 }
 
 /* A bf16 product without bf16 instructions: the operands widened to f32
- * (exactly), the f32 product, each result rounded to bf16 once. */
+ * (exactly), the f32 product, each result rounded to bf16 once (or, for an
+ * f32 result, written as it is). */
 static void bgemm_converted(const gemm_block *g) {
   int64_t a_rows = g->ta ? g->k : g->n, a_cols = g->ta ? g->n : g->k;
   int64_t b_rows = g->tb ? g->m : g->k, b_cols = g->tb ? g->k : g->m;
+  bool f32_out = g->cdt == LT_F32;
   size_t a_n = (size_t)(a_rows * a_cols), b_n = (size_t)(b_rows * b_cols),
-         c_n = (size_t)(g->n * g->m);
+         c_n = f32_out ? 0 : (size_t)(g->n * g->m);
   a_n = (a_n + 15) / 16 * 16; /* 64-byte aligned parts */
   b_n = (b_n + 15) / 16 * 16;
   float *buf = lt__cpu_thread_scratch(CPU_SCRATCH_CONVERT, (a_n + b_n + c_n) * sizeof(float));
@@ -135,14 +140,15 @@ static void bgemm_converted(const gemm_block *g) {
   widen_rows(fa, g->a, g->lda, a_rows, a_cols);
   widen_rows(fb, g->b, g->ldb, b_rows, b_cols);
   gemm_block f = *g;
-  f.dt = LT_F32;
+  f.dt = f.cdt = LT_F32;
   f.a = fa;
   f.b = fb;
-  f.c = fc;
+  f.c = f32_out ? g->c : fc;
   f.lda = a_cols;
   f.ldb = b_cols;
-  f.ldc = g->m;
+  f.ldc = f32_out ? g->ldc : g->m;
   sgemm_any(&f);
+  if (f32_out) return;
   uint16_t *c = g->c;
   for (int64_t i = 0; i < g->n; i++)
     for (int64_t j = 0; j < g->m; j++) c[i * g->ldc + j] = lt__f32_to_bf16(fc[i * g->m + j]);
@@ -162,13 +168,13 @@ static void gemm_one(const gemm_block *g) {
                 (blasint)g->ldb, 0.0, g->c, (blasint)g->ldc);
     return;
   case LT_F32:
-    if (!lt__cpu_gemm_prim(LT_F32, g->ta, g->tb, g->n, g->m, g->k, g->a, g->lda, g->b, g->ldb, g->c,
-                           g->ldc))
+    if (!lt__cpu_gemm_prim(LT_F32, LT_F32, g->ta, g->tb, g->n, g->m, g->k, g->a, g->lda, g->b,
+                           g->ldb, g->c, g->ldc))
       sgemm_any(g);
     return;
   case LT_BF16: {
-    bool native = lt__cpu_gemm_prim(LT_BF16, g->ta, g->tb, g->n, g->m, g->k, g->a, g->lda, g->b,
-                                    g->ldb, g->c, g->ldc);
+    bool native = lt__cpu_gemm_prim(LT_BF16, g->cdt, g->ta, g->tb, g->n, g->m, g->k, g->a, g->lda,
+                                    g->b, g->ldb, g->c, g->ldc);
     if (!native) bgemm_converted(g);
     lt__cpu_bf16_count(false, native);
     return;
@@ -195,7 +201,7 @@ typedef struct gemm_job {
 
 static void gemm_part(void **ctx, int64_t lo, int64_t hi) {
   gemm_job *j = (gemm_job *)ctx;
-  size_t es = lt_dtype_size((lt_dtype)j->whole.dt);
+  size_t es = lt_dtype_size((lt_dtype)j->whole.dt), ces = lt_dtype_size((lt_dtype)j->whole.cdt);
   for (int64_t i = lo; i < hi; i++) {
     gemm_block g = j->whole;
     int64_t total = j->split_rows ? g.n : g.m;
@@ -204,11 +210,11 @@ static void gemm_part(void **ctx, int64_t lo, int64_t hi) {
     if (j->split_rows) {
       /* rows of op(A): rows of A, or columns of a transposed A */
       g.a = (const char *)g.a + (size_t)(g.ta ? from : from * g.lda) * es;
-      g.c = (char *)g.c + (size_t)(from * g.ldc) * es;
+      g.c = (char *)g.c + (size_t)(from * g.ldc) * ces;
       g.n = len;
     } else {
       g.b = (const char *)g.b + (size_t)(g.tb ? from * g.ldb : from) * es;
-      g.c = (char *)g.c + (size_t)from * es;
+      g.c = (char *)g.c + (size_t)from * ces;
       g.m = len;
     }
     gemm_one(&g);
@@ -262,11 +268,13 @@ typedef struct batch_job {
 static gemm_block batch_entry(const cpu_matmul *mm, const void *abase, const void *bbase, void *out,
                               int64_t bi) {
   size_t es = lt_dtype_size((lt_dtype)mm->a.dtype);
+  lt_dtype cdt = mm->acc_f32 ? LT_F32 : (lt_dtype)mm->a.dtype;
   int nd = mm->nbatch_dims;
   int64_t ao = mm->a.offset + lt__unravel_offset(bi, mm->batch_shape, mm->a_bstride, nd);
   int64_t bo = mm->b.offset + lt__unravel_offset(bi, mm->batch_shape, mm->b_bstride, nd);
   gemm_block g = {
       .dt = mm->a.dtype,
+      .cdt = (uint8_t)cdt,
       .ta = mm->ta,
       .tb = mm->tb,
       .n = mm->n,
@@ -277,7 +285,7 @@ static gemm_block batch_entry(const cpu_matmul *mm, const void *abase, const voi
       .ldc = mm->m,
       .a = (const char *)abase + (size_t)ao * es,
       .b = (const char *)bbase + (size_t)bo * es,
-      .c = (char *)out + (size_t)(bi * mm->n * mm->m) * es,
+      .c = (char *)out + (size_t)(bi * mm->n * mm->m) * lt_dtype_size(cdt),
   };
   return g;
 }
@@ -311,7 +319,7 @@ static bool batch_folds(const cpu_matmul *mm) {
  * marks it; checked again here, as a loaded file may not be trusted). */
 static bool epilogue_fits(const cpu_matmul *mm, const cpu_kernel *next) {
   return next && next->kind == CK_LOOP && next->fn && mm->nbatch_dims == 0 && mm->n > 0 &&
-         mm->a.dtype != LT_BF16 && /* none after bf16 products (mark_epilogues) */
+         (mm->a.dtype != LT_BF16 || mm->acc_f32) && /* f32 results only (mark_epilogues) */
          next->extent * next->unit_cost == mm->n * mm->m && next->extent % mm->n == 0;
 }
 
@@ -322,7 +330,7 @@ int lt__cpu_gemm(const cpu_kernel *k, const cpu_kernel *next, void **table) {
   const cpu_kernel *epi = k->epilogue && epilogue_fits(mm, next) ? next : NULL;
   int64_t nbatch = 1;
   for (int d = 0; d < mm->nbatch_dims; d++) nbatch *= mm->batch_shape[d];
-  size_t es = lt_dtype_size((lt_dtype)mm->a.dtype);
+  size_t es = lt_dtype_size(mm->acc_f32 ? LT_F32 : (lt_dtype)mm->a.dtype); /* the result's */
   if (nbatch == 0 || mm->n == 0 || mm->m == 0) return LT_OK;
   if (mm->k == 0) { /* an empty sum (+0 in every dtype's bits) */
     memset(out, 0, (size_t)(nbatch * mm->n * mm->m) * es);

@@ -52,12 +52,15 @@ static bool fusible(const lt_node *n) { return lt__cg_elementwise_ok(n); }
 static bool is_view_op(int op) { return lt__op_cpu_path(op) == LT_CPU_VIEW; }
 
 /* Products of f32, f64 and bf16 (bf16: f32 sums rounded once, cpu_gemm.c),
- * both operands of the result's dtype. */
+ * both operands of the result's dtype; or bf16 operands with an f32 result
+ * (the sums unrounded: LT_RES_ACC). */
 static bool blas_ok(const lt_node *n) {
   if (n->op != LT_OP_MATMUL || n->noperands != 2 || n->ndim < 2) return false;
   if (n->dtype != LT_F32 && n->dtype != LT_F64 && n->dtype != LT_BF16) return false;
-  return n->operands[0].node->dtype == n->dtype && n->operands[1].node->dtype == n->dtype &&
-         n->operands[0].node->ndim >= 2 && n->operands[1].node->ndim >= 2;
+  int dt = n->operands[0].node->dtype;
+  return (dt == n->dtype || (dt == LT_BF16 && n->dtype == LT_F32)) &&
+         n->operands[1].node->dtype == dt && n->operands[0].node->ndim >= 2 &&
+         n->operands[1].node->ndim >= 2;
 }
 
 static int add_slot(lw *w, size_t nbytes) {
@@ -249,6 +252,7 @@ static int lower_matmul(lw *w, int i) {
   const cpu_view *a = &w->view[ia], *b = &w->view[ib];
   int nb = n->ndim - 2;
   mm.f64 = n->dtype == LT_F64;
+  mm.acc_f32 = n->dtype == LT_F32 && a->dtype == LT_BF16;
   mm.n = n->shape[nb];
   mm.m = n->shape[nb + 1];
   mm.k = a->shape[a->ndim - 1];
@@ -502,12 +506,11 @@ static void mark_epilogues(lw *w) {
   for (int i = 0; i + 1 < w->nk; i++) {
     cpu_kernel *g = &w->k[i], *l = &w->k[i + 1];
     cg_info *in = &w->info[i + 1];
-    /* None after a bf16 product: such a loop reads bf16 values, which the
-     * generated loops are only starting to compute with; the loop then
-     * runs after the whole product, as any other kernel (simple, and
-     * correct whatever the loop does). */
+    /* None after a product with a bf16 result (its loop then runs after
+     * the whole product, as any other kernel); an f32 result of bf16
+     * operands (a linear's sums before its bias) takes one as f32 does. */
     if (g->kind != CK_BLAS || l->kind != CK_LOOP || g->mm.nbatch_dims != 0 || in->reads_full ||
-        g->mm.a.dtype == LT_BF16)
+        (g->mm.a.dtype == LT_BF16 && !g->mm.acc_f32))
       continue;
     int64_t rows = g->mm.n, elems = g->mm.n * g->mm.m;
     if (rows < 1 || l->extent * l->unit_cost != elems || l->extent % rows) continue;

@@ -35,7 +35,8 @@
 
 typedef struct prim_key { /* a dense product: lda, ldb, ldc follow from these */
   int64_t n, m, k;
-  int64_t dt; /* LT_F32 or LT_BF16, operands and result alike */
+  int64_t dt;  /* the operands': LT_F32 or LT_BF16 */
+  int64_t cdt; /* the result's: dt, or LT_F32 (bf16 operands' unrounded sums) */
   bool ta, tb;
 } prim_key;
 
@@ -64,6 +65,7 @@ static void prim_init(void) {
 static void prim_make(matmul_prim *p) {
   const prim_key *k = &p->key;
   dnnl_data_type_t dt = k->dt == LT_BF16 ? dnnl_bf16 : dnnl_f32;
+  dnnl_data_type_t cdt = k->cdt == LT_BF16 ? dnnl_bf16 : dnnl_f32;
   dnnl_dims_t ad = {k->n, k->k}, bd = {k->k, k->m}, cd = {k->n, k->m};
   /* op(A) is n x k: rows lda apart, or (transposed) columns lda apart */
   dnnl_dims_t as = {k->ta ? 1 : k->k, k->ta ? k->n : 1};
@@ -75,7 +77,7 @@ static void prim_make(matmul_prim *p) {
   bool ok =
       dnnl_memory_desc_init_by_strides(&p->a, 2, ad, dt, as) == dnnl_success &&
       dnnl_memory_desc_init_by_strides(&p->b, 2, bd, dt, bs) == dnnl_success &&
-      dnnl_memory_desc_init_by_strides(&p->c, 2, cd, dt, cs) == dnnl_success &&
+      dnnl_memory_desc_init_by_strides(&p->c, 2, cd, cdt, cs) == dnnl_success &&
       dnnl_matmul_desc_init(&md, &p->a, &p->b, NULL, &p->c) == dnnl_success &&
       dnnl_primitive_attr_create(&attr) == dnnl_success &&
       /* the scratchpad is ours (one per thread), so that two threads
@@ -127,12 +129,14 @@ static void copy_rows(char *dst, int64_t dst_ld, const char *src, int64_t src_ld
     memcpy(dst + (size_t)(r * dst_ld) * es, src + (size_t)(r * src_ld) * es, (size_t)cols * es);
 }
 
-bool lt__cpu_gemm_prim(int dt, bool ta, bool tb, int64_t n, int64_t m, int64_t k, const void *a,
-                       int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc) {
+bool lt__cpu_gemm_prim(int dt, int cdt, bool ta, bool tb, int64_t n, int64_t m, int64_t k,
+                       const void *a, int64_t lda, const void *b, int64_t ldb, void *c,
+                       int64_t ldc) {
   pthread_once(&g_once, prim_init);
   if (!g_engine || (dt == LT_F32 && !g_f32) || (dt != LT_F32 && dt != LT_BF16)) return false;
+  if (cdt != dt && !(dt == LT_BF16 && cdt == LT_F32)) return false;
   if (dt == LT_BF16 && !lt__cpu_bf16_native()) return false;
-  size_t es = lt_dtype_size((lt_dtype)dt);
+  size_t es = lt_dtype_size((lt_dtype)dt), ces = lt_dtype_size((lt_dtype)cdt);
   /* oneDNN's brgemm matmul (2.6) takes dense operands only, and gives any
    * other stride to its sgemm: a block of a product cut over the pool is
    * copied densely first (a pass over one operand, against k passes of
@@ -145,6 +149,7 @@ bool lt__cpu_gemm_prim(int dt, bool ta, bool tb, int64_t n, int64_t m, int64_t k
   key.m = m;
   key.k = k;
   key.dt = dt;
+  key.cdt = cdt;
   key.ta = ta;
   key.tb = tb;
   const matmul_prim *p = prim_get(&key);
@@ -154,7 +159,7 @@ bool lt__cpu_gemm_prim(int dt, bool ta, bool tb, int64_t n, int64_t m, int64_t k
          b_bytes = b_copy ? (size_t)(b_rows * b_cols) * es : 0;
   size_t a_at = scratch_bytes, b_at = a_at + (a_bytes + 63) / 64 * 64,
          c_at = b_at + (b_bytes + 63) / 64 * 64;
-  size_t total = c_at + (c_copy ? (size_t)(n * m) * es : 0);
+  size_t total = c_at + (c_copy ? (size_t)(n * m) * ces : 0);
   char *buf = total ? lt__cpu_thread_scratch(CPU_SCRATCH_PRIM, total) : NULL;
   if (total && !buf) return false;
   if (a_copy) {
@@ -180,6 +185,6 @@ bool lt__cpu_gemm_prim(int dt, bool ta, bool tb, int64_t n, int64_t m, int64_t k
             dnnl_stream_wait(stream) == dnnl_success;
   for (int i = 0; i < nkeep; i++) dnnl_memory_destroy(keep[i]);
   if (stream) dnnl_stream_destroy(stream);
-  if (ok && c_copy) copy_rows(c, ldc, dst, m, n, m, es);
+  if (ok && c_copy) copy_rows(c, ldc, dst, m, n, m, ces);
   return ok;
 }

@@ -84,9 +84,10 @@ static void describe(const cpu_kernel *k, char *buf, size_t n) {
   if (k->kind == CK_BLAS) {
     int64_t nb = 1;
     for (int d = 0; d < k->mm.nbatch_dims; d++) nb *= k->mm.batch_shape[d];
-    snprintf(buf, n, "%s %lldx%lldx%lld batch %lld%s%s%s", lt_dtype_name((lt_dtype)k->mm.a.dtype),
-             (long long)k->mm.n, (long long)k->mm.m, (long long)k->mm.k, (long long)nb,
-             k->mm.ta ? " At" : "", k->mm.tb ? " Bt" : "", k->epilogue ? " +epilogue" : "");
+    snprintf(buf, n, "%s%s %lldx%lldx%lld batch %lld%s%s%s", lt_dtype_name((lt_dtype)k->mm.a.dtype),
+             k->mm.acc_f32 ? "->f32" : "", (long long)k->mm.n, (long long)k->mm.m,
+             (long long)k->mm.k, (long long)nb, k->mm.ta ? " At" : "", k->mm.tb ? " Bt" : "",
+             k->epilogue ? " +epilogue" : "");
   } else if (k->kind == CK_REF) {
     snprintf(buf, n, "%s", lt__op_name(k->ins.op));
   } else {

@@ -96,7 +96,7 @@ int lt__cpu_serialize(const lt_executable *e, void **bytes, size_t *nbytes) {
       break;
     case CK_BLAS: {
       const cpu_matmul *mm = &k->mm;
-      lt__wb_int(&w, mm->f64, 1);
+      lt__wb_int(&w, (uint64_t)mm->f64 | (uint64_t)mm->acc_f32 << 1, 1); /* the result's kind */
       lt__wb_int(&w, mm->ta, 1);
       lt__wb_int(&w, mm->tb, 1);
       lt__wb_int(&w, k->epilogue, 1);
@@ -232,8 +232,10 @@ static bool blas_operand_ok(const lt_executable *e, const cpu_matmul *mm, const 
                             int64_t ld, size_t es) {
   int64_t srows = trans ? cols : rows, scols = trans ? rows : cols;
   if (ld < 1 || ld < scols || ld > MAX_DIM_SIZE) return false;
-  /* f32 or bf16 (the product's dtype is its operands', cpu.h), f64 */
+  /* f32 or bf16 (the product's dtype is its operands', or f32 from bf16:
+   * cpu.h), f64 */
   if (mm->f64 ? v->dtype != LT_F64 : v->dtype != LT_F32 && v->dtype != LT_BF16) return false;
+  if (mm->acc_f32 && v->dtype != LT_BF16) return false;
   if (v->dtype != mm->a.dtype) return false; /* b's dtype is a's */
   int64_t nbatch = 1;
   for (int d = 0; d < mm->nbatch_dims; d++) nbatch *= mm->batch_shape[d];
@@ -250,7 +252,7 @@ static bool blas_operand_ok(const lt_executable *e, const cpu_matmul *mm, const 
 static void r_blas(reader *rd, cpu_kernel *k) {
   lt_rbuf *r = &rd->r;
   cpu_matmul *mm = &k->mm;
-  uint64_t f64 = lt__rb_int(r, 1), ta = lt__rb_int(r, 1), tb = lt__rb_int(r, 1);
+  uint64_t kind = lt__rb_int(r, 1), ta = lt__rb_int(r, 1), tb = lt__rb_int(r, 1);
   uint64_t epilogue = lt__rb_int(r, 1);
   mm->n = (int64_t)lt__rb_int(r, 8);
   mm->m = (int64_t)lt__rb_int(r, 8);
@@ -259,11 +261,13 @@ static void r_blas(reader *rd, cpu_kernel *k) {
   mm->ldb = (int64_t)lt__rb_int(r, 8);
   uint64_t nb = lt__rb_int(r, 1);
   if (fail_if(rd, r->bad, "truncated matmul")) return;
-  if (fail_if(rd, f64 > 1 || ta > 1 || tb > 1 || epilogue > 1 || nb > LT_MAX_DIMS - 2,
+  /* kind: 0 the operands' dtype, 1 f64, 2 f32 sums of bf16 operands */
+  if (fail_if(rd, kind > 2 || ta > 1 || tb > 1 || epilogue > 1 || nb > LT_MAX_DIMS - 2,
               "bad matmul"))
     return;
   k->epilogue = epilogue; /* checked against the next kernel where it runs */
-  mm->f64 = f64;
+  mm->f64 = kind == 1;
+  mm->acc_f32 = kind == 2;
   mm->ta = ta;
   mm->tb = tb;
   mm->nbatch_dims = (int)nb;
@@ -293,7 +297,8 @@ static void r_blas(reader *rd, cpu_kernel *k) {
               !blas_operand_ok(rd->e, mm, &mm->b, mm->b_bstride, mm->tb, mm->k, mm->m, mm->ldb, es),
           "matmul operand outside its slot"))
     return;
-  fail_if(rd, out_numel && !in_slot(rd->e, k->out_slot, 0, (__int128)out_numel - 1, es),
+  size_t ces = mm->acc_f32 ? sizeof(float) : es; /* the result's element */
+  fail_if(rd, out_numel && !in_slot(rd->e, k->out_slot, 0, (__int128)out_numel - 1, ces),
           "matmul result outside its slot");
 }
 
