@@ -43,11 +43,14 @@ FORWARD = [
 
 # name, expression of a scalar loss of the bf16 leaf A (and W), ulps for the gradients
 GRADS = [
-    ("g_tanh_mul", "(torch.tanh(A) * B).sum()", 9),
-    ("g_matmul", "(A @ W).sum()", 9),
-    ("g_softmax", "(F.softmax(A, 1) * B).sum()", 9),
-    ("g_layer_norm", "(F.layer_norm(A, (3,), LW, LB) * B).sum()", 16),
-    ("g_cross_entropy", "F.cross_entropy(A, T)", 9),
+    # 0: torch's fused kernels rounded once, as ours; layer_norm and
+    # cross_entropy: see RAND_CASES (torch's layer_norm backward and
+    # log_softmax forward round in between)
+    ("g_tanh_mul", "(torch.tanh(A) * B).sum()", 0),
+    ("g_matmul", "(A @ W).sum()", 0),
+    ("g_softmax", "(F.softmax(A, 1) * B).sum()", 0),
+    ("g_layer_norm", "(F.layer_norm(A, (3,), LW, LB) * B).sum()", 12),
+    ("g_cross_entropy", "F.cross_entropy(A, T)", 2),
 ]
 
 # Random inputs for the gradient cases of the bigger graphs (a fixed seed; the
@@ -67,34 +70,45 @@ RAND = {
     "T": torch.randint(0, R_COLS, (R_ROWS,)),
 }
 # name, expression, the leaves whose gradients are compared (none: the value
-# itself), bf16 ulps allowed. 0 where torch's result is what the C library
-# computes with the same roundings: a fused kernel's f32 formula rounded
-# once, or a chain of bf16 ops rounding where torch's do. 1 where an f32
-# intermediate of torch's depends on the order of a sum or on the f32
-# formula or transcendental used (softmax's and log_softmax's row sums,
-# layer_norm's statistics, erf/exp/tanh in f32): the two f32 values differ
-# by an f32 ulp or so, which moves the bf16 result only when it sits on a
-# rounding boundary, by one ulp.
+# itself), bf16 ulps allowed:
+#  0  torch's result is computed with the same roundings as ours: one bf16 op
+#     on exact inputs (exp' = g y, log' = g / x, sqrt' = g / (2 y), div,
+#     sum, mean, amax, matmul's dX), a chain of bf16 ops rounding where
+#     torch's do (log1p', floor_divide, remainder);
+#  1  the same roundings, but an f32 value in between comes from a
+#     transcendental or a sum whose f32 result depends on the implementation
+#     or the order (tanh, sigmoid, gelu, softmax: torch's fused kernels in f32;
+#     erf, sin, pow, gelu_tanh: bf16 chains through exp, cos, pow, log, tanh):
+#     an f32 ulp apart moves the bf16 result by one ulp on a rounding boundary;
+#  more, where torch's forward is not the exact value rounded once (its bf16
+#     rsqrt, log_softmax and logsumexp kernels round intermediates: 6 %, 22 %
+#     and 25 % of these outputs differ from ours by an ulp) and the gradient is
+#     built on that output, or where torch's bf16 backward kernel itself
+#     rounds in between in ways not matched (layer_norm: 55 % of its gradient
+#     differs from the f32 gradient rounded once). Each is the worst seen, on
+#     elements where the formula cancels (g - exp(y) sum g).
+# torch's dM of X @ M (a transposed-A GEMM) accumulates in bf16 at every
+# step; ours rounds once: not compared (dX is, at 0).
 RAND_CASES = [
     ("r_tanh", "(torch.tanh(X) * S).sum()", "X", 1),
     ("r_sigmoid", "(torch.sigmoid(X) * S).sum()", "X", 1),
     ("r_gelu", "(F.gelu(X) * S).sum()", "X", 1),
     ("r_gelu_tanh", "(F.gelu(X, approximate='tanh') * S).sum()", "X", 1),
     ("r_erf", "(torch.erf(X) * S).sum()", "X", 1),
-    ("r_exp", "(torch.exp(X) * S).sum()", "X", 1),
-    ("r_log", "(torch.log(P) * S).sum()", "P", 1),
+    ("r_exp", "(torch.exp(X) * S).sum()", "X", 0),
+    ("r_log", "(torch.log(P) * S).sum()", "P", 0),
     ("r_log1p", "(torch.log1p(P) * S).sum()", "P", 0),
     ("r_sin", "(torch.sin(X) * S).sum()", "X", 1),
-    ("r_sqrt", "(torch.sqrt(P) * S).sum()", "P", 1),
-    ("r_rsqrt", "(torch.rsqrt(P) * S).sum()", "P", 1),
+    ("r_sqrt", "(torch.sqrt(P) * S).sum()", "P", 0),
+    ("r_rsqrt", "(torch.rsqrt(P) * S).sum()", "P", 6),
     ("r_div", "(X / P * S).sum()", "XP", 0),
     ("r_pow", "(torch.pow(P, E) * S).sum()", "PE", 1),
     ("r_softmax", "(F.softmax(X, 1) * S).sum()", "X", 1),
-    ("r_log_softmax", "(F.log_softmax(X, 1) * S).sum()", "X", 1),
-    ("r_logsumexp", "(torch.logsumexp(X, 1) * S1).sum()", "X", 1),
-    ("r_layer_norm", "(F.layer_norm(X, (R_COLS,), LW, LB) * S).sum()", "X", 1),
-    ("r_cross_entropy", "F.cross_entropy(X, T)", "X", 1),
-    ("r_matmul", "((X @ M) * S5).sum()", "XM", 0),
+    ("r_log_softmax", "(F.log_softmax(X, 1) * S).sum()", "X", 22),
+    ("r_logsumexp", "(torch.logsumexp(X, 1) * S1).sum()", "X", 16),
+    ("r_layer_norm", "(F.layer_norm(X, (R_COLS,), LW, LB) * S).sum()", "X", 28),
+    ("r_cross_entropy", "F.cross_entropy(X, T)", "X", 4),
+    ("r_matmul", "((X @ M) * S5).sum()", "X", 0),
     ("r_sum", "(X.sum(1) * S1).sum()", "X", 0),
     ("r_mean", "(X.mean(1) * S1).sum()", "X", 0),
     ("r_max", "(X.amax(1) * S1).sum()", "X", 0),
