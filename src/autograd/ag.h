@@ -49,6 +49,15 @@ lt_node *lt__ag_const(lt_dtype dt, const int64_t *shape, int ndim, double v);
 /* Elementwise ops, where and reductions: lt__node_un, lt__node_bin,
  * lt__node_where, lt__node_reduce (core, lt_node.h), shared with the
  * composite ops. */
+/* torch's fused backward kernels (tanh, sigmoid, gelu, softmax, log_softmax)
+ * widen bf16 inputs to f32, compute the whole formula there and round the
+ * gradient once; its other gradients are chains of ops in the node's dtype,
+ * each rounding (so those rules stay in the node's dtype). A rule matching a
+ * fused kernel reads its operands, output and g through lt__ag_widen, builds
+ * in lt__ag_wide_dtype and ends with lt__ag_narrow. */
+lt_dtype lt__ag_wide_dtype(lt_dtype dt);         /* f32 for bf16, else dt itself */
+lt_node *lt__ag_widen(lt_node *x);               /* x in lt__ag_wide_dtype of its dtype */
+lt_node *lt__ag_narrow(lt_node *x, lt_dtype dt); /* x rounded to dt (no-op when it has it) */
 /* Sums g down to shape (the transpose of numpy broadcasting to g's shape). */
 lt_node *lt__ag_reduce_to(lt_node *g, const int64_t *shape, int ndim);
 /* Broadcasts a to shape (EXPAND; a no-op when equal). */

@@ -10,6 +10,11 @@
 #define G(g) ag_ref(g)
 #define OUT(n) ag_ref(n)
 #define K(n, v) lt__ag_const((lt_dtype)(n)->dtype, NULL, 0, (v)) /* a 0-d constant */
+/* The same, widened: for the rules of torch's fused kernels (ag.h) */
+#define WA(n) lt__ag_widen(A(n))
+#define WG(g) lt__ag_widen(G(g))
+#define WOUT(n) lt__ag_widen(OUT(n))
+#define WK(n, v) lt__ag_const(lt__ag_wide_dtype((lt_dtype)(n)->dtype), NULL, 0, (v))
 
 static lt_node *shape_of(lt_node *x, const lt_node *like) {
   return lt__ag_reduce_to(x, like->operands[0].node->shape, like->operands[0].node->ndim);
@@ -55,45 +60,51 @@ static lt_node *unary_grad(const lt_node *n, lt_node *g, bool *no_case) {
     return lt__node_bin(LT_OP_MUL, G(g), lt__node_un(LT_OP_COS, A(n)));
   case LT_OP_COS:
     return lt__node_un(LT_OP_NEG, lt__node_bin(LT_OP_MUL, G(g), lt__node_un(LT_OP_SIN, A(n))));
-  case LT_OP_TANH:
-    return lt__node_bin(LT_OP_MUL, G(g),
-                        lt__node_bin(LT_OP_SUB, K(n, 1), lt__node_bin(LT_OP_MUL, OUT(n), OUT(n))));
-  case LT_OP_SIGMOID:
-    return lt__node_bin(LT_OP_MUL, G(g),
-                        lt__node_bin(LT_OP_MUL, OUT(n), lt__node_bin(LT_OP_SUB, K(n, 1), OUT(n))));
-  case LT_OP_GELU: { /* Phi(x) + x phi(x) */
+  case LT_OP_TANH: /* torch's tanh_backward: g (1 - y^2) in f32 for bf16, one rounding */
+    return lt__ag_narrow(
+        lt__node_bin(LT_OP_MUL, WG(g),
+                     lt__node_bin(LT_OP_SUB, WK(n, 1), lt__node_bin(LT_OP_MUL, WOUT(n), WOUT(n)))),
+        (lt_dtype)n->dtype);
+  case LT_OP_SIGMOID: /* torch's sigmoid_backward, as tanh's */
+    return lt__ag_narrow(
+        lt__node_bin(LT_OP_MUL, WG(g),
+                     lt__node_bin(LT_OP_MUL, WOUT(n), lt__node_bin(LT_OP_SUB, WK(n, 1), WOUT(n)))),
+        (lt_dtype)n->dtype);
+  case LT_OP_GELU: { /* Phi(x) + x phi(x): torch's gelu_backward, as tanh's */
     lt_node *cdf = lt__node_bin(
-        LT_OP_MUL, K(n, 0.5),
-        lt__node_bin(LT_OP_ADD, K(n, 1),
-                     lt__node_un(LT_OP_ERF, lt__node_bin(LT_OP_MUL, A(n), K(n, M_SQRT1_2)))));
+        LT_OP_MUL, WK(n, 0.5),
+        lt__node_bin(LT_OP_ADD, WK(n, 1),
+                     lt__node_un(LT_OP_ERF, lt__node_bin(LT_OP_MUL, WA(n), WK(n, M_SQRT1_2)))));
     lt_node *pdf = lt__node_bin(
-        LT_OP_MUL, K(n, 0.5 * M_2_SQRTPI * M_SQRT1_2),
+        LT_OP_MUL, WK(n, 0.5 * M_2_SQRTPI * M_SQRT1_2),
         lt__node_un(LT_OP_EXP,
-                    lt__node_bin(LT_OP_MUL, lt__node_bin(LT_OP_MUL, A(n), A(n)), K(n, -0.5))));
-    return lt__node_bin(LT_OP_MUL, G(g),
-                        lt__node_bin(LT_OP_ADD, cdf, lt__node_bin(LT_OP_MUL, A(n), pdf)));
+                    lt__node_bin(LT_OP_MUL, lt__node_bin(LT_OP_MUL, WA(n), WA(n)), WK(n, -0.5))));
+    return lt__ag_narrow(
+        lt__node_bin(LT_OP_MUL, WG(g),
+                     lt__node_bin(LT_OP_ADD, cdf, lt__node_bin(LT_OP_MUL, WA(n), pdf))),
+        (lt_dtype)n->dtype);
   }
   case LT_OP_GELU_TANH: {
     /* With u = b (x + k x^3), t = tanh(u): (1 + t) / 2 + x/2 (1 - t^2) b (1 + 3 k x^2). Built
-     * from primitives, so its own gradient (second order) follows. */
+     * from primitives, so its own gradient (second order) follows. torch 1.13's kernel works in
+     * the dtype itself, bf16 included (its constants rounded to it, every op rounding): the
+     * nodes follow its order of operations so that bf16 rounds where torch does. */
     const double b = 0.7978845608028654, k = 0.044715;
     lt_node *x2 = lt__node_bin(LT_OP_MUL, A(n), A(n));
-    lt_node *u = lt__node_bin(
-        LT_OP_MUL, K(n, b),
-        lt__node_bin(
-            LT_OP_ADD, A(n),
-            lt__node_bin(LT_OP_MUL, K(n, k), lt__node_bin(LT_OP_MUL, lt__node_retain(x2), A(n)))));
+    lt_node *x3 = lt__node_bin(LT_OP_MUL, lt__node_retain(x2), A(n));
+    lt_node *u = lt__node_bin(LT_OP_MUL, K(n, b),
+                              lt__node_bin(LT_OP_ADD, A(n), lt__node_bin(LT_OP_MUL, K(n, k), x3)));
     lt_node *t = lt__node_un(LT_OP_TANH, u);
-    lt_node *half1pt =
+    lt_node *left = lt__node_bin(LT_OP_MUL, K(n, 0.5), A(n));
+    lt_node *left_d =
         lt__node_bin(LT_OP_MUL, K(n, 0.5), lt__node_bin(LT_OP_ADD, K(n, 1), lt__node_retain(t)));
-    lt_node *sech2 =
+    lt_node *tanh_d =
         lt__node_bin(LT_OP_SUB, K(n, 1), lt__node_bin(LT_OP_MUL, lt__node_retain(t), t));
-    lt_node *du =
-        lt__node_bin(LT_OP_MUL, K(n, b),
-                     lt__node_bin(LT_OP_ADD, K(n, 1), lt__node_bin(LT_OP_MUL, K(n, 3 * k), x2)));
-    lt_node *rest = lt__node_bin(LT_OP_MUL, lt__node_bin(LT_OP_MUL, K(n, 0.5), A(n)),
-                                 lt__node_bin(LT_OP_MUL, sech2, du));
-    return lt__node_bin(LT_OP_MUL, G(g), lt__node_bin(LT_OP_ADD, half1pt, rest));
+    lt_node *three_k = lt__node_bin(LT_OP_MUL, K(n, 3), K(n, k)); /* rounded as torch's */
+    lt_node *inner_d = lt__node_bin(
+        LT_OP_MUL, K(n, b), lt__node_bin(LT_OP_ADD, K(n, 1), lt__node_bin(LT_OP_MUL, three_k, x2)));
+    lt_node *right_d = lt__node_bin(LT_OP_MUL, lt__node_bin(LT_OP_MUL, left, tanh_d), inner_d);
+    return lt__node_bin(LT_OP_MUL, G(g), lt__node_bin(LT_OP_ADD, left_d, right_d));
   }
   case LT_OP_ERF: /* 2/sqrt(pi) exp(-x^2) */
     return lt__node_bin(
@@ -158,19 +169,21 @@ int lt__ag_rule_binary(const lt_node *n, lt_node *g, lt_node **out) {
     return finish2(n, out, lt__node_bin(LT_OP_MUL, G(g), B(n)),
                    lt__node_bin(LT_OP_MUL, G(g), A(n)));
   case LT_OP_DIV:
-    return finish2(
-        n, out, lt__node_bin(LT_OP_DIV, G(g), B(n)),
-        lt__node_un(LT_OP_NEG,
-                    lt__node_bin(LT_OP_DIV, lt__node_bin(LT_OP_MUL, G(g), OUT(n)), B(n))));
+    /* d/db = -g (out / b): torch's order of operations, each rounding in bf16 as in torch */
+    return finish2(n, out, lt__node_bin(LT_OP_DIV, G(g), B(n)),
+                   lt__node_bin(LT_OP_MUL, lt__node_un(LT_OP_NEG, G(g)),
+                                lt__node_bin(LT_OP_DIV, OUT(n), B(n))));
   case LT_OP_POW: {
-    /* d/da = b a^(b-1); d/db = out log a, taken as 0 where a == 0 (as PyTorch) */
+    /* d/da = b a^(b-1); d/db = out log a, taken as 0 where a == 0 (as PyTorch); both in
+     * torch's order of operations, each rounding in bf16 as in torch */
     lt_node *ga = lt__node_bin(
         LT_OP_MUL, G(g),
         lt__node_bin(LT_OP_MUL, B(n),
                      lt__node_bin(LT_OP_POW, A(n), lt__node_bin(LT_OP_SUB, B(n), K(n, 1)))));
-    lt_node *gb = lt__node_where(lt__node_bin(LT_OP_EQ, A(n), K(n, 0)), K(n, 0),
-                                 lt__node_bin(LT_OP_MUL, lt__node_bin(LT_OP_MUL, G(g), OUT(n)),
-                                              lt__node_un(LT_OP_LOG, A(n))));
+    lt_node *gb =
+        lt__node_where(lt__node_bin(LT_OP_EQ, A(n), K(n, 0)), K(n, 0),
+                       lt__node_bin(LT_OP_MUL, G(g),
+                                    lt__node_bin(LT_OP_MUL, OUT(n), lt__node_un(LT_OP_LOG, A(n)))));
     return finish2(n, out, ga, gb);
   }
   case LT_OP_FMOD: {

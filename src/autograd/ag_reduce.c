@@ -118,16 +118,25 @@ int lt__ag_rule_reduce(const lt_node *n, lt_node *g, lt_node **out) {
                  lt__op_name((lt_op)n->op));
 }
 
+/* torch's softmax and log_softmax backward kernels: for bf16, the row sum
+ * is accumulated in f32 and rounded to bf16, the rest is computed in f32
+ * from the bf16 output and rounded once. */
 int lt__ag_rule_softmax(const lt_node *n, lt_node *g, lt_node **out) {
   int64_t axis = (int64_t)1 << n->attrs[0];
+  lt_dtype dt = (lt_dtype)n->dtype;
   lt_node *ga;
   if (n->op == LT_OP_SOFTMAX) { /* out * (g - sum(g * out)) */
-    lt_node *s = lt__node_reduce(LT_OP_SUM, lt__node_bin(LT_OP_MUL, G(g), ag_ref(n)), axis, true);
-    ga = lt__node_bin(LT_OP_MUL, ag_ref(n), lt__node_bin(LT_OP_SUB, G(g), s));
+    lt_node *s = lt__node_reduce(
+        LT_OP_SUM, lt__node_bin(LT_OP_MUL, lt__ag_widen(G(g)), lt__ag_widen(ag_ref(n))), axis,
+        true);
+    s = lt__ag_widen(lt__ag_narrow(s, dt));
+    ga = lt__node_bin(LT_OP_MUL, lt__ag_widen(ag_ref(n)),
+                      lt__node_bin(LT_OP_SUB, lt__ag_widen(G(g)), s));
   } else { /* g - exp(out) * sum(g) */
-    lt_node *s = lt__node_reduce(LT_OP_SUM, G(g), axis, true);
-    ga = lt__node_bin(LT_OP_SUB, G(g),
-                      lt__node_bin(LT_OP_MUL, lt__node_un(LT_OP_EXP, ag_ref(n)), s));
+    lt_node *s = lt__node_reduce(LT_OP_SUM, lt__ag_widen(G(g)), axis, true);
+    s = lt__ag_widen(lt__ag_narrow(s, dt));
+    ga = lt__node_bin(LT_OP_SUB, lt__ag_widen(G(g)),
+                      lt__node_bin(LT_OP_MUL, lt__node_un(LT_OP_EXP, lt__ag_widen(ag_ref(n))), s));
   }
-  return done1(out, ga);
+  return done1(out, lt__ag_narrow(ga, dt));
 }
