@@ -177,18 +177,13 @@ static lt_tensor *softmax_local(const char *fn, lt_op op, lt_tensor *a, int axis
   int ax;
   if (norm_axis(fn, axis, a, &ax) != LT_OK) return NULL;
   lt_dtype dt = lt__is_float((lt_dtype)a->dtype) ? (lt_dtype)a->dtype : LT_F32;
-  /* bf16 computes in f32 and rounds once: the same values as a bf16 node
-   * (whose kernels compute wider and round once) from one f32 node and a
-   * cast, which every backend's f32 kernels run; its gradient likewise */
-  lt_dtype cdt = dt == LT_BF16 ? LT_F32 : dt;
-  lt_node *x = one_axis_operand(a, cdt);
+  lt_node *x = one_axis_operand(a, dt);
   if (!x) return NULL;
   int64_t attrs[1] = {ax};
   const int64_t one[1] = {1};
   const int64_t *shape = a->ndim ? a->shape : one;
   int ndim = a->ndim ? a->ndim : 1;
-  lt_node *y = lt__node_make(op, cdt, shape, ndim, &x, 1, attrs, 1, 0.0);
-  if (y && cdt != dt) y = lt__node_cast(y, dt);
+  lt_node *y = lt__node_make(op, dt, shape, ndim, &x, 1, attrs, 1, 0.0);
   if (y && a->ndim == 0) y = lt__node_reshape(y, a->shape, 0);
   return lt__wrap(a->dev, y);
 }
