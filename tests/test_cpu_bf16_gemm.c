@@ -26,6 +26,8 @@
 
 #include "test_backends.h"
 
+#include "lazytensor_nn.h"
+
 #include "../src/backend/cpu/cpu.h"
 #include "../src/backend/cpu/cpu_dnnl.h"
 #include "../src/core/lt_dtype.h"
@@ -199,6 +201,79 @@ static void test_product_then_bias_matches_ref(void **state) {
   free(vc);
   free(got[0]);
   free(got[1]);
+}
+
+/* A linear layer under autocast (f32 x, weight and bias; bf16 products):
+ * torch's addmm adds the bias to the f32 sums and rounds once, so the
+ * product is one of bf16 operands with an f32 result (the op table's ACC
+ * rule), on the bf16 kernels. ref computes the sums in double and keeps
+ * them in f32, so its result must be exactly bf16(f32(sum) + bias) (a product
+ * rounded to bf16 before the bias is added, then again, misses it on some
+ * elements); cpu's f32 sums stay within the f32 sum's error plus half an
+ * ulp. The backward takes the bf16 kernels too (the gradient arrives as a
+ * widened bf16 value), and the weight's gradient is f32 on both backends. */
+static void test_linear_rounds_once_on_bf16_kernels(void **state) {
+  (void)state;
+  enum { N = 32, K = 48, M = 40 };
+  float *vx = bf16_values(6, N * K), *vw = bf16_values(7, K * M), *vb = bf16_values(8, M);
+  float *vr = bf16_values(9, N * M);
+  double *y[2] = {NULL, NULL}, *gw[2] = {NULL, NULL};
+  int64_t moved[2] = {0, 0};
+  for (int be = 0; be < tu_nbackends(); be++) {
+    lt__backend_force(tu_backends[be]);
+    lt_scope_begin();
+    int64_t before = tu_counter("Bf16GemmNative") + tu_counter("Bf16GemmConverted");
+    lt_nn_linear l = {lt_from_f32(CPU0, LT_F32, SHAPE(K, M), 2, vw),
+                      lt_from_f32(CPU0, LT_F32, SHAPE(M), 1, vb), K, M};
+    assert_int_equal(lt_set_requires_grad(l.weight, true), LT_OK);
+    lt_tensor *x = lt_from_f32(CPU0, LT_F32, SHAPE(N, K), 2, vx);
+    assert_int_equal(lt_autocast_begin(CPU0, LT_BF16), LT_OK);
+    lt_tensor *out = lt_nn_linear_forward(&l, x);
+    assert_int_equal(lt_autocast_end(CPU0), LT_OK);
+    assert_non_null(out);
+    assert_int_equal(lt_get_dtype(out), LT_BF16);
+    lt_tensor *r = lt_from_f32(CPU0, LT_F32, SHAPE(N, M), 2, vr);
+    lt_tensor *loss = lt_sum(lt_mul(lt_cast(out, LT_F32), r), NULL, 0, false);
+    assert_int_equal(lt_backward(loss), LT_OK);
+    y[be] = tu_values(out);
+    lt_tensor *g = lt_grad(l.weight);
+    assert_non_null(g);
+    assert_int_equal(lt_get_dtype(g), LT_F32);
+    gw[be] = tu_values(g);
+    moved[be] = tu_counter("Bf16GemmNative") + tu_counter("Bf16GemmConverted") - before;
+    lt_release(l.weight);
+    lt_release(l.bias);
+    lt_scope_end();
+    lt__backend_force(NULL);
+  }
+  for (int64_t i = 0; i < N; i++)
+    for (int64_t j = 0; j < M; j++) {
+      double exact = 0;
+      for (int64_t p = 0; p < K; p++) exact += (double)vx[i * K + p] * vw[p * M + j];
+      double bias = vb[j];
+      /* the f32 sum (ref: the double sum rounded once to f32), the f32 add */
+      float once = lt__bf16_to_f32(lt__f32_to_bf16((float)exact + (float)bias));
+      if (y[0][i * M + j] != once)
+        fail_msg("ref element %lld: %.9g, once rounded %.9g", (long long)(i * M + j),
+                 y[0][i * M + j], once);
+      for (int be = 1; be < tu_nbackends(); be++)
+        expect_bf16_sum(y[be][i * M + j], exact + bias, K + 1, 1.0, "cpu linear", i * M + j);
+    }
+  /* dW = x^T (r rounded to bf16: the gradient of the bf16 output) over N rows */
+  for (int be = 1; be < tu_nbackends(); be++)
+    for (int64_t e = 0; e < K * M; e++)
+      expect_bf16_sum(gw[be][e], gw[0][e], N, 1.0, "cpu weight gradient", e);
+  assert_int_equal(moved[0], 0);
+  print_message("  bf16 products of the linear step: %lld\n", (long long)moved[1]);
+  if (tu_nbackends() > 1) assert_true(moved[1] >= 2); /* the forward and dW (x needs none) */
+  free(vx);
+  free(vw);
+  free(vb);
+  free(vr);
+  for (int be = 0; be < 2; be++) {
+    free(y[be]);
+    free(gw[be]);
+  }
 }
 
 /* The path this run must take: native where oneDNN has bf16 instructions
@@ -377,6 +452,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       TU_TEST(test_products_match_the_exact_sums),
       TU_TEST(test_product_then_bias_matches_ref),
+      TU_TEST(test_linear_rounds_once_on_bf16_kernels),
       TU_TEST(test_the_expected_path_ran_and_is_named),
       TU_TEST(test_get_isa_names_each_dtype),
       TU_TEST(test_convolutions_match_ref),
