@@ -24,6 +24,7 @@
 #include "test_util.h"
 
 #include "../src/backend/cpu/cpu_conv.h"
+#include "../src/core/lt_dtype.h"
 #include "../src/core/lt_buffer.h"
 #include "../src/core/lt_node.h"
 
@@ -612,27 +613,29 @@ static void check_pool(int64_t n, int64_t c, int64_t h, int64_t w, const int64_t
   int64_t xn = n * c * h * w, yn = n * c * oh * ow, xs[4] = {n, c, h, w};
   double *xd = malloc((size_t)xn * sizeof *xd);
   float *xf = malloc((size_t)xn * sizeof *xf);
+  uint16_t *xh = malloc((size_t)xn * sizeof *xh); /* bf16: the values are exact in it */
   int64_t *want = malloc((size_t)yn * 8), *got = malloc((size_t)yn * 8);
   float *r = rnd(xn, 7);
   for (int64_t i = 0; i < xn; i++) {
     /* few distinct values: many ties */
     xd[i] = vals ? vals[i] : floor((double)r[i] * 3.0);
     xf[i] = (float)xd[i];
+    xh[i] = lt__f32_to_bf16(xf[i]);
   }
   int64_t attrs[8];
   memcpy(attrs, a, sizeof attrs);
   ref_pool(xd, n * c, h, w, oh, ow, a, want);
-  for (int dt = 0; dt < 2; dt++) {
+  const lt_dtype dts[3] = {LT_F32, LT_F64, LT_BF16};
+  void *xs_of[3] = {xf, xd, xh};
+  for (int dt = 0; dt < 3; dt++) {
     memset(got, 0xff, (size_t)yn * 8);
-    assert_int_equal(
-        run_pool(dt ? LT_F64 : LT_F32, xs, dt ? (void *)xd : (void *)xf, oh, ow, attrs, 8, got),
-        LT_OK);
+    assert_int_equal(run_pool(dts[dt], xs, xs_of[dt], oh, ow, attrs, 8, got), LT_OK);
     for (int64_t i = 0; i < yn; i++)
       if (got[i] != want[i])
-        fail_msg("pool %s element %lld: %lld, expected %lld", dt ? "f64" : "f32", (long long)i,
+        fail_msg("pool %s element %lld: %lld, expected %lld", lt_dtype_name(dts[dt]), (long long)i,
                  (long long)got[i], (long long)want[i]);
   }
-  free(xd), free(xf), free(want), free(got), free(r);
+  free(xd), free(xf), free(xh), free(want), free(got), free(r);
 }
 
 static void test_pool_hand(void **state) {
@@ -789,6 +792,29 @@ static void test_pool_planes(void **state) {
       }
     }
   }
+  /* bf16: the gather copies the bits (a NaN as ref's quiet 0x7FC0), the
+   * scatter rounds ref's double sums once */
+  uint16_t *vh = malloc((size_t)(planes * hw) * 2), *gh = malloc((size_t)(planes * per) * 2),
+           *goth = malloc((size_t)(planes * hw) * 2);
+  for (int64_t i = 0; i < planes * hw; i++) vh[i] = lt__f32_to_bf16(v[i]);
+  vh[idx[3]] = 0x7FC1; /* a NaN with a payload, read by plane 0's element 3 */
+  for (int64_t i = 0; i < planes * per; i++) gh[i] = lt__f32_to_bf16(g[i]);
+  assert_int_equal(run_planes(true, LT_BF16, n, c, h, w, per, idx, vh, goth), LT_OK);
+  for (int64_t q = 0; q < planes; q++)
+    for (int64_t i = 0; i < per; i++) {
+      uint16_t src = vh[q * hw + idx[q * per + i]];
+      assert_int_equal(goth[q * per + i], src == 0x7FC1 ? 0x7FC0 : src);
+    }
+  assert_int_equal(run_planes(false, LT_BF16, n, c, h, w, per, idx, gh, goth), LT_OK);
+  for (int64_t q = 0; q < planes; q++) {
+    for (int64_t e = 0; e < hw; e++) acc[e] = 0;
+    for (int64_t i = 0; i < per; i++) acc[idx[q * per + i]] += lt__bf16_to_f32(gh[q * per + i]);
+    for (int64_t e = 0; e < hw; e++)
+      if (goth[q * hw + e] != lt__f32_to_bf16((float)acc[e]))
+        fail_msg("bf16 plane %lld element %lld: %#x, expected %#x", (long long)q, (long long)e,
+                 goth[q * hw + e], lt__f32_to_bf16((float)acc[e]));
+  }
+  free(vh), free(gh), free(goth);
   /* an index outside its plane, a bad shape: declined */
   idx[5 * per + 3] = hw;
   assert_int_equal(run_planes(true, LT_F32, n, c, h, w, per, idx, v, got), DECLINE);

@@ -6,7 +6,9 @@
  * each window's real rows and columns are worked out once per call; a
  * window of padding only gets -1 (as ref). Exact: values are
  * only compared. Planes (n, c) are split over the pool. The common 2x2
- * stride-2 window without padding or dilation has its own loop. */
+ * stride-2 window without padding or dilation has its own loop. A bf16
+ * plane is widened to f32 (exactly: the same comparisons, NaN included) and
+ * runs the f32 loops. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -15,6 +17,7 @@
 
 #include "cpu.h"
 #include "cpu_conv.h"
+#include "../../core/lt_dtype.h"
 
 #define DECLINE CPU_NATIVE_DECLINED
 #define DIM_MAX (1LL << 31)
@@ -25,7 +28,8 @@ typedef struct pool_job {
   int64_t h, w, oh, ow, dh, dw;
   const int64_t *hfirst, *hend, *wfirst, *wend; /* per output row / column: real input range */
   bool quad;                                    /* 2x2 windows, stride 2, no padding, dilation 1 */
-  bool f64;
+  int dt;                                       /* x's: f32, f64 or bf16 */
+  atomic_int nomem; /* a bf16 plane's f32 copy could not be made: declined */
 } pool_job;
 
 /* The 2x2 windows of one output row, n of them, whose top-left corners are
@@ -106,14 +110,25 @@ POOL_PLANE(plane_f32, float, quad_row_f32)
 POOL_PLANE(plane_f64, double, NO_QUAD)
 
 static void pool_chunk(void **slots, int64_t lo, int64_t hi) {
-  const pool_job *j = slots[0];
+  pool_job *j = slots[0];
   int64_t in = j->h * j->w, on = j->oh * j->ow;
-  for (int64_t p = lo; p < hi; p++) {
-    if (j->f64)
-      plane_f64(j, (const double *)j->x + p * in, j->y + p * on);
-    else
-      plane_f32(j, (const float *)j->x + p * in, j->y + p * on);
+  float *wide = NULL; /* a bf16 plane as f32 */
+  if (j->dt == LT_BF16 && !(wide = malloc((size_t)(in ? in : 1) * sizeof *wide))) {
+    atomic_store(&j->nomem, 1);
+    return;
   }
+  for (int64_t p = lo; p < hi; p++) {
+    if (j->dt == LT_F64) {
+      plane_f64(j, (const double *)j->x + p * in, j->y + p * on);
+    } else if (j->dt == LT_BF16) {
+      const uint16_t *x = (const uint16_t *)j->x + p * in;
+      for (int64_t e = 0; e < in; e++) wide[e] = lt__bf16_to_f32(x[e]);
+      plane_f32(j, wide, j->y + p * on);
+    } else {
+      plane_f32(j, (const float *)j->x + p * in, j->y + p * on);
+    }
+  }
+  free(wide);
 }
 
 /* PyTorch's pooling_output_shape, floor or ceil mode; -1 when not positive. */
@@ -145,7 +160,8 @@ int lt__cpu_max_pool2d_argmax(const lt_instr *ins, lt_buffer *out, lt_buffer *co
       ins->dtype != LT_I64 || out->dtype != LT_I64 || ins->ndim != 4 || out->ndim != 4)
     return DECLINE;
   const lt_buffer *xb = in[0];
-  if ((xb->dtype != LT_F32 && xb->dtype != LT_F64) || xb->ndim != 4) return DECLINE;
+  if ((xb->dtype != LT_F32 && xb->dtype != LT_F64 && xb->dtype != LT_BF16) || xb->ndim != 4)
+    return DECLINE;
   int64_t xn = 1, yn = 1;
   for (int d = 0; d < 4; d++) {
     if (xb->shape[d] < 0 || xb->shape[d] >= DIM_MAX || out->shape[d] < 0 ||
@@ -181,7 +197,7 @@ int lt__cpu_max_pool2d_argmax(const lt_instr *ins, lt_buffer *out, lt_buffer *co
                 .hend = r + oh,
                 .wfirst = r + 2 * oh,
                 .wend = r + 2 * oh + ow,
-                .f64 = xb->dtype == LT_F64};
+                .dt = xb->dtype};
   j.quad = a[0] == 2 && a[1] == 2 && a[2] == 2 && a[3] == 2 && a[4] == 0 && a[5] == 0 &&
            a[6] == 1 && a[7] == 1;
   axis_ranges(oh, h, a[0], a[2], a[4], a[6], r, r + oh);
@@ -189,9 +205,10 @@ int lt__cpu_max_pool2d_argmax(const lt_instr *ins, lt_buffer *out, lt_buffer *co
   void *slots[1] = {&j};
   /* a window reads at most min(k, size) rows and columns */
   int64_t win = (a[0] < h ? a[0] : h) * (a[1] < w ? a[1] : w);
+  atomic_init(&j.nomem, 0);
   lt__cpu_pool_run(pool_chunk, slots, out->shape[0] * out->shape[1], oh * ow * win);
   free(r);
-  return LT_OK;
+  return atomic_load(&j.nomem) ? DECLINE : LT_OK;
 }
 
 /* ---- POOL_GATHER and POOL_SCATTER_ADD ------------------------------------------------------ */
@@ -204,16 +221,16 @@ typedef struct plane_job {
   const void *src;
   void *dst;
   int64_t hw, per; /* a big plane's elements; a small plane's */
-  bool f64;
-  atomic_int bad; /* an index outside its plane: declined (ref reports it) */
+  int dt;          /* the values': f32, f64 or bf16 */
+  atomic_int bad;  /* an index outside its plane: declined (ref reports it) */
 } plane_job;
 
 static bool plane_shapes(const lt_instr *ins, const lt_buffer *big, const lt_buffer *idx,
                          const lt_buffer *small, lt_buffer *out, plane_job *j) {
   if (!ins || !out || !big || !idx || !small || ins->noperands != 2 || ins->nattrs != 0 ||
       big->ndim != 4 || idx->ndim < 2 || idx->ndim != small->ndim || idx->dtype != LT_I64 ||
-      (big->dtype != LT_F32 && big->dtype != LT_F64) || small->dtype != big->dtype ||
-      ins->dtype != out->dtype || ins->ndim != out->ndim)
+      (big->dtype != LT_F32 && big->dtype != LT_F64 && big->dtype != LT_BF16) ||
+      small->dtype != big->dtype || ins->dtype != out->dtype || ins->ndim != out->ndim)
     return false;
   for (int d = 0; d < out->ndim; d++)
     if (ins->shape[d] != out->shape[d]) return false;
@@ -232,12 +249,16 @@ static bool plane_shapes(const lt_instr *ins, const lt_buffer *big, const lt_buf
   *j = (plane_job){.idx = idx->data,
                    .hw = big->shape[2] * big->shape[3],
                    .per = planes ? sn / planes : 0,
-                   .f64 = big->dtype == LT_F64};
+                   .dt = big->dtype};
   atomic_init(&j->bad, 0);
   return true;
 }
 
-#define GATHER_PLANES(NAME, T)                             \
+/* ref's gather stores each value through the dtype table: a bf16 NaN comes
+ * out as the quiet 0x7FC0, whatever its payload */
+#define KEEP(v) (v)
+#define BF16_CANON(v) ((uint16_t)(((v)&0x7FFFu) > 0x7F80u ? 0x7FC0u : (v)))
+#define GATHER_PLANES(NAME, T, FIX)                        \
   static void NAME(void **slots, int64_t lo, int64_t hi) { \
     plane_job *j = slots[0];                               \
     for (int64_t q = lo; q < hi; q++) {                    \
@@ -248,13 +269,14 @@ static bool plane_shapes(const lt_instr *ins, const lt_buffer *big, const lt_buf
       for (int64_t i = 0; i < j->per; i++) {               \
         uint64_t e = (uint64_t)k[i];                       \
         out_of_plane |= e >= (uint64_t)j->hw;              \
-        y[i] = x[e < (uint64_t)j->hw ? e : 0];             \
+        y[i] = FIX(x[e < (uint64_t)j->hw ? e : 0]);        \
       }                                                    \
       if (out_of_plane) atomic_store(&j->bad, 1);          \
     }                                                      \
   }
-GATHER_PLANES(gather_f32, float)
-GATHER_PLANES(gather_f64, double)
+GATHER_PLANES(gather_f32, float, KEEP)
+GATHER_PLANES(gather_f64, double, KEEP)
+GATHER_PLANES(gather_bf16, uint16_t, BF16_CANON)
 
 int lt__cpu_pool_gather(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
   plane_job j;
@@ -264,28 +286,32 @@ int lt__cpu_pool_gather(const lt_instr *ins, lt_buffer *out, lt_buffer *const *i
   j.src = in[0]->data;
   j.dst = out->data;
   void *slots[1] = {&j};
-  lt__cpu_pool_run(j.f64 ? gather_f64 : gather_f32, slots, in[0]->shape[0] * in[0]->shape[1],
-                   j.per);
+  lt__cpu_pool_run(j.dt == LT_F64    ? gather_f64
+                   : j.dt == LT_BF16 ? gather_bf16
+                                     : gather_f32,
+                   slots, in[0]->shape[0] * in[0]->shape[1], j.per);
   return atomic_load(&j.bad) ? DECLINE : LT_OK;
 }
 
 /* f32: each plane's values are stored straight into the zeroed plane (0 + g,
  * as ref's double sum rounds a single term) while a mark per element notes a
  * second hit; a plane with one (overlapping windows) is redone with double
- * sums rounded once, so the result is ref's either way. f64 sums in the
- * plane itself, in ref's order. */
+ * sums rounded once, so the result is ref's either way. bf16 does the same
+ * through f32 (0 + g rounds as ref's store does; double sums rounded once).
+ * f64 sums in the plane itself, in ref's order. */
 static void scatter_planes(void **slots, int64_t lo, int64_t hi) {
   plane_job *j = slots[0];
   uint8_t *mark = NULL;
   double *acc = NULL;
-  if (!j->f64 && !(mark = malloc((size_t)j->hw))) {
+  bool f64 = j->dt == LT_F64, bf16 = j->dt == LT_BF16;
+  if (!f64 && !(mark = malloc((size_t)j->hw))) {
     atomic_store(&j->bad, 1);
     return;
   }
   for (int64_t q = lo; q < hi; q++) {
     const int64_t *k = j->idx + q * j->per;
     uint64_t hw = (uint64_t)j->hw, out_of_plane = 0;
-    if (j->f64) {
+    if (f64) {
       const double *g = (const double *)j->src + q * j->per;
       double *y = (double *)j->dst + q * j->hw;
       memset(y, 0, (size_t)j->hw * sizeof *y);
@@ -293,6 +319,29 @@ static void scatter_planes(void **slots, int64_t lo, int64_t hi) {
         uint64_t e = (uint64_t)k[i];
         out_of_plane |= e >= hw;
         y[e < hw ? e : 0] += e < hw ? g[i] : 0.0;
+      }
+    } else if (bf16) {
+      const uint16_t *g = (const uint16_t *)j->src + q * j->per;
+      uint16_t *y = (uint16_t *)j->dst + q * j->hw;
+      memset(y, 0, (size_t)j->hw * sizeof *y);
+      memset(mark, 0, (size_t)j->hw);
+      uint8_t again = 0;
+      for (int64_t i = 0; i < j->per; i++) {
+        uint64_t e = (uint64_t)k[i];
+        out_of_plane |= e >= hw;
+        e = e < hw ? e : 0;
+        again |= mark[e];
+        mark[e] = 1;
+        y[e] = lt__f32_to_bf16(0.0f + lt__bf16_to_f32(g[i]));
+      }
+      if (again && !out_of_plane) {
+        if (!acc && !(acc = malloc((size_t)j->hw * sizeof *acc))) {
+          atomic_store(&j->bad, 1);
+          break;
+        }
+        memset(acc, 0, (size_t)j->hw * sizeof *acc);
+        for (int64_t i = 0; i < j->per; i++) acc[k[i]] += lt__bf16_to_f32(g[i]);
+        for (int64_t e = 0; e < j->hw; e++) y[e] = lt__f32_to_bf16((float)acc[e]);
       }
     } else {
       const float *g = (const float *)j->src + q * j->per;

@@ -51,16 +51,18 @@ cpu_native_fn lt__cpu_native_find(int op, int dtype, int in_dtype) {
   case LT_OP_CONV2D_GRAD_WEIGHT:
     return (dtype == LT_F32 || dtype == LT_BF16) && same ? lt__cpu_conv2d_bwd_weight : NULL;
   case LT_OP_MAX_POOL2D_ARGMAX:
-    return dtype == LT_I64 && (in_dtype == LT_F32 || in_dtype == LT_F64) ? lt__cpu_max_pool2d_argmax
-                                                                         : NULL;
+    return dtype == LT_I64 && (in_dtype == LT_F32 || in_dtype == LT_F64 || in_dtype == LT_BF16)
+               ? lt__cpu_max_pool2d_argmax
+               : NULL;
   /* blocked online softmax (f32 only: f64 takes the fallback); within f32
    * rounding of ref, as GEMM (cpu_attention.h) */
   case LT_OP_ATTENTION:
     return dtype == LT_F32 && same ? lt__cpu_attention : NULL;
   case LT_OP_POOL_GATHER:
   case LT_OP_POOL_SCATTER_ADD:
-    return same && fl ? (op == LT_OP_POOL_GATHER ? lt__cpu_pool_gather : lt__cpu_pool_scatter_add)
-                      : NULL;
+    return same && (fl || dtype == LT_BF16)
+               ? (op == LT_OP_POOL_GATHER ? lt__cpu_pool_gather : lt__cpu_pool_scatter_add)
+               : NULL;
   case LT_OP_ALL_REDUCE:
   case LT_OP_ALL_GATHER:
   case LT_OP_REDUCE_SCATTER:
