@@ -48,7 +48,11 @@ static void test_ids_names_sizes(void **state) {
   assert_int_equal(lt_dtype_size(LT_NUM_DTYPES), 0);
   lt_tensor *a = lt_zeros(CPU0, LT_U8, SHAPE(2, 3), 2);
   assert_int_equal(lt_get_dtype(a), LT_U8);
-  TU_EXPECT_ERROR(lt_zeros(CPU0, LT_NUM_DTYPES, SHAPE(2), 1), LT_EDTYPE, "invalid dtype");
+  /* each form names itself */
+  TU_EXPECT_ERROR(lt_zeros(CPU0, LT_NUM_DTYPES, SHAPE(2), 1), LT_EDTYPE, "lt_zeros: invalid dtype");
+  TU_EXPECT_ERROR(lt_ones(CPU0, LT_NUM_DTYPES, SHAPE(2), 1), LT_EDTYPE, "lt_ones: invalid dtype");
+  TU_EXPECT_ERROR(lt_full(CPU0, LT_NUM_DTYPES, SHAPE(2), 1, 2.0), LT_EDTYPE,
+                  "lt_full: invalid dtype");
 }
 
 /* ---- promotion -------------------------------------------------------------------------- */
@@ -420,7 +424,7 @@ static void test_param_file(void **state) {
   assert_int_equal(lt_nn_params_load((lt_tensor *[]){w1, w2}, 2, path), LT_EINVAL);
   tu_expect_substr(lt_last_error(), "tensor 0 is u8 [3], the model's is i8 [3]");
   tu_expect(w1, LT_I8, SHAPE(3), 1, VALS(0, 0, 0), 0); /* untouched */
-  /* an unknown dtype id (the first after i8) is rejected */
+  /* an unknown dtype id (the first past the last dtype) is rejected */
   size_t n;
   uint8_t *b = tu_read_file(path, &n);
   assert_int_equal(b[16], LT_U8); /* u32 dtype of tensor 0, after the 16-byte header */

@@ -62,8 +62,10 @@ lt_tensor *lt__zeros_data(lt_device dev, lt_dtype dt, const int64_t *shape, int 
   return from_host_copy("lt__zeros_data", dev, dt, shape, ndim, NULL);
 }
 
-lt_tensor *lt_full(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim, double value) {
-  if (check_create("lt_full", dev, dt, shape, ndim) != LT_OK) return NULL;
+/* lt_full, its errors naming fn (lt_zeros and lt_ones are its forms). */
+static lt_tensor *full_named(const char *fn, lt_device dev, lt_dtype dt, const int64_t *shape,
+                             int ndim, double value) {
+  if (check_create(fn, dev, dt, shape, ndim) != LT_OK) return NULL;
   /* A full tensor is a scalar broadcast: the graph stays the same whatever the
    * value, unless the value is a constant the compiler may exploit. */
   lt_node *s = lt__scalar_node(dev, dt, value);
@@ -77,12 +79,16 @@ lt_tensor *lt_full(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim, d
   return lt__make(dev, LT_OP_EXPAND, dt, shape, ndim, &s, 1, NULL, 0, 0.0);
 }
 
+lt_tensor *lt_full(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim, double value) {
+  return full_named("lt_full", dev, dt, shape, ndim, value);
+}
+
 lt_tensor *lt_zeros(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim) {
-  return lt_full(dev, dt, shape, ndim, 0.0);
+  return full_named("lt_zeros", dev, dt, shape, ndim, 0.0);
 }
 
 lt_tensor *lt_ones(lt_device dev, lt_dtype dt, const int64_t *shape, int ndim) {
-  return lt_full(dev, dt, shape, ndim, 1.0);
+  return full_named("lt_ones", dev, dt, shape, ndim, 1.0);
 }
 
 lt_tensor *lt_scalar(lt_device dev, lt_dtype dt, double value) {
