@@ -230,10 +230,14 @@ static bool compare(const char *what, uint64_t seed, const result *a, const resu
           ok = isnan(x) && isnan(y);
         else if (isinf(x) || isinf(y))
           ok = x == y;
-        else if (dt == LT_BF16) /* cpu computes bf16 in f32 (within f32's bound
-                                   below), then rounds: one bf16 ulp more */
-          ok = fabs(x - y) <= 1e-6 + 2e-5 * fabs(x) + (x != 0 ? ldexp(1.0, ilogb(x) - 7) : 0);
-        else if (dt != LT_F32 && dt != LT_F64)
+        else if (dt == LT_BF16) { /* cpu computes bf16 in f32 (within f32's bound
+                                     below, and a sum's order bound), then rounds:
+                                     one bf16 ulp of the larger more */
+          double big = fmax(fabs(x), fabs(y));
+          double sum_tol = o == 0 ? (g_sum_tol.each ? g_sum_tol.each[i] : g_sum_tol.all) : 0;
+          ok = fabs(x - y) <=
+               1e-6 + 2e-5 * fabs(x) + sum_tol + (big != 0 ? ldexp(1.0, ilogb(big) - 7) : 0);
+        } else if (dt != LT_F32 && dt != LT_F64)
           ok = x == y;
         else {
           double rtol = dt == LT_F32 ? 2e-5 : 1e-10, atol = dt == LT_F32 ? 1e-6 : 1e-12;
@@ -586,10 +590,11 @@ static int b_matmul(lt_tensor **in, const void *ud, lt_tensor **outs) {
 }
 
 /* The largest magnitude among an f32 input's values (finite ones). */
+/* The largest finite |value| of an f32 or bf16 input. */
 static double max_abs_f32(const input *in) {
   double m = 0;
   for (int64_t i = 0; i < numel(in->shape, in->ndim); i++) {
-    double v = fabs(((const float *)in->data)[i]);
+    double v = fabs(lt__load_f64(in->dt, in->data, i));
     if (isfinite(v)) m = fmax(m, v);
   }
   return m;
@@ -644,7 +649,7 @@ static void test_matmul(void **state) {
         input_fill(&in[1], (lt_dtype)dt, sb, nb, false);
         char what[64];
         snprintf(what, sizeof what, "matmul %s case %zu t%d", lt_dtype_name((lt_dtype)dt), c, t);
-        if (dt == LT_F32) /* sgemm sums K products in f32 */
+        if (dt == LT_F32 || dt == LT_BF16) /* sums of K products in f32 (bf16's too) */
           g_sum_tol.all = tu_f32_sum_tol(cases[c].a[cases[c].na - 1],
                                          max_abs_f32(&in[0]) * max_abs_f32(&in[1]));
         diff(what, 0, in, 2, b_matmul, &mc, true);
@@ -695,7 +700,7 @@ static void test_conv_pool(void **state) {
                  which, sp);
         /* a convolution's output sums C / g * 3 * 3 products and the bias
          * (with specials, 1e30 and inf: the relative rule) */
-        if (dts[d] == LT_F32 && which < 2 && !sp)
+        if ((dts[d] == LT_F32 || dts[d] == LT_BF16) && which < 2 && !sp)
           g_sum_tol.all = tu_f32_sum_tol(
               2 * 3 * 3 + 1, fmax(max_abs_f32(&in[0]) * max_abs_f32(&in[1]), max_abs_f32(&in[2])));
         diff(what, 0, in, 3, b_conv_pool, &which, true);

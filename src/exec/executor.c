@@ -776,7 +776,13 @@ int lt_to_f32(lt_tensor *t, float *dst, size_t n) {
   unsigned char *tmp = lt__malloc(nbytes ? nbytes : 1);
   if (!tmp) return LT_ENOMEM;
   int rc = lt_to_data(t, tmp, nbytes);
-  if (rc == LT_OK) /* as CAST to f32: exact from bf16 and f32, rounded from f64 and i64 */
+  /* as CAST to f32: bit for bit from f32 and bf16 (NaN payloads too, which
+   * a trip through double would quiet), rounded from f64 and i64 */
+  if (rc == LT_OK && t->dtype == LT_F32)
+    memcpy(dst, tmp, nbytes);
+  else if (rc == LT_OK && t->dtype == LT_BF16)
+    for (int64_t i = 0; i < numel; i++) dst[i] = lt__bf16_to_f32(((const uint16_t *)tmp)[i]);
+  else if (rc == LT_OK)
     for (int64_t i = 0; i < numel; i++) dst[i] = (float)lt__load_f64(t->dtype, tmp, i);
   lt__free(tmp, nbytes ? nbytes : 1);
   return rc;
