@@ -84,6 +84,7 @@ static int gdp_replica(int rank, lt_device dev, void *arg) {
   int rc = gpt_trainer_init(&tr, dev, ctx->text, &c, o->batch, o->lr, o->weight_decay, o->clip,
                             o->d.seed);
   if (rc != LT_OK) return rc;
+  tr.m.precision = o->d.precision; /* each replica's forward under autocast; grads stay f32 */
   rc = lt_dp_broadcast_params(tr.m.params, tr.m.nparams);
   double zero = 0;
   if (rc == LT_OK && !(acc = lt_from_data(dev, LT_F64, NULL, 0, &zero))) rc = lt_last_status();
@@ -98,10 +99,12 @@ static int gdp_replica(int rank, lt_device dev, void *arg) {
     tr.m.describe(&tr.m, stdout);
     printf(
         ", adamw lr %g (warm-up %lld, cosine to %g), weight decay %g, clip %g (of the "
-        "averaged grads), batch %lld per replica (%lld in all), %lld steps, threads %s\n",
+        "averaged grads), batch %lld per replica (%lld in all), %lld steps, threads %s, "
+        "precision %s\n",
         o->lr, (long long)o->warmup, o->lr / 10, o->weight_decay, o->clip, (long long)o->batch,
         (long long)(o->batch * ctx->size), (long long)o->steps,
-        getenv("LT_NUM_THREADS") ? getenv("LT_NUM_THREADS") : "default");
+        getenv("LT_NUM_THREADS") ? getenv("LT_NUM_THREADS") : "default",
+        driver_precision_name(&o->d, dev));
     fflush(stdout);
   }
   if (rc == LT_OK) rc = lt_wait_device_ops(dev);
