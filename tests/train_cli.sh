@@ -9,7 +9,9 @@
 #  - --model cnn refuses --hidden and --layers (the MLP's), as gpt refuses
 #    what it does not use;
 #  - a diverging loss (--lr 1e10) is warned about on stderr; a sound run
-#    gives no warning.
+#    gives no warning;
+#  - --precision takes f32 or bf16 only; a bf16 run says so in its header
+#    and trains (the MLP and the GPT, replicated or not).
 # Skipped (77) without the Fashion-MNIST files.
 set -uo pipefail
 build=$1
@@ -66,4 +68,15 @@ fi
 cat "$tmp/err"
 [ "$(grep -c "warning: the training loss is .* training diverges; lower --lr?" "$tmp/err")" -eq 1 ] ||
   fail "no single divergence warning for --lr 1e10"
+# --precision: f32 or bf16, named in the run's header
+expect_refusal 2 "bad value 'fp8' for --precision" "${tiny[@]}" --precision fp8
+"$train" "${tiny[@]}" --precision bf16 >"$tmp/out" 2>"$tmp/err" || fail "--precision bf16 failed"
+grep -q "precision bf16 (autocast, products on " "$tmp/out" || fail "no bf16 in the MLP's header"
+grep -q "test accuracy" "$tmp/out" || fail "the bf16 MLP run did not evaluate"
+for dev in 1 2; do
+  "$train" --model gpt --steps 2 --eval-windows 32 --devices $dev --precision bf16 >"$tmp/out" \
+    2>"$tmp/err" || fail "--model gpt --devices $dev --precision bf16 failed: $(cat "$tmp/err")"
+  grep -q "precision bf16 (autocast" "$tmp/out" || fail "no bf16 in the GPT's header ($dev)"
+  grep -q "val_loss" "$tmp/out" || fail "the bf16 GPT run did not evaluate ($dev)"
+done
 echo "train_cli: ok"
