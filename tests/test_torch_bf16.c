@@ -84,6 +84,7 @@ static lt_tensor *forward(const char *name, lt_tensor *a, lt_tensor *w) {
   if (!strcmp(name, "matmul")) return lt_matmul(a, w);
   if (!strcmp(name, "softmax")) return lt_softmax(a, 1);
   if (!strcmp(name, "log_softmax")) return lt_log_softmax(a, 1);
+  if (!strcmp(name, "log_softmax_ax0")) return lt_log_softmax(a, 0);
   if (!strcmp(name, "layer_norm")) return lt_layer_norm(a, SHAPE(3), 1, in_lw(), in_lb(), 1e-5);
   if (!strcmp(name, "cross_entropy"))
     return lt_nn_cross_entropy_ex(a, in_t(), LT_NN_REDUCTION_MEAN, -100, 0.0);
@@ -229,6 +230,7 @@ static lt_tensor *rand_expr(const bf16_rand_case *c, lt_tensor **ins) {
   if (!strcmp(nm, "r_pow")) f = lt_pow(p, e);
   if (!strcmp(nm, "r_softmax")) f = lt_softmax(x, 1);
   if (!strcmp(nm, "r_log_softmax")) f = lt_log_softmax(x, 1);
+  if (!strcmp(nm, "r_log_softmax_ax0")) f = lt_log_softmax(x, 0);
   if (!strcmp(nm, "r_layer_norm"))
     f = lt_layer_norm(x, SHAPE(R_COLS), 1, bf(SHAPE(R_COLS), 1, k_in_LW),
                       bf(SHAPE(R_COLS), 1, k_in_LB), 1e-5);

@@ -118,23 +118,26 @@ int lt__ag_rule_reduce(const lt_node *n, lt_node *g, lt_node **out) {
                  lt__op_name((lt_op)n->op));
 }
 
-/* torch's softmax and log_softmax backward kernels: for bf16, the row sum
- * is accumulated in f32 and rounded to bf16, the rest is computed in f32
- * from the bf16 output and rounded once. */
+/* torch's softmax and log_softmax backward kernels: for bf16, computed in
+ * f32 from the bf16 output and rounded once; along the last axis (its
+ * vectorized kernel) the row sum is rounded to bf16 first, along any other
+ * axis it is not (both matched against torch 1.13). */
 int lt__ag_rule_softmax(const lt_node *n, lt_node *g, lt_node **out) {
   int64_t axis = (int64_t)1 << n->attrs[0];
   lt_dtype dt = (lt_dtype)n->dtype;
+  /* the dtype the row sum is rounded to: the result's along the last axis */
+  lt_dtype sum_dt = n->attrs[0] == n->ndim - 1 ? dt : lt__ag_wide_dtype(dt);
   lt_node *ga;
   if (n->op == LT_OP_SOFTMAX) { /* out * (g - sum(g * out)) */
     lt_node *s = lt__node_reduce(
         LT_OP_SUM, lt__node_bin(LT_OP_MUL, lt__ag_widen(G(g)), lt__ag_widen(ag_ref(n))), axis,
         true);
-    s = lt__ag_widen(lt__ag_narrow(s, dt));
+    s = lt__ag_widen(lt__ag_narrow(s, sum_dt));
     ga = lt__node_bin(LT_OP_MUL, lt__ag_widen(ag_ref(n)),
                       lt__node_bin(LT_OP_SUB, lt__ag_widen(G(g)), s));
   } else { /* g - exp(out) * sum(g) */
     lt_node *s = lt__node_reduce(LT_OP_SUM, lt__ag_widen(G(g)), axis, true);
-    s = lt__ag_widen(lt__ag_narrow(s, dt));
+    s = lt__ag_widen(lt__ag_narrow(s, sum_dt));
     ga = lt__node_bin(LT_OP_SUB, lt__ag_widen(G(g)),
                       lt__node_bin(LT_OP_MUL, lt__node_un(LT_OP_EXP, lt__ag_widen(ag_ref(n))), s));
   }

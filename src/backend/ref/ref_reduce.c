@@ -77,13 +77,23 @@ static double row_min(const lt_buffer *in, const plan *p, int64_t o) {
 /* log(sum(exp(x))) shifted by the row max as PyTorch does: the shift is 0
  * when the max is infinite, so an all -inf (or empty) row gives -inf and a
  * +inf entry gives +inf, never inf - inf. */
+/* v rounded to bf16 (through f32, as every bf16 store). */
+static double r16(double v) { return lt__dtype_round(LT_BF16, v); }
+
+/* torch's logsumexp is a chain of ops (exp of x - max, sum, log, + max),
+ * each rounding to the input's dtype: bf16 rounds at each of them (matched
+ * against torch 1.13's bf16 results); the wider dtypes round once. */
 static double row_logsumexp(const lt_buffer *in, const plan *p, int64_t o) {
   double m = row_max(in, p, o);
   if (isnan(m)) return m;
   double shift = isinf(m) ? 0.0 : m;
   double s = 0.0;
-  for (int64_t r = 0; r < p->inner; r++) s += exp(ref_getf(in, in_index(p, o, r)) - shift);
-  return log(s) + shift;
+  bool bf16 = in->dtype == LT_BF16;
+  for (int64_t r = 0; r < p->inner; r++) {
+    double d = ref_getf(in, in_index(p, o, r)) - shift;
+    s += bf16 ? r16(exp(r16(d))) : exp(d);
+  }
+  return bf16 ? r16(r16(log(r16(s))) + shift) : log(s) + shift;
 }
 
 static double reduce_float(int op, const lt_buffer *in, const plan *p, int64_t o) {
@@ -166,13 +176,16 @@ static int64_t row_argext(bool want_max, const lt_buffer *in, const plan *p, int
 }
 
 /* softmax / log_softmax of row o, shifted by the row max. A row of all -inf
- * (or holding +inf or NaN) gives NaN, as PyTorch. */
-static void row_softmax(bool log_form, const lt_buffer *in, lt_buffer *out, const plan *p,
-                        int64_t o) {
+ * (or holding +inf or NaN) gives NaN, as PyTorch. torch's bf16 log_softmax
+ * along the last axis rounds the row's sum, then its log, to bf16 before
+ * the one subtraction in f32 (its last-axis kernel; along any other axis it
+ * rounds once): bf16_last asks for that. */
+static void row_softmax(bool log_form, bool bf16_last, const lt_buffer *in, lt_buffer *out,
+                        const plan *p, int64_t o) {
   double m = row_max(in, p, o);
   double s = 0.0;
   for (int64_t r = 0; r < p->inner; r++) s += exp(ref_getf(in, in_index(p, o, r)) - m);
-  double log_s = log(s);
+  double log_s = log_form && bf16_last ? r16(log(r16(s))) : log(s);
   for (int64_t r = 0; r < p->inner; r++) {
     int64_t i = in_index(p, o, r);
     double z = ref_getf(in, i) - m;
@@ -235,7 +248,8 @@ int lt__ref_reduce(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in) {
       break;
     case LT_OP_SOFTMAX:
     case LT_OP_LOG_SOFTMAX:
-      row_softmax(ins->op == LT_OP_LOG_SOFTMAX, x, out, &p, o);
+      row_softmax(ins->op == LT_OP_LOG_SOFTMAX, x->dtype == LT_BF16 && ins->attrs[0] == x->ndim - 1,
+                  x, out, &p, o);
       break;
     case LT_OP_SUM:
     case LT_OP_PROD:
