@@ -18,7 +18,9 @@
  * rest (sum, mean, softmax, log_softmax, layer_norm, ...) in their input's
  * dtype. For bf16 inputs those compute in f32 or wider inside and round once
  * (the ref kernels and the composite builders), which is what torch's CPU
- * kernels do, so their results are torch's. */
+ * kernels do, so their results are torch's; where a torch kernel rounds in
+ * between (log_softmax along the last axis, logsumexp), ref rounds there
+ * too. */
 #include "op_autocast.h"
 
 #include "lt_device.h"
