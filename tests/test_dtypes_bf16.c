@@ -370,6 +370,45 @@ TU_BOTH(test_persistent_cache) {
   assert_memory_equal(first, again, sizeof first);
 }
 
+/* A linear under autocast: a product of bf16 operands with f32 sums (the
+ * op table's ACC rule, a kind of its own in the cpu backend's saved
+ * executables) followed by its bias and the cast to bf16 (its epilogue).
+ * Saved, then loaded from disk with the memory cache cleared: the same
+ * bits. */
+static lt_tensor *linear_graph(void) {
+  float xv[6 * 8], wv[8 * 5], bv[5];
+  for (int i = 0; i < 6 * 8; i++) xv[i] = (float)((i * 37) % 23) / 7.0f - 1.5f;
+  for (int i = 0; i < 8 * 5; i++) wv[i] = (float)((i * 11) % 17) / 9.0f - 0.9f;
+  for (int i = 0; i < 5; i++) bv[i] = 0.25f * (float)i - 0.3f;
+  lt_tensor *x = lt_from_f32(CPU0, LT_F32, SHAPE(6, 8), 2, xv);
+  lt_nn_linear l = {lt_from_f32(CPU0, LT_F32, SHAPE(8, 5), 2, wv),
+                    lt_from_f32(CPU0, LT_F32, SHAPE(5), 1, bv), 8, 5};
+  assert_int_equal(lt_autocast_begin(CPU0, LT_BF16), LT_OK);
+  lt_tensor *y = lt_nn_linear_forward(&l, x);
+  assert_int_equal(lt_autocast_end(CPU0), LT_OK);
+  lt_release(l.weight);
+  lt_release(l.bias);
+  assert_non_null(y);
+  assert_int_equal(lt_get_dtype(y), LT_BF16);
+  return y;
+}
+
+TU_BOTH(test_persistent_cache_linear) {
+  uint16_t first[30], again[30];
+  lt_cache_clear();
+  lt_counters_reset();
+  read_bits(linear_graph(), first, 30);
+  assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
+  lt_cache_clear();
+  lt_counters_reset();
+  read_bits(linear_graph(), again, 30);
+  assert_int_equal(lt_wait_device_ops(CPU0), LT_OK);
+  assert_true(tu_counter("PersistentCacheHit") >= 1);
+  assert_int_equal(tu_counter("UncachedCompile"), 0);
+  assert_int_equal(tu_counter("PersistentCacheDeserializeFailure"), 0);
+  assert_memory_equal(first, again, sizeof first);
+}
+
 /* ---- instruction heads ----------------------------------------------------------------- */
 
 /* Both backends' executables start each instruction with this head: bf16's id
@@ -423,6 +462,7 @@ int main(void) {
       TU_TEST(test_param_file),
       TU_TEST(test_saved_program),
       TU_TEST(test_persistent_cache),
+      TU_TEST(test_persistent_cache_linear),
       TU_TEST(test_instr_head),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
