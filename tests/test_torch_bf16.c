@@ -182,6 +182,15 @@ static lt_tensor *rand_in(char name, bool grad) {
   case 'E':
     t = bf(SHAPE(R_ROWS, R_COLS), 2, k_in_E);
     break;
+  case 'Q': /* attention's q, k, v: [2, 6, 8] */
+    t = bf(SHAPE(2, 6, 8), 3, k_in_Q);
+    break;
+  case 'K':
+    t = bf(SHAPE(2, 6, 8), 3, k_in_K);
+    break;
+  case 'V':
+    t = bf(SHAPE(2, 6, 8), 3, k_in_V);
+    break;
   case 'M':
     t = bf(SHAPE(R_COLS, R_OUT), 2, k_in_M);
     break;
@@ -197,7 +206,7 @@ static lt_tensor *rand_in(char name, bool grad) {
 static lt_tensor *rand_expr(const bf16_rand_case *c, lt_tensor **ins) {
   const char *nm = c->name;
   int one = 1;
-  for (const char *p = "XPEM"; *p; p++) ins[*p - 'A'] = rand_in(*p, c->leaf == *p);
+  for (const char *p = "XPEMQKV"; *p; p++) ins[*p - 'A'] = rand_in(*p, c->leaf == *p);
   lt_tensor *x = ins['X' - 'A'], *p = ins['P' - 'A'], *e = ins['E' - 'A'], *m = ins['M' - 'A'];
   if (!strcmp(nm, "r_div")) { /* both operands are leaves */
     lt_set_requires_grad(x, true);
@@ -246,6 +255,11 @@ static lt_tensor *rand_expr(const bf16_rand_case *c, lt_tensor **ins) {
                                   0.0);
   if (!strcmp(nm, "r_matmul"))
     return lt_sum(lt_mul(lt_matmul(x, m), bf(SHAPE(R_ROWS, R_OUT), 2, k_in_S5)), NULL, 0, false);
+  if (!strcmp(nm, "r_attention")) /* the training path: a leaf needs a gradient */
+    return lt_sum(lt_mul(lt_scaled_dot_product_attention(ins['Q' - 'A'], ins['K' - 'A'],
+                                                         ins['V' - 'A'], NULL, true, NAN),
+                         bf(SHAPE(2, 6, 8), 3, k_in_SA)),
+                  NULL, 0, false);
   if (!strcmp(nm, "r_floor_divide")) return lt_floor_divide(lt_mul(x, sixteen), p);
   if (!strcmp(nm, "r_remainder")) return lt_remainder(lt_mul(x, sixteen), p);
   fail_msg("no builder for case %s", nm);

@@ -210,9 +210,9 @@ lt_tensor *lt_scaled_dot_product_attention(lt_tensor *q, lt_tensor *k, lt_tensor
   lt_tensor *qkv[3] = {q, k, v};
   lt_dtype rdt = lt__autocast_dtype(q->dev, LT_AUTOCAST_ATTENTION,
                                     lt__promote((const lt_tensor *const *)qkv, 3));
-  /* bf16 attention computes in f32 from the bf16 operands and rounds its
-   * result once, as a fused kernel with f32 accumulation does (and the same
-   * for the training composite, so that training and inference agree) */
+  /* bf16 inference computes in f32 from the bf16 operands (the fused f32
+   * kernel) and rounds its result once; bf16 training runs torch's math
+   * path as autocast gives it, below */
   lt_dtype dt = rdt == LT_BF16 ? LT_F32 : rdt;
   if (!(scale > 0)) scale = 1.0 / sqrt((double)E); /* NaN or <= 0: the default */
   int64_t B = lt__numel(batch, nb);
@@ -222,21 +222,31 @@ lt_tensor *lt_scaled_dot_product_attention(lt_tensor *q, lt_tensor *k, lt_tensor
   if (lt__numel(out_shape, nb + 2) == 0 || S == 0)
     return lt__wrap(q->dev, lt__node_const(rdt, out_shape, nb + 2, 0.0));
 
-  lt_node *nq = as_batched(lt__node_cast(lt__ir_as(q, rdt), dt), batch, nb, B, L, E);
-  lt_node *nk = as_batched(lt__node_cast(lt__ir_as(k, rdt), dt), batch, nb, B, S, E);
-  lt_node *nv = as_batched(lt__node_cast(lt__ir_as(v, rdt), dt), batch, nb, B, S, Ev);
+  lt_node *nq = as_batched(lt__ir_as(q, rdt), batch, nb, B, L, E);
+  lt_node *nk = as_batched(lt__ir_as(k, rdt), batch, nb, B, S, E);
+  lt_node *nv = as_batched(lt__ir_as(v, rdt), batch, nb, B, S, Ev);
   lt_node *nm = NULL;
   if (mask)
-    nm = as_batched(kind == LT_ATTN_MASK_BOOL ? lt__ir_as(mask, LT_BOOL)
-                                              : lt__node_cast(lt__ir_as(mask, rdt), dt),
-                    batch, nb, B, L, S);
+    nm = as_batched(lt__ir_as(mask, kind == LT_ATTN_MASK_BOOL ? LT_BOOL : rdt), batch, nb, B, L, S);
+  bool train =
+      nq && nk && nv && (!mask || nm) && composite_training(ts, mask ? 4 : 3, nq, nk, nv, nm, L, S);
+  /* bf16 training is torch's math path under autocast (the two products of
+   * the forward and the four of its gradient in bf16, on bf16 kernels; the
+   * softmax computed in f32 and rounded once, as torch's bf16 softmax);
+   * anything else computes in dt */
+  if (!(train && rdt == LT_BF16)) {
+    nq = lt__node_cast(nq, dt);
+    nk = lt__node_cast(nk, dt);
+    nv = lt__node_cast(nv, dt);
+    if (nm && kind != LT_ATTN_MASK_BOOL) nm = lt__node_cast(nm, dt);
+  }
   lt_node *o;
-  if (nq && nk && nv && (!mask || nm) &&
-      composite_training(ts, mask ? 4 : 3, nq, nk, nv, nm, L, S)) {
+  if (train) {
     int64_t axis = 2;
-    lt_node *s = lt__attn_scores(nq, nk, nm, kind, causal, scale);
-    lt_node *p = s ? lt__node_make(LT_OP_SOFTMAX, dt, s->shape, 3, &s, 1, &axis, 1, 0.0) : NULL;
-    o = lt__attn_matmul(p, nv);
+    lt_dtype sdt = (lt_dtype)nq->dtype, pdt = sdt == LT_BF16 ? LT_F32 : sdt;
+    lt_node *s = lt__node_cast(lt__attn_scores(nq, nk, nm, kind, causal, scale), pdt);
+    lt_node *p = s ? lt__node_make(LT_OP_SOFTMAX, pdt, s->shape, 3, &s, 1, &axis, 1, 0.0) : NULL;
+    o = lt__attn_matmul(lt__node_cast(p, sdt), nv);
   } else {
     lt_node *ops[4] = {nq, nk, nv, nm};
     int64_t attrs[2] = {causal ? 1 : 0, kind};

@@ -68,7 +68,17 @@ RAND = {
     "LW": torch.randn(R_COLS).to(bf),
     "LB": torch.randn(R_COLS).to(bf),
     "T": torch.randint(0, R_COLS, (R_ROWS,)),
+    # attention: q, k, v [2, 6, 8] and the upstream gradient of its output
+    "Q": torch.randn(2, 6, 8).to(bf),
+    "K": torch.randn(2, 6, 8).to(bf),
+    "V": torch.randn(2, 6, 8).to(bf),
+    "SA": torch.randn(2, 6, 8).to(bf),
 }
+# causal attention written as torch 1.13's math (it has no fused kernel):
+# scores in bf16, scaled, masked, softmax, times v
+CAUSAL = torch.ones(6, 6, dtype=torch.bool).tril()
+ATTN = ("(torch.softmax(((Q @ K.transpose(-2, -1)) * 8 ** -0.5).masked_fill(~CAUSAL, "
+        "float('-inf')), -1) @ V * SA).sum()")
 # name, expression, the leaves whose gradients are compared (none: the value
 # itself), bf16 ulps allowed:
 #  0  torch's result is computed with the same roundings as ours: one bf16 op
@@ -118,6 +128,12 @@ RAND_CASES = [
     ("r_max", "(X.amax(1) * S1).sum()", "X", 0),
     ("r_floor_divide", "torch.floor_divide(X * 16, P)", "", 0),
     ("r_remainder", "torch.remainder(X * 16, P)", "", 0),
+    # attention: ours rounds the scores, the probabilities and the output as
+    # torch's math path does, but differentiates its softmax in f32 from the
+    # unrounded probabilities (torch's bf16 softmax backward rounds the row
+    # sum and reads the rounded ones); the worst seen, on gradient elements
+    # where dS = P (dP - sum) cancels: 30, 64 and 10 ulps for dq, dk, dv
+    ("r_attention", ATTN, "QKV", 64),
 ]
 
 DTYPES = {torch.bfloat16: "LT_BF16", torch.float32: "LT_F32", torch.int64: "LT_I64"}
@@ -168,7 +184,7 @@ def main():
     for name, expr, leaves, ulps in RAND_CASES:
         env = {k: (v.clone().requires_grad_() if v.is_floating_point() and k in leaves else v)
                for k, v in RAND.items()}
-        env.update(torch=torch, F=F, R_COLS=R_COLS)
+        env.update(torch=torch, F=F, R_COLS=R_COLS, CAUSAL=CAUSAL)
         r = eval(expr, env)
         if not leaves:
             print("static const float k_%s[] = {%s};" % (name, vals(r)))

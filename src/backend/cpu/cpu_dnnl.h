@@ -21,7 +21,7 @@ bool lt__cpu_dnnl_arg(dnnl_exec_arg_t *args, int *n, int arg, const dnnl_memory_
  * and kept until the thread ends; NULL when memory is short. Two separate
  * buffers (CPU_SCRATCH_*), so that a product converting its bf16 operands
  * may call a primitive that uses the other one. */
-enum { CPU_SCRATCH_PRIM, CPU_SCRATCH_CONVERT, CPU_SCRATCH_COUNT };
+enum { CPU_SCRATCH_PRIM, CPU_SCRATCH_CONVERT, CPU_SCRATCH_BATCH, CPU_SCRATCH_COUNT };
 void *lt__cpu_thread_scratch(int which, size_t bytes);
 
 /* ---- bf16 products: native or converted ---- */

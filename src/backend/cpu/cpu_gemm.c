@@ -263,6 +263,7 @@ typedef struct batch_job {
   const cpu_matmul *mm;
   const void *abase, *bbase;
   void *out;
+  int64_t nbatch, nparts; /* batch_split: parts of whole entry ranges */
 } batch_job;
 
 static gemm_block batch_entry(const cpu_matmul *mm, const void *abase, const void *bbase, void *out,
@@ -290,12 +291,55 @@ static gemm_block batch_entry(const cpu_matmul *mm, const void *abase, const voi
   return g;
 }
 
+/* rows x cols elements of es bytes, rows ld apart at src, packed at dst. */
+static char *pack_rows(char *dst, const char *src, int64_t rows, int64_t cols, int64_t ld,
+                       size_t es) {
+  for (int64_t r = 0; r < rows; r++, dst += (size_t)cols * es)
+    memcpy(dst, src + (size_t)(r * ld) * es, (size_t)cols * es);
+  return dst;
+}
+
+/* Entries [lo, hi) of a bf16 batch through one batched primitive: each
+ * entry's operands packed densely (a view of heads, rows 3C apart, is not
+ * dense), then one call, whose cost does not grow with the entry count as
+ * one call per small entry does; false when it did not run. */
+static bool batch_prim(const batch_job *j, int64_t lo, int64_t hi) {
+  const cpu_matmul *mm = j->mm;
+  if (mm->a.dtype != LT_BF16 || hi - lo < 2) return false;
+  size_t es = lt_dtype_size(LT_BF16);
+  int64_t a_rows = mm->ta ? mm->k : mm->n, a_cols = mm->ta ? mm->n : mm->k;
+  int64_t b_rows = mm->tb ? mm->m : mm->k, b_cols = mm->tb ? mm->k : mm->m;
+  size_t a_bytes = (size_t)(a_rows * a_cols) * es, b_bytes = (size_t)(b_rows * b_cols) * es;
+  size_t n = (size_t)(hi - lo), a_all = (n * a_bytes + 63) / 64 * 64;
+  char *buf = lt__cpu_thread_scratch(CPU_SCRATCH_BATCH, a_all + n * b_bytes);
+  if (!buf) return false;
+  char *pa = buf, *pb = buf + a_all;
+  for (int64_t bi = lo; bi < hi; bi++) {
+    gemm_block g = batch_entry(mm, j->abase, j->bbase, j->out, bi);
+    pa = pack_rows(pa, g.a, a_rows, a_cols, g.lda, es);
+    pb = pack_rows(pb, g.b, b_rows, b_cols, g.ldb, es);
+  }
+  gemm_block first = batch_entry(mm, j->abase, j->bbase, j->out, lo);
+  bool ok = lt__cpu_gemm_prim_batch(LT_BF16, first.cdt, mm->ta, mm->tb, hi - lo, mm->n, mm->m,
+                                    mm->k, buf, buf + a_all, first.c);
+  if (ok) lt__cpu_bf16_count(false, true);
+  return ok;
+}
+
 static void batch_part(void **ctx, int64_t lo, int64_t hi) {
   batch_job *j = (batch_job *)ctx;
+  if (batch_prim(j, lo, hi)) return;
   for (int64_t bi = lo; bi < hi; bi++) {
     gemm_block g = batch_entry(j->mm, j->abase, j->bbase, j->out, bi);
     gemm_one(&g);
   }
+}
+
+/* Parts [lo, hi) of nparts equal ranges of the batch's entries. */
+static void batch_split(void **ctx, int64_t lo, int64_t hi) {
+  batch_job *j = (batch_job *)ctx;
+  for (int64_t q = lo; q < hi; q++)
+    batch_part(ctx, q * j->nbatch / j->nparts, (q + 1) * j->nbatch / j->nparts);
 }
 
 /* Whether the batch of mm is one product with nbatch times the rows: b the
@@ -345,8 +389,19 @@ int lt__cpu_gemm(const cpu_kernel *k, const cpu_kernel *next, void **table) {
   }
   int nt = lt__cpu_pool_threads();
   if (nbatch >= nt && nt > 1 && nbatch * mm->n * mm->m * mm->k >= GEMM_PAR_MIN) {
+    batch_job j = {
+        .mm = mm, .abase = abase, .bbase = bbase, .out = out, .nbatch = nbatch, .nparts = nt};
+    /* bf16: one range of entries per thread, each one batched call; else an
+     * entry at a time */
+    if (mm->a.dtype == LT_BF16)
+      lt__cpu_pool_run_parts(batch_split, (void **)&j, nt);
+    else
+      lt__cpu_pool_run_parts(batch_part, (void **)&j, nbatch);
+    return LT_OK;
+  }
+  if (nbatch > 1 && mm->a.dtype == LT_BF16) {
     batch_job j = {.mm = mm, .abase = abase, .bbase = bbase, .out = out};
-    lt__cpu_pool_run_parts(batch_part, (void **)&j, nbatch);
+    batch_part((void **)&j, 0, nbatch);
     return LT_OK;
   }
   for (int64_t bi = 0; bi < nbatch; bi++) {

@@ -34,6 +34,7 @@
 #define PRIM_MAX 256
 
 typedef struct prim_key { /* a dense product: lda, ldb, ldc follow from these */
+  int64_t nb;             /* batch entries, each dense after the one before; 1: one matrix */
   int64_t n, m, k;
   int64_t dt;  /* the operands': LT_F32 or LT_BF16 */
   int64_t cdt; /* the result's: dt, or LT_F32 (bf16 operands' unrounded sums) */
@@ -66,18 +67,25 @@ static void prim_make(matmul_prim *p) {
   const prim_key *k = &p->key;
   dnnl_data_type_t dt = k->dt == LT_BF16 ? dnnl_bf16 : dnnl_f32;
   dnnl_data_type_t cdt = k->cdt == LT_BF16 ? dnnl_bf16 : dnnl_f32;
-  dnnl_dims_t ad = {k->n, k->k}, bd = {k->k, k->m}, cd = {k->n, k->m};
-  /* op(A) is n x k: rows lda apart, or (transposed) columns lda apart */
-  dnnl_dims_t as = {k->ta ? 1 : k->k, k->ta ? k->n : 1};
-  dnnl_dims_t bs = {k->tb ? 1 : k->m, k->tb ? k->k : 1};
-  dnnl_dims_t cs = {k->m, 1};
+  /* op(A) is n x k: rows lda apart, or (transposed) columns lda apart; a
+   * batch (nb > 1) is a leading dimension over dense entries */
+  int nd = k->nb > 1 ? 3 : 2, o = nd - 2;
+  dnnl_dims_t ad = {0}, bd = {0}, cd = {0}, as = {0}, bs = {0}, cs = {0};
+  ad[0] = bd[0] = cd[0] = k->nb;
+  as[0] = k->n * k->k;
+  bs[0] = k->k * k->m;
+  cs[0] = k->n * k->m;
+  ad[o] = k->n, ad[o + 1] = k->k, bd[o] = k->k, bd[o + 1] = k->m, cd[o] = k->n, cd[o + 1] = k->m;
+  as[o] = k->ta ? 1 : k->k, as[o + 1] = k->ta ? k->n : 1;
+  bs[o] = k->tb ? 1 : k->m, bs[o + 1] = k->tb ? k->k : 1;
+  cs[o] = k->m, cs[o + 1] = 1;
   dnnl_primitive_attr_t attr = NULL;
   dnnl_primitive_desc_t pd = NULL;
   dnnl_matmul_desc_t md;
   bool ok =
-      dnnl_memory_desc_init_by_strides(&p->a, 2, ad, dt, as) == dnnl_success &&
-      dnnl_memory_desc_init_by_strides(&p->b, 2, bd, dt, bs) == dnnl_success &&
-      dnnl_memory_desc_init_by_strides(&p->c, 2, cd, cdt, cs) == dnnl_success &&
+      dnnl_memory_desc_init_by_strides(&p->a, nd, ad, dt, as) == dnnl_success &&
+      dnnl_memory_desc_init_by_strides(&p->b, nd, bd, dt, bs) == dnnl_success &&
+      dnnl_memory_desc_init_by_strides(&p->c, nd, cd, cdt, cs) == dnnl_success &&
       dnnl_matmul_desc_init(&md, &p->a, &p->b, NULL, &p->c) == dnnl_success &&
       dnnl_primitive_attr_create(&attr) == dnnl_success &&
       /* the scratchpad is ours (one per thread), so that two threads
@@ -145,6 +153,7 @@ bool lt__cpu_gemm_prim(int dt, int cdt, bool ta, bool tb, int64_t n, int64_t m, 
   bool a_copy = lda != a_cols, b_copy = ldb != b_cols, c_copy = ldc != m;
   prim_key key;
   memset(&key, 0, sizeof key); /* compared with memcmp: padding too */
+  key.nb = 1;
   key.n = n;
   key.m = m;
   key.k = k;
@@ -187,4 +196,48 @@ bool lt__cpu_gemm_prim(int dt, int cdt, bool ta, bool tb, int64_t n, int64_t m, 
   if (stream) dnnl_stream_destroy(stream);
   if (ok && c_copy) copy_rows(c, ldc, dst, m, n, m, ces);
   return ok;
+}
+
+/* One primitive over a batch: entries laid out densely one after the other
+ * (a: nb x [op(A) stored rows x cols], b likewise, c: nb x n x m), so that
+ * many small products (attention's heads) cost one call, not one each. */
+static bool run_dense(const matmul_prim *p, const void *a, const void *b, void *c) {
+  size_t scratch_bytes = (p->scratch_bytes + 63) / 64 * 64;
+  char *buf = scratch_bytes ? lt__cpu_thread_scratch(CPU_SCRATCH_PRIM, scratch_bytes) : NULL;
+  if (scratch_bytes && !buf) return false;
+  dnnl_stream_t stream = NULL;
+  dnnl_memory_t keep[4];
+  dnnl_exec_arg_t args[4];
+  int nargs = 0, nkeep = 0;
+  bool ok = dnnl_stream_create(&stream, g_engine, dnnl_stream_default_flags) == dnnl_success &&
+            lt__cpu_dnnl_arg(args, &nargs, DNNL_ARG_SRC, &p->a, (void *)a, keep, &nkeep) &&
+            lt__cpu_dnnl_arg(args, &nargs, DNNL_ARG_WEIGHTS, &p->b, (void *)b, keep, &nkeep) &&
+            lt__cpu_dnnl_arg(args, &nargs, DNNL_ARG_DST, &p->c, c, keep, &nkeep) &&
+            (!p->scratch_bytes ||
+             lt__cpu_dnnl_arg(args, &nargs, DNNL_ARG_SCRATCHPAD, &p->scratch, buf, keep, &nkeep)) &&
+            dnnl_primitive_execute(p->prim, stream, nargs, args) == dnnl_success &&
+            dnnl_stream_wait(stream) == dnnl_success;
+  for (int i = 0; i < nkeep; i++) dnnl_memory_destroy(keep[i]);
+  if (stream) dnnl_stream_destroy(stream);
+  return ok;
+}
+
+bool lt__cpu_gemm_prim_batch(int dt, int cdt, bool ta, bool tb, int64_t nb, int64_t n, int64_t m,
+                             int64_t k, const void *a, const void *b, void *c) {
+  pthread_once(&g_once, prim_init);
+  /* bf16 only: f32 batches keep sgemm (their primitives were no faster) */
+  if (!g_engine || dt != LT_BF16 || !lt__cpu_bf16_native() || nb < 2) return false;
+  if (cdt != LT_BF16 && cdt != LT_F32) return false;
+  prim_key key;
+  memset(&key, 0, sizeof key);
+  key.nb = nb;
+  key.n = n;
+  key.m = m;
+  key.k = k;
+  key.dt = dt;
+  key.cdt = cdt;
+  key.ta = ta;
+  key.tb = tb;
+  const matmul_prim *p = prim_get(&key);
+  return p && run_dense(p, a, b, c);
 }
