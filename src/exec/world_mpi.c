@@ -550,8 +550,10 @@ void lt__mpi_free(lt_world *w) {
         lt__live_leave(s->live, s->posted, lt__now_ns() + s->timeout_ms * 1000000, why, sizeof why);
     bool gone = lt__live_any_gone(s->live);
     lt__live_stop(s->live);
-    /* requests MPI still holds, or a peer that is gone: MPI_Finalize could hang */
-    if (!s->abandoned && !gone && !(s->broken && !s->live)) {
+    /* requests MPI still holds, a peer that is gone, or one that ran calls
+     * this rank never joined (its world is broken, so it skips
+     * MPI_Finalize): MPI_Finalize, which waits for every rank, could hang */
+    if (!s->abandoned && !gone && !unmatched && !(s->broken && !s->live)) {
       lt__mpi.Op_free(&s->fmax);
       lt__mpi.Op_free(&s->fmin);
       lt__mpi.Comm_free(&s->comm);
