@@ -299,19 +299,53 @@ int lt__cpu_pool_gather(const lt_instr *ins, lt_buffer *out, lt_buffer *const *i
  * sums rounded once, so the result is ref's either way. bf16 does the same
  * through f32 (0 + g rounds as ref's store does; double sums rounded once).
  * f64 sums in the plane itself, in ref's order. */
+#define LOAD_F32(v) (v)
+#define STORE_F32(x) ((float)(x))
+#define LOAD_BF16(v) lt__bf16_to_f32(v)
+#define STORE_BF16(x) lt__f32_to_bf16((float)(x))
+/* Plane q of T (f32 or bf16) as the comment above; *oop notes an index
+ * outside the plane; false when the sums' buffer could not be made. */
+#define SCATTER_MARKED(NAME, T, LOAD, STORE)                                                    \
+  static bool NAME(const plane_job *j, int64_t q, uint8_t *mark, double **acc, uint64_t *oop) { \
+    const int64_t *k = j->idx + q * j->per;                                                     \
+    const T *g = (const T *)j->src + q * j->per;                                                \
+    T *y = (T *)j->dst + q * j->hw;                                                             \
+    uint64_t hw = (uint64_t)j->hw;                                                              \
+    memset(y, 0, (size_t)j->hw * sizeof *y);                                                    \
+    memset(mark, 0, (size_t)j->hw);                                                             \
+    uint8_t again = 0;                                                                          \
+    for (int64_t i = 0; i < j->per; i++) {                                                      \
+      uint64_t e = (uint64_t)k[i];                                                              \
+      *oop |= e >= hw;                                                                          \
+      e = e < hw ? e : 0;                                                                       \
+      again |= mark[e];                                                                         \
+      mark[e] = 1;                                                                              \
+      y[e] = STORE(0.0f + LOAD(g[i]));                                                          \
+    }                                                                                           \
+    if (!again || *oop) return true;                                                            \
+    if (!*acc && !(*acc = malloc((size_t)j->hw * sizeof **acc))) return false;                  \
+    memset(*acc, 0, (size_t)j->hw * sizeof **acc);                                              \
+    for (int64_t i = 0; i < j->per; i++) (*acc)[k[i]] += LOAD(g[i]);                            \
+    for (int64_t e = 0; e < j->hw; e++) y[e] = STORE((*acc)[e]);                                \
+    return true;                                                                                \
+  }
+SCATTER_MARKED(scatter_plane_f32, float, LOAD_F32, STORE_F32)
+SCATTER_MARKED(scatter_plane_bf16, uint16_t, LOAD_BF16, STORE_BF16)
+
 static void scatter_planes(void **slots, int64_t lo, int64_t hi) {
   plane_job *j = slots[0];
   uint8_t *mark = NULL;
   double *acc = NULL;
-  bool f64 = j->dt == LT_F64, bf16 = j->dt == LT_BF16;
+  bool f64 = j->dt == LT_F64;
   if (!f64 && !(mark = malloc((size_t)j->hw))) {
     atomic_store(&j->bad, 1);
     return;
   }
   for (int64_t q = lo; q < hi; q++) {
-    const int64_t *k = j->idx + q * j->per;
-    uint64_t hw = (uint64_t)j->hw, out_of_plane = 0;
+    uint64_t out_of_plane = 0;
     if (f64) {
+      const int64_t *k = j->idx + q * j->per;
+      uint64_t hw = (uint64_t)j->hw;
       const double *g = (const double *)j->src + q * j->per;
       double *y = (double *)j->dst + q * j->hw;
       memset(y, 0, (size_t)j->hw * sizeof *y);
@@ -320,52 +354,10 @@ static void scatter_planes(void **slots, int64_t lo, int64_t hi) {
         out_of_plane |= e >= hw;
         y[e < hw ? e : 0] += e < hw ? g[i] : 0.0;
       }
-    } else if (bf16) {
-      const uint16_t *g = (const uint16_t *)j->src + q * j->per;
-      uint16_t *y = (uint16_t *)j->dst + q * j->hw;
-      memset(y, 0, (size_t)j->hw * sizeof *y);
-      memset(mark, 0, (size_t)j->hw);
-      uint8_t again = 0;
-      for (int64_t i = 0; i < j->per; i++) {
-        uint64_t e = (uint64_t)k[i];
-        out_of_plane |= e >= hw;
-        e = e < hw ? e : 0;
-        again |= mark[e];
-        mark[e] = 1;
-        y[e] = lt__f32_to_bf16(0.0f + lt__bf16_to_f32(g[i]));
-      }
-      if (again && !out_of_plane) {
-        if (!acc && !(acc = malloc((size_t)j->hw * sizeof *acc))) {
-          atomic_store(&j->bad, 1);
-          break;
-        }
-        memset(acc, 0, (size_t)j->hw * sizeof *acc);
-        for (int64_t i = 0; i < j->per; i++) acc[k[i]] += lt__bf16_to_f32(g[i]);
-        for (int64_t e = 0; e < j->hw; e++) y[e] = lt__f32_to_bf16((float)acc[e]);
-      }
-    } else {
-      const float *g = (const float *)j->src + q * j->per;
-      float *y = (float *)j->dst + q * j->hw;
-      memset(y, 0, (size_t)j->hw * sizeof *y);
-      memset(mark, 0, (size_t)j->hw);
-      uint8_t again = 0;
-      for (int64_t i = 0; i < j->per; i++) {
-        uint64_t e = (uint64_t)k[i];
-        out_of_plane |= e >= hw;
-        e = e < hw ? e : 0;
-        again |= mark[e];
-        mark[e] = 1;
-        y[e] = 0.0f + g[i];
-      }
-      if (again && !out_of_plane) {
-        if (!acc && !(acc = malloc((size_t)j->hw * sizeof *acc))) {
-          atomic_store(&j->bad, 1);
-          break;
-        }
-        memset(acc, 0, (size_t)j->hw * sizeof *acc);
-        for (int64_t i = 0; i < j->per; i++) acc[k[i]] += g[i];
-        for (int64_t e = 0; e < j->hw; e++) y[e] = (float)acc[e];
-      }
+    } else if (!(j->dt == LT_BF16 ? scatter_plane_bf16 : scatter_plane_f32)(j, q, mark, &acc,
+                                                                            &out_of_plane)) {
+      atomic_store(&j->bad, 1);
+      break;
     }
     if (out_of_plane) atomic_store(&j->bad, 1);
   }
