@@ -137,6 +137,42 @@ static void copy_rows(char *dst, int64_t dst_ld, const char *src, int64_t src_ld
     memcpy(dst + (size_t)(r * dst_ld) * es, src + (size_t)(r * src_ld) * es, (size_t)cols * es);
 }
 
+/* The cache key of a dense product (compared with memcmp: zeroed padding). */
+static prim_key key_of(int64_t nb, int64_t n, int64_t m, int64_t k, int dt, int cdt, bool ta,
+                       bool tb) {
+  prim_key key;
+  memset(&key, 0, sizeof key);
+  key.nb = nb;
+  key.n = n;
+  key.m = m;
+  key.k = k;
+  key.dt = dt;
+  key.cdt = cdt;
+  key.ta = ta;
+  key.tb = tb;
+  return key;
+}
+
+/* One run of p on dense operands, with its scratchpad at scratch (at least
+ * p->scratch_bytes, unless that is 0). */
+static bool run_dense(const matmul_prim *p, const void *a, const void *b, void *c, void *scratch) {
+  dnnl_stream_t stream = NULL;
+  dnnl_memory_t keep[4];
+  dnnl_exec_arg_t args[4];
+  int nargs = 0, nkeep = 0;
+  bool ok = dnnl_stream_create(&stream, g_engine, dnnl_stream_default_flags) == dnnl_success &&
+            lt__cpu_dnnl_arg(args, &nargs, DNNL_ARG_SRC, &p->a, (void *)a, keep, &nkeep) &&
+            lt__cpu_dnnl_arg(args, &nargs, DNNL_ARG_WEIGHTS, &p->b, (void *)b, keep, &nkeep) &&
+            lt__cpu_dnnl_arg(args, &nargs, DNNL_ARG_DST, &p->c, c, keep, &nkeep) &&
+            (!p->scratch_bytes || lt__cpu_dnnl_arg(args, &nargs, DNNL_ARG_SCRATCHPAD, &p->scratch,
+                                                   scratch, keep, &nkeep)) &&
+            dnnl_primitive_execute(p->prim, stream, nargs, args) == dnnl_success &&
+            dnnl_stream_wait(stream) == dnnl_success;
+  for (int i = 0; i < nkeep; i++) dnnl_memory_destroy(keep[i]);
+  if (stream) dnnl_stream_destroy(stream);
+  return ok;
+}
+
 bool lt__cpu_gemm_prim(int dt, int cdt, bool ta, bool tb, int64_t n, int64_t m, int64_t k,
                        const void *a, int64_t lda, const void *b, int64_t ldb, void *c,
                        int64_t ldc) {
@@ -151,16 +187,7 @@ bool lt__cpu_gemm_prim(int dt, int cdt, bool ta, bool tb, int64_t n, int64_t m, 
    * arithmetic over it). The primitive is of the dense shape. */
   int64_t a_rows = ta ? k : n, a_cols = ta ? n : k, b_rows = tb ? m : k, b_cols = tb ? k : m;
   bool a_copy = lda != a_cols, b_copy = ldb != b_cols, c_copy = ldc != m;
-  prim_key key;
-  memset(&key, 0, sizeof key); /* compared with memcmp: padding too */
-  key.nb = 1;
-  key.n = n;
-  key.m = m;
-  key.k = k;
-  key.dt = dt;
-  key.cdt = cdt;
-  key.ta = ta;
-  key.tb = tb;
+  prim_key key = key_of(1, n, m, k, dt, cdt, ta, tb);
   const matmul_prim *p = prim_get(&key);
   if (!p) return false;
   size_t scratch_bytes = (p->scratch_bytes + 63) / 64 * 64;
@@ -180,45 +207,8 @@ bool lt__cpu_gemm_prim(int dt, int cdt, bool ta, bool tb, int64_t n, int64_t m, 
     b = buf + b_at;
   }
   void *dst = c_copy ? buf + c_at : c;
-  dnnl_stream_t stream = NULL;
-  dnnl_memory_t keep[4];
-  dnnl_exec_arg_t args[4];
-  int nargs = 0, nkeep = 0;
-  bool ok = dnnl_stream_create(&stream, g_engine, dnnl_stream_default_flags) == dnnl_success &&
-            lt__cpu_dnnl_arg(args, &nargs, DNNL_ARG_SRC, &p->a, a, keep, &nkeep) &&
-            lt__cpu_dnnl_arg(args, &nargs, DNNL_ARG_WEIGHTS, &p->b, b, keep, &nkeep) &&
-            lt__cpu_dnnl_arg(args, &nargs, DNNL_ARG_DST, &p->c, dst, keep, &nkeep) &&
-            (!p->scratch_bytes ||
-             lt__cpu_dnnl_arg(args, &nargs, DNNL_ARG_SCRATCHPAD, &p->scratch, buf, keep, &nkeep)) &&
-            dnnl_primitive_execute(p->prim, stream, nargs, args) == dnnl_success &&
-            dnnl_stream_wait(stream) == dnnl_success;
-  for (int i = 0; i < nkeep; i++) dnnl_memory_destroy(keep[i]);
-  if (stream) dnnl_stream_destroy(stream);
+  bool ok = run_dense(p, a, b, dst, buf);
   if (ok && c_copy) copy_rows(c, ldc, dst, m, n, m, ces);
-  return ok;
-}
-
-/* One primitive over a batch: entries laid out densely one after the other
- * (a: nb x [op(A) stored rows x cols], b likewise, c: nb x n x m), so that
- * many small products (attention's heads) cost one call, not one each. */
-static bool run_dense(const matmul_prim *p, const void *a, const void *b, void *c) {
-  size_t scratch_bytes = (p->scratch_bytes + 63) / 64 * 64;
-  char *buf = scratch_bytes ? lt__cpu_thread_scratch(CPU_SCRATCH_PRIM, scratch_bytes) : NULL;
-  if (scratch_bytes && !buf) return false;
-  dnnl_stream_t stream = NULL;
-  dnnl_memory_t keep[4];
-  dnnl_exec_arg_t args[4];
-  int nargs = 0, nkeep = 0;
-  bool ok = dnnl_stream_create(&stream, g_engine, dnnl_stream_default_flags) == dnnl_success &&
-            lt__cpu_dnnl_arg(args, &nargs, DNNL_ARG_SRC, &p->a, (void *)a, keep, &nkeep) &&
-            lt__cpu_dnnl_arg(args, &nargs, DNNL_ARG_WEIGHTS, &p->b, (void *)b, keep, &nkeep) &&
-            lt__cpu_dnnl_arg(args, &nargs, DNNL_ARG_DST, &p->c, c, keep, &nkeep) &&
-            (!p->scratch_bytes ||
-             lt__cpu_dnnl_arg(args, &nargs, DNNL_ARG_SCRATCHPAD, &p->scratch, buf, keep, &nkeep)) &&
-            dnnl_primitive_execute(p->prim, stream, nargs, args) == dnnl_success &&
-            dnnl_stream_wait(stream) == dnnl_success;
-  for (int i = 0; i < nkeep; i++) dnnl_memory_destroy(keep[i]);
-  if (stream) dnnl_stream_destroy(stream);
   return ok;
 }
 
@@ -228,16 +218,12 @@ bool lt__cpu_gemm_prim_batch(int dt, int cdt, bool ta, bool tb, int64_t nb, int6
   /* bf16 only: f32 batches keep sgemm (their primitives were no faster) */
   if (!g_engine || dt != LT_BF16 || !lt__cpu_bf16_native() || nb < 2) return false;
   if (cdt != LT_BF16 && cdt != LT_F32) return false;
-  prim_key key;
-  memset(&key, 0, sizeof key);
-  key.nb = nb;
-  key.n = n;
-  key.m = m;
-  key.k = k;
-  key.dt = dt;
-  key.cdt = cdt;
-  key.ta = ta;
-  key.tb = tb;
+  /* one primitive over dense entries one after the other: many small
+   * products (attention's heads) cost one call, not one each */
+  prim_key key = key_of(nb, n, m, k, dt, cdt, ta, tb);
   const matmul_prim *p = prim_get(&key);
-  return p && run_dense(p, a, b, c);
+  if (!p) return false;
+  size_t scratch_bytes = (p->scratch_bytes + 63) / 64 * 64;
+  char *scratch = scratch_bytes ? lt__cpu_thread_scratch(CPU_SCRATCH_PRIM, scratch_bytes) : NULL;
+  return (!scratch_bytes || scratch) && run_dense(p, a, b, c, scratch);
 }
