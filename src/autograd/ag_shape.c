@@ -46,8 +46,9 @@ static lt_node *transpose_last(lt_node *x) {
   return unary_node(LT_OP_PERMUTE, x, shape, nd, perm, nd);
 }
 
-/* x @ y (consumed) for rank >= 2 operands, batch dims broadcast. */
-static lt_node *matmul(lt_node *x, lt_node *y) {
+/* x @ y (consumed) for rank >= 2 operands, batch dims broadcast, with a
+ * result of dtype dt (the operands', or f32 sums of bf16: LT_RES_ACC). */
+static lt_node *matmul_as(lt_node *x, lt_node *y, lt_dtype dt) {
   if (!x || !y) {
     lt__node_release(x);
     lt__node_release(y);
@@ -64,7 +65,12 @@ static lt_node *matmul(lt_node *x, lt_node *y) {
   shape[nd++] = x->shape[x->ndim - 2];
   shape[nd++] = y->shape[y->ndim - 1];
   lt_node *ops[2] = {x, y};
-  return lt__node_make(LT_OP_MATMUL, (lt_dtype)x->dtype, shape, nd, ops, 2, NULL, 0, 0.0);
+  return lt__node_make(LT_OP_MATMUL, dt, shape, nd, ops, 2, NULL, 0, 0.0);
+}
+
+/* x @ y (consumed) in the operands' dtype. */
+static lt_node *matmul(lt_node *x, lt_node *y) {
+  return matmul_as(x, y, x ? (lt_dtype)x->dtype : LT_F32);
 }
 
 static lt_node *rows_of(lt_node *x);
@@ -77,13 +83,7 @@ static lt_node *matmul_acc(lt_node *x, lt_node *y) {
     x = lt__node_cast(x, LT_F32);
     y = lt__node_cast(y, LT_F32);
   }
-  lt_node *r = matmul(x, y);
-  if (!r || r->dtype == LT_F32) return r;
-  /* two bf16 operands: remake as f32 sums */
-  lt_node *ops[2] = {lt__node_retain(r->operands[0].node), lt__node_retain(r->operands[1].node)};
-  lt_node *acc = lt__node_make(LT_OP_MATMUL, LT_F32, r->shape, r->ndim, ops, 2, NULL, 0, 0.0);
-  lt__node_release(r);
-  return acc;
+  return matmul_as(x, y, LT_F32);
 }
 
 /* g (an f32 gradient) as bf16 when that loses nothing: g widened from a bf16
