@@ -41,6 +41,7 @@
  * above
  *   bench train_step_<model>_bf16 <ms> ms ratio <f32_ms / bf16_ms> vs f32 isa <isa>
  *   bench train_step_<model>_bf16_peak_rss <MiB> MiB ratio <f32 / bf16> vs f32
+ * (train_step_gpt_bf16, train_step_cnn_bf16, train_step_mlp_bf16)
  * (<isa>: lt_get_isa(dev, LT_BF16), the instruction set of the bf16
  * products: e.g. avx512_core_amx, or "avx2 (bf16 converted to f32)" where
  * the processor has no bf16 arithmetic). No torch peer runs then.
@@ -151,18 +152,17 @@ static void f32_child(const char *threads, const char *model, int64_t hidden, co
   if (pclose(p) != 0) *ms = -1;
 }
 
-/* The bf16 lines: ours against the f32 child's. */
-static int print_bf16_lines(const char *model, double ours, double our_rss, double f32_ms,
+/* The bf16 lines, named name (train_step_gpt_bf16, ...): ours against the
+ * f32 child's. */
+static int print_bf16_lines(const char *name, double ours, double our_rss, double f32_ms,
                             double f32_rss, lt_device dev) {
   const char *isa = lt_get_isa(dev, LT_BF16);
   if (f32_ms <= 0) {
     fprintf(stderr, "train_step: the f32 child failed\n");
     return 1;
   }
-  printf("bench train_step_%s_bf16 %.3f ms ratio %.2f vs f32 isa %s\n", model, ours, f32_ms / ours,
-         isa ? isa : "?");
-  printf("bench train_step_%s_bf16_peak_rss %.1f MiB ratio %.2f vs f32\n", model, our_rss,
-         f32_rss / our_rss);
+  printf("bench %s %.3f ms ratio %.2f vs f32 isa %s\n", name, ours, f32_ms / ours, isa ? isa : "?");
+  printf("bench %s_peak_rss %.1f MiB ratio %.2f vs f32\n", name, our_rss, f32_rss / our_rss);
   printf("# f32 (child process): %.3f ms per step, peak RSS %.1f MiB\n", f32_ms, f32_rss);
   return 0;
 }
@@ -289,7 +289,8 @@ static int gpt_main(const char *threads, const char *be, torch_run peer, torch_r
       counter("UncachedCompile"), final_loss);
   gpt_trainer_free(&tr);
   lt_nn_text_free(&text);
-  if (precision == LT_BF16) return print_bf16_lines("gpt", ours, our_rss, f32_ms, f32_rss, dev);
+  if (precision == LT_BF16)
+    return print_bf16_lines("train_step_gpt_bf16", ours, our_rss, f32_ms, f32_rss, dev);
   const char *name = "train_step_gpt";
   print_step_lines(name, ours, our_rss, &peer, &best, threads);
   printf("bench %s_trace %.3f ms ratio %.3f vs exec\n", name, trace_ms, trace_ms / exec_ms);
@@ -451,7 +452,9 @@ int main(int argc, char **argv) {
     bench_mlp_free(&m);
   lt_nn_dataset_free(&ds);
 
-  if (precision == LT_BF16) return print_bf16_lines(model, ours, our_rss, f32_ms, f32_rss, dev);
+  if (precision == LT_BF16)
+    return print_bf16_lines(cnn ? "train_step_cnn_bf16" : "train_step_mlp_bf16", ours, our_rss,
+                            f32_ms, f32_rss, dev);
   const char *name = cnn ? "train_step_cnn" : "train_step";
   print_step_lines(name, ours, our_rss, &peer, &best, threads);
   print_mfu(cnn ? "cnn" : "mlp", step_flops, ours, threads);
