@@ -9,16 +9,12 @@ lt_node *lt__ag_const(lt_dtype dt, const int64_t *shape, int ndim, double v) {
 
 lt_dtype lt__ag_wide_dtype(lt_dtype dt) { return dt == LT_BF16 ? LT_F32 : dt; }
 
+/* lt__node_cast returns x itself when it has the dtype (or is NULL) */
 lt_node *lt__ag_widen(lt_node *x) {
-  if (!x) return NULL;
-  lt_dtype wide = lt__ag_wide_dtype((lt_dtype)x->dtype);
-  return wide == x->dtype ? x : lt__node_cast(x, wide);
+  return x ? lt__node_cast(x, lt__ag_wide_dtype((lt_dtype)x->dtype)) : NULL;
 }
 
-lt_node *lt__ag_narrow(lt_node *x, lt_dtype dt) {
-  if (!x) return NULL;
-  return x->dtype == dt ? x : lt__node_cast(x, dt);
-}
+lt_node *lt__ag_narrow(lt_node *x, lt_dtype dt) { return lt__node_cast(x, dt); }
 
 lt_node *lt__ag_reduce_to(lt_node *g, const int64_t *shape, int ndim) {
   if (!g) return NULL;
