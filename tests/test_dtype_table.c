@@ -207,6 +207,9 @@ static void test_bf16_rounding(void **state) {
   lt__store_f64(LT_BF16, &elem, 0, -7.9);
   assert_true(lt__load_i64(LT_BF16, &elem, 0) == -7);
   assert_true(lt__dtype_round(LT_BF16, 0.1) == 0.10009765625);
+  /* bf16 computes in f32; every other row in itself */
+  for (int dt = 0; dt < LT_NUM_DTYPES; dt++)
+    assert_int_equal(lt__dtype_compute(dt), dt == LT_BF16 ? LT_F32 : dt);
   /* the two conversions through every bf16 value: widening then narrowing
    * is the identity on every non-NaN pattern */
   for (uint32_t h = 0; h <= 0xFFFF; h++) {

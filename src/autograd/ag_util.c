@@ -7,7 +7,7 @@ lt_node *lt__ag_const(lt_dtype dt, const int64_t *shape, int ndim, double v) {
   return lt__node_const(dt, shape, ndim, v);
 }
 
-lt_dtype lt__ag_wide_dtype(lt_dtype dt) { return dt == LT_BF16 ? LT_F32 : dt; }
+lt_dtype lt__ag_wide_dtype(lt_dtype dt) { return lt__dtype_compute(dt); }
 
 /* lt__node_cast returns x itself when it has the dtype (or is NULL) */
 lt_node *lt__ag_widen(lt_node *x) {

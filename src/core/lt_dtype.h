@@ -212,6 +212,24 @@ static inline int lt__dtype_category(int dt) {
   return lt__is_float(dt) ? 2 : lt__is_int(dt) ? 1 : 0;
 }
 
+/* The dtype a value of dt is computed in: dt itself, or f32 for a row whose
+ * C type holds bits rather than a value (REP BF16: torch's kernels compute
+ * bf16 in f32 and round once). The one place that says so: the ops'
+ * composites, the gradient rules and the cpu loops all read it. */
+#define LT__DT_COMPUTE_NAT(E) LT_##E
+#define LT__DT_COMPUTE_BF16(E) LT_F32
+static inline lt_dtype lt__dtype_compute(int dt) {
+  switch (dt) {
+#define LT__DT_COMPUTE(E, NAME, TORCH, T, KIND, F2I, MIN, MAX, REP) \
+  case LT_##E:                                                      \
+    return LT__DT_COMPUTE_##REP(E);
+    LT_DTYPE_TABLE(LT__DT_COMPUTE)
+#undef LT__DT_COMPUTE
+  default:
+    return (lt_dtype)dt;
+  }
+}
+
 /* Element i of the dt array at base, by dtype: switches over the table that
  * inline into the per-row functions, for loops that touch every element. */
 #define LT__DT_SWITCH(dt, RET, CALL) \

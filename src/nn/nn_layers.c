@@ -160,7 +160,7 @@ lt_tensor *lt_nn_cross_entropy(lt_tensor *logits, lt_tensor *labels) {
    * (as lt_nn_cross_entropy_ex) */
   lt_dtype out =
       lt__autocast_dtype(lt_get_device(logits), LT_AUTOCAST_CROSS_ENTROPY, lt_get_dtype(logits));
-  lt_dtype dt = out == LT_BF16 ? LT_F32 : out;
+  lt_dtype dt = lt__dtype_compute(out);
   nn_own_begin();
   lt_tensor *lsm = lt_log_softmax(lt_cast(logits, dt), 1);
   int caller = lt__caller_begin(LT_CALLER_NN_CROSS_ENTROPY); /* a bad label names this loss */

@@ -22,7 +22,7 @@ static int check_reduction(const char *fn, lt_nn_reduction r) {
  * torch's CPU kernels (a composite in bf16 would round after every part). */
 static lt_dtype loss_dtype(lt_device dev, lt_autocast_op op, lt_dtype dt, lt_dtype *out) {
   *out = lt__autocast_dtype(dev, op, dt);
-  return *out == LT_BF16 ? LT_F32 : *out;
+  return lt__dtype_compute(*out);
 }
 
 /* The reduction of per-element losses l (owned by the open nn scope). */

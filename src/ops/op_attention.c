@@ -213,7 +213,7 @@ lt_tensor *lt_scaled_dot_product_attention(lt_tensor *q, lt_tensor *k, lt_tensor
   /* bf16 inference computes in f32 from the bf16 operands (the fused f32
    * kernel) and rounds its result once; bf16 training runs torch's math
    * path as autocast gives it, below */
-  lt_dtype dt = rdt == LT_BF16 ? LT_F32 : rdt;
+  lt_dtype dt = lt__dtype_compute(rdt);
   if (!(scale > 0)) scale = 1.0 / sqrt((double)E); /* NaN or <= 0: the default */
   int64_t B = lt__numel(batch, nb);
 
@@ -243,7 +243,7 @@ lt_tensor *lt_scaled_dot_product_attention(lt_tensor *q, lt_tensor *k, lt_tensor
   lt_node *o;
   if (train) {
     int64_t axis = 2;
-    lt_dtype sdt = (lt_dtype)nq->dtype, pdt = sdt == LT_BF16 ? LT_F32 : sdt;
+    lt_dtype sdt = (lt_dtype)nq->dtype, pdt = lt__dtype_compute(sdt);
     lt_node *s = lt__node_cast(lt__attn_scores(nq, nk, nm, kind, causal, scale), pdt);
     lt_node *p = s ? lt__node_make(LT_OP_SOFTMAX, pdt, s->shape, 3, &s, 1, &axis, 1, 0.0) : NULL;
     o = lt__attn_matmul(lt__node_cast(p, sdt), nv);

@@ -209,7 +209,7 @@ lt_tensor *lt_vector_norm(lt_tensor *a, const int *axes, int naxes, double ord, 
     return NULL;
   }
   /* bf16 computes in f32 and rounds once, as torch's kernel accumulates */
-  lt_dtype dt = (lt_dtype)a->dtype, acc = dt == LT_BF16 ? LT_F32 : dt;
+  lt_dtype dt = (lt_dtype)a->dtype, acc = lt__dtype_compute(dt);
   return lt__wrap(a->dev, lt__node_cast(vector_norm(lt__ir_as(a, acc), ord, mask, keepdim), dt));
 }
 

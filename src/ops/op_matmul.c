@@ -84,7 +84,7 @@ static lt_tensor *matmul_build(const char *fn, lt_tensor *a, lt_tensor *b, lt_te
    * bf16 operands with an f32 result, the op table's ACC rule) and the bias
    * is added before the one rounding to bf16, as torch's linear (addmm)
    * does. */
-  lt_dtype acc = bias && dt == LT_BF16 ? LT_F32 : dt;
+  lt_dtype acc = bias ? lt__dtype_compute(dt) : dt;
   lt_node *ops[2];
   ops[0] = lt__node_reshape(lt__ir_as(a, dt), as, an);
   ops[1] = lt__node_reshape(lt__ir_as(b, dt), bs, bn);

@@ -46,9 +46,7 @@ static int check_inputs(const char *fn, lt_tensor *x, lt_tensor *const *opt, int
 }
 
 /* The dtype a norm of x computes in. */
-static lt_dtype compute_dtype(const lt_tensor *x) {
-  return x->dtype == LT_BF16 ? LT_F32 : (lt_dtype)x->dtype;
-}
+static lt_dtype compute_dtype(const lt_tensor *x) { return lt__dtype_compute(x->dtype); }
 
 /* An optional parameter t (named what): NULL, or of shape shape and x's
  * dtype (or f32 for a bf16 x). */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../../core/lt_alloc.h"
+#include "../../core/lt_dtype.h"
 #include "../../core/lt_error.h"
 #include "../../core/lt_op_switch.h"
 #include "../../core/lt_shape.h"
@@ -989,8 +990,7 @@ int lt__cg_reduce(const cg_ctx *c, int node, const cpu_view *out, int fn_index, 
     irv m = acc_get(k, r.a);
     if (r.op == LT_OP_MAX || r.op == LT_OP_MIN) {
       /* bf16: a NaN the maximum kept is stored as ref's 0x7FC0 */
-      store_out(k, out, out_index(k),
-                lt__ops_conv(&k->ir, m, r.dx == LT_BF16 ? LT_F32 : r.dx, r.dn));
+      store_out(k, out, out_index(k), lt__ops_conv(&k->ir, m, lt__dtype_compute(r.dx), r.dn));
     } else {
       /* logsumexp / softmax: a second pass sums exp(x - shift) */
       irv shift = m;

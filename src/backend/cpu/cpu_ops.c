@@ -70,7 +70,7 @@ const char *lt__ops_type(int dt) {
 }
 
 /* The dtype whose IR a value of dtype dt computes in: f32 for bf16. */
-static int cdt(int dt) { return dt == LT_BF16 ? LT_F32 : dt; }
+static int cdt(int dt) { return lt__dtype_compute(dt); }
 
 const char *lt__ops_ctype(int dt) { return lt__ops_type(cdt(dt)); }
 
