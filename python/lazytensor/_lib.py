@@ -220,6 +220,8 @@ _SIGS = {
     "lt_nn_loader_epoch": (I64, [ctypes.c_void_p]),
     "lt_nn_loader_next": (I, [ctypes.c_void_p, PT, PT]),
     "lt_nn_loader_free": (None, [ctypes.c_void_p]),
+    # py-traps additions (tensor.py: no_grad's state for in-place ops and enable_grad)
+    "lt_get_no_grad": (B, []),
 }
 
 
