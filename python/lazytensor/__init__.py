@@ -25,6 +25,8 @@ silently:
 - In-place ops (x += y, add_, sub_, mul_, div_, zero_, fill_, copy_, ...)
   change the same object; on a leaf that requires grad only under
   `with lt.no_grad():` (the hand-written optimizer's `w -= lr * w.grad`).
+  t[...] and x.data are copies here (views in torch): an in-place method on
+  them raises; `p.data -= g` assigns into p.
 - backward() uses its graph up: a second backward() of the same loss raises
   unless the first passed retain_graph=True.
 - no_grad() is a context manager and a decorator; enable_grad(),
