@@ -48,7 +48,8 @@ class Embedding(ctypes.Structure):
 
 class LayerNorm(ctypes.Structure):
     _fields_ = [("weight", c_tensor), ("bias", c_tensor),
-                ("shape", ctypes.c_int64 * 8), ("nshape", ctypes.c_int), ("eps", ctypes.c_double)]
+                ("normalized_shape", ctypes.c_int64 * 8), ("nnorm", ctypes.c_int),
+                ("eps", ctypes.c_double)]
 
 
 class Dataset(ctypes.Structure):
