@@ -4,7 +4,7 @@
 set -euo pipefail
 deps=(build-essential cmake pkg-config clang clang-format valgrind libcmocka-dev libxxhash-dev llvm-19-dev
   libopenblas-dev libdnnl-dev zlib1g-dev libzstd-dev dataset-fashion-mnist fortunes
-  libcairo2-dev python3-numpy python3-pytest libopenmpi-dev openmpi-bin)
+  libcairo2-dev python3-numpy python3-pytest python3-venv libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${deps[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

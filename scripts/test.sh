@@ -149,7 +149,11 @@ fi
 rm -rf "$vg_logs"
 elapsed "valgrind"
 
-# The Python binding's pytest run is the ctest python_binding (plain suite below).
+# The Python binding's pytest run is the ctest python_binding (plain suite below):
+# tests/python_check.sh installs the build into a temporary prefix (cmake
+# --install: the library and the package) and runs tests/python against that
+# install, the source tree's python/ not importable, then pip-installs python/
+# offline into a venv (python3-venv) and runs an op through that copy.
 # The fuzzers for 20 s each here (a smoke run from the seed corpora; longer runs:
 # LT_FUZZ_SECONDS=600 scripts/reliability.sh).
 LT_FUZZ_SECONDS=20 LT_BUILD_TYPE=Release bash scripts/reliability.sh --without-suite-tests

@@ -1,13 +1,22 @@
 """Loads liblazytensor.so and declares the C functions the binding calls.
 
-Where the library is looked for, first found wins: $LAZYTENSOR_LIB (a file), the
-package's own folder (a copy installed beside __init__.py), the build folders of
-the source tree this package sits in (build/, build-clang/), then the system's
-search path (ctypes.util.find_library).
+Where the library is looked for, first found wins:
+ 1. $LAZYTENSOR_LIB (a file, or a name for the dynamic loader);
+ 2. the package's own folder (a copy put beside __init__.py);
+ 3. the path `cmake --install` recorded in _install.py (relative to this folder,
+    so a DESTDIR or a moved prefix still works): the library installed with
+    this copy of the package;
+ 4. the lib folders of the prefix the package is installed in, when it sits in
+    <prefix>/lib/pythonX.Y/{site,dist}-packages (pip install into the prefix
+    or venv that `cmake --install --prefix` filled);
+ 5. the build folders of the source tree this package sits in (build/, ...);
+ 6. the system's search path (ctypes.util.find_library: ldconfig's cache,
+    LD_LIBRARY_PATH), e.g. /usr/local/lib after `cmake --install build` and ldconfig.
 """
 import ctypes
 import ctypes.util
 import os
+import sysconfig
 
 c_tensor = ctypes.c_void_p
 
@@ -39,7 +48,8 @@ class Embedding(ctypes.Structure):
 
 class LayerNorm(ctypes.Structure):
     _fields_ = [("weight", c_tensor), ("bias", c_tensor),
-                ("shape", ctypes.c_int64 * 8), ("nshape", ctypes.c_int), ("eps", ctypes.c_double)]
+                ("normalized_shape", ctypes.c_int64 * 8), ("nnorm", ctypes.c_int),
+                ("eps", ctypes.c_double)]
 
 
 class Dataset(ctypes.Structure):
@@ -48,12 +58,42 @@ class Dataset(ctypes.Structure):
                 ("labels", ctypes.POINTER(ctypes.c_int64)), ("num_classes", ctypes.c_int64)]
 
 
+def _installed_library(here):
+    """The path _install.py records (written by cmake --install only), or None."""
+    try:
+        from . import _install
+    except ImportError:
+        return None
+    return os.path.normpath(os.path.join(here, _install.LIBRARY))
+
+
+def _prefix_libdirs(here):
+    """<prefix>/lib, its multiarch folder and lib64, when this package lies in
+    <prefix>/lib*/pythonX.Y/{site,dist}-packages/lazytensor; else nothing."""
+    site = os.path.dirname(here)
+    pyver = os.path.dirname(site)
+    if os.path.basename(site) not in ("site-packages", "dist-packages") or \
+            not os.path.basename(pyver).startswith("python"):
+        return []
+    prefix = os.path.dirname(os.path.dirname(pyver))
+    arch = sysconfig.get_config_var("MULTIARCH")
+    dirs = [os.path.join(prefix, "lib")]
+    if arch:
+        dirs.append(os.path.join(prefix, "lib", arch))
+    return dirs + [os.path.join(prefix, "lib64")]
+
+
 def _candidates():
     env = os.environ.get("LAZYTENSOR_LIB")
     if env:
         yield env
     here = os.path.dirname(os.path.abspath(__file__))
     yield os.path.join(here, "liblazytensor.so")
+    recorded = _installed_library(here)
+    if recorded:
+        yield recorded
+    for d in _prefix_libdirs(here):
+        yield os.path.join(d, "liblazytensor.so.0")
     root = os.path.dirname(os.path.dirname(here))
     for b in ("build", "build-clang", "build-release"):
         yield os.path.join(root, b, "liblazytensor.so")
@@ -72,8 +112,9 @@ def _load():
             return ctypes.CDLL(path)
         except OSError as e:
             tried.append("%s (%s)" % (path, e))
-    raise ImportError("lazytensor: liblazytensor.so not found; set LAZYTENSOR_LIB or build the "
-                      "library (cmake --build build). Tried: " + ", ".join(tried))
+    raise ImportError("lazytensor: liblazytensor.so not found; set LAZYTENSOR_LIB, install the "
+                      "library (cmake --install build) or build it (cmake --build build). "
+                      "Tried: " + ", ".join(tried))
 
 
 lib = _load()
