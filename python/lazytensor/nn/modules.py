@@ -293,7 +293,8 @@ class Module:
         a snapshot: later steps do not change it)."""
         if destination is None:
             destination = OrderedDict()
-        for mprefix, m in self.named_modules(prefix=prefix.rstrip(".")):
+        # every path to a module, as torch: a module held twice is saved twice
+        for mprefix, m in self.named_modules(prefix=prefix.rstrip("."), remove_duplicate=False):
             m._save_to_state_dict(destination, mprefix + "." if mprefix else "", keep_vars)
         return destination
 
@@ -325,7 +326,8 @@ class Module:
         checking every key and shape, as torch; numpy arrays and torch
         tensors are accepted as values."""
         missing, errors, expected = [], [], set()
-        for mprefix, m in self.named_modules():
+        paths = list(self.named_modules(remove_duplicate=False))
+        for mprefix, m in paths:
             p = mprefix + "." if mprefix else ""
             expected.update(m._expected_keys(p))
         unexpected = [k for k in state_dict if k not in expected]
@@ -333,7 +335,7 @@ class Module:
             errors.insert(0, "Unexpected key(s) in state_dict: %s. "
                           % ", ".join('"%s"' % k for k in unexpected))
         checks = []
-        for mprefix, m in self.named_modules():
+        for mprefix, m in paths:
             m._load_from_state_dict(state_dict, mprefix + "." if mprefix else "", missing, checks)
         errors += checks
         if strict and missing:
