@@ -11,7 +11,7 @@ stride 64) of each split, as the C job does.
 The port to lazytensor is the import block below and nothing else (see
 train_mlp.py); --torch runs the same script on PyTorch (1.13).
 
-    PYTHONPATH=python /usr/bin/python3 examples/train_gpt.py [--steps N] [--torch]
+    /usr/bin/python3 examples/train_gpt.py [--steps N] [--torch]
 """
 import argparse
 import math

@@ -9,7 +9,7 @@ lazytensor lines replace torch's, and mark_step() (the step barrier: one
 graph per training step) does nothing under PyTorch. --torch runs the same
 script on PyTorch (1.13) instead.
 
-    PYTHONPATH=python /usr/bin/python3 examples/train_mlp.py [--epochs N] [--limit-steps N] [--torch]
+    /usr/bin/python3 examples/train_mlp.py [--epochs N] [--limit-steps N] [--torch]
 """
 import argparse
 import gzip

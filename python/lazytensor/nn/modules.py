@@ -682,8 +682,9 @@ class Embedding(Module):
             keep = np.ones((num_embeddings, 1), np.float32)
             keep[padding_idx] = 0
             self._mask = from_numpy(keep).to(self.weight.dtype)
-            if _weight is None:
-                self.weight.assign_(self.weight * self._mask)
+            if _weight is None:  # torch zeroes the row at init (lt_assign: no autograd rule)
+                masked = self.weight * self._mask
+                check(lib.lt_assign(self.weight._ptr, masked._ptr))
 
     def forward(self, input):
         w = self.weight if self._mask is None else self.weight * self._mask
