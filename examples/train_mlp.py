@@ -1,110 +1,109 @@
 #!/usr/bin/env python3
-"""Trains lazytensor-train's default MLP from Python: 784-512-512-10 with ReLU
-on Fashion-MNIST, Adam lr 1e-3 falling to 0 along a half cosine, batch 128,
-seed 1, one epoch (--epochs N), then the test accuracy. The same graph per step
-as the C job (tools/train/train.c): forward, cross-entropy, backward, the
-optimizer's lazy update, mark_step; the loss is summed on the device and read
-once per epoch.
+"""lazytensor-train's default job as a PyTorch script: the MLP 784-512-512-10
+with ReLU on Fashion-MNIST (pixels / 255), Adam lr 1e-3 falling to 0 along a
+half cosine over the run, batch 128 (the last partial batch dropped), seed 1,
+one epoch; prints the mean training loss and the test accuracy per epoch.
 
-With --compare (the default when build/lazytensor-train exists) it then runs
-the C main job with the same settings and prints both accuracies and step
-times side by side.
+The port to lazytensor is the import block below and nothing else: the
+lazytensor lines replace torch's, and mark_step() (the step barrier: one
+graph per training step) does nothing under PyTorch. --torch runs the same
+script on PyTorch (1.13) instead.
 
-    PYTHONPATH=python /usr/bin/python3 examples/train_mlp.py [--epochs N] [--limit-steps N]
+    /usr/bin/python3 examples/train_mlp.py [--epochs N] [--limit-steps N] [--torch]
 """
 import argparse
+import gzip
 import math
 import os
-import re
-import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-import lazytensor as lt  # noqa: E402
-from lazytensor import nn  # noqa: E402
+import numpy as np
+
+if "--torch" in sys.argv:
+    import torch
+    import torch.nn as nn
+    import torch.optim as optim
+
+    def mark_step():
+        pass
+else:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    import lazytensor as torch  # noqa: E402
+    import lazytensor.nn as nn  # noqa: E402
+    import lazytensor.optim as optim  # noqa: E402
+    from lazytensor import mark_step  # noqa: E402
+
+DATA = os.environ.get("LT_DATA_DIR", "/usr/share/datasets/fashion-mnist")
 
 
-def train(args):
-    lt.manual_seed(args.seed)
-    train_set, test_set = lt.data.FashionMNIST(True), lt.data.FashionMNIST(False)
-    # the C job's order of parameter draws: layer by layer, weight then bias
-    model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
-                          nn.Linear(512, 10))
-    opt = nn.Adam(model.parameters(), lr=args.lr)
-    loader = lt.data.Loader(train_set, args.batch, shuffle=True)
-    loader.shuffle_ahead(args.epochs)
-    test_x = test_set.images()
-    test_y = test_set.labels()
-    loss_sum = lt.tensor(0.0, dtype=lt.F64)
-    lt.mark_step()  # graph 1: the init, the shuffles, the uploads
-    lt.wait_device_ops()
-    planned = args.epochs * (len(train_set) // args.batch)
-    if args.limit_steps:
-        planned = min(planned, args.limit_steps)
-    total, train_s, acc = 0, 0.0, float("nan")
-    for epoch in range(1, args.epochs + 1):
-        t0 = time.perf_counter()
-        first = loss_sum.item()
-        steps = 0
-        for x, y in loader.epoch():
-            if args.limit_steps and total >= args.limit_steps:
-                break
-            opt.lr = 0.5 * args.lr * (1 + math.cos(math.pi * total / planned))
-            loss = nn.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            loss_sum = loss_sum + loss.to(lt.F64)
-            lt.mark_step()
-            total += 1
-            steps += 1
-        lt.wait_device_ops()
-        dt = time.perf_counter() - t0
-        train_s += dt
-        mean_loss = (loss_sum.item() - first) / max(steps, 1)
-        with lt.no_grad():
-            pred = model(test_x).argmax(1).numpy()
-        acc = float((pred == test_y).mean())
-        print("epoch %d: %d steps in %.2f s (%.1f steps/s, %.3f ms/step), mean loss %.4f, "
-              "test accuracy %.4f" % (epoch, steps, dt, steps / dt, 1e3 * dt / max(steps, 1),
-                                      mean_loss, acc))
-        if args.limit_steps and total >= args.limit_steps:
-            break
-    return acc, 1e3 * train_s / max(total, 1), total
+def load(split):
+    """Images [n, 784] float32 in [0, 1] and labels [n] int64 of the IDX files."""
+    with gzip.open(os.path.join(DATA, split + "-images-idx3-ubyte.gz")) as f:
+        x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784)
+    with gzip.open(os.path.join(DATA, split + "-labels-idx1-ubyte.gz")) as f:
+        y = np.frombuffer(f.read(), np.uint8, offset=8)
+    return x.astype(np.float32) / 255, y.astype(np.int64)
 
 
-def c_job(args):
-    exe = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build",
-                       "lazytensor-train")
-    cmd = [exe, "--epochs", str(args.epochs), "--seed", str(args.seed), "--batch",
-           str(args.batch), "--lr", str(args.lr)]
-    if args.limit_steps:
-        cmd += ["--limit-steps", str(args.limit_steps)]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    m = re.search(r"summary: (\d+) steps, ([\d.]+) steps/s, final test accuracy ([\d.]+)", out)
-    steps, rate, acc = int(m.group(1)), float(m.group(2)), float(m.group(3))
-    return acc, 1e3 / rate, steps
+def evaluate(model, x, y, chunk=1000):
+    model.eval()
+    hits = 0
+    with torch.no_grad():
+        for s in range(0, len(x), chunk):
+            pred = model(torch.from_numpy(x[s:s + chunk])).argmax(1).numpy()
+            hits += int((pred == y[s:s + chunk]).sum())
+    model.train()
+    return hits / len(x)
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--epochs", type=int, default=1)
-    p.add_argument("--batch", type=int, default=128)
-    p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--limit-steps", type=int, default=0)
-    p.add_argument("--compare", dest="compare", action="store_true", default=None)
-    p.add_argument("--no-compare", dest="compare", action="store_false")
-    args = p.parse_args()
-    acc, ms, steps = train(args)
-    print("python: %d steps, %.3f ms/step, test accuracy %.4f" % (steps, ms, acc))
-    exe = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build",
-                       "lazytensor-train")
-    if args.compare or (args.compare is None and os.access(exe, os.X_OK)):
-        cacc, cms, csteps = c_job(args)
-        print("C job:  %d steps, %.3f ms/step, test accuracy %.4f" % (csteps, cms, cacc))
-        print("python vs C: accuracy %+.4f (%s 0.01), step time x%.2f" %
-              (acc - cacc, "within" if abs(acc - cacc) <= 0.01 else "NOT within", ms / cms))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--limit-steps", type=int, default=0)
+    ap.add_argument("--torch", action="store_true", help="run on PyTorch")
+    a = ap.parse_args()
+    torch.manual_seed(a.seed)
+    xtr, ytr = load("train")
+    xte, yte = load("t10k")
+    model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                          nn.Linear(512, 10))
+    opt = optim.Adam(model.parameters(), lr=a.lr)
+    loss_fn = nn.CrossEntropyLoss()
+    mark_step()  # the parameters' init
+    per_epoch = len(xtr) // a.batch
+    planned = a.epochs * per_epoch
+    if a.limit_steps:
+        planned = min(planned, a.limit_steps)
+    order = np.random.default_rng(a.seed)  # the shuffles (the same under both)
+    step, acc = 0, float("nan")
+    for epoch in range(1, a.epochs + 1):
+        perm = order.permutation(len(xtr))
+        t0, total, n = time.perf_counter(), 0.0, 0
+        for b in range(per_epoch):
+            if step >= planned:
+                break
+            for g in opt.param_groups:
+                g["lr"] = 0.5 * a.lr * (1 + math.cos(math.pi * step / planned))
+            i = perm[b * a.batch:(b + 1) * a.batch]
+            x, y = torch.from_numpy(xtr[i]), torch.from_numpy(ytr[i])
+            opt.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
+            mark_step()
+            total = total + loss.detach()  # summed where it is, read once an epoch
+            step, n = step + 1, n + 1
+        dt = time.perf_counter() - t0
+        acc = evaluate(model, xte, yte)
+        print("epoch %d: %d steps in %.1f s (%.2f ms/step), mean loss %.4f, test accuracy %.4f"
+              % (epoch, n, dt, 1e3 * dt / max(n, 1), float(total) / max(n, 1), acc), flush=True)
+        if step >= planned:
+            break
+    print("final: steps %d test_accuracy %.4f" % (step, acc))
 
 
 if __name__ == "__main__":

@@ -265,6 +265,44 @@ _SIGS = {
     "lt_get_no_grad": (B, []),
 }
 
+# ---- py-nn additions: the layers, losses and optimizer calls of lazytensor.nn
+# (Conv2d, BatchNorm2d, LayerNorm modules) and lazytensor.optim (torch-style
+# steps that keep the grads, state_dict through the checkpoint file).
+
+
+class Conv2d(ctypes.Structure):
+    _fields_ = [("weight", c_tensor), ("bias", c_tensor), ("in_", ctypes.c_int64),
+                ("out", ctypes.c_int64), ("groups", ctypes.c_int64),
+                ("kernel", ctypes.c_int64 * 2), ("stride", ctypes.c_int64 * 2),
+                ("padding", ctypes.c_int64 * 2), ("dilation", ctypes.c_int64 * 2)]
+
+
+class BatchNorm2d(ctypes.Structure):
+    _fields_ = [("weight", c_tensor), ("bias", c_tensor), ("running_mean", c_tensor),
+                ("running_var", c_tensor), ("num_features", ctypes.c_int64),
+                ("momentum", ctypes.c_double), ("eps", ctypes.c_double)]
+
+
+_SIGS.update({
+    "lt_nn_conv2d_init_n": (I, [ctypes.POINTER(Conv2d), Device, I, I64, I64, P64, I, P64, I, P64,
+                                I, P64, I, I64, B]),
+    "lt_nn_conv2d_free": (None, [ctypes.POINTER(Conv2d)]),
+    "lt_nn_conv2d_forward": (T, [ctypes.POINTER(Conv2d), T]),
+    "lt_nn_batchnorm2d_init": (I, [ctypes.POINTER(BatchNorm2d), Device, I, I64, B]),
+    "lt_nn_batchnorm2d_free": (None, [ctypes.POINTER(BatchNorm2d)]),
+    "lt_nn_batchnorm2d_forward": (T, [ctypes.POINTER(BatchNorm2d), T, B]),
+    "lt_nn_layernorm_init": (I, [ctypes.POINTER(LayerNorm), Device, I, P64, I, B]),
+    "lt_nn_layernorm_free": (None, [ctypes.POINTER(LayerNorm)]),
+    "lt_nn_layernorm_forward": (T, [ctypes.POINTER(LayerNorm), T]),
+    "lt_nn_cross_entropy_ex": (T, [T, T, I, I64, D]),
+    "lt_nn_bce_with_logits": (T, [T, T, T, I]),
+    "lt_nn_optim_step_grads": (I, [ctypes.c_void_p, PT]),
+    "lt_nn_optim_param_steps": (I64, [ctypes.c_void_p, I]),
+    "lt_nn_checkpoint_save": (I, [PT, I, ctypes.c_void_p, ctypes.c_char_p]),
+    "lt_nn_checkpoint_load": (I, [PT, I, ctypes.c_void_p, ctypes.c_char_p]),
+})
+# ---- end of py-nn additions
+
 
 
 def _op_names(fn):
