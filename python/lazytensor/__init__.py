@@ -41,7 +41,7 @@ lt.from_numpy_raw(bits, lt.bfloat16) makes a bf16 tensor from such an array,
 both unconverted (for the other dtypes they are numpy() and from_numpy with
 the dtype checked).
 """
-from . import data, nn
+from . import data, nn, optim
 from .tensor import (BF16, BOOL, F32, F64, I8, I32, I64, U8, LazyTensorError, Tensor, arange,
                      bfloat16, bool_, cat, clear_pending, counter, dtype, enable_grad, eye,
                      float32, float64, from_numpy, from_numpy_raw, full, int8, int32, int64,
@@ -58,6 +58,6 @@ __all__ = ["BF16", "BOOL", "F32", "F64", "I8", "I32", "I64", "U8", "LazyTensorEr
            "arange", "bfloat16", "bool_", "cat", "clear_pending", "counter", "data", "dtype",
            "enable_grad", "eye", "float32", "float64", "from_numpy", "from_numpy_raw", "full",
            "int8", "int32", "int64", "is_grad_enabled", "live_tensors", "manual_seed",
-           "mark_step", "matmul", "metric", "metrics_report", "nn", "no_grad", "ones", "rand",
+           "mark_step", "matmul", "metric", "metrics_report", "nn", "no_grad", "optim", "ones", "rand",
            "randn", "randperm", "set_grad_enabled", "stack", "sync", "tensor", "uint8",
            "wait_device_ops", "where", "zeros"]

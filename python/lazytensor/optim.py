@@ -31,7 +31,7 @@ import numpy as np
 from . import _lib
 from ._lib import lib
 from .nn.utils import zero_grad_
-from .tensor import F32, F64, Tensor, check, from_numpy, tensor
+from .tensor import F32, F64, Tensor, _dtype_code, check, from_numpy, tensor
 
 _SGD, _ADAM, _ADAMW = 0, 1, 2
 _NP = {F32: np.float32, F64: np.float64}
@@ -102,7 +102,7 @@ def _write_optm(cfg, steps, params, per, nstate):
            struct.pack("<q", steps)]
     for p, (pstep, arrays) in zip(params, per):
         shape = p.shape
-        out.append(struct.pack("<II", p.dtype, len(shape)))
+        out.append(struct.pack("<II", _dtype_code(p.dtype), len(shape)))
         out.append(struct.pack("<%dq" % len(shape), *shape))
         out.append(struct.pack("<q", pstep))
         for a in arrays[:nstate]:

@@ -384,3 +384,11 @@ def test_hand_written_sgd_matches_numpy():
         ref -= 0.1 * 2 * xs.T @ (xs @ ref - ys) / len(xs)
     assert w is first and w.requires_grad
     np.testing.assert_allclose(w.numpy(), ref, rtol=1e-12)
+
+
+def test_float64_input_to_float32_linear_raises():
+    # torch: "mat1 and mat2 must have the same dtype"; the layer once promoted to f64
+    layer = lt.nn.Linear(3, 2)
+    with pytest.raises(lt.LazyTensorError, match="linear: expected both operands"):
+        layer(lt.tensor(np.ones((1, 3))))
+    assert layer(lt.tensor(np.ones((1, 3), np.float32))).dtype == lt.float32

@@ -24,7 +24,8 @@ import numpy as np
 
 from .. import _lib
 from .._lib import lib
-from ..tensor import _CPU, F32, I64, Tensor, _dtype_code, check, from_numpy, tensor, wrap
+from ..tensor import (_CPU, F32, I64, Tensor, _dtype_code, _same_dtype, check, from_numpy, tensor,
+                      wrap)
 from . import functional as F
 from .utils import zero_grad_
 
@@ -492,6 +493,8 @@ class Linear(Module):
         s = self._s
         s.weight = self.weight._ptr
         s.bias = self.bias._ptr if self.bias is not None else None
+        # torch raises on a float64 input to a float32 layer instead of promoting
+        _same_dtype("linear", input, self.weight)
         return wrap(lib.lt_nn_linear_forward(ctypes.byref(s), input._ptr))
 
     def extra_repr(self):
