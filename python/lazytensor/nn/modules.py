@@ -66,6 +66,24 @@ def _adopt(ptr):
     return Parameter._adopt(ptr) if ptr else None
 
 
+def _adopt_affine(module, s):
+    """The C layer's weight and bias (either may be NULL) as the module's
+    parameters, registered as None where the layer has none, as torch."""
+    for name in ("weight", "bias"):
+        ptr = getattr(s, name)
+        if ptr:
+            setattr(module, name, _adopt(ptr))
+        else:
+            module.register_parameter(name, None)
+
+
+def _sync_affine(module, s):
+    """Points the C struct at the module's current weight and bias (a
+    parameter may have been replaced since the last call)."""
+    s.weight = module.weight._ptr if module.weight is not None else None
+    s.bias = module.bias._ptr if module.bias is not None else None
+
+
 def _device_ok(fn, device):
     if device is not None and str(device) not in ("cpu", "cpu:0"):
         raise ValueError("%s: lazytensor runs on the cpu device only, got %r" % (fn, device))
@@ -483,16 +501,11 @@ class Linear(Module):
                                     out_features, bool(bias)))
         self.__dict__["_s"] = s
         self.in_features, self.out_features = in_features, out_features
-        self.weight = _adopt(s.weight)
-        if s.bias:
-            self.bias = _adopt(s.bias)
-        else:
-            self.register_parameter("bias", None)
+        _adopt_affine(self, s)
 
     def forward(self, input):
         s = self._s
-        s.weight = self.weight._ptr
-        s.bias = self.bias._ptr if self.bias is not None else None
+        _sync_affine(self, s)
         # torch raises on a float64 input to a float32 layer instead of promoting
         _same_dtype("linear", input, self.weight)
         return wrap(lib.lt_nn_linear_forward(ctypes.byref(s), input._ptr))
@@ -537,16 +550,11 @@ class Conv2d(Module):
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size, self.stride, self.padding, self.dilation = k, st, pd, dl
         self.padding_mode = padding_mode
-        self.weight = _adopt(s.weight)
-        if s.bias:
-            self.bias = _adopt(s.bias)
-        else:
-            self.register_parameter("bias", None)
+        _adopt_affine(self, s)
 
     def forward(self, input):
         s = self._s
-        s.weight = self.weight._ptr
-        s.bias = self.bias._ptr if self.bias is not None else None
+        _sync_affine(self, s)
         return wrap(lib.lt_nn_conv2d_forward(ctypes.byref(s), input._ptr))
 
     def extra_repr(self):
@@ -572,11 +580,7 @@ class BatchNorm2d(Module):
         self.__dict__["_s"] = s
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight, self.bias = _adopt(s.weight), _adopt(s.bias)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _adopt_affine(self, s)
         # buffers: plain Tensors owning the init's references (no gradient)
         mean, var = wrap(s.running_mean), wrap(s.running_var)
         self.register_buffer("running_mean", mean if track_running_stats else None)
@@ -610,8 +614,7 @@ class BatchNorm2d(Module):
             return F.batch_norm(input, None, None, self.weight, self.bias, True, self.momentum,
                                 self.eps)
         s = self._s
-        s.weight = self.weight._ptr if self.weight is not None else None
-        s.bias = self.bias._ptr if self.bias is not None else None
+        _sync_affine(self, s)
         s.running_mean, s.running_var = self.running_mean._ptr, self.running_var._ptr
         s.momentum, s.eps = float(self.momentum), float(self.eps)
         if self.training:
@@ -637,16 +640,11 @@ class LayerNorm(Module):
         self.__dict__["_s"] = s
         self.normalized_shape, self.eps = shape, eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight, self.bias = _adopt(s.weight), _adopt(s.bias)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _adopt_affine(self, s)
 
     def forward(self, input):
         s = self._s
-        s.weight = self.weight._ptr if self.weight is not None else None
-        s.bias = self.bias._ptr if self.bias is not None else None
+        _sync_affine(self, s)
         s.eps = float(self.eps)
         return wrap(lib.lt_nn_layernorm_forward(ctypes.byref(s), input._ptr))
 
