@@ -70,9 +70,12 @@ LT_API lt_tensor *lt_broadcast(lt_tensor *t, int root);
  *     grads and states are sharded alike).
  * Every other op given a sharded operand fails with LT_EINVAL naming the
  * op ("call lt_unshard on it first"); nothing is computed on a chunk as if
- * it were the whole value. Reads (lt_to_data, lt_item) of a sharded tensor
- * fail the same way: read lt_unshard(t). Gradients are those of the global
- * program: the replicated loss's gradient reaches each shard's chunk. */
+ * it were the whole value. Reads (lt_to_data, lt_to_f32, lt_item) of a
+ * sharded tensor return its whole (global) value, as torch_xla moves a
+ * sharded tensor to the host: an all-gather in a graph of its own, so every
+ * replica must read it (a collective); the tensor stays sharded. Gradients
+ * are those of the global program: the replicated loss's gradient reaches
+ * each shard's chunk. */
 
 /* Splits t, whose value is replicated (equal on every replica), along axis
  * over the ranks of mesh: t's value becomes its chunk `rank` (no data moves

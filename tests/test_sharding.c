@@ -1,10 +1,12 @@
 /* Sharding (lazytensor_dist.h, docs/SCALE_OUT.md "Sharding"): a world of 2
  * on cpu, every replica running the same program. Each propagation case is
  * checked against plain C loops over the global values (read through
- * lt_unshard) and the layout it must give; gradients of a sharded program
- * against finite differences of its own (replicated) loss; a 2-way
- * tensor-parallel MLP trained 20 Adam steps against the same MLP on one
- * device. All of it on both backends (ref, the oracle, and cpu).
+ * lt_unshard) and the layout it must give; reads (lt_to_data, lt_item,
+ * lt_to_f32) of sharded tensors of every dtype against the replicated
+ * value; gradients of a sharded program against finite differences of its
+ * own (replicated) loss; a 2-way tensor-parallel MLP trained 20 Adam steps
+ * against the same MLP on one device. All of it on both backends (ref, the
+ * oracle, and cpu).
  *
  * Checks inside a replica do not use cmocka's asserts (which jump out of
  * the calling thread): they record a message and fail the replica, and the
@@ -124,13 +126,10 @@ static int replica_mark(int r, lt_device dev, void *ctx) {
     if (expect(r, "stepped", t, axis, SHAPE(4, 6), 2, want, 0) != LT_OK) return LT_EINVAL;
     lt_tensor *u = lt_unshard(t);
     if (expect(r, "unshard", u, -1, SHAPE(4, 6), 2, want, 0) != LT_OK) return LT_EINVAL;
-    /* the chunk is this rank's: read it through an aware op's local view */
+    /* a read gathers: the whole value, on every replica (test_reads_gather) */
     float buf[24];
-    lt_clear_error();
-    CHECK(r, lt_to_data(t, buf, sizeof buf) == LT_EINVAL, "read of a shard accepted");
-    CHECK(r, strstr(lt_last_error(), "lt_unshard") != NULL, "message: %s", lt_last_error());
-    double d;
-    CHECK(r, lt_item(t, 0, &d) == LT_EINVAL, "lt_item of a shard accepted");
+    OK(r, lt_to_data(t, buf, sizeof buf));
+    for (int i = 0; i < 24; i++) CHECK(r, buf[i] == want[i], "read [%d]: %g", i, buf[i]);
     /* an op that does not propagate shardings: a clear error, t untouched */
     lt_clear_error();
     CHECK(r, lt_cumsum(t, 1) == NULL, "cumsum of a shard accepted");
@@ -159,6 +158,90 @@ static int replica_mark(int r, lt_device dev, void *ctx) {
 static void test_mark_unshard_errors(void **state) {
   (void)state;
   run2(replica_mark, NULL);
+}
+
+/* ---- reads: lt_to_data, lt_to_f32, lt_item gather --------------------------------------- */
+
+/* Exact in every dtype below: small integers, non-negative for u8, 0/1 for
+ * bool. */
+static double read_val(lt_dtype dt, int i) {
+  if (dt == LT_BOOL) return i % 3 == 0;
+  if (dt == LT_U8) return (i * 37) % 251;
+  return (i * 7) % 23 - 11;
+}
+
+static int replica_reads(int r, lt_device dev, void *ctx) {
+  (void)ctx;
+  static const lt_dtype kDtypes[] = {LT_F32, LT_F64, LT_BF16, LT_I64,
+                                     LT_I32, LT_I8,  LT_U8,   LT_BOOL};
+  enum { M = 4, N = 6 };
+  for (size_t k = 0; k < sizeof kDtypes / sizeof *kDtypes; k++)
+    for (int axis = 0; axis < 2; axis++) {
+      lt_dtype dt = kDtypes[k];
+      const char *dn = lt_dtype_name(dt);
+      size_t esz = lt_dtype_size(dt), nbytes = M * N * esz;
+      lt_scope_begin();
+      double v[M * N];
+      for (int i = 0; i < M * N; i++) v[i] = read_val(dt, i);
+      /* ref: the replicated value; t: the same, sharded, then read */
+      lt_tensor *ref = lt_cast(lt_from_data(dev, LT_F64, SHAPE(M, N), 2, v), dt);
+      lt_tensor *t = lt_cast(lt_from_data(dev, LT_F64, SHAPE(M, N), 2, v), dt);
+      unsigned char want[M * N * 8], got[M * N * 8];
+      OK(r, lt_to_data(ref, want, sizeof want));
+      OK(r, lt_mark_sharding(t, g_world, axis));
+      for (int pass = 0; pass < 2; pass++) { /* pending, then device data after the step */
+        memset(got, 0xA5, sizeof got);
+        OK(r, lt_to_data(t, got, nbytes));
+        CHECK(r, memcmp(got, want, nbytes) == 0, "%s axis %d pass %d: lt_to_data differs", dn, axis,
+              pass);
+        CHECK(r, lt_sharding_axis(t) == axis && lt_dim(t, axis) == (axis ? N : M),
+              "%s: the read changed the sharding", dn);
+        double d, w;
+        for (int i = 0; i < M * N; i += 5) { /* both ranks' chunks */
+          OK(r, lt_item(t, i, &d));
+          OK(r, lt_item(ref, i, &w));
+          CHECK(r, d == w, "%s axis %d: lt_item(%d) %g, want %g", dn, axis, i, d, w);
+        }
+        float f[M * N];
+        OK(r, lt_to_f32(t, f, M * N));
+        for (int i = 0; i < M * N; i++)
+          CHECK(r, f[i] == (float)v[i], "%s: lt_to_f32[%d] %g, want %g", dn, i, f[i], v[i]);
+        if (pass == 0) OK(r, lt_mark_step(dev));
+      }
+      /* errors name the function called, with the global size */
+      lt_clear_error();
+      CHECK(r, lt_to_data(t, got, nbytes / 2) == LT_EINVAL, "%s: short destination accepted", dn);
+      CHECK(r, strstr(lt_last_error(), "lt_to_data") && strstr(lt_last_error(), "needs"),
+            "message: %s", lt_last_error());
+      double d;
+      CHECK(r, lt_item(t, M * N, &d) == LT_EINVAL, "%s: lt_item out of range accepted", dn);
+      CHECK(r, strstr(lt_last_error(), "lt_item") && strstr(lt_last_error(), "24 elements"),
+            "message: %s", lt_last_error());
+      lt_scope_end();
+    }
+  /* a pending sharded result (its graph runs with the gather), still sharded
+   * for the ops after the read */
+  lt_scope_begin();
+  double a[M * N], w[M * N];
+  for (int i = 0; i < M * N; i++) a[i] = (float)val(7, i);
+  lt_tensor *A = make(dev, 7, SHAPE(M, N), 2);
+  OK(r, lt_mark_sharding(A, g_world, 1));
+  lt_tensor *B = lt_mul(A, A);
+  for (int i = 0; i < M * N; i++) w[i] = (float)(a[i] * a[i]);
+  float got[M * N];
+  OK(r, lt_to_data(B, got, sizeof got));
+  for (int i = 0; i < M * N; i++) CHECK(r, got[i] == (float)w[i], "a*a [%d]: %g", i, got[i]);
+  lt_tensor *C = lt_add(B, A);
+  CHECK(r, lt_sharding_axis(B) == 1 && lt_sharding_axis(C) == 1, "layout after a read");
+  for (int i = 0; i < M * N; i++) w[i] = (float)((float)(a[i] * a[i]) + a[i]);
+  if (expect(r, "a*a+a", C, 1, SHAPE(M, N), 2, w, 0) != LT_OK) return LT_EINVAL;
+  lt_scope_end();
+  return LT_OK;
+}
+
+static void test_reads_gather(void **state) {
+  (void)state;
+  run2(replica_reads, NULL);
 }
 
 /* ---- elementwise -------------------------------------------------------------------------- */
@@ -672,6 +755,7 @@ static void test_tensor_parallel_mlp(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_mark_unshard_errors),
+      cmocka_unit_test(test_reads_gather),
       cmocka_unit_test(test_elementwise),
       cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_reductions),

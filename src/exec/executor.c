@@ -733,23 +733,43 @@ static int wait_value(lt_tensor *t) {
   return rc;
 }
 
-/* A sharded tensor holds only its chunk: reading it as the whole value would
- * hand back the wrong bytes, so reads refuse it (lazytensor_dist.h). */
-static int refuse_shard(const char *fn, const lt_tensor *t) {
-  return lt__err(LT_EINVAL,
-                 "%s: the tensor is sharded along axis %d (it holds one chunk of %d); read "
-                 "lt_unshard(t) instead",
-                 fn, (int)t->shard_axis, (int)t->shard_n);
+/* The shape a read hands back: a sharded tensor's global one. */
+static const int64_t *read_shape(const lt_tensor *t) { return t->shard_n ? t->gshape : t->shape; }
+
+/* A sharded tensor's whole value (lazytensor_collective.h), read as the
+ * reference moves a sharded tensor to the host: an all-gather of its chunk
+ * in a graph of its own, which every replica runs (it is a collective). t
+ * itself is left sharded; its pending graph, if any, is run in the same
+ * graph and t keeps its chunk as its value, as a read of any tensor does. */
+static int read_gathered(const char *fn, lt_tensor *t, void *dst, size_t nbytes) {
+  lt_node *x = lt__node_retain(lt__tensor_ir(t)); /* uploads host data first */
+  if (!x) return lt_last_status() ? lt_last_status() : LT_ENOMEM;
+  int64_t attrs[2] = {t->shard_axis, t->shard_n};
+  lt_node *g = lt__node_make(LT_OP_SPMD_ALL_GATHER, (lt_dtype)t->dtype, t->gshape, t->ndim, &x, 1,
+                             attrs, 2, 0.0);
+  lt_tensor *whole = lt__tensor_new_unscoped(t->dev, g); /* consumes g */
+  if (!whole) return lt__err(LT_ENOMEM, "%s: out of memory gathering a sharded tensor", fn);
+  lt_tensor *ts[2] = {whole, t};
+  int rc = lt__sync_internal(ts, t->ir ? 2 : 1, false, true, "value read");
+  if (rc == LT_OK) rc = wait_value(whole);
+  if (rc == LT_OK) {
+    int64_t t0 = lt__now_ns();
+    rc = whole->buf->backend->from_device(whole->buf, dst, nbytes);
+    lt__timer_add(LT_TIMER_TRANSFER_FROM, lt__now_ns() - t0);
+    if (rc == LT_OK) lt__count(LT_CTR_TRANSFER_FROM_DEVICE, 1);
+  }
+  lt_release(whole);
+  return rc;
 }
 
-int lt_to_data(lt_tensor *t, void *dst, size_t nbytes) {
-  if (lt__tensor_check("lt_to_data", t) != LT_OK) return LT_EINVAL;
-  if (t->shard_n) return refuse_shard("lt_to_data", t);
-  size_t need = (size_t)lt__numel(t->shape, t->ndim) * lt_dtype_size((lt_dtype)t->dtype);
-  if (!dst && need) return lt__err(LT_EINVAL, "lt_to_data: destination is NULL");
+/* lt_to_data under the name of the public function that called it. */
+static int read_value(const char *fn, lt_tensor *t, void *dst, size_t nbytes) {
+  size_t need = (size_t)lt__numel(read_shape(t), t->ndim) * lt_dtype_size((lt_dtype)t->dtype);
+  if (!dst && need) return lt__err(LT_EINVAL, "%s: destination is NULL", fn);
   if (nbytes < need)
-    return lt__err(LT_EINVAL, "lt_to_data: destination holds %zu bytes, the tensor needs %zu",
-                   nbytes, need);
+    return lt__err(LT_EINVAL, "%s: destination holds %zu bytes, the tensor needs %zu", fn, nbytes,
+                   need);
+  if (t->shard_n) return read_gathered(fn, t, dst, need);
   if (t->host) {
     if (need) memcpy(dst, t->host, need);
     return LT_OK;
@@ -764,10 +784,14 @@ int lt_to_data(lt_tensor *t, void *dst, size_t nbytes) {
   return rc;
 }
 
+int lt_to_data(lt_tensor *t, void *dst, size_t nbytes) {
+  if (lt__tensor_check("lt_to_data", t) != LT_OK) return LT_EINVAL;
+  return read_value("lt_to_data", t, dst, nbytes);
+}
+
 int lt_to_f32(lt_tensor *t, float *dst, size_t n) {
   if (lt__tensor_check("lt_to_f32", t) != LT_OK) return LT_EINVAL;
-  if (t->shard_n) return refuse_shard("lt_to_f32", t);
-  int64_t numel = lt__numel(t->shape, t->ndim);
+  int64_t numel = lt__numel(read_shape(t), t->ndim);
   if (!dst && numel) return lt__err(LT_EINVAL, "lt_to_f32: destination is NULL");
   if (n < (size_t)numel)
     return lt__err(LT_EINVAL, "lt_to_f32: destination holds %zu elements, the tensor has %lld", n,
@@ -775,7 +799,7 @@ int lt_to_f32(lt_tensor *t, float *dst, size_t n) {
   size_t nbytes = (size_t)numel * lt_dtype_size((lt_dtype)t->dtype);
   unsigned char *tmp = lt__malloc(nbytes ? nbytes : 1);
   if (!tmp) return LT_ENOMEM;
-  int rc = lt_to_data(t, tmp, nbytes);
+  int rc = read_value("lt_to_f32", t, tmp, nbytes);
   /* as CAST to f32: bit for bit from f32 and bf16 (NaN payloads too, which
    * a trip through double would quiet), rounded from f64 and i64 */
   if (rc == LT_OK && t->dtype == LT_F32)
@@ -790,8 +814,7 @@ int lt_to_f32(lt_tensor *t, float *dst, size_t n) {
 
 int lt_item(lt_tensor *t, int64_t flat_index, double *out) {
   if (lt__tensor_check("lt_item", t) != LT_OK) return LT_EINVAL;
-  if (t->shard_n) return refuse_shard("lt_item", t);
-  int64_t numel = lt__numel(t->shape, t->ndim);
+  int64_t numel = lt__numel(read_shape(t), t->ndim);
   if (!out) return lt__err(LT_EINVAL, "lt_item: out is NULL");
   if (flat_index < 0 || flat_index >= numel)
     return lt__err(LT_EINVAL, "lt_item: index %lld out of range for %lld elements",
@@ -799,7 +822,7 @@ int lt_item(lt_tensor *t, int64_t flat_index, double *out) {
   size_t sz = lt_dtype_size((lt_dtype)t->dtype), nbytes = (size_t)numel * sz;
   unsigned char *tmp = lt__malloc(nbytes);
   if (!tmp) return LT_ENOMEM;
-  int rc = lt_to_data(t, tmp, nbytes);
+  int rc = read_value("lt_item", t, tmp, nbytes);
   if (rc == LT_OK) {
     *out = lt__load_f64(t->dtype, tmp, flat_index);
   }

@@ -111,7 +111,7 @@ static MPI_Datatype mpi_type(int dt) {
     return lt__mpi.t_int8;
   case LT_BOOL:
   case LT_U8:
-  case LT_BF16:       /* refused before any transfer (mpi_run_locked) */
+  case LT_BF16:       /* moved as bytes or refused (mpi_run_locked) */
   case LT_NUM_DTYPES: /* not a dtype: its size is 0, nothing moves */
     break;
   }
@@ -376,14 +376,18 @@ static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
 
   /* data */
   int dt = c->dtype;
-  /* MPI has no bf16 type and our reductions no bf16 loops; every rank
-   * refuses the same call here, so no rank waits for another */
-  if (dt == LT_BF16)
-    return lt__err(LT_EDTYPE, "collective %s: bf16 does not travel over MPI; cast to f32 first",
-                   what);
+  /* MPI has no bf16 type and our reductions no bf16 loops: bf16 reductions
+   * are refused (every rank refuses the same call here, so no rank waits for
+   * another); gathers and broadcasts only move elements, so bf16 travels as
+   * bytes (`per` MPI elements to one of ours) */
+  bool bytes_only = dt == LT_BF16;
+  if (bytes_only && (c->kind == LT_COLL_ALL_REDUCE || c->kind == LT_COLL_REDUCE_SCATTER))
+    return lt__err(LT_EDTYPE,
+                   "collective %s: bf16 reductions do not run over MPI; cast to f32 first", what);
   size_t esz = lt_dtype_size((lt_dtype)dt);
+  int64_t per = bytes_only ? (int64_t)esz : 1;
   int64_t m = numel(c->in_shape, c->ndim), mo = numel(c->out_shape, c->ndim);
-  if (m > 0x7fffffff || mo > 0x7fffffff)
+  if (m * per > 0x7fffffff || mo * per > 0x7fffffff)
     return breakdown(s, "collective larger than 2^31 elements: not supported over MPI");
   int64_t outer = 1, inner = 1;
   if (c->kind == LT_COLL_ALL_GATHER || c->kind == LT_COLL_REDUCE_SCATTER) {
@@ -396,7 +400,7 @@ static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
   if (!grow(&s->send, &s->send_cap, (size_t)m * esz + 1) ||
       !grow(&s->recv, &s->recv_cap, (size_t)(c->kind == LT_COLL_BROADCAST ? m : mo) * esz + 1))
     return lt__err(LT_ENOMEM, "collective %s: out of memory", what);
-  MPI_Datatype ty = mpi_type(dt);
+  MPI_Datatype ty = bytes_only ? lt__mpi.t_uint8 : mpi_type(dt);
   bool fl = lt__is_float(dt);
   MPI_Op op = lt__mpi.op_sum;
   if (c->redop == LT_COLL_MAX) op = fl ? s->fmax : lt__mpi.op_max;
@@ -408,7 +412,8 @@ static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
     break;
   case LT_COLL_ALL_GATHER:
     memcpy(s->send, c->in, (size_t)m * esz);
-    rc = lt__mpi.Iallgather(s->send, (int)m, ty, s->recv, (int)m, ty, s->comm, &req);
+    rc =
+        lt__mpi.Iallgather(s->send, (int)(m * per), ty, s->recv, (int)(m * per), ty, s->comm, &req);
     break;
   case LT_COLL_REDUCE_SCATTER: {
     /* chunk-major: block q of the send buffer is chunk q along axis */
@@ -422,7 +427,7 @@ static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
   }
   default: /* broadcast */
     if (rank == c->root) memcpy(s->recv, c->in, (size_t)m * esz);
-    rc = lt__mpi.Ibcast(s->recv, (int)m, ty, c->root, s->comm, &req);
+    rc = lt__mpi.Ibcast(s->recv, (int)(m * per), ty, c->root, s->comm, &req);
     break;
   }
   if (rc != MPI_SUCCESS)

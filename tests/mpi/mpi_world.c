@@ -8,6 +8,9 @@
  *                row-split, b2 replicated; lt_mark_sharding) for 20 Adam
  *                steps ends with the parameters of the same MLP on 1 device
  *                (CPU:1, outside the world) within 1e-5 relative
+ *   read         lt_to_data, lt_item and lt_to_f32 of tensors sharded over
+ *                the 2 processes (every dtype, both axes, pending and after
+ *                the step) return the whole value on both ranks
  *   kill         rank 1 kills itself (SIGKILL) after one collective; rank 0's
  *                next collective must fail within 10 s, naming rank 1
  *   kill_ring    the same, rank 1 killed by a timer during ring all-reduces
@@ -323,6 +326,40 @@ static void test_tp(lt_world *w) {
   CHECK(fabs(got[0][0] - pb.init[0][0]) > 1e-3, "training did not move the parameters");
 }
 
+/* ---- reads of sharded tensors gather ---- */
+static void test_read(lt_world *w) {
+  static const lt_dtype kAll[] = {LT_F32, LT_F64, LT_BF16, LT_I32, LT_I64, LT_U8, LT_I8, LT_BOOL};
+  enum { M = 4, N = 6 };
+  const int64_t shape[2] = {M, N};
+  for (size_t k = 0; k < sizeof kAll / sizeof *kAll && !g_fail; k++)
+    for (int axis = 0; axis < 2 && !g_fail; axis++) {
+      lt_dtype dt = kAll[k];
+      const char *dn = lt_dtype_name(dt);
+      size_t nbytes = M * N * lt_dtype_size(dt);
+      unsigned char want[M * N * 8], got[M * N * 8];
+      for (int i = 0; i < M * N; i++)
+        put(want, dt, i, dt == LT_BOOL ? i % 3 == 0 : dt == LT_U8 ? (i * 37) % 251 : i % 23 - 11);
+      lt_scope_begin();
+      lt_tensor *t = lt_from_data(lt_cpu(0), dt, shape, 2, want);
+      CHECK(t && lt_mark_sharding(t, w, axis) == LT_OK, "%s: mark axis %d", dn, axis);
+      for (int pass = 0; pass < 2 && !g_fail; pass++) { /* pending, then after the step */
+        memset(got, 0xA5, sizeof got);
+        CHECK(lt_to_data(t, got, nbytes) == LT_OK, "%s axis %d: read", dn, axis);
+        CHECK(memcmp(got, want, nbytes) == 0, "%s axis %d pass %d: read differs", dn, axis, pass);
+        double d = -1;
+        CHECK(lt_item(t, M * N - 1, &d) == LT_OK && d == get(want, dt, M * N - 1),
+              "%s: lt_item(last) %g", dn, d);
+        float f[M * N];
+        CHECK(lt_to_f32(t, f, M * N) == LT_OK && f[1] == (float)get(want, dt, 1), "%s: to_f32", dn);
+        CHECK(lt_sharding_axis(t) == axis, "%s: the read changed the sharding", dn);
+        if (pass == 0) CHECK(lt_mark_step(lt_cpu(0)) == LT_OK, "mark_step");
+      }
+      CHECK(lt_to_data(t, got, nbytes / 2) == LT_EINVAL && strstr(lt_last_error(), "lt_to_data"),
+            "%s: short destination", dn);
+      lt_scope_end();
+    }
+}
+
 static int64_t now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -511,6 +548,8 @@ int main(int argc, char **argv) {
       test_dp();
     else if (strcmp(mode, "tp") == 0)
       test_tp(w);
+    else if (strcmp(mode, "read") == 0)
+      test_read(w);
     else if (strcmp(mode, "kill") == 0)
       test_kill(w);
     else if (strcmp(mode, "kill_ring") == 0)
