@@ -5,7 +5,9 @@
  *   --devices N       N replicas in this process (lt_world_local, lt_world_run)
  * Every replica loads the same shuffled global batch of N x --batch rows
  * (the same seed on every device gives the same permutation) and takes its
- * shard, rows [rank x batch, (rank + 1) x batch); its gradients are averaged
+ * shard, rows [rank x batch, (rank + 1) x batch), as data of its own (so the
+ * step's graph is the same on every replica: one compile for the world);
+ * its gradients are averaged
  * by all-reduces inside the step graph (lt_dp_optim_step) and every replica
  * runs the optimizer. Parameters start equal (broadcast from rank 0). So the
  * run follows the single-process run at batch N x --batch with the same
@@ -156,17 +158,38 @@ typedef struct shard_step {
   const train_model *m;
   lt_nn_loader *loader;
   lt_nn_optim *opt;
-  int64_t x0[2], x1[2], y0[1], y1[1]; /* rows [rank x batch, (rank + 1) x batch) */
+  int64_t first, rows; /* rows [rank x batch, (rank + 1) x batch) */
 } shard_step;
+
+/* Rows [first, first + rows) of the loader's host tensor t as a new host
+ * tensor on t's device. The step reads its shard as data: a graph leaf,
+ * uploaded alone, whose place in the global batch is not part of the graph,
+ * so every replica traces the same graph and the world compiles the step
+ * once (a slice at the rank's offset would give each replica a graph, and
+ * a compile, of its own). */
+static lt_tensor *rows_of(lt_tensor *t, int64_t first, int64_t rows) {
+  int64_t n = lt_numel(t), per = n / lt_dim(t, 0);
+  size_t esz = lt_dtype_size(lt_get_dtype(t));
+  unsigned char *all = malloc((size_t)n * esz + 1);
+  lt_tensor *r = NULL;
+  if (all && lt_to_data(t, all, (size_t)n * esz) == LT_OK) { /* host data: a copy */
+    int64_t shape[LT_MAX_DIMS];
+    for (int d = 0; d < lt_ndim(t); d++) shape[d] = d ? lt_dim(t, d) : rows;
+    r = lt_from_data(lt_get_device(t), lt_get_dtype(t), shape, lt_ndim(t),
+                     all + (size_t)(first * per) * esz);
+  }
+  free(all);
+  return r;
+}
 
 static lt_tensor *trace_shard(void *ctx) {
   const shard_step *c = ctx;
   lt_tensor *x, *y;
   int got = lt_nn_loader_next(c->loader, &x, &y);
-  lt_tensor *loss = got == 1 ? lt_nn_cross_entropy(
-                                   c->m->forward(c->m, lt_slice_n(x, c->x0, c->x1, NULL, 2), true),
-                                   lt_slice_n(y, c->y0, c->y1, NULL, 1))
-                             : NULL;
+  lt_tensor *loss =
+      got == 1 ? lt_nn_cross_entropy(c->m->forward(c->m, rows_of(x, c->first, c->rows), true),
+                                     rows_of(y, c->first, c->rows))
+               : NULL;
   int rc = loss ? lt_backward(loss) : LT_EINVAL;
   if (rc == LT_OK) rc = lt_dp_optim_step(c->opt);
   return rc == LT_OK ? lt_all_reduce(loss, LT_REDUCE_MEAN) : NULL;
@@ -181,13 +204,7 @@ static int replica(int rank, lt_device dev, void *arg) {
   lt_set_seed(dev, o->d.seed);
   train_model m;
   memset(&m, 0, sizeof m);
-  shard_step st = {&m,
-                   NULL,
-                   NULL,
-                   {rank * o->batch, 0},
-                   {(rank + 1) * o->batch, tr->features},
-                   {rank * o->batch},
-                   {(rank + 1) * o->batch}};
+  shard_step st = {&m, NULL, NULL, rank * o->batch, o->batch};
   driver_loss ls = {dev, NULL, NULL};
   int rc = classifier_model_init(&m, dev, o->cnn, tr, o->hidden, o->layers, c->classes);
   lt_nn_optim_config oc = lt_nn_optim_defaults(LT_NN_ADAM);
@@ -314,6 +331,9 @@ int train_dp_main(int argc, char **argv) {
               classifier_test_count(&test, o.test_limit)};
   rc = lt_world_run(w, replica, &c);
   if (rc != LT_OK) fprintf(stderr, "lazytensor-train: %s\n", lt_last_error());
+  /* the compiles and times of all this process's replicas (under mpirun:
+   * rank 0's process), as the one-device run's summary counts them */
+  if (rc == LT_OK && lt_world_rank(w) == 0) driver_print_summary();
   lt_nn_dataset_free(&train);
   lt_nn_dataset_free(&test);
   lt_world_free(w);
