@@ -219,6 +219,12 @@ static int replica_reads(int r, lt_device dev, void *ctx) {
             "message: %s", lt_last_error());
       lt_scope_end();
     }
+  /* an empty tensor splits and reads (nothing to copy) */
+  lt_scope_begin();
+  lt_tensor *empty = lt_zeros(dev, LT_F32, SHAPE(0, 4), 2);
+  OK(r, lt_mark_sharding(empty, g_world, 0));
+  OK(r, lt_to_data(empty, NULL, 0));
+  lt_scope_end();
   /* a pending sharded result (its graph runs with the gather), still sharded
    * for the ops after the read */
   lt_scope_begin();
