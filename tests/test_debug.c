@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lazytensor_world.h"
 #include "test_util.h"
 
 /* ---- the child side -------------------------------------------------------------------- */
@@ -58,6 +59,29 @@ static void scenario_two_shapes(void) {
   read_expect(lt_add(vec(LT_F32, 4, 1), vec(LT_F32, 4, 2)), 3);
   read_expect(lt_add(vec(LT_F32, 8, 1), vec(LT_F32, 8, 2)), 3);
   lt_scope_end();
+}
+
+/* Each replica of an in-process world of 2 reads a graph of its own value
+ * (the same graph on both: one key), then a graph only rank 1 runs. */
+static int replica_reads(int rank, lt_device dev, void *ctx) {
+  (void)ctx;
+  lt_scope_begin();
+  float v[4] = {1, 2, 3, (float)rank};
+  lt_tensor *x = lt_from_data(dev, LT_F32, SHAPE(4), 1, v);
+  double out = -1;
+  int rc = lt_item(lt_add(x, x), 3, &out);
+  if (rc == LT_OK && out != 2.0 * rank) rc = LT_EINVAL; /* a wrong value */
+  if (rc == LT_OK && rank == 1) rc = lt_item(lt_exp(x), 0, &out);
+  lt_scope_end();
+  return rc;
+}
+
+static void scenario_world(void) {
+  lt_world *w = NULL;
+  CHILD_CHECK(lt_world_local(2, &w) == LT_OK);
+  CHILD_CHECK(lt_world_run(w, replica_reads, NULL) == LT_OK);
+  lt_world_free(w);
+  read_expect(lt_add(vec(LT_F32, 4, 1), vec(LT_F32, 4, 2)), 3); /* outside any world */
 }
 
 typedef struct env_var {
@@ -209,6 +233,45 @@ static void test_dump_write_failure(void **state) {
   unlink(err.path);
 }
 
+/* The replicas of a world write one file each (path.<rank>) and name their
+ * rank on stderr, as the reference writes one file per ordinal; a device in
+ * no world writes the plain path. */
+static void test_per_rank_outputs(void **state) {
+  (void)state;
+  tmpfile_t dump, err;
+  tmp_make(&dump, "dump");
+  tmp_make(&err, "stderr");
+  env_var env[] = {{"LT_SAVE_GRAPHS", dump.path}, {"LT_DEBUG", "1"}};
+  run_child(scenario_world, env, 2, err.path);
+  char p0[80], p1[80];
+  snprintf(p0, sizeof p0, "%s.0", dump.path);
+  snprintf(p1, sizeof p1, "%s.1", dump.path);
+  char *plain = tu_read_file(dump.path, NULL), *t0 = tu_read_file(p0, NULL),
+       *t1 = tu_read_file(p1, NULL), *log = tu_read_file(err.path, NULL);
+  assert_non_null(t0);
+  assert_non_null(t1);
+  /* rank 0: its read; rank 1: its read and its exp; the plain file: the
+   * read made outside the world */
+  assert_int_equal(tu_occurrences(t0, " reason=\"value read\""), 1);
+  assert_int_equal(tu_occurrences(t1, " reason=\"value read\""), 2);
+  assert_int_equal(tu_occurrences(t1, "exp"), 1);
+  assert_int_equal(tu_occurrences(t0, "exp"), 0);
+  assert_int_equal(tu_occurrences(plain, " reason=\"value read\""), 1);
+  /* every explanation line of a replica carries its rank */
+  assert_int_equal(tu_occurrences(log, "lazytensor[rank 0]: "), 1);
+  assert_int_equal(tu_occurrences(log, "lazytensor[rank 1]: "), 2);
+  assert_int_equal(
+      tu_occurrences(log, "lazytensor: ") - tu_occurrences(log, "lazytensor: a value was read"), 1);
+  free(plain);
+  free(t0);
+  free(t1);
+  free(log);
+  unlink(dump.path);
+  unlink(p0);
+  unlink(p1);
+  unlink(err.path);
+}
+
 /* Neither variable set (or LT_DEBUG=0): no output at all. */
 static void test_quiet_by_default(void **state) {
   (void)state;
@@ -228,10 +291,9 @@ int main(void) {
   unsetenv("LT_SAVE_GRAPHS");
   unsetenv("LT_SAVE_GRAPHS_FORMAT");
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_text_dump_and_explanations),
-      cmocka_unit_test(test_dot_dump),
-      cmocka_unit_test(test_dump_write_failure),
-      cmocka_unit_test(test_quiet_by_default),
+      cmocka_unit_test(test_text_dump_and_explanations), cmocka_unit_test(test_dot_dump),
+      cmocka_unit_test(test_dump_write_failure),         cmocka_unit_test(test_quiet_by_default),
+      cmocka_unit_test(test_per_rank_outputs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,12 @@
  * nodes, aligned by post-order index), and the first differences are named.
  * Syncs that hit the cache get a one-line summary.
  *
+ * A replica of a world of more than one rank (in process or over MPI) writes
+ * its graphs to path.<rank> and prefixes its LT_DEBUG lines with its rank,
+ * as the reference writes one file per ordinal: the replicas of one step
+ * trace the same graphs at the same time, and one shared file would
+ * interleave them.
+ *
  * The variables are read once per process. The history of compiled graphs
  * lives as long as the process, outliving any allocator a program installs
  * with lt_set_allocator, so it uses the C library directly; the text of one
@@ -22,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/lt_collective.h"
 #include "../core/lt_error.h"
 #include "../core/lt_strbuf.h"
 #include "coll_fingerprint.h"
@@ -213,9 +220,16 @@ static void dump_dot(lt_strbuf *s, const lt_graph *g, const char *khex, const ch
   lt__sb_printf(s, "}\n\n");
 }
 
+/* The rank of a world of more than one replica that device dev belongs to;
+ * -1 when it is alone. */
+static int world_rank(int dev) {
+  lt_coll_binding b;
+  return lt__coll_binding(dev, &b) && b.size > 1 ? b.rank : -1;
+}
+
 /* Under g_mu. */
 static void save_graph(const lt_graph *g, const char *khex, const char *reason,
-                       const root_map *roots) {
+                       const root_map *roots, int rank) {
   lt_strbuf s = {0};
   if (g_cfg.dot)
     dump_dot(&s, g, khex, reason, roots);
@@ -225,7 +239,13 @@ static void save_graph(const lt_graph *g, const char *khex, const char *reason,
     lt__sb_free(&s);
     return;
   }
-  FILE *f = fopen(g_cfg.path, "a");
+  char ranked[sizeof g_cfg.path + 16];
+  const char *path = g_cfg.path;
+  if (rank >= 0) {
+    snprintf(ranked, sizeof ranked, "%s.%d", g_cfg.path, rank);
+    path = ranked;
+  }
+  FILE *f = fopen(path, "a");
   int err = f ? 0 : errno;
   if (f) {
     if (fwrite(s.s, 1, s.len, f) != s.len) err = errno ? errno : EIO;
@@ -234,8 +254,9 @@ static void save_graph(const lt_graph *g, const char *khex, const char *reason,
   lt__sb_free(&s);
   if (err) {
     g_cfg.save = false;
-    fprintf(stderr, "lazytensor: cannot write LT_SAVE_GRAPHS=%s: %s; graphs are no longer saved\n",
-            g_cfg.path, strerror(err));
+    fprintf(stderr,
+            "lazytensor: cannot write LT_SAVE_GRAPHS=%s (%s): %s; graphs are no longer saved\n",
+            g_cfg.path, path, strerror(err));
   }
 }
 
@@ -483,9 +504,9 @@ static void explain_diff(lt_strbuf *s, const sig *a, const sig *b) {
 }
 
 /* Under g_mu. */
-static void explain_compile(lt_strbuf *s, const lt_graph *g, lt_graph_key key, const char *khex,
-                            const char *reason) {
-  lt__sb_printf(s, "lazytensor: compile %s (%s): %d node%s, %d param%s, %d root%s\n", khex, reason,
+static void explain_compile(lt_strbuf *s, const char *who, const lt_graph *g, lt_graph_key key,
+                            const char *khex, const char *reason) {
+  lt__sb_printf(s, "%s: compile %s (%s): %d node%s, %d param%s, %d root%s\n", who, khex, reason,
                 g->nnodes, plural(g->nnodes), g->nparams, plural(g->nparams), g->nroots,
                 plural(g->nroots));
   sig *now = sig_make(g, key, reason);
@@ -541,7 +562,8 @@ static void explain_compile(lt_strbuf *s, const lt_graph *g, lt_graph_key key, c
 /* ---- entry point ------------------------------------------------------------------------------
  */
 
-void lt__debug_graph(const lt_graph *g, lt_graph_key key, const char *reason, bool compiled) {
+void lt__debug_graph(const lt_graph *g, lt_graph_key key, const char *reason, bool compiled,
+                     int dev) {
   lt__coll_fp_note(g, key.lo); /* every sync passes here with its graph */
   pthread_once(&g_once, read_env);
   if (!g_cfg.active || !g) return;
@@ -553,20 +575,23 @@ void lt__debug_graph(const lt_graph *g, lt_graph_key key, const char *reason, bo
   int status = lt_last_status();
   char message[512];
   snprintf(message, sizeof message, "%s", lt_last_error());
+  int rank = world_rank(dev);
   pthread_mutex_lock(&g_mu);
   if (g_cfg.save) {
     root_map roots;
     if (root_map_init(&roots, g)) {
-      save_graph(g, khex, reason, &roots);
+      save_graph(g, khex, reason, &roots, rank);
       root_map_free(&roots);
     }
   }
   if (g_cfg.debug > 0) {
+    char who[32] = "lazytensor";
+    if (rank >= 0) snprintf(who, sizeof who, "lazytensor[rank %d]", rank);
     lt_strbuf s = {0};
     if (compiled)
-      explain_compile(&s, g, key, khex, reason);
+      explain_compile(&s, who, g, key, khex, reason);
     else
-      lt__sb_printf(&s, "lazytensor: sync: cache hit, %d node%s, %s, key %s\n", g->nnodes,
+      lt__sb_printf(&s, "%s: sync: cache hit, %d node%s, %s, key %s\n", who, g->nnodes,
                     plural(g->nnodes), reason, khex);
     if (!s.oom && s.len) fwrite(s.s, 1, s.len, stderr);
     lt__sb_free(&s);

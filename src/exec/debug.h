@@ -11,7 +11,10 @@
 /* Called by the executor once per synced graph, after its key is known and
  * before it runs. reason: "value read", "sync", "mark_step", "warm-up",
  * "eager" or "program". compiled: true when this sync missed the cache and
- * compiled. Cheap when neither variable is set (one cached getenv). */
-void lt__debug_graph(const lt_graph *g, lt_graph_key key, const char *reason, bool compiled);
+ * compiled. dev: the index of the device it runs on; a replica of a world
+ * of several ranks writes to LT_SAVE_GRAPHS.<rank> and prefixes its LT_DEBUG
+ * lines with its rank. Cheap when neither variable is set (one cached getenv). */
+void lt__debug_graph(const lt_graph *g, lt_graph_key key, const char *reason, bool compiled,
+                     int dev);
 
 #endif

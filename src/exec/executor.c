@@ -308,12 +308,12 @@ static lt_cache_entry *with_cost(lt_cache_entry *e, const lt_graph *g) {
 
 /* Compiles on a miss; returns a referenced cache entry or NULL with the error set. */
 static lt_cache_entry *find_or_compile(const lt_backend *be, lt_graph_key key, const lt_graph *g,
-                                       const char *reason) {
+                                       const char *reason, int dev) {
   lt_cache_entry *e = lt__cache_get(key);
   bool claimed = false;
   if (!e) e = inflight_claim(key, &claimed);
   lt__value_add(LT_VALUE_GRAPH_SIZE, g->nnodes);
-  lt__debug_graph(g, key, reason, e == NULL);
+  lt__debug_graph(g, key, reason, e == NULL, dev);
   if (e) {
     lt__count(LT_CTR_CACHED_COMPILE, 1);
     return with_cost(e, g);
@@ -427,7 +427,7 @@ static lt_cache_entry *plan(lt_exec_dev *ctx, lt_device dev, lt_node *const *roo
   for (int i = 0; i < nroots; i++) root_index[i] = roots[i]->order;
   lt_graph g = {po->nodes,  po->nnodes, po->param_of, po->nparams,
                 root_index, nroots,     donors,       ndonors};
-  e = find_or_compile(be, key, &g, reason);
+  e = find_or_compile(be, key, &g, reason, dev.index);
   goto out;
 oom:
   lt__err(LT_ENOMEM, "%s: out of memory", fn);
@@ -551,7 +551,7 @@ int lt__compile_roots(lt_device dev, lt_node *const *roots, int nroots, const ch
   if (rc == LT_OK) {
     for (int i = 0; i < nroots; i++) root_index[i] = roots[i]->order;
     lt_graph g = {po.nodes, po.nnodes, po.param_of, po.nparams, root_index, nroots, NULL, 0};
-    *entry = find_or_compile(lt__backend_for(dev), *key, &g, reason);
+    *entry = find_or_compile(lt__backend_for(dev), *key, &g, reason, dev.index);
     if (!*entry) rc = lt_last_status() ? lt_last_status() : LT_ECOMPILE;
     *params = po.params;
     *nparams = po.nparams;
