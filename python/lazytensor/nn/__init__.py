@@ -5,8 +5,7 @@ functional forms (lazytensor.nn.functional) and nn.utils.clip_grad_norm_.
     import lazytensor.nn.functional as F
     model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 10))
 
-Linear's weight is [in, out], the transpose of torch's (modules.py says
-why). The earlier lazytensor.nn names stay: the functional forms at this
+Linear's weight is torch's [out, in], so torch state_dicts load. The earlier lazytensor.nn names stay: the functional forms at this
 level (nn.cross_entropy, nn.conv2d, ...), nn.clip_grad_norm_, nn.save /
 nn.load, and the library optimizers nn.SGD / nn.Adam / nn.AdamW, which drop
 the grads after each step as the C API does (lazytensor.optim has torch's).
