@@ -11,6 +11,7 @@ nn.load, and the library optimizers nn.SGD / nn.Adam / nn.AdamW, which drop
 the grads after each step as the C API does (lazytensor.optim has torch's).
 """
 from . import functional, utils
+from .attention import MultiheadAttention
 from ._legacy import SGD, Adam, AdamW, Optimizer, load, save
 from .functional import (accuracy, adaptive_avg_pool2d, avg_pool2d, batch_norm, conv2d,
                          conv_transpose2d, cross_entropy, dropout, embedding, group_norm,
@@ -23,7 +24,7 @@ from .modules import (AdaptiveAvgPool2d, AvgPool2d, BatchNorm2d, BCEWithLogitsLo
 from .utils import clip_grad_norm_
 
 __all__ = ["functional", "utils", "Parameter", "Module", "Sequential", "ModuleList", "ModuleDict",
-           "Linear", "Conv2d", "BatchNorm2d", "LayerNorm", "Embedding", "ReLU", "GELU", "Tanh",
+           "Linear", "MultiheadAttention", "Conv2d", "BatchNorm2d", "LayerNorm", "Embedding", "ReLU", "GELU", "Tanh",
            "Sigmoid", "SiLU", "Softmax", "LogSoftmax", "Identity", "Flatten", "Dropout",
            "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "CrossEntropyLoss", "NLLLoss", "MSELoss",
            "L1Loss", "BCEWithLogitsLoss", "clip_grad_norm_", "relu", "cross_entropy", "accuracy",
