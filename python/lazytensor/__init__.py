@@ -42,6 +42,7 @@ both unconverted (for the other dtypes they are numpy() and from_numpy with
 the dtype checked).
 """
 from . import data, nn, optim
+from .serialization import load, save
 from .tensor import (BF16, BOOL, F32, F64, I8, I32, I64, U8, LazyTensorError, Tensor, arange,
                      bfloat16, bool_, cat, clear_pending, counter, dtype, enable_grad, eye,
                      float32, float64, from_numpy, from_numpy_raw, full, int8, int32, int64,
@@ -57,7 +58,7 @@ float, double, long, int, bool = float32, float64, int64, int32, bool_  # noqa: 
 __all__ = ["BF16", "BOOL", "F32", "F64", "I8", "I32", "I64", "U8", "LazyTensorError", "Tensor",
            "arange", "bfloat16", "bool_", "cat", "clear_pending", "counter", "data", "dtype",
            "enable_grad", "eye", "float32", "float64", "from_numpy", "from_numpy_raw", "full",
-           "int8", "int32", "int64", "is_grad_enabled", "live_tensors", "manual_seed",
+           "int8", "int32", "int64", "is_grad_enabled", "live_tensors", "load", "manual_seed",
            "mark_step", "matmul", "metric", "metrics_report", "nn", "no_grad", "optim", "ones", "rand",
-           "randn", "randperm", "set_grad_enabled", "stack", "sync", "tensor", "uint8",
+           "randn", "randperm", "save", "set_grad_enabled", "stack", "sync", "tensor", "uint8",
            "wait_device_ops", "where", "zeros"]
