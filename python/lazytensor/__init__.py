@@ -41,14 +41,14 @@ lt.from_numpy_raw(bits, lt.bfloat16) makes a bf16 tensor from such an array,
 both unconverted (for the other dtypes they are numpy() and from_numpy with
 the dtype checked).
 """
-from . import data, nn, optim
+from . import data, jit, nn, optim
 from .serialization import load, save
 from .tensor import (BF16, BOOL, F32, F64, I8, I32, I64, U8, LazyTensorError, Tensor, arange,
                      bfloat16, bool_, cat, clear_pending, counter, dtype, enable_grad, eye,
                      float32, float64, from_numpy, from_numpy_raw, full, int8, int32, int64,
-                     is_grad_enabled, live_tensors, manual_seed, mark_step, matmul, metric,
-                     metrics_report, no_grad, ones, rand, randn, randperm, set_grad_enabled, stack,
-                     sync, tensor, uint8, wait_device_ops, where, zeros)
+                     is_eager, is_grad_enabled, live_tensors, manual_seed, mark_step, matmul,
+                     metric, metrics_report, no_grad, ones, rand, randn, randperm, set_eager,
+                     set_grad_enabled, stack, sync, tensor, uint8, wait_device_ops, where, zeros)
 
 # torch's short names for dtypes (lt.float is float32, as torch.float). They
 # are left out of __all__: `from lazytensor import *` must not shadow the
@@ -58,7 +58,7 @@ float, double, long, int, bool = float32, float64, int64, int32, bool_  # noqa: 
 __all__ = ["BF16", "BOOL", "F32", "F64", "I8", "I32", "I64", "U8", "LazyTensorError", "Tensor",
            "arange", "bfloat16", "bool_", "cat", "clear_pending", "counter", "data", "dtype",
            "enable_grad", "eye", "float32", "float64", "from_numpy", "from_numpy_raw", "full",
-           "int8", "int32", "int64", "is_grad_enabled", "live_tensors", "load", "manual_seed",
-           "mark_step", "matmul", "metric", "metrics_report", "nn", "no_grad", "optim", "ones", "rand",
-           "randn", "randperm", "save", "set_grad_enabled", "stack", "sync", "tensor", "uint8",
-           "wait_device_ops", "where", "zeros"]
+           "int8", "int32", "int64", "is_eager", "is_grad_enabled", "jit", "live_tensors", "load",
+           "manual_seed", "mark_step", "matmul", "metric", "metrics_report", "nn", "no_grad",
+           "optim", "ones", "rand", "randn", "randperm", "save", "set_eager", "set_grad_enabled",
+           "stack", "sync", "tensor", "uint8", "wait_device_ops", "where", "zeros"]
