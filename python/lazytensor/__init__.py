@@ -32,6 +32,11 @@ silently:
 - no_grad() is a context manager and a decorator; enable_grad(),
   set_grad_enabled(mode) and is_grad_enabled() as torch's.
 
+Beyond the tensors: lt.nn (torch.nn's modules, torch's layouts and
+state_dict names), lt.optim with lt.optim.lr_scheduler, lt.save / lt.load
+(torch.save / torch.load; serialization.py has the file format), lt.jit
+(trace / save / load of compiled programs) and lt.set_eager / lt.is_eager.
+
 bfloat16 (lt.bfloat16, also dtype="bf16" or "bfloat16"): numpy has no such
 type, so its values travel as float32. lt.tensor(a, dtype=lt.bfloat16) rounds
 each value to nearest, ties to even (float64 values are rounded to float32
