@@ -140,7 +140,7 @@ def test_closed_form_warnings_and_errors():
         s.step()
     with pytest.raises(TypeError, match="list is not an Optimizer"):
         S.StepLR([], 2)
-    with pytest.raises(KeyError, match="param 'initial_lr' is not specified in param_groups\\[0\\]"):
+    with pytest.raises(KeyError, match="'initial_lr' is not specified in param_groups\\[0\\]"):
         S.StepLR(two_groups(), 2, last_epoch=4)
     with pytest.raises(ValueError, match="Starting multiplicative factor"):
         S.LinearLR(two_groups(), start_factor=1.5)

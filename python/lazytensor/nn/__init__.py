@@ -5,10 +5,14 @@ functional forms (lazytensor.nn.functional) and nn.utils.clip_grad_norm_.
     import lazytensor.nn.functional as F
     model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 10))
 
-Linear's weight is torch's [out, in], so torch state_dicts load. The earlier lazytensor.nn names stay: the functional forms at this
-level (nn.cross_entropy, nn.conv2d, ...), nn.clip_grad_norm_, nn.save /
-nn.load, and the library optimizers nn.SGD / nn.Adam / nn.AdamW, which drop
-the grads after each step as the C API does (lazytensor.optim has torch's).
+The layers have torch's layouts and parameter names (Linear's weight is
+[out, in]; MultiheadAttention's in_proj_weight, in_proj_bias, out_proj), so
+torch state_dicts load. The earlier lazytensor.nn names stay: the functional
+forms at this level (nn.cross_entropy, nn.conv2d, ...), nn.clip_grad_norm_,
+nn.save / nn.load (the library's parameter files; lazytensor.save is
+torch.save's counterpart), and the library optimizers nn.SGD / nn.Adam /
+nn.AdamW, which drop the grads after each step as the C API does
+(lazytensor.optim has torch's).
 """
 from . import functional, utils
 from .attention import MultiheadAttention
@@ -24,9 +28,9 @@ from .modules import (AdaptiveAvgPool2d, AvgPool2d, BatchNorm2d, BCEWithLogitsLo
 from .utils import clip_grad_norm_
 
 __all__ = ["functional", "utils", "Parameter", "Module", "Sequential", "ModuleList", "ModuleDict",
-           "Linear", "MultiheadAttention", "Conv2d", "BatchNorm2d", "LayerNorm", "Embedding", "ReLU", "GELU", "Tanh",
-           "Sigmoid", "SiLU", "Softmax", "LogSoftmax", "Identity", "Flatten", "Dropout",
-           "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "CrossEntropyLoss", "NLLLoss", "MSELoss",
+           "Linear", "MultiheadAttention", "Conv2d", "BatchNorm2d", "LayerNorm", "Embedding",
+           "ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "Softmax", "LogSoftmax", "Identity",
+           "Flatten", "Dropout", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "CrossEntropyLoss", "NLLLoss", "MSELoss",
            "L1Loss", "BCEWithLogitsLoss", "clip_grad_norm_", "relu", "cross_entropy", "accuracy",
            "mse_loss", "nll_loss", "scaled_dot_product_attention", "embedding", "dropout",
            "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
