@@ -177,6 +177,39 @@ static lt_tensor *gram_fn(lt_tensor *const *in, void *ud) {
   return lt_matmul(in[0], lt_transpose(in[0], 0, 1));
 }
 
+/* torch's linear: x [.., 4] @ w^T with w [3, 4] (in[1]), plus a bias */
+static lt_tensor *linear_t_fn(lt_tensor *const *in, void *ud) {
+  (void)ud;
+  return lt_add(lt_matmul(in[0], lt_transpose(in[1], 0, 1)), in[2]);
+}
+
+/* A weight used transposed (torch's layout): its gradient is finite-difference
+ * right, and is made in the weight's own layout as one product g^T x, not a
+ * transposed view of x^T g (which the optimizer's update would read strided). */
+static void test_matmul_transposed_weight(void **state) {
+  (void)state;
+  const int64_t *xs[] = {SHAPE(5, 4), SHAPE(2, 3, 4)};
+  int xn[] = {2, 3};
+  for (int k = 0; k < 2; k++) {
+    tg_input ins[3] = {
+        {xs[k], xn[k], tg_vals(k ? 24 : 20, 0.3), true, LT_F64},
+        {SHAPE(3, 4), 2, tg_vals(12, 0.8), true, LT_F64},
+        {SHAPE(3), 1, tg_vals(3, 0.5), true, LT_F64},
+    };
+    tg_check(k ? "batch linear w^T" : "linear w^T", linear_t_fn, NULL, ins, 3, 1e-5);
+  }
+  lt_tensor *x = tu_f64(SHAPE(2, 2), 2, (double[]){1, 2, 3, 4});
+  lt_tensor *w = tu_f64(SHAPE(1, 2), 2, (double[]){5, 6});
+  assert_int_equal(lt_set_requires_grad(w, true), LT_OK);
+  assert_int_equal(lt_backward(lt_sum(lt_matmul(x, lt_transpose(w, 0, 1)), NULL, 0, false)), LT_OK);
+  const lt_node *g = lt__tensor_ir(lt_grad(w));
+  assert_non_null(g);
+  assert_int_equal(g->op, LT_OP_MATMUL);
+  assert_int_equal(g->shape[0], 1);
+  assert_int_equal(g->shape[1], 2);
+  tu_expect(lt_grad(w), LT_F64, SHAPE(1, 2), 2, (double[]){4, 6}, 0);
+}
+
 static void test_matmul(void **state) {
   (void)state;
   struct {
@@ -641,6 +674,7 @@ static void test_block_gradients(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       TU_TEST(test_sum_mean_logsumexp),
+      TU_TEST(test_matmul_transposed_weight),
       TU_TEST(test_max_min_prod),
       TU_TEST(test_max_min_ties_split_evenly),
       TU_TEST(test_prod_with_zeros),

@@ -303,6 +303,18 @@ _SIGS.update({
 })
 # ---- end of py-nn additions
 
+# ---- py-rest additions: saved programs (lazytensor.jit) and eager mode
+_SIGS.update({
+    "lt_get_eager": (B, []),
+    "lt_program_create": (ctypes.c_void_p, [PT, I, PT, I]),
+    "lt_program_run": (I, [ctypes.c_void_p, PT, I, PT]),
+    "lt_program_free": (None, [ctypes.c_void_p]),
+    "lt_program_save": (I, [ctypes.c_void_p, ctypes.c_char_p]),
+    "lt_program_load": (ctypes.c_void_p, [ctypes.c_char_p]),
+    "lt_program_count": (I, [ctypes.c_void_p, B]),
+    "lt_program_signature": (I, [ctypes.c_void_p, B, I, PI, P64, PI]),
+})
+
 
 
 def _op_names(fn):

@@ -1083,6 +1083,19 @@ def mark_step():
     check(lib.lt_mark_step(_CPU))
 
 
+def set_eager(mode):
+    """Eager mode on or off (lt_set_eager; LT_EAGER=1 sets it at start): on,
+    every op runs as soon as it is traced (queued, asynchronously), as
+    PyTorch does; the mode for finding which op of a lazy graph misbehaves.
+    Autograd and the optimizers work in both modes."""
+    lib.lt_set_eager(bool(mode))
+
+
+def is_eager():
+    """Whether eager mode is on (lt_get_eager)."""
+    return bool(lib.lt_get_eager())
+
+
 def clear_pending():
     """Drops every live tensor's pending graph (lt_clear_pending): reading one
     then fails. Returns how many were cleared."""

@@ -128,7 +128,13 @@ int lt__ag_rule_matmul(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = operand(n, 0), *b = operand(n, 1);
   if (a->dtype != n->dtype) return matmul_acc_rule(n, g, out);
   out[0] = lt__ag_reduce_to(matmul(G(g), transpose_last(ag_arg(n, 1))), a->shape, a->ndim);
-  if (b->ndim == 2 && a->ndim > 2)
+  if (b->ndim == 2 && b->op == LT_OP_PERMUTE && b->attrs[0] == 1) {
+    /* b = w^T (torch's linear, weight [out, in]): w's gradient (a^T g)^T is
+     * made as g^T a, in w's own layout, and handed back transposed, so that
+     * the permute's rule cancels the two and w's gradient (and the
+     * optimizer's update that reads it) is contiguous, not a strided view. */
+    out[1] = transpose_last(matmul(transpose_last(rows_of(G(g))), rows_of(ag_arg(n, 0))));
+  } else if (b->ndim == 2 && a->ndim > 2)
     out[1] = matmul(transpose_last(rows_of(ag_arg(n, 0))), rows_of(G(g)));
   else
     out[1] = lt__ag_reduce_to(matmul(transpose_last(ag_arg(n, 0)), G(g)), b->shape, b->ndim);
@@ -146,6 +152,11 @@ int lt__ag_rule_permute(const lt_node *n, lt_node *g, lt_node **out) {
   const lt_node *a = operand(n, 0);
   int64_t inv[LT_MAX_DIMS];
   for (int d = 0; d < n->ndim; d++) inv[n->attrs[d]] = d;
+  if (g->op == LT_OP_PERMUTE) { /* g a permute that this one undoes: its operand */
+    bool undone = true;
+    for (int d = 0; d < n->ndim; d++) undone = undone && g->attrs[inv[d]] == d;
+    if (undone) return done1(out, G(g->operands[0].node));
+  }
   return done1(out, unary_node(LT_OP_PERMUTE, G(g), a->shape, a->ndim, inv, a->ndim));
 }
 

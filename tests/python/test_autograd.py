@@ -76,7 +76,8 @@ def test_linear_grads_by_hand():
     lin = lt.nn.Linear(3, 2, dtype=lt.F64)
     x = RNG.standard_normal((5, 3))
     lin(lt.from_numpy(x)).sum().backward()
-    np.testing.assert_allclose(lin.weight.grad.numpy(), x.sum(0)[:, None].repeat(2, 1))
+    # weight [out, in] as torch: each row's grad is the sum of the inputs
+    np.testing.assert_allclose(lin.weight.grad.numpy(), x.sum(0)[None, :].repeat(2, 0))
     np.testing.assert_allclose(lin.bias.grad.numpy(), [5.0, 5.0])
 
 

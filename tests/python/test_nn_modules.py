@@ -58,7 +58,7 @@ def test_reassigned_layer_weight_is_used():
     lin.weight = nn.Parameter(lt.from_numpy(w))
     lin.bias = nn.Parameter(lt.zeros(2))
     x = np.array([[1.0, 1.0]], np.float32)
-    close(lin(lt.from_numpy(x)), x @ w)
+    close(lin(lt.from_numpy(x)), x @ w.T)  # torch's layout: [out, in]
 
 
 def test_train_eval_reach_every_submodule():
@@ -76,7 +76,7 @@ def test_zero_grad_zeroes_or_drops():
     m = nn.Linear(3, 2)
     m(lt.ones(1, 3)).sum().backward()
     m.zero_grad()  # torch 1.13: zeros
-    close(m.weight.grad, np.zeros((3, 2)))
+    close(m.weight.grad, np.zeros((2, 3)))
     m.zero_grad(set_to_none=True)
     assert m.weight.grad is None and m.bias.grad is None
 
@@ -114,15 +114,66 @@ def test_state_dict_round_trip_and_errors():
 
 
 # ---- layers
-def test_linear_is_x_w_plus_b_with_torch_init_bounds():
+def test_linear_is_x_wt_plus_b_with_torch_layout_and_init():
+    lt.manual_seed(3)
     lin = nn.Linear(16, 3)
     x = RNG.standard_normal((2, 16)).astype(np.float32)
     w, b = lin.weight.numpy(), lin.bias.numpy()
-    assert w.shape == (16, 3)  # the library's [in, out]
-    assert np.abs(w).max() <= 0.25 and np.abs(b).max() <= 0.25  # U(-1/sqrt(16), 1/sqrt(16))
-    close(lin(lt.from_numpy(x)), x @ w + b)
+    assert w.shape == (3, 16) and b.shape == (3,)  # torch's [out, in]
+    # kaiming_uniform_(a=sqrt(5)) and the bias: U(-1/sqrt(in), 1/sqrt(in)) = U(-0.25, 0.25)
+    assert np.abs(w).max() <= 0.25 and np.abs(b).max() <= 0.25
+    assert w.std() > 0.1  # spread over the range (U(-0.25, 0.25) has std 0.144)
+    assert lin.weight.requires_grad and lin.weight.grad is None  # a leaf parameter
+    close(lin(lt.from_numpy(x)), x @ w.T + b)
+    # 3-d input: the last axis is the features, as torch
+    x3 = RNG.standard_normal((2, 5, 16)).astype(np.float32)
+    close(lin(lt.from_numpy(x3)), x3 @ w.T + b)
     assert nn.Linear(4, 2, bias=False).bias is None
     assert [n for n, _ in nn.Linear(4, 2, bias=False).named_parameters()] == ["weight"]
+    sd = nn.Linear(5, 7).state_dict()
+    assert [(k, tuple(v.shape)) for k, v in sd.items()] == [("weight", (7, 5)), ("bias", (7,))]
+
+
+def test_linear_loads_a_torch_state_dict_and_matches_its_outputs():
+    # a torch.nn.Linear(4, 3)'s state_dict as numpy: weight [3, 4], bias [3]
+    w = RNG.standard_normal((3, 4)).astype(np.float32)
+    b = RNG.standard_normal(3).astype(np.float32)
+    lin = nn.Linear(4, 3)
+    lin.load_state_dict({"weight": w, "bias": b})
+    x = RNG.standard_normal((5, 4)).astype(np.float32)
+    close(lin(lt.from_numpy(x)), x @ w.T + b)  # torch's F.linear
+    with pytest.raises(RuntimeError, match="size mismatch for weight"):
+        lin.load_state_dict({"weight": w.T.copy(), "bias": b})
+
+
+def test_linear_gradients_have_torch_layout():
+    w = RNG.standard_normal((3, 4)).astype(np.float32)
+    b = RNG.standard_normal(3).astype(np.float32)
+    x = RNG.standard_normal((5, 4)).astype(np.float32)
+    g = RNG.standard_normal((5, 3)).astype(np.float32)
+    for lin in (nn.Linear(4, 3), nn.Linear(4, 3, bias=False)):
+        lin.weight = nn.Parameter(lt.from_numpy(w))
+        if lin.bias is not None:
+            lin.bias = nn.Parameter(lt.from_numpy(b))
+        xt = lt.from_numpy(x).requires_grad_()
+        (lin(xt) * lt.from_numpy(g)).sum().backward()
+        close(lin.weight.grad, g.T @ x)  # d(x W^T)/dW = g^T x, [out, in]
+        close(xt.grad, g @ w)
+        if lin.bias is not None:
+            close(lin.bias.grad, g.sum(0))
+
+
+def test_functional_linear_matches_the_module():
+    w = RNG.standard_normal((3, 4)).astype(np.float32)
+    b = RNG.standard_normal(3).astype(np.float32)
+    x = RNG.standard_normal((2, 4)).astype(np.float32)
+    close(F.linear(lt.from_numpy(x), lt.from_numpy(w), lt.from_numpy(b)), x @ w.T + b)
+    close(F.linear(lt.from_numpy(x), lt.from_numpy(w)), x @ w.T)
+    with pytest.raises(lt.LazyTensorError, match=r"linear: mat1 and mat2 shapes cannot be "
+                       r"multiplied \(2x3 and 4x3\)"):
+        F.linear(lt.from_numpy(x[:, :3].copy()), lt.from_numpy(w))
+    with pytest.raises(lt.LazyTensorError, match=r"\(10x3 and 4x3\)"):
+        nn.Linear(4, 3)(lt.ones(2, 5, 3))
 
 
 def conv_ref(x, w, b, pad):

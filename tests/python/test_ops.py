@@ -335,10 +335,10 @@ def test_index_add_and_random():
 def test_layers():
     lt.manual_seed(1)
     lin = lt.nn.Linear(4, 3)
-    assert lin.weight.shape == (4, 3) and lin.bias.shape == (3,)
+    assert lin.weight.shape == (3, 4) and lin.bias.shape == (3,)  # torch's [out, in]
     x = RNG.standard_normal((2, 4)).astype(np.float32)
     out = lin(lt.from_numpy(x)).numpy()
-    np.testing.assert_allclose(out, x @ lin.weight.numpy() + lin.bias.numpy(), rtol=1e-5,
+    np.testing.assert_allclose(out, x @ lin.weight.numpy().T + lin.bias.numpy(), rtol=1e-5,
                                atol=1e-5)
     bound = 1 / math.sqrt(4)
     assert np.abs(lin.weight.numpy()).max() <= bound
@@ -346,8 +346,8 @@ def test_layers():
     assert len(model.parameters()) == 4
     r = model(lt.from_numpy(x)).numpy()
     h = np.maximum(out, 0)
-    np.testing.assert_allclose(r, h @ model[2].weight.numpy() + model[2].bias.numpy(), rtol=1e-5,
-                               atol=1e-5)
+    np.testing.assert_allclose(r, h @ model[2].weight.numpy().T + model[2].bias.numpy(),
+                               rtol=1e-5, atol=1e-5)
     emb = lt.nn.Embedding(5, 2)
     np.testing.assert_array_equal(emb(lt.tensor([4, 1])).numpy(), emb.weight.numpy()[[4, 1]])
 

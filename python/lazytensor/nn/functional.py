@@ -12,8 +12,11 @@ different values.
 """
 import ctypes
 
+import numpy as np
+
+from .. import _lib
 from .._lib import lib
-from ..tensor import BF16, F32, F64, wrap
+from ..tensor import _ESHAPE, BF16, F32, F64, LazyTensorError, _same_dtype, wrap
 
 _REDUCTIONS = {"mean": 0, "sum": 1, "none": 2}
 
@@ -90,9 +93,24 @@ def dropout(input, p=0.5, training=True, inplace=False):
 # ---- layers
 def linear(input, weight, bias=None):
     """torch's F.linear: input @ weight.T + bias, weight [out, in] (torch's
-    layout; nn.Linear keeps the library's [in, out] and does not call this)."""
-    y = input @ weight.transpose(0, 1) if weight.ndim == 2 else input @ weight
-    return y + bias if bias is not None else y
+    layout), bias [out] or None. A 2-d weight goes through the library's
+    linear layer (lt_nn_linear_forward: the product and the bias in one op,
+    rounded once in bf16, autocast as torch's) with weight.T as its [in, out]
+    operand: a transposed view, which the cpu backend's matmul reads in place
+    (no copy). nn.Linear's forward is this function."""
+    if weight.ndim != 2:
+        y = input @ weight
+        return y + bias if bias is not None else y
+    _same_dtype("linear", input, weight)  # torch: no promotion in a product
+    if input.ndim < 1 or input.shape[-1] != weight.shape[1]:
+        rows = int(np.prod(input.shape[:-1], dtype=np.int64)) if input.ndim > 1 else 1
+        raise LazyTensorError("linear: mat1 and mat2 shapes cannot be multiplied (%dx%d and "
+                              "%dx%d)" % (rows, input.shape[-1] if input.ndim else 1,
+                                          weight.shape[1], weight.shape[0]), _ESHAPE)
+    wt = weight.transpose(0, 1)
+    s = _lib.Linear(wt._ptr, _opt(bias), weight.shape[1], weight.shape[0])
+    # s borrows wt and bias: both stay referenced here until the call returns
+    return wrap(lib.lt_nn_linear_forward(ctypes.byref(s), input._ptr))
 
 
 def embedding(input, weight):

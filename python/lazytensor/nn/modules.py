@@ -8,9 +8,9 @@ library's layers: the library draws their initial values (pending: run
 lazytensor.mark_step() once the model is built) and computes their forward,
 so a model matches lazytensor-train's layer for layer.
 
-One difference in layout: Linear.weight is [in_features, out_features], the
-transpose of torch's [out, in] (the library's layout: its forward needs no
-transpose). A torch state_dict's Linear weights need a .T to load.
+Linear.weight is torch's [out_features, in_features] (the library's own
+layer keeps [in, out]; F.linear hands it a transposed view, which costs no
+copy), so a torch state_dict loads as it is.
 
 The C layer structs keep borrowed pointers: the Python Parameters own the
 tensors (they adopted the init's references), and each forward points the
@@ -24,8 +24,7 @@ import numpy as np
 
 from .. import _lib
 from .._lib import lib
-from ..tensor import (_CPU, F32, I64, Tensor, _dtype_code, _same_dtype, check, from_numpy, tensor,
-                      wrap)
+from ..tensor import _CPU, F32, I64, Tensor, _dtype_code, check, from_numpy, tensor, wrap
 from . import functional as F
 from .utils import zero_grad_
 
@@ -490,8 +489,10 @@ class ModuleDict(Module):
 
 # ---- layers over the library's structs
 class Linear(Module):
-    """y = x @ weight + bias, weight [in_features, out_features] (see the
-    module's docstring); torch's init U(-1/sqrt(in), 1/sqrt(in)) for both."""
+    """torch.nn.Linear: y = x @ weight.T + bias, weight [out_features,
+    in_features] as torch's, so torch state_dicts load as they are. Init as
+    torch's: kaiming_uniform_(a=sqrt(5)) for the weight, which is
+    U(-1/sqrt(in), 1/sqrt(in)), and the same bound for the bias."""
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
@@ -499,16 +500,19 @@ class Linear(Module):
         s = _lib.Linear()
         check(lib.lt_nn_linear_init(ctypes.byref(s), _CPU, _dtype_code(dtype or F32), in_features,
                                     out_features, bool(bias)))
-        self.__dict__["_s"] = s
         self.in_features, self.out_features = in_features, out_features
-        _adopt_affine(self, s)
+        # The library draws weight [in, out] (its layout); the parameter is
+        # its transpose, a pending op of the same draws, so the values are
+        # lazytensor-train's layer for layer, in torch's layout.
+        drawn = wrap(s.weight)
+        self.weight = Parameter(drawn.transpose(0, 1))
+        if s.bias:
+            self.bias = _adopt(s.bias)
+        else:
+            self.register_parameter("bias", None)
 
     def forward(self, input):
-        s = self._s
-        _sync_affine(self, s)
-        # torch raises on a float64 input to a float32 layer instead of promoting
-        _same_dtype("linear", input, self.weight)
-        return wrap(lib.lt_nn_linear_forward(ctypes.byref(s), input._ptr))
+        return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self):
         return "in_features=%d, out_features=%d, bias=%s" % (self.in_features, self.out_features,

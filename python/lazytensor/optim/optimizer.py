@@ -28,10 +28,10 @@ import tempfile
 
 import numpy as np
 
-from . import _lib
-from ._lib import lib
-from .nn.utils import zero_grad_
-from .tensor import F32, F64, Tensor, _dtype_code, check, from_numpy, tensor
+from .. import _lib
+from .._lib import lib
+from ..nn.utils import zero_grad_
+from ..tensor import F32, F64, Tensor, _dtype_code, check, from_numpy, tensor
 
 _SGD, _ADAM, _ADAMW = 0, 1, 2
 _NP = {F32: np.float32, F64: np.float64}
