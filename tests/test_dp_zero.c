@@ -5,18 +5,20 @@
  * momentum (and nesterov). The sharded copies must end within 1e-5 of the
  * replicated ones, equal on both replicas, holding half the state bytes
  * (each parameter's chunk, rounded up). The parameters' sizes (35, 7, 21,
- * 3, 1) do not divide by 2: the last chunks are padded, and the 1-element
- * parameter's second chunk is all padding. One parameter gets no grad. */
+ * 3, 1, 16 899) do not divide by 2: the last chunks are padded, and the
+ * 1-element parameter's second chunk is all padding. One parameter gets no grad, one
+ * (16 899 elements) is over the size under which grads share a collective. */
 #include "test_backends.h"
 
 #include "lazytensor_dist.h"
 #include "lazytensor_nn.h"
 
-enum { ZIN = 5, ZHID = 7, ZOUT = 3, ZB = 4 /* rows per replica */, ZSTEPS = 4, ZP = 6 };
-/* W1, b1, W2, b2, s (an output scale), u (no grad) */
-static const int64_t kZShape[ZP][2] = {{ZIN, ZHID}, {1, ZHID}, {ZHID, ZOUT},
-                                       {1, ZOUT},   {1, 1},    {1, 2}};
-enum { ZMAXN = ZIN * ZHID };
+enum { ZIN = 5, ZHID = 7, ZOUT = 3, ZB = 4 /* rows per replica */, ZSTEPS = 4, ZP = 7 };
+/* W1, b1, W2, b2, s (an output scale), u (no grad), V (a penalty's: its
+ * 67 596 bytes are over LT_DP_SMALL_GRAD_BYTES, so it goes alone) */
+static const int64_t kZShape[ZP][2] = {{ZIN, ZHID}, {1, ZHID}, {ZHID, ZOUT}, {1, ZOUT},
+                                       {1, 1},      {1, 2},    {129, 131}};
+enum { ZMAXN = 129 * 131 };
 
 static int64_t znumel(int k) { return kZShape[k][0] * kZShape[k][1]; }
 
@@ -41,13 +43,16 @@ static int zmodel_init(lt_tensor **p, lt_nn_optim **o, lt_device dev, const zero
   return *o ? LT_OK : lt_last_status();
 }
 
-/* loss = mean(((relu(x W1 + b1) W2 + b2) * s - y)^2) over rows [row0, row0 + ZB) */
+/* loss = mean(((relu(x W1 + b1) W2 + b2) * s - y)^2) over rows [row0, row0 + ZB)
+ *        + sum(V^2) / 100 */
 static int zbackward(lt_tensor *const *p, lt_device dev, const zero_ctx *c, int t, int row0) {
   lt_tensor *x = lt_from_data(dev, LT_F32, SHAPE(ZB, ZIN), 2, c->x[t] + row0 * ZIN);
   lt_tensor *y = lt_from_data(dev, LT_F32, SHAPE(ZB, ZOUT), 2, c->y[t] + row0 * ZOUT);
   lt_tensor *h = lt_relu(lt_add(lt_matmul(x, p[0]), p[1]));
   lt_tensor *out = lt_mul(lt_add(lt_matmul(h, p[2]), p[3]), p[4]);
-  lt_tensor *loss = lt_nn_mse_loss(out, y, LT_NN_REDUCTION_MEAN);
+  lt_tensor *loss =
+      lt_add(lt_nn_mse_loss(out, y, LT_NN_REDUCTION_MEAN),
+             lt_mul(lt_sum(lt_mul(p[6], p[6]), NULL, 0, false), lt_scalar(dev, LT_F32, 0.01)));
   return loss ? lt_backward(loss) : lt_last_status();
 }
 
@@ -124,6 +129,7 @@ static void check_sharded_matches(lt_nn_optim_kind kind, double momentum, bool n
       if (fabs((double)sh - rep) > 1e-5 * fabs(rep) + 1e-7)
         fail_msg("param %d[%d]: sharded %.9g, replicated %.9g", k, i, sh, rep);
     }
+  assert_true(fabs(c->got[0][1][6][ZMAXN - 1] - c->init[6][ZMAXN - 1]) > 1e-4); /* V's last */
   assert_true(c->got[0][1][5][0] == c->init[5][0]);             /* u: no grad, untouched */
   assert_true(fabs(c->got[0][1][4][0] - 1.5f) > 1e-4);          /* s (1 element) moved */
   assert_true(fabs(c->got[0][1][3][2] - c->init[3][2]) > 1e-4); /* b2's padded chunk moved */

@@ -100,30 +100,41 @@ static int gather_params(const lt_nn_optim *o, const int *ix, int k, lt_tensor *
   return all ? LT_OK : lt_last_status();
 }
 
-/* Checks the grads and groups the parameters that have one into buckets:
- * the parameters of one dtype in order, up to BUCKET each, bucket after
- * bucket in order of first appearance (the same on every replica). order
- * gets the indices bucket by bucket, starts[b] where bucket b begins. */
+static bool is_small(lt_tensor *g) {
+  return (size_t)lt_numel(g) * lt_dtype_size(lt_get_dtype(g)) < LT_DP_SMALL_GRAD_BYTES;
+}
+
+/* Checks the grads and groups the parameters that have one into buckets as
+ * lt_dp_average_grads does, for the same reason (a collective's latency
+ * against a pass over the bytes): each grad of LT_DP_SMALL_GRAD_BYTES or
+ * more alone (its grid is then a reshape, no copy, when its size divides),
+ * in parameter order, then the smaller ones of each dtype, up to BUCKET a
+ * bucket, in order of first appearance: the same order on every replica.
+ * order gets the indices bucket by bucket, starts[b] where bucket b begins. */
 static int plan_buckets(const lt_nn_optim *o, lt_tensor *const *g, int *order, int *starts,
                         int *nb) {
   const char *fn = "lt_dp_optim_step";
-  int placed = 0, with = 0;
-  for (int i = 0; i < o->n; i++) {
-    if (!g[i]) continue;
-    with++;
-    if (lt_get_dtype(g[i]) != lt_get_dtype(o->params[i]))
+  for (int i = 0; i < o->n; i++)
+    if (g[i] && lt_get_dtype(g[i]) != lt_get_dtype(o->params[i]))
       return lt__err(LT_EDTYPE, "%s: grad %d has dtype %s, its parameter %s", fn, i,
                      lt_dtype_name(lt_get_dtype(g[i])), lt_dtype_name(lt_get_dtype(o->params[i])));
-  }
   bool *done = lt__calloc((size_t)o->n * sizeof *done);
   if (!done) return lt__err(LT_ENOMEM, "%s: out of memory", fn);
+  int placed = 0;
   *nb = 0;
-  for (int i = 0; i < o->n && placed < with; i++) {
-    if (!g[i] || done[i]) continue;
+  for (int i = 0; i < o->n; i++) {
+    done[i] = !g[i];
+    if (g[i] && !is_small(g[i])) {
+      done[i] = true;
+      starts[(*nb)++] = placed;
+      order[placed++] = i;
+    }
+  }
+  for (int i = 0; i < o->n; i++) {
+    if (done[i]) continue;
     starts[(*nb)++] = placed;
-    int k = 0;
-    for (int j = i; j < o->n && k < BUCKET; j++)
-      if (g[j] && !done[j] && lt_get_dtype(g[j]) == lt_get_dtype(g[i])) {
+    for (int j = i, k = 0; j < o->n && k < BUCKET; j++)
+      if (!done[j] && lt_get_dtype(g[j]) == lt_get_dtype(g[i])) {
         done[j] = true;
         order[placed++] = j;
         k++;
