@@ -4,6 +4,10 @@
  *   dp           2 ranks x batch B for 20 Adam steps end with the parameters
  *                of 1 device x batch 2B (computed here on CPU:1, outside the
  *                world) within 1e-5 relative
+ *   dp_zero      the same with the optimizer's state sharded over the 2 ranks
+ *                (lt_dp_options.shard_optimizer): the same parameters within
+ *                1e-5 relative, each rank holding half the state (chunks of
+ *                ceil(numel / 2): the 3-element bias is padded)
  *   tp           a 2-way tensor-parallel MLP (W1 column-split, b1 split, W2
  *                row-split, b2 replicated; lt_mark_sharding) for 20 Adam
  *                steps ends with the parameters of the same MLP on 1 device
@@ -204,7 +208,7 @@ static void test_ring(int size) {
 }
 
 /* ---- data parallel: the MLP of tests/dp_mlp.h ---- */
-static void test_dp(void) {
+static void test_dp(bool shard) {
   static problem pb;
   make_problem(&pb);
   static float want[NP][IN * HID], got[NP][IN * HID];
@@ -224,6 +228,18 @@ static void test_dp(void) {
   /* this rank's half of every batch; rank 1 starts elsewhere: the broadcast fixes it */
   model m = {0};
   CHECK(model_init(&m, d0, &pb, g_rank == 0 ? 0.0f : 0.25f) == LT_OK, "dp init");
+  if (shard && !g_fail) {
+    lt_nn_optim_config cfg = lt_nn_optim_defaults(LT_NN_ADAM);
+    cfg.lr = 1e-2; /* model_init's */
+    lt_dp_options opts = {.shard_optimizer = true};
+    lt_nn_optim_free(m.o);
+    m.o = lt_dp_optim_create(&cfg, m.p, NP, &opts);
+    CHECK(m.o != NULL, "sharded optimizer: %s", lt_last_error());
+    int64_t half = 0;
+    for (int k = 0; k < NP; k++) half += (kShapes[k][0] * kShapes[k][1] + 1) / 2 * 2 * 4;
+    CHECK(lt_nn_optim_state_bytes(m.o) == half, "state bytes %lld, want %lld",
+          (long long)lt_nn_optim_state_bytes(m.o), (long long)half);
+  }
   CHECK(lt_dp_broadcast_params(m.p, NP) == LT_OK, "broadcast");
   CHECK(lt_mark_step(d0) == LT_OK, "mark_step after broadcast");
   for (int t = 0; t < STEPS && !g_fail; t++) {
@@ -507,8 +523,8 @@ int main(int argc, char **argv) {
   if (!g_fail) {
     if (strcmp(mode, "collectives") == 0)
       test_collectives();
-    else if (strcmp(mode, "dp") == 0)
-      test_dp();
+    else if (strcmp(mode, "dp") == 0 || strcmp(mode, "dp_zero") == 0)
+      test_dp(strcmp(mode, "dp_zero") == 0);
     else if (strcmp(mode, "tp") == 0)
       test_tp(w);
     else if (strcmp(mode, "kill") == 0)
