@@ -57,18 +57,19 @@ static inline int64_t nn_optim_shard_len(lt_tensor *p, int size) {
 
 /* lt_nn_optim_create, fn naming the public caller; with shard_size > 0 the
  * state is made as shards (see shard_size above). */
-lt_nn_optim *nn_optim_create(const char *fn, const lt_nn_optim_config *cfg,
-                             lt_tensor *const *params, int n, int shard_size, int shard_rank);
+lt_nn_optim *lt__nn_optim_create(const char *fn, const lt_nn_optim_config *cfg,
+                                 lt_tensor *const *params, int n, int shard_size, int shard_rank);
 /* The new values out[3i..3i+2] (parameter, s1, s2) of each parameter i with
  * g[i] != NULL, computed from p[i] and g[i] (the whole parameter, or its
  * shard when o's state is sharded: then p[i], g[i] and the state share the
  * shard's shape) and o's state; nothing is assigned. Call inside
  * nn_own_begin/nn_own_end. */
-int nn_optim_build(const lt_nn_optim *o, lt_tensor *const *p, lt_tensor *const *g, lt_tensor **out);
+int lt__nn_optim_build(const lt_nn_optim *o, lt_tensor *const *p, lt_tensor *const *g,
+                       lt_tensor **out);
 /* lt_dp_optim_step of an optimizer whose state is sharded (nn_zero.c). */
-int nn_zero_step(lt_nn_optim *o);
+int lt__nn_zero_step(lt_nn_optim *o);
 /* Counts a successful step that updated the parameters with grads[i] != NULL. */
-void nn_optim_count_step(lt_nn_optim *o, lt_tensor *const *grads);
+void lt__nn_optim_count_step(lt_nn_optim *o, lt_tensor *const *grads);
 
 /* State tensors per parameter: 0 (plain SGD), 1 (SGD momentum) or 2 (Adam). */
 static inline int nn_optim_nstate(const lt_nn_optim *o) {

@@ -90,11 +90,11 @@ static lt_tensor *state_zeros(lt_tensor *p, int64_t shard) {
 }
 
 lt_nn_optim *lt_nn_optim_create(const lt_nn_optim_config *cfg, lt_tensor *const *params, int n) {
-  return nn_optim_create("lt_nn_optim_create", cfg, params, n, 0, 0);
+  return lt__nn_optim_create("lt_nn_optim_create", cfg, params, n, 0, 0);
 }
 
-lt_nn_optim *nn_optim_create(const char *fn, const lt_nn_optim_config *cfg,
-                             lt_tensor *const *params, int n, int shard_size, int shard_rank) {
+lt_nn_optim *lt__nn_optim_create(const char *fn, const lt_nn_optim_config *cfg,
+                                 lt_tensor *const *params, int n, int shard_size, int shard_rank) {
   if (!cfg || n <= 0 || !params) {
     lt__err(LT_EINVAL, "%s: needs a config and at least one parameter", fn);
     return NULL;
@@ -292,7 +292,7 @@ int lt_nn_optim_step_grads(lt_nn_optim *o, lt_tensor *const *grads) {
   if (!out) return LT_ENOMEM;
   lt_clear_error();
   nn_own_begin();
-  int rc = nn_optim_build(o, o->params, grads, out);
+  int rc = lt__nn_optim_build(o, o->params, grads, out);
   for (int i = 0; i < o->n && rc == LT_OK; i++) {
     if (!grads[i]) continue;
     lt_tensor *dst[3] = {o->params[i], o->s1[i], o->s2[i]};
@@ -301,12 +301,12 @@ int lt_nn_optim_step_grads(lt_nn_optim *o, lt_tensor *const *grads) {
   }
   nn_own_end();
   lt__free(out, bytes);
-  if (rc == LT_OK) nn_optim_count_step(o, grads);
+  if (rc == LT_OK) lt__nn_optim_count_step(o, grads);
   return rc;
 }
 
-int nn_optim_build(const lt_nn_optim *o, lt_tensor *const *p, lt_tensor *const *g,
-                   lt_tensor **out) {
+int lt__nn_optim_build(const lt_nn_optim *o, lt_tensor *const *p, lt_tensor *const *g,
+                       lt_tensor **out) {
   int rc = LT_OK;
   scalars sc[2]; /* f32, f64: made on first use */
   bool have[2] = {false, false};
@@ -324,7 +324,7 @@ int nn_optim_build(const lt_nn_optim *o, lt_tensor *const *p, lt_tensor *const *
   return rc;
 }
 
-void nn_optim_count_step(lt_nn_optim *o, lt_tensor *const *grads) {
+void lt__nn_optim_count_step(lt_nn_optim *o, lt_tensor *const *grads) {
   o->steps++;
   for (int i = 0; i < o->n; i++) o->pstep[i] += grads[i] != NULL;
 }

@@ -2,7 +2,7 @@
  * lt_dp_optim_create, and the step lt_dp_optim_step takes for such an
  * optimizer. The whole step is traced into the step graph: one
  * reduce-scatter of the grads of a bucket, the optimizer's usual update
- * (nn_optim_build) on this replica's chunks, one all-gather of the new
+ * (lt__nn_optim_build) on this replica's chunks, one all-gather of the new
  * chunks.
  *
  * Layout: parameter i (numel N, chunk length S = ceil(N / size)) is seen as
@@ -21,9 +21,9 @@ enum { BUCKET = 64 }; /* grads a collective carries at most, as lt_dp_average_gr
 lt_nn_optim *lt_dp_optim_create(const lt_nn_optim_config *cfg, lt_tensor *const *params, int n,
                                 const lt_dp_options *opts) {
   const char *fn = "lt_dp_optim_create";
-  if (!opts || !opts->shard_optimizer) return nn_optim_create(fn, cfg, params, n, 0, 0);
-  if (!cfg || n <= 0 || !params || !params[0]) /* the full checks are nn_optim_create's */
-    return nn_optim_create(fn, cfg, params, n, 0, 0);
+  if (!opts || !opts->shard_optimizer) return lt__nn_optim_create(fn, cfg, params, n, 0, 0);
+  if (!cfg || n <= 0 || !params || !params[0]) /* the full checks are lt__nn_optim_create's */
+    return lt__nn_optim_create(fn, cfg, params, n, 0, 0);
   lt_device dev = lt_get_device(params[0]);
   lt_coll_binding b;
   if (dev.type != LT_DEVICE_CPU || !lt__coll_binding(dev.index, &b)) {
@@ -43,7 +43,7 @@ lt_nn_optim *lt_dp_optim_create(const lt_nn_optim_config *cfg, lt_tensor *const 
               fn, i);
       return NULL;
     }
-  return nn_optim_create(fn, cfg, params, n, b.size, b.rank);
+  return lt__nn_optim_create(fn, cfg, params, n, b.size, b.rank);
 }
 
 /* t (a parameter or its grad, numel N) as the [size, S] grid of the layout
@@ -176,7 +176,7 @@ static int trace_step(lt_nn_optim *o, zero_step *z) {
     lt_tensor *row = lt_slice_n(as_grid(o->params[i], o->shard_size, len), start, stop, NULL, 2);
     if (!(z->ps[i] = lt_reshape(row, &len, 1))) rc = lt_last_status();
   }
-  if (rc == LT_OK) rc = nn_optim_build(o, z->ps, z->gs, z->out);
+  if (rc == LT_OK) rc = lt__nn_optim_build(o, z->ps, z->gs, z->out);
   for (int b = 0; b < nb && rc == LT_OK; b++)
     rc =
         gather_params(o, z->order + z->starts[b], z->starts[b + 1] - z->starts[b], z->out, z->full);
@@ -190,7 +190,7 @@ static int trace_step(lt_nn_optim *o, zero_step *z) {
   return rc;
 }
 
-int nn_zero_step(lt_nn_optim *o) {
+int lt__nn_zero_step(lt_nn_optim *o) {
   int n = o->n;
   size_t arr = (size_t)n * sizeof(lt_tensor *);
   zero_step z = {lt__calloc(arr),
@@ -211,7 +211,7 @@ int nn_zero_step(lt_nn_optim *o) {
     nn_own_end();
   }
   if (rc == LT_OK) {
-    nn_optim_count_step(o, z.g);
+    lt__nn_optim_count_step(o, z.g);
     for (int i = 0; i < n; i++)
       if (z.g[i]) lt_zero_grad(o->params[i]);
   }
