@@ -160,8 +160,9 @@ static void check_state(lt_device dev, int rank, state_check *out) {
 }
 
 static void print_state(const state_check *c, const char *where) {
-  printf("bench dp_optimizer_state_bytes %lld ratio %.2f vs replicated (%s)\n",
-         (long long)c->sharded, (double)c->replicated / (double)c->sharded, where);
+  printf("bench dp_optimizer_state_bytes %lld ratio %.2f vs replicated (%s; replicated %lld)\n",
+         (long long)c->sharded, (double)c->replicated / (double)c->sharded, where,
+         (long long)c->replicated);
   printf("bench dp_sharded_vs_replicated max_abs_param_diff %.3g after %d steps (%s)\n",
          c->max_diff, CHECK_STEPS, where);
 }
