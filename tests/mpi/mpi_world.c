@@ -26,6 +26,8 @@
  *                reports collectives unmatched
  *   graph        both ranks all-reduce f32[4], in different graphs: both fail
  *                at that call, with a message naming both ranks' graphs
+ *   ring N       (N ranks) the ring all-reduce, reduce-scatter and all-gather
+ *                of the MPI transport against exact values
  *   busy         rank 0 is busy for 60 s (away from MPI) while rank 1 waits
  *                in an all-reduce: no failure
  * Each rank prints "rank <r>: ok" when what it saw is right (a killed or
@@ -202,6 +204,54 @@ static void test_ring(int size) {
       }
       lt_scope_end();
     }
+    free(in);
+    free(got);
+  }
+}
+
+/* Reduce-scatter and all-gather large enough for the transport's rings
+ * (chunks along axis 0): every rank's chunk against exact values (halves
+ * and integers: any order of the sums gives the same bits). */
+static void test_ring_scatter_gather(int size) {
+  enum { M = 20011 }; /* per rank: 80 KB of f32 */
+  lt_dtype dts[2] = {LT_F32, LT_F64};
+  for (int d = 0; d < 2 && !g_fail; d++) {
+    lt_dtype dt = dts[d];
+    size_t esz = lt_dtype_size(dt);
+    int64_t n = (int64_t)size * M;
+    unsigned char *in = malloc((size_t)n * esz), *got = malloc((size_t)n * esz);
+    for (int64_t i = 0; i < n; i++) put(in, dt, (int)i, (double)(i % 1000 - 300) + 0.5 * g_rank);
+    for (int mean = 0; mean < 2 && !g_fail; mean++) {
+      lt_scope_begin();
+      lt_tensor *t = lt_from_data(lt_cpu(0), dt, &n, 1, in);
+      lt_tensor *r = lt_reduce_scatter(t, mean ? LT_REDUCE_MEAN : LT_REDUCE_SUM, 0);
+      int rc = r ? lt_to_data(r, got, (size_t)M * esz) : lt_last_status();
+      CHECK(rc == LT_OK, "ring reduce_scatter: %s", lt_last_error());
+      for (int i = 0, bad = 0; rc == LT_OK && i < M; i++) {
+        int64_t g = (int64_t)g_rank * M + i;
+        double sum = (double)size * (double)(g % 1000 - 300) + 0.25 * size * (size - 1);
+        unsigned char w[8];
+        put(w, dt, 0, mean ? sum / size : sum);
+        if (get(got, dt, i) != get(w, dt, 0) && bad++ < 3)
+          CHECK(0, "ring reduce_scatter %s %s [%d]: got %g, want %g", lt_dtype_name(dt),
+                mean ? "mean" : "sum", i, get(got, dt, i), get(w, dt, 0));
+      }
+      lt_scope_end();
+    }
+    lt_scope_begin();
+    int64_t m = M;
+    lt_tensor *t = lt_from_data(lt_cpu(0), dt, &m, 1, in);
+    lt_tensor *a = lt_all_gather(t, 0);
+    int rc = a ? lt_to_data(a, got, (size_t)n * esz) : lt_last_status();
+    CHECK(rc == LT_OK, "ring all_gather: %s", lt_last_error());
+    for (int64_t k = 0, bad = 0; rc == LT_OK && k < n; k++) {
+      int q = (int)(k / M), i = (int)(k % M);
+      double want = (double)(i % 1000 - 300) + 0.5 * q;
+      if (get(got, dt, (int)k) != want && bad++ < 3)
+        CHECK(0, "ring all_gather %s [%lld]: got %g, want %g", lt_dtype_name(dt), (long long)k,
+              get(got, dt, (int)k), want);
+    }
+    lt_scope_end();
     free(in);
     free(got);
   }
@@ -541,9 +591,10 @@ int main(int argc, char **argv) {
       test_graph();
     else if (strcmp(mode, "busy") == 0)
       test_busy();
-    else if (any_size)
+    else if (any_size) {
       test_ring(lt_world_size(w));
-    else
+      test_ring_scatter_gather(lt_world_size(w));
+    } else
       CHECK(0, "unknown mode %s", mode);
   }
   if (!freed) lt_world_free(w);
