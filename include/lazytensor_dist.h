@@ -83,9 +83,12 @@ typedef struct lt_dp_options {
    * all inside the step graph: the parameters end equal on every replica
    * and follow those of the replicated optimizer (the same elementwise
    * arithmetic on the same means). The parameters, their grads and the
-   * step's transient values stay whole; only the state is split. The grads
-   * of a dtype share one reduce-scatter and one all-gather (up to 64 grads
-   * each). Step such an optimizer with lt_dp_optim_step only
+   * step's transient values stay whole; only the state is split. Grads are
+   * bucketed as by lt_dp_average_grads: each of LT_DP_SMALL_GRAD_BYTES or
+   * more alone, the smaller ones of a dtype up to 64 a reduce-scatter and
+   * all-gather. To clip by the global norm, call lt_dp_average_grads and
+   * the clip first (the reduce-scatter's mean of equal grads is those
+   * grads, up to rounding). Step such an optimizer with lt_dp_optim_step only
    * (lt_nn_optim_step refuses it), and it cannot be saved in a checkpoint
    * (the files hold whole states). */
   bool shard_optimizer;

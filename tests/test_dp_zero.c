@@ -2,12 +2,12 @@
  * 2 replicas each train two copies of a small model on their half of every
  * batch, one with replicated optimizer state (lt_nn_optim_create) and one
  * with sharded state (lt_dp_optim_create), for Adam, AdamW and SGD with
- * momentum (and nesterov). The sharded copies must end within 1e-5 of the
- * replicated ones, equal on both replicas, holding half the state bytes
- * (each parameter's chunk, rounded up). The parameters' sizes (35, 7, 21,
- * 3, 1, 16 899) do not divide by 2: the last chunks are padded, and the
- * 1-element parameter's second chunk is all padding. One parameter gets no grad, one
- * (16 899 elements) is over the size under which grads share a collective. */
+ * momentum (and nesterov; AdamW with a parameter's own weight decay). The sharded copies must end
+ * within 1e-5 of the replicated ones, equal on both replicas, holding half the state bytes (each
+ * parameter's chunk, rounded up). The parameters' sizes (35, 7, 21, 3, 1, 16 899) do not divide by
+ * 2: the last chunks are padded, and the 1-element parameter's second chunk is all padding. One
+ * parameter gets no grad, one (16 899 elements) is over the size under which grads share a
+ * collective. */
 #include "test_backends.h"
 
 #include "lazytensor_dist.h"
@@ -40,7 +40,9 @@ static int zmodel_init(lt_tensor **p, lt_nn_optim **o, lt_device dev, const zero
   }
   lt_dp_options opts = {.shard_optimizer = shard};
   *o = lt_dp_optim_create(&c->cfg, p, ZP, &opts);
-  return *o ? LT_OK : lt_last_status();
+  if (!*o) return lt_last_status();
+  /* a parameter's own weight decay applies to its chunk alike */
+  return c->cfg.kind == LT_NN_ADAMW ? lt_nn_optim_set_param_weight_decay(*o, 2, 0.5) : LT_OK;
 }
 
 /* loss = mean(((relu(x W1 + b1) W2 + b2) * s - y)^2) over rows [row0, row0 + ZB)
