@@ -1,12 +1,14 @@
 /* Sharded optimizer state (lazytensor_dist.h, lt_dp_options.shard_optimizer):
  * 2 replicas each train two copies of a small model on their half of every
- * batch, one with replicated optimizer state (lt_nn_optim_create) and one
- * with sharded state (lt_dp_optim_create), for Adam, AdamW and SGD with
- * momentum (and nesterov; AdamW with a parameter's own weight decay). The sharded copies must end
- * within 1e-5 of the replicated ones, equal on both replicas, holding half the state bytes (each
- * parameter's chunk, rounded up). The parameters' sizes (35, 7, 21, 3, 1, 16 899) do not divide by
- * 2: the last chunks are padded, and the 1-element parameter's second chunk is all padding. One
- * parameter gets no grad, one (16 899 elements) is over the size under which grads share a
+ * batch, one with replicated optimizer state and one with sharded state
+ * (lt_dp_optim_create without and with shard_optimizer), for Adam, SGD with
+ * momentum, AdamW (with a parameter's own weight decay) and SGD with
+ * nesterov. The sharded copies must end within 1e-5 of the replicated
+ * ones, equal on both replicas, holding half the state bytes (each
+ * parameter's chunk, rounded up). The parameters' sizes (35, 7, 21, 3, 1,
+ * 16 899) do not divide by 2: the last chunks are padded, and the
+ * 1-element parameter's second chunk is all padding. One parameter gets no
+ * grad; one (16 899 elements) is over the size under which grads share a
  * collective. */
 #include "test_backends.h"
 
