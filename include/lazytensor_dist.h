@@ -57,12 +57,51 @@ LT_API int lt_dp_broadcast_params(lt_tensor *const *params, int n);
  * then the optimizer). Every replica must hold grads on the same
  * parameters (its all-reduces must match the others'). */
 LT_API int lt_dp_average_grads(lt_tensor *const *params, int n);
-/* lt_dp_average_grads of o's parameters, then lt_nn_optim_step. With every
+/* lt_dp_average_grads of o's parameters, then lt_nn_optim_step; for an
+ * optimizer whose state is sharded (lt_dp_options.shard_optimizer), the
+ * reduce-scatter, update of this replica's chunks and all-gather described
+ * there, the grads dropped after (lt_zero_grad) in both cases. With every
  * replica taking the mean loss of its shard of equal size, the parameters
  * follow those of one replica taking the whole batch. */
 LT_API int lt_dp_optim_step(lt_nn_optim *o);
 /* The size under which lt_dp_average_grads buckets grads (bytes). */
 #define LT_DP_SMALL_GRAD_BYTES 65536
+
+/* Options of lt_dp_optim_create; zero-initialised (or NULL) means the
+ * defaults: replicated optimizer state. */
+typedef struct lt_dp_options {
+  /* ZeRO stage 1 (torch's ZeroRedundancyOptimizer; the sharded optimizer
+   * state of torch_xla's FSDP): each replica keeps only its chunk of every
+   * parameter's optimizer state (SGD's momentum buffer, Adam's and AdamW's
+   * two moments), so that the state's memory per replica is divided by the
+   * world size. Parameter i (numel N) is split into chunks of ceil(N / size)
+   * elements of its flattened value, rank r holding chunk r; the last
+   * chunks are padded with zeros (which the update keeps at zero). Each
+   * lt_dp_optim_step then reduce-scatters the grads (their means over the
+   * replicas, each replica receiving only its chunk), updates its chunk of
+   * each parameter and of its state, and all-gathers the new parameters,
+   * all inside the step graph: the parameters end equal on every replica
+   * and follow those of the replicated optimizer (the same elementwise
+   * arithmetic on the same means). The parameters, their grads and the
+   * step's transient values stay whole; only the state is split. Grads are
+   * bucketed as by lt_dp_average_grads: each of LT_DP_SMALL_GRAD_BYTES or
+   * more alone, the smaller ones of a dtype up to 64 a reduce-scatter and
+   * all-gather. To clip by the global norm, call lt_dp_average_grads and
+   * the clip first (the reduce-scatter's mean of equal grads is those
+   * grads, up to rounding). Step such an optimizer with lt_dp_optim_step only
+   * (lt_nn_optim_step refuses it), and it cannot be saved in a checkpoint
+   * (the files hold whole states). */
+  bool shard_optimizer;
+} lt_dp_options;
+
+/* lt_nn_optim_create for data-parallel training on the world of the
+ * parameters' device, with opts (NULL: the defaults). Every replica creates
+ * its optimizer with the same configuration, options and parameter shapes.
+ * With shard_optimizer: LT_EDEVICE when the device belongs to no world,
+ * LT_EINVAL when a parameter is sharded by lt_mark_sharding (its state is
+ * split already). */
+LT_API lt_nn_optim *lt_dp_optim_create(const lt_nn_optim_config *cfg, lt_tensor *const *params,
+                                       int n, const lt_dp_options *opts);
 
 #ifdef __cplusplus
 }

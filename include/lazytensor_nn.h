@@ -208,6 +208,10 @@ LT_API int lt_nn_optim_set_lr(lt_nn_optim *o, double lr);
  * changing it does not recompile. */
 LT_API int lt_nn_optim_set_param_weight_decay(lt_nn_optim *o, int i, double weight_decay);
 LT_API int64_t lt_nn_optim_steps(const lt_nn_optim *o); /* updates done so far */
+/* Bytes of optimizer state (momentum buffers, Adam's moments) this optimizer
+ * holds on its device: 0 for plain SGD; with sharded state
+ * (lt_dp_optim_create), this replica's chunks only. 0 for NULL. */
+LT_API int64_t lt_nn_optim_state_bytes(const lt_nn_optim *o);
 /* Updates parameter i has had (its step count); -1 for a bad index. */
 LT_API int64_t lt_nn_optim_param_steps(const lt_nn_optim *o, int i);
 LT_API void lt_nn_optim_free(lt_nn_optim *o);

@@ -335,6 +335,78 @@ static int ring_all_reduce(mpi_state *s, int rank, int p, lt_coll_call *c, int64
   return LT_OK;
 }
 
+/* One ring exchange: count elements of src to the next rank, as many from
+ * the previous one into dst; on failure the execution is abandoned, as in
+ * ring_all_reduce. */
+static int ring_exchange(mpi_state *s, int rank, int p, const lt_coll_call *c, MPI_Datatype ty,
+                         const void *src, void *dst, int64_t count, int step, int64_t deadline,
+                         const char *what) {
+  int next = (rank + 1) % p, prev = (rank + p - 1) % p;
+  MPI_Request q[2];
+  int r1 = lt__mpi.Irecv(dst, (int)count, ty, prev, step, s->comm, &q[0]);
+  int r2 = r1 == MPI_SUCCESS
+               ? lt__mpi.Isend((void *)src, (int)count, ty, next, step, s->comm, &q[1])
+               : r1;
+  int st = r2 == MPI_SUCCESS ? wait_reqs(s, q, 2, deadline, rank, c->seq, what, "ring transfer")
+                             : breakdown(s, "an MPI transfer failed to start; the world is broken");
+  if (st != LT_OK) lt__coll_abandon();
+  return st;
+}
+
+/* Reduce-scatter (sum or mean of floats) whose chunks are contiguous (no
+ * axis before the split one has more than 1 element): the reduce half of
+ * ring_all_reduce, numbered so that rank r finishes chunk r, p - 1
+ * exchanges of one chunk each way instead of MPI_Ireduce_scatter_block's
+ * schedule. The partial sums live in the send buffer; the last add writes
+ * the output (mean divides it there). blk: elements per chunk. */
+static int ring_reduce_scatter(mpi_state *s, int rank, int p, lt_coll_call *c, int64_t blk,
+                               int64_t deadline, const char *what) {
+  bool f64 = c->dtype == LT_F64;
+  size_t esz = lt_dtype_size((lt_dtype)c->dtype);
+  if (!grow(&s->recv, &s->recv_cap, (size_t)blk * esz + 1) ||
+      !grow(&s->send, &s->send_cap, (size_t)(p * blk) * esz + 1))
+    return lt__err(LT_ENOMEM, "collective %s: out of memory", what);
+  MPI_Datatype ty = f64 ? lt__mpi.t_double : lt__mpi.t_float;
+  const char *in = c->in;
+  char *acc = s->send;
+  for (int j = 0; j < p - 1; j++) {
+    /* send chunk rank - 1 - j (the input's at first, then the one summed
+     * at the last step), receive chunk rank - 2 - j */
+    int sc = ((rank - 1 - j) % p + p) % p, rc = ((rank - 2 - j) % p + p) % p;
+    const char *src = (j == 0 ? in : acc) + (size_t)(sc * blk) * esz;
+    int st = ring_exchange(s, rank, p, c, ty, src, s->recv, blk, j, deadline, what);
+    if (st != LT_OK) return st;
+    bool last = j == p - 2; /* rc is rank: the result */
+    int div = last ? (c->redop == LT_COLL_MEAN ? p : 1) : 0;
+    void *dst = last ? c->out : (void *)(acc + (size_t)(rc * blk) * esz);
+    const char *mine = in + (size_t)(rc * blk) * esz;
+    if (f64)
+      ring_add_double(dst, (const double *)mine, s->recv, blk, div);
+    else
+      ring_add_float(dst, (const float *)mine, s->recv, blk, div);
+  }
+  return LT_OK;
+}
+
+/* All-gather whose chunks are contiguous in the output (no axis before the
+ * gathered one has more than 1 element): this rank's chunk copied into
+ * place, then p - 1 ring exchanges passing the chunks on, each received
+ * straight into the output. blk: elements per chunk. */
+static int ring_all_gather(mpi_state *s, int rank, int p, lt_coll_call *c, int64_t blk,
+                           int64_t deadline, const char *what) {
+  size_t esz = lt_dtype_size((lt_dtype)c->dtype);
+  MPI_Datatype ty = mpi_type(c->dtype);
+  char *out = c->out;
+  memcpy(out + (size_t)(rank * blk) * esz, c->in, (size_t)blk * esz);
+  for (int j = 0; j < p - 1; j++) {
+    int sc = ((rank - j) % p + p) % p, rc = ((rank - j - 1) % p + p) % p;
+    int st = ring_exchange(s, rank, p, c, ty, out + (size_t)(sc * blk) * esz,
+                           out + (size_t)(rc * blk) * esz, blk, j, deadline, what);
+    if (st != LT_OK) return st;
+  }
+  return LT_OK;
+}
+
 static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
   if (s->broken) return lt__err(s->broken, "%s", s->broken_msg);
   char what[160];
@@ -397,6 +469,13 @@ static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
   if (c->kind == LT_COLL_ALL_REDUCE && size > 1 && lt__is_float(dt) &&
       (c->redop == LT_COLL_SUM || c->redop == LT_COLL_MEAN) && (size_t)m * esz >= RING_MIN_BYTES)
     return ring_all_reduce(s, rank, size, c, m, deadline, what);
+  /* the sharded optimizer's collectives (grids split along axis 0): rings too */
+  bool contiguous = outer == 1 && size > 1;
+  if (contiguous && c->kind == LT_COLL_REDUCE_SCATTER && lt__is_float(dt) &&
+      (c->redop == LT_COLL_SUM || c->redop == LT_COLL_MEAN) && (size_t)m * esz >= RING_MIN_BYTES)
+    return ring_reduce_scatter(s, rank, size, c, mo, deadline, what);
+  if (contiguous && c->kind == LT_COLL_ALL_GATHER && (size_t)mo * esz >= RING_MIN_BYTES)
+    return ring_all_gather(s, rank, size, c, m, deadline, what);
   if (!grow(&s->send, &s->send_cap, (size_t)m * esz + 1) ||
       !grow(&s->recv, &s->recv_cap, (size_t)(c->kind == LT_COLL_BROADCAST ? m : mo) * esz + 1))
     return lt__err(LT_ENOMEM, "collective %s: out of memory", what);

@@ -41,7 +41,35 @@ struct lt_nn_optim {
   int64_t *pstep;     /* n: updates of each parameter (PyTorch's per-parameter state["step"]) */
   double *pwd;        /* n: parameter i's own weight decay, NaN until set (the config's) */
   int64_t steps;      /* successful step calls */
+  /* ZeRO stage 1 (lt_dp_optim_create, nn_zero.c): 0 when the state is whole;
+   * else the world's size, s1 and s2 holding only this replica's (rank
+   * shard_rank) chunk of each parameter's state, flat [nn_optim_shard_len] */
+  int shard_size, shard_rank;
 };
+
+/* Elements of a parameter's shard over size replicas: numel / size rounded
+ * up (the last shards padded), at least 1 so that an empty parameter's
+ * shards still have a shape. */
+static inline int64_t nn_optim_shard_len(lt_tensor *p, int size) {
+  int64_t len = (lt_numel(p) + size - 1) / size;
+  return len > 0 ? len : 1;
+}
+
+/* lt_nn_optim_create, fn naming the public caller; with shard_size > 0 the
+ * state is made as shards (see shard_size above). */
+lt_nn_optim *lt__nn_optim_create(const char *fn, const lt_nn_optim_config *cfg,
+                                 lt_tensor *const *params, int n, int shard_size, int shard_rank);
+/* The new values out[3i..3i+2] (parameter, s1, s2) of each parameter i with
+ * g[i] != NULL, computed from p[i] and g[i] (the whole parameter, or its
+ * shard when o's state is sharded: then p[i], g[i] and the state share the
+ * shard's shape) and o's state; nothing is assigned. Call inside
+ * nn_own_begin/nn_own_end. */
+int lt__nn_optim_build(const lt_nn_optim *o, lt_tensor *const *p, lt_tensor *const *g,
+                       lt_tensor **out);
+/* lt_dp_optim_step of an optimizer whose state is sharded (nn_zero.c). */
+int lt__nn_zero_step(lt_nn_optim *o);
+/* Counts a successful step that updated the parameters with grads[i] != NULL. */
+void lt__nn_optim_count_step(lt_nn_optim *o, lt_tensor *const *grads);
 
 /* State tensors per parameter: 0 (plain SGD), 1 (SGD momentum) or 2 (Adam). */
 static inline int nn_optim_nstate(const lt_nn_optim *o) {

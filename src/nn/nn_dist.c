@@ -93,6 +93,7 @@ int lt_dp_average_grads(lt_tensor *const *params, int n) {
 
 int lt_dp_optim_step(lt_nn_optim *o) {
   if (!o) return lt__err(LT_EINVAL, "lt_dp_optim_step: optimizer is NULL");
+  if (o->shard_size) return lt__nn_zero_step(o); /* sharded state: nn_zero.c */
   int rc = lt_dp_average_grads(o->params, o->n);
   return rc == LT_OK ? lt_nn_optim_step(o) : rc;
 }

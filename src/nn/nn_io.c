@@ -94,12 +94,21 @@ static int put_optim(writer *w, const lt_nn_optim *o) {
 
 /* lt_nn_checkpoint_save, and lt_nn_params_save when o is NULL; fn is the
  * function called, for the messages. */
+/* A file holds whole states; a sharded optimizer holds one replica's chunk. */
+static int sharded_refused(const char *fn) {
+  return lt__err(LT_EINVAL,
+                 "%s: the optimizer's state is sharded over the replicas (lt_dp_optim_create "
+                 "with shard_optimizer); files hold whole states: use a replicated optimizer",
+                 fn);
+}
+
 static int save_file(const char *fn, lt_tensor *const *ts, int n, const lt_nn_optim *o,
                      const char *path) {
   if (!path || n < 0 || (n > 0 && !ts)) return lt__err(LT_EINVAL, "%s: bad arguments", fn);
   if (!little_endian()) return lt__err(LT_EINVAL, "%s: big-endian hosts are not supported", fn);
   for (int i = 0; i < n; i++)
     if (!ts[i]) return lt__err(LT_EINVAL, "%s: tensor %d is NULL", fn, i);
+  if (o && o->shard_size) return sharded_refused(fn);
   errno = 0;
   FILE *f = fopen(path, "wb");
   if (!f) return lt__err(LT_EINVAL, "%s: cannot create %s: %s", fn, path, strerror(errno));
@@ -348,6 +357,7 @@ static int load_file(const char *fn, lt_tensor *const *ts, int n, lt_nn_optim *o
   if (!little_endian()) return lt__err(LT_EINVAL, "%s: big-endian hosts are not supported", fn);
   for (int i = 0; i < n; i++)
     if (!ts[i]) return lt__err(LT_EINVAL, "%s: tensor %d is NULL", fn, i);
+  if (o && o->shard_size) return sharded_refused(fn);
   uint8_t *d = NULL;
   size_t size = 0;
   int rc = slurp(fn, path, &d, &size);

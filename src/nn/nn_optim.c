@@ -82,8 +82,19 @@ void lt_nn_optim_free(lt_nn_optim *o) {
   lt__free(o, sizeof *o);
 }
 
+/* The state of parameter p: shaped like p, or its shard of shard elements
+ * (a flat [shard]) when the state is split over the replicas. */
+static lt_tensor *state_zeros(lt_tensor *p, int64_t shard) {
+  if (!shard) return zeros_like_data(p);
+  return lt__zeros_data(lt_get_device(p), lt_get_dtype(p), &shard, 1);
+}
+
 lt_nn_optim *lt_nn_optim_create(const lt_nn_optim_config *cfg, lt_tensor *const *params, int n) {
-  const char *fn = "lt_nn_optim_create";
+  return lt__nn_optim_create("lt_nn_optim_create", cfg, params, n, 0, 0);
+}
+
+lt_nn_optim *lt__nn_optim_create(const char *fn, const lt_nn_optim_config *cfg,
+                                 lt_tensor *const *params, int n, int shard_size, int shard_rank) {
   if (!cfg || n <= 0 || !params) {
     lt__err(LT_EINVAL, "%s: needs a config and at least one parameter", fn);
     return NULL;
@@ -110,6 +121,8 @@ lt_nn_optim *lt_nn_optim_create(const lt_nn_optim_config *cfg, lt_tensor *const 
   if (!o) return NULL;
   o->cfg = *cfg;
   o->n = n;
+  o->shard_size = shard_size;
+  o->shard_rank = shard_rank;
   o->dev = lt_get_device(params[0]);
   size_t arr = (size_t)n * sizeof(lt_tensor *);
   bool need1 = cfg->kind != LT_NN_SGD || cfg->momentum != 0, need2 = cfg->kind != LT_NN_SGD;
@@ -127,8 +140,9 @@ lt_nn_optim *lt_nn_optim_create(const lt_nn_optim_config *cfg, lt_tensor *const 
   nn_own_begin();
   for (int i = 0; i < n && ok; i++) {
     o->params[i] = lt_retain(params[i]);
-    if (need1) ok = ok && (o->s1[i] = nn_keep(zeros_like_data(params[i])));
-    if (need2) ok = ok && (o->s2[i] = nn_keep(zeros_like_data(params[i])));
+    int64_t shard = shard_size ? nn_optim_shard_len(params[i], shard_size) : 0;
+    if (need1) ok = ok && (o->s1[i] = nn_keep(state_zeros(params[i], shard)));
+    if (need2) ok = ok && (o->s2[i] = nn_keep(state_zeros(params[i], shard)));
   }
   nn_own_end();
   if (!ok) {
@@ -159,6 +173,17 @@ int lt_nn_optim_set_param_weight_decay(lt_nn_optim *o, int i, double weight_deca
 }
 
 int64_t lt_nn_optim_steps(const lt_nn_optim *o) { return o ? o->steps : 0; }
+
+int64_t lt_nn_optim_state_bytes(const lt_nn_optim *o) {
+  if (!o) return 0;
+  int64_t bytes = 0;
+  for (int i = 0; i < o->n; i++) {
+    lt_tensor *st[2] = {o->s1[i], o->s2[i]};
+    for (int k = 0; k < 2; k++)
+      if (st[k]) bytes += lt_numel(st[k]) * (int64_t)lt_dtype_size(lt_get_dtype(st[k]));
+  }
+  return bytes;
+}
 
 int64_t lt_nn_optim_param_steps(const lt_nn_optim *o, int i) {
   if (!o || i < 0 || i >= o->n) {
@@ -209,10 +234,9 @@ static void make_scalars(const lt_nn_optim *o, lt_dtype dt, scalars *s) {
 
 /* New values of parameter i and its state from grad g, into out[0..2]
  * (parameter, s1, s2; NULL where unused). */
-static void update_one(const lt_nn_optim *o, int i, lt_tensor *g, const scalars *s,
+static void update_one(const lt_nn_optim *o, int i, lt_tensor *p, lt_tensor *g, const scalars *s,
                        lt_tensor **out) {
   const lt_nn_optim_config *c = &o->cfg;
-  lt_tensor *p = o->params[i];
   lt_dtype dt = lt_get_dtype(p);
   /* the parameter's own decay: g + wd p (SGD, Adam) or p (1 - lr wd) (AdamW), as data */
   bool own = !isnan(o->pwd[i]);
@@ -258,25 +282,17 @@ int lt_nn_optim_step_grads(lt_nn_optim *o, lt_tensor *const *grads) {
     if (lt_get_dtype(g) != LT_F32 && lt_get_dtype(g) != LT_F64)
       return lt__err(LT_EDTYPE, "%s: grad %d has dtype %s", fn, i, lt_dtype_name(lt_get_dtype(g)));
   }
+  if (o->shard_size)
+    return lt__err(LT_EINVAL,
+                   "%s: the optimizer's state is sharded over the replicas (lt_dp_optim_create); "
+                   "step it with lt_dp_optim_step",
+                   fn);
   size_t bytes = (size_t)o->n * 3 * sizeof(lt_tensor *);
   lt_tensor **out = lt__calloc(bytes);
   if (!out) return LT_ENOMEM;
-  int rc = LT_OK;
   lt_clear_error();
   nn_own_begin();
-  scalars sc[2]; /* f32, f64: made on first use */
-  bool have[2] = {false, false};
-  for (int i = 0; i < o->n && rc == LT_OK; i++) {
-    if (!grads[i]) continue;
-    int k = lt_get_dtype(o->params[i]) == LT_F64;
-    if (!have[k]) {
-      make_scalars(o, k ? LT_F64 : LT_F32, &sc[k]);
-      have[k] = true;
-    }
-    update_one(o, i, grads[i], &sc[k], out + 3 * i);
-    if (!out[3 * i] || (o->s1[i] && !out[3 * i + 1]) || (o->s2[i] && !out[3 * i + 2]))
-      rc = lt_last_status() ? lt_last_status() : LT_ENOMEM;
-  }
+  int rc = lt__nn_optim_build(o, o->params, grads, out);
   for (int i = 0; i < o->n && rc == LT_OK; i++) {
     if (!grads[i]) continue;
     lt_tensor *dst[3] = {o->params[i], o->s1[i], o->s2[i]};
@@ -285,11 +301,32 @@ int lt_nn_optim_step_grads(lt_nn_optim *o, lt_tensor *const *grads) {
   }
   nn_own_end();
   lt__free(out, bytes);
-  if (rc == LT_OK) {
-    o->steps++;
-    for (int i = 0; i < o->n; i++) o->pstep[i] += grads[i] != NULL;
+  if (rc == LT_OK) lt__nn_optim_count_step(o, grads);
+  return rc;
+}
+
+int lt__nn_optim_build(const lt_nn_optim *o, lt_tensor *const *p, lt_tensor *const *g,
+                       lt_tensor **out) {
+  int rc = LT_OK;
+  scalars sc[2]; /* f32, f64: made on first use */
+  bool have[2] = {false, false};
+  for (int i = 0; i < o->n && rc == LT_OK; i++) {
+    if (!g[i]) continue;
+    int k = lt_get_dtype(o->params[i]) == LT_F64;
+    if (!have[k]) {
+      make_scalars(o, k ? LT_F64 : LT_F32, &sc[k]);
+      have[k] = true;
+    }
+    update_one(o, i, p[i], g[i], &sc[k], out + 3 * i);
+    if (!out[3 * i] || (o->s1[i] && !out[3 * i + 1]) || (o->s2[i] && !out[3 * i + 2]))
+      rc = lt_last_status() ? lt_last_status() : LT_ENOMEM;
   }
   return rc;
+}
+
+void lt__nn_optim_count_step(lt_nn_optim *o, lt_tensor *const *grads) {
+  o->steps++;
+  for (int i = 0; i < o->n; i++) o->pstep[i] += grads[i] != NULL;
 }
 
 int lt_nn_optim_step(lt_nn_optim *o) {

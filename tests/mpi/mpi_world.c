@@ -4,6 +4,10 @@
  *   dp           2 ranks x batch B for 20 Adam steps end with the parameters
  *                of 1 device x batch 2B (computed here on CPU:1, outside the
  *                world) within 1e-5 relative
+ *   dp_zero      the same with the optimizer's state sharded over the 2 ranks
+ *                (lt_dp_options.shard_optimizer): the same parameters within
+ *                1e-5 relative, each rank holding half the state (chunks of
+ *                ceil(numel / 2): the 3-element bias is padded)
  *   tp           a 2-way tensor-parallel MLP (W1 column-split, b1 split, W2
  *                row-split, b2 replicated; lt_mark_sharding) for 20 Adam
  *                steps ends with the parameters of the same MLP on 1 device
@@ -25,6 +29,8 @@
  *                reports collectives unmatched
  *   graph        both ranks all-reduce f32[4], in different graphs: both fail
  *                at that call, with a message naming both ranks' graphs
+ *   ring N       (N ranks) the ring all-reduce, reduce-scatter and all-gather
+ *                of the MPI transport against exact values
  *   busy         rank 0 is busy for 60 s (away from MPI) while rank 1 waits
  *                in an all-reduce: no failure
  * Each rank prints "rank <r>: ok" when what it saw is right (a killed or
@@ -206,8 +212,56 @@ static void test_ring(int size) {
   }
 }
 
+/* Reduce-scatter and all-gather large enough for the transport's rings
+ * (chunks along axis 0): every rank's chunk against exact values (halves
+ * and integers: any order of the sums gives the same bits). */
+static void test_ring_scatter_gather(int size) {
+  enum { M = 20011 }; /* per rank: 80 KB of f32 */
+  lt_dtype dts[2] = {LT_F32, LT_F64};
+  for (int d = 0; d < 2 && !g_fail; d++) {
+    lt_dtype dt = dts[d];
+    size_t esz = lt_dtype_size(dt);
+    int64_t n = (int64_t)size * M;
+    unsigned char *in = malloc((size_t)n * esz), *got = malloc((size_t)n * esz);
+    for (int64_t i = 0; i < n; i++) put(in, dt, (int)i, (double)(i % 1000 - 300) + 0.5 * g_rank);
+    for (int mean = 0; mean < 2 && !g_fail; mean++) {
+      lt_scope_begin();
+      lt_tensor *t = lt_from_data(lt_cpu(0), dt, &n, 1, in);
+      lt_tensor *r = lt_reduce_scatter(t, mean ? LT_REDUCE_MEAN : LT_REDUCE_SUM, 0);
+      int rc = r ? lt_to_data(r, got, (size_t)M * esz) : lt_last_status();
+      CHECK(rc == LT_OK, "ring reduce_scatter: %s", lt_last_error());
+      for (int i = 0, bad = 0; rc == LT_OK && i < M; i++) {
+        int64_t g = (int64_t)g_rank * M + i;
+        double sum = (double)size * (double)(g % 1000 - 300) + 0.25 * size * (size - 1);
+        unsigned char w[8];
+        put(w, dt, 0, mean ? sum / size : sum);
+        if (get(got, dt, i) != get(w, dt, 0) && bad++ < 3)
+          CHECK(0, "ring reduce_scatter %s %s [%d]: got %g, want %g", lt_dtype_name(dt),
+                mean ? "mean" : "sum", i, get(got, dt, i), get(w, dt, 0));
+      }
+      lt_scope_end();
+    }
+    lt_scope_begin();
+    int64_t m = M;
+    lt_tensor *t = lt_from_data(lt_cpu(0), dt, &m, 1, in);
+    lt_tensor *a = lt_all_gather(t, 0);
+    int rc = a ? lt_to_data(a, got, (size_t)n * esz) : lt_last_status();
+    CHECK(rc == LT_OK, "ring all_gather: %s", lt_last_error());
+    for (int64_t k = 0, bad = 0; rc == LT_OK && k < n; k++) {
+      int q = (int)(k / M), i = (int)(k % M);
+      double want = (double)(i % 1000 - 300) + 0.5 * q;
+      if (get(got, dt, (int)k) != want && bad++ < 3)
+        CHECK(0, "ring all_gather %s [%lld]: got %g, want %g", lt_dtype_name(dt), (long long)k,
+              get(got, dt, (int)k), want);
+    }
+    lt_scope_end();
+    free(in);
+    free(got);
+  }
+}
+
 /* ---- data parallel: the MLP of tests/dp_mlp.h ---- */
-static void test_dp(void) {
+static void test_dp(bool shard) {
   static problem pb;
   make_problem(&pb);
   static float want[NP][IN * HID], got[NP][IN * HID];
@@ -227,6 +281,18 @@ static void test_dp(void) {
   /* this rank's half of every batch; rank 1 starts elsewhere: the broadcast fixes it */
   model m = {0};
   CHECK(model_init(&m, d0, &pb, g_rank == 0 ? 0.0f : 0.25f) == LT_OK, "dp init");
+  if (shard && !g_fail) {
+    lt_nn_optim_config cfg = lt_nn_optim_defaults(LT_NN_ADAM);
+    cfg.lr = 1e-2; /* model_init's */
+    lt_dp_options opts = {.shard_optimizer = true};
+    lt_nn_optim_free(m.o);
+    m.o = lt_dp_optim_create(&cfg, m.p, NP, &opts);
+    CHECK(m.o != NULL, "sharded optimizer: %s", lt_last_error());
+    int64_t half = 0;
+    for (int k = 0; k < NP; k++) half += (kShapes[k][0] * kShapes[k][1] + 1) / 2 * 2 * 4;
+    CHECK(lt_nn_optim_state_bytes(m.o) == half, "state bytes %lld, want %lld",
+          (long long)lt_nn_optim_state_bytes(m.o), (long long)half);
+  }
   CHECK(lt_dp_broadcast_params(m.p, NP) == LT_OK, "broadcast");
   CHECK(lt_mark_step(d0) == LT_OK, "mark_step after broadcast");
   for (int t = 0; t < STEPS && !g_fail; t++) {
@@ -544,8 +610,8 @@ int main(int argc, char **argv) {
   if (!g_fail) {
     if (strcmp(mode, "collectives") == 0)
       test_collectives();
-    else if (strcmp(mode, "dp") == 0)
-      test_dp();
+    else if (strcmp(mode, "dp") == 0 || strcmp(mode, "dp_zero") == 0)
+      test_dp(strcmp(mode, "dp_zero") == 0);
     else if (strcmp(mode, "tp") == 0)
       test_tp(w);
     else if (strcmp(mode, "read") == 0)
@@ -564,9 +630,10 @@ int main(int argc, char **argv) {
       test_graph();
     else if (strcmp(mode, "busy") == 0)
       test_busy();
-    else if (any_size)
+    else if (any_size) {
       test_ring(lt_world_size(w));
-    else
+      test_ring_scatter_gather(lt_world_size(w));
+    } else
       CHECK(0, "unknown mode %s", mode);
   }
   if (!freed) lt_world_free(w);

@@ -104,6 +104,8 @@ static void usage(FILE *f) {
           "  --devices N         data-parallel MLP, CNN or GPT, N replicas in this process\n"
           "                      (both: --batch per replica; see tools/train/train_dp.c and\n"
           "                      train_gpt_dp.c)\n"
+          "  --shard-optimizer   with --data-parallel or --devices (MLP, CNN): each replica\n"
+          "                      keeps only its share of Adam's state (ZeRO stage 1)\n"
           "Denormals are flushed to zero (FTZ/DAZ, as torch.set_flush_denormal(True)) in\n"
           "every thread: Adam's first moment of an input whose grad stays 0 decays\n"
           "through the subnormal range, which otherwise doubles the step time.\n");

@@ -9,7 +9,9 @@
  * step's graph is the same on every replica: one compile for the world);
  * its gradients are averaged
  * by all-reduces inside the step graph (lt_dp_optim_step) and every replica
- * runs the optimizer. Parameters start equal (broadcast from rank 0). So the
+ * runs the optimizer (--shard-optimizer: on its chunk of every parameter
+ * and of Adam's state only, the new parameters all-gathered: ZeRO stage 1,
+ * lt_dp_options). Parameters start equal (broadcast from rank 0). So the
  * run follows the single-process run at batch N x --batch with the same
  * seed (the CNN's batch norm excepted: each replica normalises by its own
  * shard's statistics and keeps its own running statistics, as PyTorch's
@@ -46,6 +48,7 @@ typedef struct dp_options {
   int64_t devices, batch, epochs, hidden, layers, limit_steps, test_limit;
   double lr;
   bool lr_set;
+  bool shard_optimizer; /* --shard-optimizer: ZeRO stage 1 (lt_dp_options) */
 } dp_options;
 
 /* What every replica reads. */
@@ -93,6 +96,10 @@ static int parse(int argc, char **argv, dp_options *o) {
       o->mpi = true;
       continue;
     }
+    if (!strcmp(a, "--shard-optimizer")) {
+      o->shard_optimizer = true;
+      continue;
+    }
     char name[32];
     const char *val, *eq = strchr(a, '=');
     if (eq) {
@@ -131,7 +138,8 @@ static int parse(int argc, char **argv, dp_options *o) {
       fprintf(stderr,
               "lazytensor-train: %s is not supported with --data-parallel or --devices (these "
               "take --devices, --batch (per replica), --epochs, --model mlp|cnn|gpt, --hidden, "
-              "--layers, --lr, --seed, --limit-steps, --test-limit, --data, --threads, --save; "
+              "--layers, --lr, --seed, --limit-steps, --test-limit, --data, --threads, --save, "
+              "--shard-optimizer; "
               "Adam with a cosine rate)\n",
               name);
       return 2;
@@ -209,7 +217,8 @@ static int replica(int rank, lt_device dev, void *arg) {
   int rc = classifier_model_init(&m, dev, o->cnn, tr, o->hidden, o->layers, c->classes);
   lt_nn_optim_config oc = lt_nn_optim_defaults(LT_NN_ADAM);
   if (o->lr_set) oc.lr = o->lr;
-  if (rc == LT_OK && !(st.opt = lt_nn_optim_create(&oc, m.params, m.nparams)))
+  lt_dp_options dpo = {.shard_optimizer = o->shard_optimizer};
+  if (rc == LT_OK && !(st.opt = lt_dp_optim_create(&oc, m.params, m.nparams, &dpo)))
     rc = lt_last_status();
   if (rc == LT_OK && !(st.loader = lt_nn_loader_create(tr, dev, global, true)))
     rc = lt_last_status();
@@ -221,8 +230,9 @@ static int replica(int rank, lt_device dev, void *arg) {
     printf("lazytensor-train: data parallel over %d replica(s) (%s), ", c->size,
            o->mpi ? "MPI processes" : "devices of this process");
     m.describe(&m, stdout);
-    printf(", adam lr %g (cosine to 0), batch %lld per replica (%lld in all), %lld epoch(s)\n",
-           oc.lr, (long long)o->batch, (long long)global, (long long)o->epochs);
+    printf(", adam%s lr %g (cosine to 0), batch %lld per replica (%lld in all), %lld epoch(s)\n",
+           o->shard_optimizer ? " (state sharded over the replicas)" : "", oc.lr,
+           (long long)o->batch, (long long)global, (long long)o->epochs);
     fflush(stdout);
   }
   int64_t planned = driver_planned_steps(o->epochs, tr->n / global, o->limit_steps), total = 0;
@@ -301,6 +311,7 @@ static int open_world(const dp_options *o, lt_world **w) {
       rank_opt_int("--limit-steps", o->limit_steps),
       rank_opt_int("--test-limit", o->test_limit),
       rank_opt_text("--data", o->d.data),
+      rank_opt_int("--shard-optimizer", o->shard_optimizer),
   };
   if (rank_agree(*w, opts, (int)(sizeof opts / sizeof *opts)) == LT_OK) return 0;
   lt_world_free(*w);
