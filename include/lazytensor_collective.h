@@ -40,6 +40,22 @@ LT_API lt_tensor *lt_reduce_scatter(lt_tensor *t, lt_reduce_op op, int axis);
  * setting values up, outside a differentiated graph). */
 LT_API lt_tensor *lt_broadcast(lt_tensor *t, int root);
 
+/* The same four within replica groups: the ranks of t's world that differ
+ * from t's rank on mesh axis mesh_axis only (lazytensor_world.h: a row or a
+ * column of a 2-d mesh), each group on its own, as if it were the world.
+ * The sizes above (gather, scatter) are the axis's size, and a broadcast's
+ * root is a coordinate along the axis (its rank within the group). Every
+ * rank of the world still calls the collective (it is matched like the
+ * others, one call for all the groups). Gradients as above, over the same
+ * groups. LT_EINVAL for a NULL mesh or a bad axis; LT_EDEVICE when t's
+ * device is not one of the mesh's world's. */
+LT_API lt_tensor *lt_all_reduce_over(lt_tensor *t, const lt_mesh *mesh, int mesh_axis,
+                                     lt_reduce_op op);
+LT_API lt_tensor *lt_all_gather_over(lt_tensor *t, const lt_mesh *mesh, int mesh_axis, int axis);
+LT_API lt_tensor *lt_reduce_scatter_over(lt_tensor *t, const lt_mesh *mesh, int mesh_axis,
+                                         lt_reduce_op op, int axis);
+LT_API lt_tensor *lt_broadcast_over(lt_tensor *t, const lt_mesh *mesh, int mesh_axis, int root);
+
 /* ---- sharding (SPMD) ------------------------------------------------------------------------
  * A mesh is a world (a 1-d mesh of its ranks). Every replica runs the same
  * program; a sharded tensor holds, on each rank, only its chunk of one

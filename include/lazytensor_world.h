@@ -78,6 +78,40 @@ LT_API int lt_world_run(lt_world *w, lt_replica_fn fn, void *ctx);
  */
 LT_API void lt_world_free(lt_world *w);
 
+/* ---- meshes ------------------------------------------------------------------------------
+ * A mesh arranges a world's ranks in a grid of up to LT_MESH_MAX_DIMS axes,
+ * row-major (the last axis varies fastest), each axis named: a world of 4 as
+ * {2, 2} named {"data", "model"} puts ranks 0, 1 in data row 0 and 0, 2 in
+ * model column 0. The replica group of a rank along mesh axis a is the
+ * ranks whose coordinates differ from its own on axis a only: along "model",
+ * {0, 1} and {2, 3}; along "data", {0, 2} and {1, 3}. The collectives
+ * lt_all_reduce_over and the others (lazytensor_collective.h) run within
+ * such groups. A mesh describes ranks only: it holds no device and is
+ * freed apart from its world (free it first: it points to the world). */
+#define LT_MESH_MAX_DIMS 4
+#define LT_MESH_NAME_MAX 31
+typedef struct lt_mesh lt_mesh;
+
+/* A mesh of w's ranks with ndim axes (1..LT_MESH_MAX_DIMS) of the given
+ * sizes (each >= 1, their product the world's size) and names (distinct,
+ * 1..LT_MESH_NAME_MAX characters; names may be NULL: "0", "1", ...).
+ * LT_EINVAL, saying which, otherwise. */
+LT_API int lt_mesh_new(const lt_world *w, int ndim, const int *shape, const char *const *names,
+                       lt_mesh **out);
+/* NULL is accepted. */
+LT_API void lt_mesh_free(lt_mesh *m);
+/* The mesh's world (NULL for NULL). */
+LT_API const lt_world *lt_mesh_world(const lt_mesh *m);
+/* The number of axes (0 for NULL). */
+LT_API int lt_mesh_ndim(const lt_mesh *m);
+/* The size of axis a (0 for a bad axis or NULL). */
+LT_API int lt_mesh_size(const lt_mesh *m, int axis);
+/* The index of the axis named name, or -1 with LT_EINVAL recorded. */
+LT_API int lt_mesh_axis(const lt_mesh *m, const char *name);
+/* The coordinate of rank along axis (its place in its group along that
+ * axis), or -1 for a bad rank, axis or NULL. */
+LT_API int lt_mesh_coord(const lt_mesh *m, int rank, int axis);
+
 #ifdef __cplusplus
 }
 #endif

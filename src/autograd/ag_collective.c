@@ -8,7 +8,9 @@
  *   reduce_scatter sum   g -> all_gather(g) along the same axis
  *   reduce_scatter mean  g -> all_gather(g) / size
  *   max, min             no gradient: an error rather than a silent zero
- * broadcast declares none in the table (docs/SCALE_OUT.md says why). */
+ * broadcast declares none in the table (docs/SCALE_OUT.md says why). Over a
+ * replica group (the trailing {size, stride} attrs), the adjoint runs over
+ * the same group. */
 #include "ag.h"
 
 static lt_node *coll(lt_op op, const lt_node *like, lt_node *g, const int64_t *shape,
@@ -25,19 +27,18 @@ int lt__ag_rule_collective(const lt_node *n, lt_node *g, lt_node **out) {
     return lt__err(LT_EINVAL, "lt_backward: %s(%s) has no gradient (only sum and mean do)",
                    lt__op_name((lt_op)n->op), redop == 2 ? "max" : "min");
   switch (n->op) {
-  case LT_OP_ALL_REDUCE: {
-    int64_t attrs[1] = {redop};
-    out[0] = coll(LT_OP_ALL_REDUCE, n, ag_ref(g), x->shape, attrs, 1);
+  case LT_OP_ALL_REDUCE: { /* {redop[, size, stride]}: the same node */
+    out[0] = coll(LT_OP_ALL_REDUCE, n, ag_ref(g), x->shape, n->attrs, n->nattrs);
     break;
   }
-  case LT_OP_ALL_GATHER: {
-    int64_t attrs[3] = {0, n->attrs[0], n->attrs[1]};
-    out[0] = coll(LT_OP_REDUCE_SCATTER, n, ag_ref(g), x->shape, attrs, 3);
+  case LT_OP_ALL_GATHER: { /* {axis, size[, stride]} -> {sum, axis, size[, stride]} */
+    int64_t attrs[4] = {0, n->attrs[0], n->attrs[1], n->nattrs == 3 ? n->attrs[2] : 0};
+    out[0] = coll(LT_OP_REDUCE_SCATTER, n, ag_ref(g), x->shape, attrs, n->nattrs + 1);
     break;
   }
-  case LT_OP_REDUCE_SCATTER: {
-    int64_t attrs[2] = {n->attrs[1], n->attrs[2]};
-    lt_node *y = coll(LT_OP_ALL_GATHER, n, ag_ref(g), x->shape, attrs, 2);
+  case LT_OP_REDUCE_SCATTER: { /* {redop, axis, size[, stride]} -> {axis, size[, stride]} */
+    int64_t attrs[3] = {n->attrs[1], n->attrs[2], n->nattrs == 4 ? n->attrs[3] : 0};
+    lt_node *y = coll(LT_OP_ALL_GATHER, n, ag_ref(g), x->shape, attrs, n->nattrs - 1);
     if (y && redop == 1)
       y = lt__node_bin(LT_OP_MUL, y,
                        lt__ag_const((lt_dtype)n->dtype, NULL, 0, 1.0 / (double)n->attrs[2]));

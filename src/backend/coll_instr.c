@@ -2,8 +2,10 @@
  * instruction may come from bytes of the persistent cache), then one call of
  * the world's transport.
  *
- * Node layout (lt_op_table.h): ALL_REDUCE {redop}; ALL_GATHER {axis, size};
- * REDUCE_SCATTER {redop, axis, size}; BROADCAST {root}; the SPMD rows
+ * Node layout (lt_op_table.h): ALL_REDUCE {redop[, size, stride]};
+ * ALL_GATHER {axis, size[, stride]}; REDUCE_SCATTER {redop, axis, size[,
+ * stride]}; BROADCAST {root[, size, stride]} (with a stride: over replica
+ * groups of size ranks stride apart, core/lt_collective.h); the SPMD rows
  * SHARD and SPMD_ALL_GATHER {axis, size}, SPMD_ALL_REDUCE {redop, size},
  * SPMD_COPY {size}. The world size the node was traced for is in its
  * attributes (and its shape): a world of another size fails here rather than
@@ -82,28 +84,36 @@ int lt__coll_run_instr(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in
   memcpy(c.out_shape, ins->shape, (size_t)ins->ndim * sizeof(int64_t));
   c.in = a->data;
   c.out = out->data;
-  int64_t size = 0;
+  int64_t size = 0, stride = 0; /* stride > 0: a replica group of size ranks */
   switch (ins->op) {
   case LT_OP_ALL_REDUCE:
   case LT_OP_SPMD_ALL_REDUCE: {
     c.kind = LT_COLL_ALL_REDUCE;
-    int want = ins->op == LT_OP_ALL_REDUCE ? 1 : 2;
-    if (ins->nattrs != want || ins->attrs[0] < 0 || ins->attrs[0] > LT_COLL_MIN)
+    bool spmd = ins->op == LT_OP_SPMD_ALL_REDUCE;
+    if ((spmd ? ins->nattrs != 2 : ins->nattrs != 1 && ins->nattrs != 3) || ins->attrs[0] < 0 ||
+        ins->attrs[0] > LT_COLL_MIN)
       return bad(ins, "bad attributes");
     c.redop = (uint8_t)ins->attrs[0];
-    if (want == 2) {
+    if (ins->nattrs >= 2) {
       size = ins->attrs[1];
       if (size < 1 || size > LT_MAX_DEVICES) return bad(ins, "bad attributes");
     }
+    if (ins->nattrs == 3) stride = ins->attrs[2];
     if (memcmp(c.in_shape, c.out_shape, (size_t)c.ndim * sizeof(int64_t)) != 0)
       return bad(ins, "result shape differs from the operand's");
     break;
   }
   case LT_OP_BROADCAST:
     c.kind = LT_COLL_BROADCAST;
-    if (ins->nattrs != 1 || ins->attrs[0] < 0 || ins->attrs[0] >= LT_MAX_DEVICES)
+    if ((ins->nattrs != 1 && ins->nattrs != 3) || ins->attrs[0] < 0 ||
+        ins->attrs[0] >= LT_MAX_DEVICES)
       return bad(ins, "bad attributes");
     c.root = (int)ins->attrs[0];
+    if (ins->nattrs == 3) {
+      size = ins->attrs[1];
+      stride = ins->attrs[2];
+      if (size < 1 || c.root >= size) return bad(ins, "bad attributes");
+    }
     if (memcmp(c.in_shape, c.out_shape, (size_t)c.ndim * sizeof(int64_t)) != 0)
       return bad(ins, "result shape differs from the operand's");
     break;
@@ -113,7 +123,10 @@ int lt__coll_run_instr(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in
     bool gather = ins->op != LT_OP_REDUCE_SCATTER;
     c.kind = gather ? LT_COLL_ALL_GATHER : LT_COLL_REDUCE_SCATTER;
     int base = gather ? 0 : 1;
-    if (ins->nattrs != base + 2) return bad(ins, "bad attributes");
+    bool spmd = ins->op == LT_OP_SPMD_ALL_GATHER;
+    if (ins->nattrs != base + 2 && (spmd || ins->nattrs != base + 3))
+      return bad(ins, "bad attributes");
+    if (ins->nattrs == base + 3) stride = ins->attrs[base + 2];
     if (!gather) {
       if (ins->attrs[0] < 0 || ins->attrs[0] > LT_COLL_MIN) return bad(ins, "bad attributes");
       c.redop = (uint8_t)ins->attrs[0];
@@ -136,6 +149,17 @@ int lt__coll_run_instr(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in
     return bad(ins, "not a collective");
   }
   lt_coll_binding b;
+  if (stride) { /* a replica group: groups of size ranks, stride apart, tile the world */
+    if (stride < 1 || size > LT_MAX_DEVICES / stride) return bad(ins, "bad attributes");
+    if (lt__coll_binding(lt__coll_current(), &b) && b.size % (size * stride))
+      return lt__err(LT_EEXEC,
+                     "%s: traced for replica groups of %lld ranks %lld apart, run in a world of "
+                     "%d replicas",
+                     lt__op_name((lt_op)ins->op), (long long)size, (long long)stride, b.size);
+    c.gsize = (int)size;
+    c.gstride = (int)stride;
+    return lt__coll_run(lt__op_name((lt_op)ins->op), &c);
+  }
   if (size && lt__coll_binding(lt__coll_current(), &b) && b.size != size)
     return lt__err(LT_EEXEC, "%s: traced for a world of %lld replicas, run in one of %d",
                    lt__op_name((lt_op)ins->op), (long long)size, b.size);

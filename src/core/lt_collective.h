@@ -49,7 +49,12 @@ typedef struct lt_coll_call {
   uint8_t dtype; /* lt_dtype of in and out */
   uint8_t ndim;  /* of in (out has the same rank) */
   int axis;      /* all_gather, reduce_scatter */
-  int root;      /* broadcast */
+  int root;      /* broadcast: the root's rank within the group */
+  /* The replica group (a row or column of a mesh: lt_mesh): gsize ranks
+   * gstride apart, the one holding this rank (lt__coll_group). gsize 0: the
+   * whole world. Every rank of the world joins the call (one rendezvous or
+   * check for all); only the group's ranks combine their values. */
+  int gsize, gstride;
   int64_t in_shape[LT_MAX_DIMS];
   int64_t out_shape[LT_MAX_DIMS];
   const void *in;
@@ -60,6 +65,21 @@ typedef struct lt_coll_call {
                    * that ranks whose calls agree in kind and shape but come
                    * from different programs still fail at that call */
 } lt_coll_call;
+
+/* The group of `rank` for a call with gsize ranks gstride apart (gsize 0:
+ * the whole world of n): its first rank (*base) and this rank's place in it
+ * (*grank); returns the group's size. Groups tile the world: the world size
+ * divides by gsize * gstride (checked where the call is made). */
+static inline int lt__coll_group(int rank, int n, int gsize, int gstride, int *base, int *grank) {
+  if (gsize <= 0) {
+    *base = 0;
+    *grank = rank;
+    return n;
+  }
+  *grank = (rank / gstride) % gsize;
+  *base = rank - *grank * gstride;
+  return gsize;
+}
 
 typedef struct lt_transport {
   const char *name;

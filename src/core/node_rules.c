@@ -525,6 +525,15 @@ static const char *check_scatter(ck *c) {
   return NULL;
 }
 
+/* The optional replica group of a collective: attrs[at] (size) and
+ * attrs[at + 1] (stride) when the node has at + 2 attrs, else none. */
+static const char *want_group(ck *c, int at, int64_t big) {
+  if (c->nattrs == at) return NULL;
+  TRY(want_nattrs(c, at + 2));
+  TRY(want_attr(c, at, "size", 1, big));
+  return want_attr(c, at + 1, "stride", 1, big);
+}
+
 static const char *check_collective(ck *c) {
   const lt_rule_operand *x = &c->ops[0];
   int r = x->ndim;
@@ -533,12 +542,15 @@ static const char *check_collective(ck *c) {
   const int64_t big = (int64_t)1 << 30; /* a world size bound: counts, not memory */
   switch (c->op) {
   case LT_OP_ALL_REDUCE:
-    TRY(want_nattrs(c, 1));
+    if (c->nattrs < 1) TRY(want_nattrs(c, 1));
     TRY(want_attr(c, 0, "redop", 0, 3));
+    TRY(want_group(c, 1, big));
     break;
   case LT_OP_BROADCAST:
-    TRY(want_nattrs(c, 1));
+    if (c->nattrs < 1) TRY(want_nattrs(c, 1));
     TRY(want_attr(c, 0, "root", 0, big));
+    TRY(want_group(c, 1, big));
+    if (c->nattrs == 3) TRY(want_attr(c, 0, "root", 0, c->attrs[1] - 1));
     break;
   case LT_OP_SPMD_COPY:
     TRY(want_nattrs(c, 1));
@@ -551,7 +563,12 @@ static const char *check_collective(ck *c) {
     break;
   default: { /* gather, scatter, shard: {[redop,] axis, size} */
     int at = c->op == LT_OP_REDUCE_SCATTER ? 1 : 0;
-    TRY(want_nattrs(c, at + 2));
+    bool grouped = (c->op == LT_OP_ALL_GATHER || c->op == LT_OP_REDUCE_SCATTER) &&
+                   c->nattrs == at + 3; /* {..., size, stride}: a replica group */
+    if (grouped)
+      TRY(want_attr(c, at + 2, "stride", 1, big));
+    else
+      TRY(want_nattrs(c, at + 2));
     if (at) TRY(want_attr(c, 0, "redop", 0, 3));
     if (r == 0) return want_rank(c, 0, 1, LT_MAX_DIMS);
     TRY(want_attr(c, at, "axis", 0, r - 1));

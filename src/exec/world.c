@@ -6,16 +6,14 @@
  *            at most the world's timeout, for the others; the last to come
  *            checks that the calls agree and opens the round
  *   compute  every rank does its share of the work on all ranks' buffers at
- *            once: an all-reduce is cut into n slices of elements, rank r
- *            reducing slice r over the inputs and writing it into every
- *            output (a reduce-scatter and an all-gather in one pass); an
- *            all-gather rank r copies its input into every output; a
- *            reduce-scatter rank r reduces its own chunk; a broadcast rank r
- *            copies root's input into its own output
- *   leave    a rank returns only when every rank is done: the others read
- *            its input and write its output until then
- * Only arrival waits on other replicas' progress, so only it is bounded; the
- * compute phase is bounded by the work itself. A rank known to be gone (its
+ *            once (those of its replica group only, when the call names one:
+ *            the group is then a world of its own for this step): an all-reduce is cut into n
+ * slices of elements, rank r reducing slice r over the inputs and writing it into every output (a
+ * reduce-scatter and an all-gather in one pass); an all-gather rank r copies its input into every
+ * output; a reduce-scatter rank r reduces its own chunk; a broadcast rank r copies root's input
+ * into its own output leave    a rank returns only when every rank is done: the others read its
+ * input and write its output until then Only arrival waits on other replicas' progress, so only it
+ * is bounded; the compute phase is bounded by the work itself. A rank known to be gone (its
  * lt_world_run function returned) fails the wait at once. A timeout, a gone
  * rank or a disagreement
  * breaks the world for good (its ranks' sequences no longer line up), and
@@ -147,6 +145,10 @@ static void describe(const lt_coll_call *c, char *buf, size_t n) {
   else if (c->kind == LT_COLL_BROADCAST)
     k += snprintf(buf + k, n - (size_t)k, " root %d", c->root);
   if (k < 0 || (size_t)k >= n) return;
+  if (k < 0 || (size_t)k >= n) return;
+  if (c->gsize)
+    k += snprintf(buf + k, n - (size_t)k, " in groups of %d (stride %d)", c->gsize, c->gstride);
+  if (k < 0 || (size_t)k >= n) return;
   snprintf(buf + k, n - (size_t)k, " %s%s", lt_dtype_name((lt_dtype)c->dtype), shape);
 }
 
@@ -159,6 +161,7 @@ static bool same_call(const lt_coll_call *a, const lt_coll_call *b) {
   if ((a->kind == LT_COLL_ALL_GATHER || a->kind == LT_COLL_REDUCE_SCATTER) && a->axis != b->axis)
     return false;
   if (a->kind == LT_COLL_BROADCAST && a->root != b->root) return false;
+  if (a->gsize != b->gsize || (a->gsize && a->gstride != b->gstride)) return false;
   return memcmp(a->in_shape, b->in_shape, (size_t)a->ndim * sizeof(int64_t)) == 0;
 }
 
@@ -262,7 +265,12 @@ static int shm_run(void *state, int rank, lt_coll_call *call) {
   }
   pthread_mutex_unlock(&w->lock);
 
-  compute(w->slot, w->n, rank);
+  /* a replica group computes among its own ranks, as a world of its own */
+  int base, grank, gn = lt__coll_group(rank, w->n, call->gsize, call->gstride, &base, &grank);
+  lt_coll_call *group[LT_MAX_DEVICES];
+  int step = call->gsize ? call->gstride : 1;
+  for (int j = 0; j < gn; j++) group[j] = w->slot[base + j * step];
+  compute(group, gn, grank);
 
   pthread_mutex_lock(&w->lock);
   if (++w->done == w->n) {

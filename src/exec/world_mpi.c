@@ -45,7 +45,16 @@
 #include "world_mpi_lib.h"
 #include "world_mpi_live.h"
 
-enum { DESC_LEN = 8 + LT_MAX_DIMS };
+/* A call's description: kind, redop, dtype, ndim, axis, root, seq, graph,
+ * group size and stride, then the shape. */
+enum { DESC_SHAPE = 10, DESC_LEN = DESC_SHAPE + LT_MAX_DIMS, MAX_GROUPS = 8 };
+
+/* A replica group's communicator (MPI_Comm_split of the world's), made the
+ * first time a call names the group, kept until the world is freed. */
+typedef struct mpi_group {
+  int gsize, gstride;
+  MPI_Comm comm;
+} mpi_group;
 
 typedef struct mpi_state {
   MPI_Comm comm;
@@ -61,6 +70,11 @@ typedef struct mpi_state {
   bool abandoned;    /* a failed call left requests with MPI */
   uint64_t posted;   /* collectives whose check this rank has posted */
   lt_mpi_live *live; /* the peers' heartbeats (NULL: none) */
+  mpi_group groups[MAX_GROUPS];
+  int ngroups;
+  /* The communicator of the call's data stage (under lock): the world's,
+   * or its replica group's; the ring exchanges use it. */
+  MPI_Comm dcomm;
 } mpi_state;
 
 /* ---- NaN-propagating max and min (MPI_MAX ignores NaN order) ---- */
@@ -129,7 +143,7 @@ static void describe_desc(const int64_t *d, char *buf, size_t n) {
   char shape[96];
   int64_t sh[LT_MAX_DIMS];
   int nd = (int)d[3] < 0 || (int)d[3] > LT_MAX_DIMS ? 0 : (int)d[3];
-  for (int k = 0; k < nd; k++) sh[k] = d[8 + k];
+  for (int k = 0; k < nd; k++) sh[k] = d[DESC_SHAPE + k];
   lt__shape_str(sh, nd, shape, sizeof shape);
   char extra[40] = "";
   if (d[0] == LT_COLL_ALL_REDUCE || d[0] == LT_COLL_REDUCE_SCATTER)
@@ -139,7 +153,9 @@ static void describe_desc(const int64_t *d, char *buf, size_t n) {
     snprintf(where, sizeof where, " axis %d", (int)d[4]);
   else if (d[0] == LT_COLL_BROADCAST)
     snprintf(where, sizeof where, " root %d", (int)d[5]);
-  snprintf(buf, n, "%s%s%s %s%s", lt__coll_kind_name((int)d[0]), extra, where,
+  char group[48] = "";
+  if (d[8]) snprintf(group, sizeof group, " in groups of %d (stride %d)", (int)d[8], (int)d[9]);
+  snprintf(buf, n, "%s%s%s%s %s%s", lt__coll_kind_name((int)d[0]), extra, where, group,
            lt_dtype_name((lt_dtype)d[2]), shape);
 }
 
@@ -160,7 +176,9 @@ static void make_desc(const lt_coll_call *c, int64_t *d) {
   d[5] = c->kind == LT_COLL_BROADCAST ? c->root : 0;
   d[6] = (int64_t)c->seq;
   d[7] = (int64_t)c->graph;
-  for (int k = 0; k < c->ndim; k++) d[8 + k] = c->in_shape[k];
+  d[8] = c->gsize;
+  d[9] = c->gsize ? c->gstride : 0;
+  for (int k = 0; k < c->ndim; k++) d[DESC_SHAPE + k] = c->in_shape[k];
 }
 
 /* Under s->lock: breaks the world with msg and returns its status. */
@@ -310,9 +328,9 @@ static int ring_all_reduce(mpi_state *s, int rank, int p, lt_coll_call *c, int64
     const char *src = (step == 0 ? in : out) + ring_off(k, sc) * esz;
     MPI_Request q[2];
     void *dst = gather ? (void *)(out + ring_off(k, rc) * esz) : s->recv;
-    int r1 = lt__mpi.Irecv(dst, (int)ring_len(k, rc), ty, prev, step, s->comm, &q[0]);
+    int r1 = lt__mpi.Irecv(dst, (int)ring_len(k, rc), ty, prev, step, s->dcomm, &q[0]);
     int r2 = r1 == MPI_SUCCESS
-                 ? lt__mpi.Isend(src, (int)ring_len(k, sc), ty, next, step, s->comm, &q[1])
+                 ? lt__mpi.Isend(src, (int)ring_len(k, sc), ty, next, step, s->dcomm, &q[1])
                  : r1;
     int st = r2 == MPI_SUCCESS
                  ? wait_reqs(s, q, 2, deadline, rank, c->seq, what, "ring transfer")
@@ -343,9 +361,9 @@ static int ring_exchange(mpi_state *s, int rank, int p, const lt_coll_call *c, M
                          const char *what) {
   int next = (rank + 1) % p, prev = (rank + p - 1) % p;
   MPI_Request q[2];
-  int r1 = lt__mpi.Irecv(dst, (int)count, ty, prev, step, s->comm, &q[0]);
+  int r1 = lt__mpi.Irecv(dst, (int)count, ty, prev, step, s->dcomm, &q[0]);
   int r2 = r1 == MPI_SUCCESS
-               ? lt__mpi.Isend((void *)src, (int)count, ty, next, step, s->comm, &q[1])
+               ? lt__mpi.Isend((void *)src, (int)count, ty, next, step, s->dcomm, &q[1])
                : r1;
   int st = r2 == MPI_SUCCESS ? wait_reqs(s, q, 2, deadline, rank, c->seq, what, "ring transfer")
                              : breakdown(s, "an MPI transfer failed to start; the world is broken");
@@ -407,6 +425,36 @@ static int ring_all_gather(mpi_state *s, int rank, int p, lt_coll_call *c, int64
   return LT_OK;
 }
 
+/* The communicator of c's replica group (the world's when it names none),
+ * this rank's rank in it and its size. A group's communicator is split from
+ * the world's the first time a call names it: MPI_Comm_split is a blocking
+ * collective of the whole world, made right after the check, which every
+ * rank has just passed with the same call, so every rank makes it. */
+static int group_comm(mpi_state *s, int rank, const lt_coll_call *c, MPI_Comm *comm, int *grank,
+                      int *gn, const char *what) {
+  int base;
+  *gn = lt__coll_group(rank, s->size, c->gsize, c->gstride, &base, grank);
+  *comm = s->comm;
+  if (!c->gsize) return LT_OK;
+  for (int k = 0; k < s->ngroups; k++)
+    if (s->groups[k].gsize == c->gsize && s->groups[k].gstride == c->gstride) {
+      *comm = s->groups[k].comm;
+      return LT_OK;
+    }
+  if (s->ngroups == MAX_GROUPS)
+    return lt__err(LT_EINVAL, "collective %s: more than %d kinds of replica groups in one world",
+                   what, MAX_GROUPS);
+  mpi_group *g = &s->groups[s->ngroups];
+  if (lt__mpi.Comm_split(s->comm, base, *grank, &g->comm) != MPI_SUCCESS)
+    return breakdown(s, "MPI_Comm_split of a replica group failed; the world is broken");
+  lt__mpi.Comm_set_errhandler(g->comm, lt__mpi.errors_return);
+  g->gsize = c->gsize;
+  g->gstride = c->gstride;
+  s->ngroups++;
+  *comm = g->comm;
+  return LT_OK;
+}
+
 static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
   if (s->broken) return lt__err(s->broken, "%s", s->broken_msg);
   char what[160];
@@ -446,7 +494,14 @@ static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
     return breakdown(s, msg);
   }
 
-  /* data */
+  /* data, among the ranks of this rank's group (the world when none):
+   * from here on rank and size are those within it, and comm its
+   * communicator (s->dcomm for the rings) */
+  MPI_Comm comm;
+  int world_rank = rank;
+  int st = group_comm(s, world_rank, c, &comm, &rank, &size, what);
+  if (st != LT_OK) return st;
+  s->dcomm = comm;
   int dt = c->dtype;
   /* MPI has no bf16 type and our reductions no bf16 loops: bf16 reductions
    * are refused (every rank refuses the same call here, so no rank waits for
@@ -487,12 +542,11 @@ static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
   switch (c->kind) {
   case LT_COLL_ALL_REDUCE:
     memcpy(s->send, c->in, (size_t)m * esz);
-    rc = lt__mpi.Iallreduce(s->send, s->recv, (int)m, ty, op, s->comm, &req);
+    rc = lt__mpi.Iallreduce(s->send, s->recv, (int)m, ty, op, comm, &req);
     break;
   case LT_COLL_ALL_GATHER:
     memcpy(s->send, c->in, (size_t)m * esz);
-    rc =
-        lt__mpi.Iallgather(s->send, (int)(m * per), ty, s->recv, (int)(m * per), ty, s->comm, &req);
+    rc = lt__mpi.Iallgather(s->send, (int)(m * per), ty, s->recv, (int)(m * per), ty, comm, &req);
     break;
   case LT_COLL_REDUCE_SCATTER: {
     /* chunk-major: block q of the send buffer is chunk q along axis */
@@ -501,17 +555,18 @@ static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
       for (int64_t o = 0; o < outer; o++)
         memcpy((char *)s->send + (size_t)((q * outer + o) * blk) * esz,
                (const char *)c->in + (size_t)(o * len * inner + q * blk) * esz, (size_t)blk * esz);
-    rc = lt__mpi.Ireduce_scatter_block(s->send, s->recv, (int)mo, ty, op, s->comm, &req);
+    rc = lt__mpi.Ireduce_scatter_block(s->send, s->recv, (int)mo, ty, op, comm, &req);
     break;
   }
   default: /* broadcast */
     if (rank == c->root) memcpy(s->recv, c->in, (size_t)m * esz);
-    rc = lt__mpi.Ibcast(s->recv, (int)(m * per), ty, c->root, s->comm, &req);
+    rc = lt__mpi.Ibcast(s->recv, (int)(m * per), ty, c->root, comm, &req);
     break;
   }
   if (rc != MPI_SUCCESS)
     return breakdown(s, "an MPI collective failed to start; the world is broken");
-  if (wait_reqs(s, &req, 1, deadline, rank, c->seq, what, "transfer") != LT_OK) return s->broken;
+  if (wait_reqs(s, &req, 1, deadline, world_rank, c->seq, what, "transfer") != LT_OK)
+    return s->broken;
 
   if (c->kind == LT_COLL_ALL_GATHER && outer > 1) {
     /* recv is rank-major [size][outer][chunk]; out is [outer][size][chunk] */
@@ -640,6 +695,7 @@ void lt__mpi_free(lt_world *w) {
     if (!s->abandoned && !gone && !unmatched && !(s->broken && !s->live)) {
       lt__mpi.Op_free(&s->fmax);
       lt__mpi.Op_free(&s->fmin);
+      for (int k = 0; k < s->ngroups; k++) lt__mpi.Comm_free(&s->groups[k].comm);
       lt__mpi.Comm_free(&s->comm);
       free(s->send);
       free(s->recv);

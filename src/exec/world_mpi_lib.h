@@ -20,7 +20,7 @@
 // clang-format off
 #define LT_MPI_FUNCTIONS(X) \
   X(Init_thread) X(Initialized) X(Finalized) X(Finalize) \
-  X(Query_thread) X(Comm_dup) X(Comm_free) X(Comm_rank) \
+  X(Query_thread) X(Comm_dup) X(Comm_split) X(Comm_free) X(Comm_rank) \
   X(Comm_size) X(Comm_set_errhandler) X(Op_create) X(Op_free) \
   X(Error_string) X(Test) X(Testall) X(Wait) \
   X(Cancel) X(Request_free) X(Isend) X(Irecv) \

@@ -6,7 +6,12 @@
  * The operand's device must belong to a world when the op is traced: a
  * collective traced alone would otherwise fail only when run, far from its
  * cause. The world's size is read now, and the gather and scatter nodes
- * record it (their shapes depend on it). */
+ * record it (their shapes depend on it).
+ *
+ * The _over forms run within the replica groups of a mesh axis
+ * (lazytensor_world.h): the node records the group as two trailing attrs,
+ * its size and the stride between its ranks (core/lt_collective.h), and
+ * a broadcast's root is a coordinate along the axis. */
 #include "lazytensor_collective.h"
 #include "lt_ops.h"
 #include "../core/lt_collective.h"
@@ -39,20 +44,62 @@ static lt_tensor *make(lt_tensor *t, lt_op op, const int64_t *shape, const int64
   return lt__make(t->dev, op, (lt_dtype)t->dtype, shape, t->ndim, &x, 1, attrs, nattrs, 0.0);
 }
 
-lt_tensor *lt_all_reduce(lt_tensor *t, lt_reduce_op op) {
-  static const char *fn = "lt_all_reduce";
+/* The replica group a collective runs in: size ranks stride apart, or the
+ * whole world (stride 0; size: the world's size). */
+typedef struct group {
+  int size, stride;
+} group;
+
+/* t's world as one group (mesh NULL), or the groups of mesh's axis, t's
+ * device being one of the mesh's world's. */
+static int group_of(const char *fn, const lt_tensor *t, const lt_mesh *mesh, int mesh_axis,
+                    group *g) {
   lt_coll_binding b;
-  if (lt__check_operands(fn, &t, 1) != LT_OK || world_of(fn, t, &b) != LT_OK ||
-      check_redop(fn, t, op) != LT_OK)
-    return NULL;
-  int64_t attrs[1] = {op};
-  return make(t, LT_OP_ALL_REDUCE, t->shape, attrs, 1);
+  if (world_of(fn, t, &b) != LT_OK) return LT_EDEVICE;
+  if (!mesh) {
+    *g = (group){b.size, 0};
+    return LT_OK;
+  }
+  const lt_world *w = lt_mesh_world(mesh);
+  lt_device d = lt_world_device(w, b.rank);
+  if (d.type != t->dev.type || d.index != t->dev.index) {
+    char dev[32];
+    lt_device_str(t->dev, dev, sizeof dev);
+    return lt__err(LT_EDEVICE, "%s: %s is not a device of the mesh's world", fn, dev);
+  }
+  if (mesh_axis < 0 || mesh_axis >= lt_mesh_ndim(mesh))
+    return lt__err(LT_EINVAL, "%s: mesh axis %d out of range for a mesh of %d axes", fn, mesh_axis,
+                   lt_mesh_ndim(mesh));
+  int stride = 1;
+  for (int a = mesh_axis + 1; a < lt_mesh_ndim(mesh); a++) stride *= lt_mesh_size(mesh, a);
+  *g = (group){lt_mesh_size(mesh, mesh_axis), stride};
+  return LT_OK;
 }
 
-lt_tensor *lt_all_gather(lt_tensor *t, int axis) {
-  static const char *fn = "lt_all_gather";
-  lt_coll_binding b;
-  if (lt__check_operands(fn, &t, 1) != LT_OK || world_of(fn, t, &b) != LT_OK) return NULL;
+/* attrs followed by the group's {size, stride} when it is not the world:
+ * the count of attrs. */
+static int with_group(int64_t *attrs, int n, group g, bool has_size) {
+  if (!g.stride) return n;
+  if (!has_size) attrs[n++] = g.size;
+  attrs[n++] = g.stride;
+  return n;
+}
+
+static lt_tensor *all_reduce(const char *fn, lt_tensor *t, const lt_mesh *mesh, int mesh_axis,
+                             lt_reduce_op op) {
+  group g;
+  if (lt__check_operands(fn, &t, 1) != LT_OK || group_of(fn, t, mesh, mesh_axis, &g) != LT_OK ||
+      check_redop(fn, t, op) != LT_OK)
+    return NULL;
+  int64_t attrs[3] = {op};
+  return make(t, LT_OP_ALL_REDUCE, t->shape, attrs, with_group(attrs, 1, g, false));
+}
+
+static lt_tensor *all_gather(const char *fn, lt_tensor *t, const lt_mesh *mesh, int mesh_axis,
+                             int axis) {
+  group g;
+  if (lt__check_operands(fn, &t, 1) != LT_OK || group_of(fn, t, mesh, mesh_axis, &g) != LT_OK)
+    return NULL;
   if (t->ndim == 0) {
     lt__err(LT_ESHAPE, "%s: a 0-d tensor has no axis to gather along (reshape it to [1])", fn);
     return NULL;
@@ -61,15 +108,15 @@ lt_tensor *lt_all_gather(lt_tensor *t, int axis) {
   if (lt__norm_axis(fn, axis, t->ndim, &ax) != LT_OK) return NULL;
   int64_t shape[LT_MAX_DIMS];
   for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
-  shape[ax] *= b.size;
-  int64_t attrs[2] = {ax, b.size};
-  return make(t, LT_OP_ALL_GATHER, shape, attrs, 2);
+  shape[ax] *= g.size;
+  int64_t attrs[3] = {ax, g.size};
+  return make(t, LT_OP_ALL_GATHER, shape, attrs, with_group(attrs, 2, g, true));
 }
 
-lt_tensor *lt_reduce_scatter(lt_tensor *t, lt_reduce_op op, int axis) {
-  static const char *fn = "lt_reduce_scatter";
-  lt_coll_binding b;
-  if (lt__check_operands(fn, &t, 1) != LT_OK || world_of(fn, t, &b) != LT_OK ||
+static lt_tensor *reduce_scatter(const char *fn, lt_tensor *t, const lt_mesh *mesh, int mesh_axis,
+                                 lt_reduce_op op, int axis) {
+  group g;
+  if (lt__check_operands(fn, &t, 1) != LT_OK || group_of(fn, t, mesh, mesh_axis, &g) != LT_OK ||
       check_redop(fn, t, op) != LT_OK)
     return NULL;
   if (t->ndim == 0) {
@@ -78,27 +125,66 @@ lt_tensor *lt_reduce_scatter(lt_tensor *t, lt_reduce_op op, int axis) {
   }
   int ax;
   if (lt__norm_axis(fn, axis, t->ndim, &ax) != LT_OK) return NULL;
-  if (t->shape[ax] % b.size != 0) {
+  if (t->shape[ax] % g.size != 0) {
     char s[96];
     lt__err(LT_ESHAPE, "%s: axis %d of %s does not divide into %d replicas", fn, ax,
-            lt__shape_str(t->shape, t->ndim, s, sizeof s), b.size);
+            lt__shape_str(t->shape, t->ndim, s, sizeof s), g.size);
     return NULL;
   }
   int64_t shape[LT_MAX_DIMS];
   for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
-  shape[ax] /= b.size;
-  int64_t attrs[3] = {op, ax, b.size};
-  return make(t, LT_OP_REDUCE_SCATTER, shape, attrs, 3);
+  shape[ax] /= g.size;
+  int64_t attrs[4] = {op, ax, g.size};
+  return make(t, LT_OP_REDUCE_SCATTER, shape, attrs, with_group(attrs, 3, g, true));
 }
 
-lt_tensor *lt_broadcast(lt_tensor *t, int root) {
-  static const char *fn = "lt_broadcast";
-  lt_coll_binding b;
-  if (lt__check_operands(fn, &t, 1) != LT_OK || world_of(fn, t, &b) != LT_OK) return NULL;
-  if (root < 0 || root >= b.size) {
-    lt__err(LT_EINVAL, "%s: root %d out of range for a world of %d replicas", fn, root, b.size);
+static lt_tensor *broadcast(const char *fn, lt_tensor *t, const lt_mesh *mesh, int mesh_axis,
+                            int root) {
+  group g;
+  if (lt__check_operands(fn, &t, 1) != LT_OK || group_of(fn, t, mesh, mesh_axis, &g) != LT_OK)
+    return NULL;
+  if (root < 0 || root >= g.size) {
+    lt__err(LT_EINVAL, "%s: root %d out of range for %s of %d replicas", fn, root,
+            mesh ? "a mesh axis" : "a world", g.size);
     return NULL;
   }
-  int64_t attrs[1] = {root};
-  return make(t, LT_OP_BROADCAST, t->shape, attrs, 1);
+  int64_t attrs[3] = {root};
+  return make(t, LT_OP_BROADCAST, t->shape, attrs, with_group(attrs, 1, g, false));
+}
+
+lt_tensor *lt_all_reduce(lt_tensor *t, lt_reduce_op op) {
+  return all_reduce("lt_all_reduce", t, NULL, 0, op);
+}
+lt_tensor *lt_all_gather(lt_tensor *t, int axis) {
+  return all_gather("lt_all_gather", t, NULL, 0, axis);
+}
+lt_tensor *lt_reduce_scatter(lt_tensor *t, lt_reduce_op op, int axis) {
+  return reduce_scatter("lt_reduce_scatter", t, NULL, 0, op, axis);
+}
+lt_tensor *lt_broadcast(lt_tensor *t, int root) {
+  return broadcast("lt_broadcast", t, NULL, 0, root);
+}
+
+static bool have_mesh(const char *fn, const lt_mesh *mesh) {
+  if (mesh) return true;
+  lt__err(LT_EINVAL, "%s: mesh is NULL", fn);
+  return false;
+}
+
+lt_tensor *lt_all_reduce_over(lt_tensor *t, const lt_mesh *mesh, int mesh_axis, lt_reduce_op op) {
+  static const char *fn = "lt_all_reduce_over";
+  return have_mesh(fn, mesh) ? all_reduce(fn, t, mesh, mesh_axis, op) : NULL;
+}
+lt_tensor *lt_all_gather_over(lt_tensor *t, const lt_mesh *mesh, int mesh_axis, int axis) {
+  static const char *fn = "lt_all_gather_over";
+  return have_mesh(fn, mesh) ? all_gather(fn, t, mesh, mesh_axis, axis) : NULL;
+}
+lt_tensor *lt_reduce_scatter_over(lt_tensor *t, const lt_mesh *mesh, int mesh_axis, lt_reduce_op op,
+                                  int axis) {
+  static const char *fn = "lt_reduce_scatter_over";
+  return have_mesh(fn, mesh) ? reduce_scatter(fn, t, mesh, mesh_axis, op, axis) : NULL;
+}
+lt_tensor *lt_broadcast_over(lt_tensor *t, const lt_mesh *mesh, int mesh_axis, int root) {
+  static const char *fn = "lt_broadcast_over";
+  return have_mesh(fn, mesh) ? broadcast(fn, t, mesh, mesh_axis, root) : NULL;
 }

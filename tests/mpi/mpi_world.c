@@ -33,6 +33,8 @@
  *                of the MPI transport against exact values
  *   busy         rank 0 is busy for 60 s (away from MPI) while rank 1 waits
  *                in an all-reduce: no failure
+ *   mesh         (4 ranks) collectives over the rows and columns of a 2 x 2
+ *                mesh (lt_*_over) against hand values, the ring included
  * Each rank prints "rank <r>: ok" when what it saw is right (a killed or
  * stopped rank prints nothing; tests/mpi/run.sh counts the lines) and exits
  * 0, or 1 on a failure. */
@@ -174,6 +176,73 @@ static void test_collectives(void) {
   CHECK(m && lt_to_data(m, got, sizeof got) == LT_OK, "min with NaN");
   CHECK(isnan(got[0]) && isnan(got[1]), "min with NaN: got %g %g", got[0], got[1]);
   lt_scope_end();
+}
+
+/* ---- collectives over the replica groups of a 2 x 2 mesh (mpirun -np 4) ----
+ * Rank r's element i is 10 r + i (exact in every dtype here); for each mesh
+ * axis, the group's members are computed here and every op compared with
+ * the values made from them. A float sum of 20011 elements takes the ring
+ * (>= 64 KiB) over the group's communicator. */
+static void test_mesh(lt_world *w) {
+  CHECK(lt_world_size(w) == 4, "world size %d, want 4 (mpirun -np 4)", lt_world_size(w));
+  if (g_fail) return;
+  lt_mesh *m = NULL;
+  const char *names[2] = {"data", "model"};
+  CHECK(lt_mesh_new(w, 2, (const int[]){2, 2}, names, &m) == LT_OK, "lt_mesh_new");
+  if (!m) return;
+  enum { N = 20011 };
+  static const lt_dtype kDt[] = {LT_F32, LT_I32, LT_F64, LT_BF16};
+  const int64_t s23[2] = {2, 3}, big[1] = {N};
+  for (int a = 0; a < 2; a++) {
+    int g = lt_mesh_coord(m, g_rank, a), stride = a == 0 ? 2 : 1;
+    int mem[2] = {g_rank - g * stride, g_rank - g * stride + stride};
+    for (size_t d = 0; d < sizeof kDt / sizeof *kDt; d++) {
+      lt_dtype dt = kDt[d];
+      unsigned char buf[6 * 8];
+      double sum[6], mx[6], gat0[12], gat1[12], bc[6];
+      for (int i = 0; i < 6; i++) {
+        put(buf, dt, i, 10.0 * g_rank + i);
+        sum[i] = 20.0 * (mem[0] + mem[1]) / 2 + 2 * i; /* 10 m0 + i + 10 m1 + i */
+        mx[i] = 10.0 * mem[1] + i;
+        bc[i] = 10.0 * mem[1] + i;
+        for (int k = 0; k < 2; k++) gat0[k * 6 + i] = 10.0 * mem[k] + i;
+      }
+      for (int r = 0; r < 2; r++) /* along axis 1 of [2, 3]: each row, member 0's then 1's */
+        for (int k = 0; k < 2; k++)
+          for (int j = 0; j < 3; j++) gat1[r * 6 + k * 3 + j] = 10.0 * mem[k] + r * 3 + j;
+      lt_scope_begin();
+#define IN() lt_from_data(lt_cpu(0), dt, s23, 2, buf)
+      if (dt != LT_BF16) { /* bf16 reductions do not run over MPI */
+        expect(lt_all_reduce_over(IN(), m, a, LT_REDUCE_SUM), dt, sum, 6, "mesh all_reduce sum");
+        expect(lt_all_reduce_over(IN(), m, a, LT_REDUCE_MAX), dt, mx, 6, "mesh all_reduce max");
+        /* reduce_scatter along axis 0: row g of the group's sum */
+        expect(lt_reduce_scatter_over(IN(), m, a, LT_REDUCE_SUM, 0), dt, sum + 3 * g, 3,
+               "mesh reduce_scatter sum");
+      }
+      expect(lt_all_gather_over(IN(), m, a, 0), dt, gat0, 12, "mesh all_gather axis 0");
+      expect(lt_all_gather_over(IN(), m, a, 1), dt, gat1, 12, "mesh all_gather axis 1");
+      expect(lt_broadcast_over(IN(), m, a, 1), dt, bc, 6, "mesh broadcast root 1");
+#undef IN
+      lt_scope_end();
+    }
+    /* the ring, within the group */
+    float *in = malloc(N * sizeof *in), *got = malloc(N * sizeof *got);
+    for (int i = 0; in && i < N; i++) in[i] = (float)(i % 1000) + 0.5f * (float)g_rank;
+    lt_scope_begin();
+    lt_tensor *r =
+        lt_all_reduce_over(lt_from_data(lt_cpu(0), LT_F32, big, 1, in), m, a, LT_REDUCE_SUM);
+    int rc = r && got ? lt_to_data(r, got, N * sizeof *got) : lt_last_status();
+    CHECK(rc == LT_OK, "mesh ring axis %d", a);
+    for (int i = 0, bad = 0; rc == LT_OK && i < N; i++) {
+      float want = 2.0f * (float)(i % 1000) + 0.5f * (float)(mem[0] + mem[1]);
+      if (got[i] != want && bad++ < 3)
+        CHECK(0, "mesh ring axis %d [%d]: got %g, want %g", a, i, got[i], want);
+    }
+    lt_scope_end();
+    free(in);
+    free(got);
+  }
+  lt_mesh_free(m);
 }
 
 /* ---- all-reduces large enough for the ring (>= 64 KiB), any world size ----
@@ -600,7 +669,7 @@ int main(int argc, char **argv) {
   }
   g_rank = lt_world_rank(w);
   bool freed = false;
-  bool any_size = strcmp(mode, "ring") == 0;
+  bool any_size = strcmp(mode, "ring") == 0 || strcmp(mode, "mesh") == 0;
   CHECK(any_size || lt_world_size(w) == 2, "world size %d, want 2 (run under mpirun -np 2)",
         lt_world_size(w));
   CHECK(lt_world_device(w, g_rank).index == 0 &&
@@ -630,6 +699,8 @@ int main(int argc, char **argv) {
       test_graph();
     else if (strcmp(mode, "busy") == 0)
       test_busy();
+    else if (strcmp(mode, "mesh") == 0)
+      test_mesh(w);
     else if (any_size) {
       test_ring(lt_world_size(w));
       test_ring_scatter_gather(lt_world_size(w));
