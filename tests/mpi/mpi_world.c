@@ -35,6 +35,9 @@
  *                in an all-reduce: no failure
  *   mesh         (4 ranks) collectives over the rows and columns of a 2 x 2
  *                mesh (lt_*_over) against hand values, the ring included
+ *   mesh_gpt     (4 ranks) a GPT on a 2 x 2 data x model mesh
+ *                (tests/mesh_gpt.h): the losses of 20 steps within 1e-4 of
+ *                the same GPT on one device (CPU:1, outside the world)
  * Each rank prints "rank <r>: ok" when what it saw is right (a killed or
  * stopped rank prints nothing; tests/mpi/run.sh counts the lines) and exits
  * 0, or 1 on a failure. */
@@ -50,6 +53,7 @@
 #include "lazytensor_dist.h"
 #include "lazytensor_nn.h"
 #include "../dp_mlp.h"
+#include "../mesh_gpt.h"
 #include "../../src/core/lt_dtype.h" /* the dtype table: element load / store */
 
 static int g_rank = -1, g_fail = 0;
@@ -243,6 +247,35 @@ static void test_mesh(lt_world *w) {
     free(got);
   }
   lt_mesh_free(m);
+}
+
+/* ---- a GPT on a 2 x 2 mesh of 4 processes (tests/mesh_gpt.h) ----
+ * Each process trains the one-device GPT on CPU:1 (outside the world) and
+ * its rank's part of the mesh GPT on CPU:0: the losses of every step within
+ * 1e-4. */
+static void test_mesh_gpt(lt_world *w) {
+  CHECK(lt_world_size(w) == 4, "world size %d, want 4 (mpirun -np 4)", lt_world_size(w));
+  if (g_fail) return;
+  static mg_problem pb;
+  mg_make_problem(&pb);
+  double want[MG_STEPS], got[MG_STEPS];
+  CHECK(mg_train(lt_cpu(1), &pb, NULL, 0, want) == LT_OK, "one device");
+  lt_mesh *m = NULL;
+  const char *names[2] = {"data", "model"};
+  CHECK(lt_mesh_new(w, 2, (const int[]){2, 2}, names, &m) == LT_OK, "lt_mesh_new");
+  if (!g_fail) CHECK(mg_train(lt_cpu(0), &pb, m, g_rank, got) == LT_OK, "mesh");
+  double worst = 0;
+  for (int t = 0; t < MG_STEPS && !g_fail; t++) {
+    double d = fabs(got[t] - want[t]);
+    CHECK(d <= 1e-4, "step %d: loss %.7f on the mesh, %.7f on one device", t, got[t], want[t]);
+    if (d > worst) worst = d;
+  }
+  CHECK(want[MG_STEPS - 1] < want[0] - 0.1, "the GPT did not train");
+  if (!g_fail && g_rank == 0)
+    printf("losses %.5f -> %.5f; largest difference from one device %.2g\n", want[0],
+           want[MG_STEPS - 1], worst);
+  lt_mesh_free(m);
+  mg_free_problem(&pb);
 }
 
 /* ---- all-reduces large enough for the ring (>= 64 KiB), any world size ----
@@ -669,7 +702,8 @@ int main(int argc, char **argv) {
   }
   g_rank = lt_world_rank(w);
   bool freed = false;
-  bool any_size = strcmp(mode, "ring") == 0 || strcmp(mode, "mesh") == 0;
+  bool any_size =
+      strcmp(mode, "ring") == 0 || strcmp(mode, "mesh") == 0 || strcmp(mode, "mesh_gpt") == 0;
   CHECK(any_size || lt_world_size(w) == 2, "world size %d, want 2 (run under mpirun -np 2)",
         lt_world_size(w));
   CHECK(lt_world_device(w, g_rank).index == 0 &&
@@ -701,6 +735,8 @@ int main(int argc, char **argv) {
       test_busy();
     else if (strcmp(mode, "mesh") == 0)
       test_mesh(w);
+    else if (strcmp(mode, "mesh_gpt") == 0)
+      test_mesh_gpt(w);
     else if (any_size) {
       test_ring(lt_world_size(w));
       test_ring_scatter_gather(lt_world_size(w));
