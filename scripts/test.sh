@@ -108,7 +108,7 @@ faults_ref=$!
 tsan_faults cpu &
 faults_cpu=$!
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan -j "$jobs" --output-on-failure \
-  -R 'test_(step|executor|random|threads|cpu_threads|alloc|buffer_pool|collectives|data_parallel|dp_zero|sharding|cpu_device_pools|cpu_matmul_prim)'
+  -R 'test_(step|executor|random|threads|cpu_threads|alloc|buffer_pool|collectives|mesh|data_parallel|dp_zero|sharding|cpu_device_pools|cpu_matmul_prim)'
 wait "$faults_ref"
 wait "$faults_cpu"
 elapsed "TSan"

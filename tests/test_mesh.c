@@ -3,7 +3,8 @@
  * (the data x model mesh of a 2-d parallel step) and a 2 x 3 one (groups of
  * unequal sizes along its two axes), every op along each axis against values
  * computed here from the group's members, on both backends; the gradients
- * over a group; mesh construction and bad arguments. */
+ * over a group; replicas that name different groups; mesh construction and
+ * bad arguments. */
 #include "test_util.h"
 
 #include "lazytensor_dist.h"
@@ -240,6 +241,35 @@ static void test_gradients_over_a_group(void **state) {
   lt_world_free(w);
 }
 
+/* ---- replicas that name different groups ------------------------------------------------
+ * Ranks 0 and 2 all-reduce along the data axis, 1 and 3 along the model
+ * axis: the same kind, dtype and shape, but not the same call. Every rank
+ * must fail at that call, naming the groups, rather than mix values or hang. */
+static int disagree_replica(int r, lt_device dev, void *arg) {
+  const lt_mesh *m = arg;
+  lt_scope_begin();
+  float v[4] = {1, 2, 3, 4}, out[4];
+  lt_tensor *x = lt_from_data(dev, LT_F32, SHAPE(4), 1, v);
+  int rc = lt_to_data(lt_all_reduce_over(x, m, r % 2, LT_REDUCE_SUM), out, sizeof out);
+  lt_scope_end();
+  return rc;
+}
+
+static void test_replicas_naming_other_groups_fail(void **state) {
+  (void)state;
+  lt_world *w = NULL;
+  lt_mesh *m = NULL;
+  assert_int_equal(lt_world_local(4, &w), LT_OK);
+  assert_int_equal(lt_world_set_timeout_ms(w, 20000), LT_OK);
+  assert_int_equal(lt_mesh_new(w, 2, (const int[]){2, 2}, NULL, &m), LT_OK);
+  assert_int_equal(lt_world_run(w, disagree_replica, m), LT_EEXEC);
+  tu_expect_substr(lt_last_error(), "the replicas disagree");
+  tu_expect_substr(lt_last_error(), "in groups of 2 (stride 2)");
+  tu_expect_substr(lt_last_error(), "in groups of 2 (stride 1)");
+  lt_mesh_free(m);
+  lt_world_free(w);
+}
+
 /* ---- construction and bad arguments ------------------------------------------------------ */
 
 static void test_mesh_new_and_bad_arguments(void **state) {
@@ -299,6 +329,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_values_2x2_and_2x3),
       cmocka_unit_test(test_gradients_over_a_group),
+      cmocka_unit_test(test_replicas_naming_other_groups_fail),
       cmocka_unit_test(test_mesh_new_and_bad_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -149,7 +149,11 @@
   /* collectives over the replicas of a world (lazytensor_dist.h, \
    * docs/SCALE_OUT.md): all_reduce attrs {redop}; all_gather {axis, size}; \
    * reduce_scatter {redop, axis, size}; broadcast {root}. redop: 0 sum, \
-   * 1 mean, 2 max, 3 min; size: the world size the node was traced for */ \
+   * 1 mean, 2 max, 3 min; size: the world size the node was traced for. \
+   * Over replica groups (a mesh axis, lt_*_over): all_reduce {redop, size, \
+   * stride}, all_gather {axis, size, stride}, reduce_scatter {redop, axis, \
+   * size, stride}, broadcast {root, size, stride}: groups of size ranks, \
+   * stride apart (core/lt_collective.h) */ \
   X(ALL_REDUCE,     "all_reduce",     COLLECTIVE, 1, SAME, collective, collective, NATIVE) \
   X(ALL_GATHER,     "all_gather",     COLLECTIVE, 1, SAME, collective, collective, NATIVE) \
   X(REDUCE_SCATTER, "reduce_scatter", COLLECTIVE, 1, SAME, collective, collective, NATIVE) \
