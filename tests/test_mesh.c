@@ -84,9 +84,8 @@ static int mesh_replica(int r, lt_device dev, void *arg) {
           if ((kind == K_ALL_GATHER || kind == K_BROADCAST) && op > 0) continue;
           if (op == LT_REDUCE_MEAN && !fl) continue;
           lt_scope_begin();
-          double in[12];
           unsigned char buf[12 * 8];
-          for (int i = 0; i < 12; i++) lt__store_f64(dt, buf, i, in[i] = val(r, i, dt));
+          for (int i = 0; i < 12; i++) lt__store_f64(dt, buf, i, val(r, i, dt));
           lt_tensor *x = lt_from_data(dev, dt, shape, 2, buf), *y = NULL;
           switch (kind) {
           case K_ALL_REDUCE:
