@@ -34,7 +34,8 @@
  *   busy         rank 0 is busy for 60 s (away from MPI) while rank 1 waits
  *                in an all-reduce: no failure
  *   mesh         (4 ranks) collectives over the rows and columns of a 2 x 2
- *                mesh (lt_*_over) against hand values, the ring included
+ *                mesh (lt_*_over) against hand values, the rings (all-reduce,
+ *                reduce-scatter, all-gather) included
  *   mesh_gpt     (4 ranks) a GPT on a 2 x 2 data x model mesh
  *                (tests/mesh_gpt.h): the losses of 20 steps within 1e-4 of
  *                the same GPT on one device (CPU:1, outside the world)
@@ -243,6 +244,30 @@ static void test_mesh(lt_world *w) {
         CHECK(0, "mesh ring axis %d [%d]: got %g, want %g", a, i, got[i], want);
     }
     lt_scope_end();
+    /* the ring reduce-scatter and all-gather (contiguous chunks), within the group */
+    float *big2 = malloc(2 * N * sizeof *big2); /* the scatter's input, the gather's result */
+    for (int i = 0; big2 && i < 2 * N; i++) big2[i] = (float)(i % 1000) + 0.5f * (float)g_rank;
+    lt_scope_begin();
+    const int64_t two[1] = {2 * (N - 1)}; /* an even length: 2 chunks */
+    lt_tensor *rs = lt_reduce_scatter_over(lt_from_data(lt_cpu(0), LT_F32, two, 1, big2), m, a,
+                                           LT_REDUCE_SUM, 0);
+    lt_tensor *ag = lt_all_gather_over(lt_from_data(lt_cpu(0), LT_F32, big, 1, in), m, a, 0);
+    rc = rs && ag && got && big2 ? lt_to_data(rs, got, (N - 1) * sizeof *got) : lt_last_status();
+    if (rc == LT_OK) rc = lt_to_data(ag, big2, 2 * N * sizeof *big2);
+    CHECK(rc == LT_OK, "mesh ring scatter / gather axis %d", a);
+    for (int i = 0, bad = 0; rc == LT_OK && i < N - 1; i++) {
+      int gi = g * (N - 1) + i;
+      float want = 2.0f * (float)(gi % 1000) + 0.5f * (float)(mem[0] + mem[1]);
+      if (got[i] != want && bad++ < 3)
+        CHECK(0, "mesh ring reduce_scatter axis %d [%d]: got %g, want %g", a, i, got[i], want);
+    }
+    for (int i = 0, bad = 0; rc == LT_OK && i < 2 * N; i++) {
+      float want = (float)(i % N % 1000) + 0.5f * (float)mem[i / N];
+      if (big2[i] != want && bad++ < 3)
+        CHECK(0, "mesh ring all_gather axis %d [%d]: got %g, want %g", a, i, big2[i], want);
+    }
+    lt_scope_end();
+    free(big2);
     free(in);
     free(got);
   }
