@@ -9,10 +9,13 @@
  *          fingerprint of the graph around it), so ranks that disagree fail, all of
  *          them at that call, with both descriptions instead of mixing
  *          values or hanging in mismatched MPI calls
- *   data   the collective itself on buffers this transport owns: the
- *          caller's input is copied in (packed chunk-major for a gather or
- *          scatter along axis != 0) and the result copied out; large float
- *          sums and means run as a ring of exchanges instead (below)
+ *   data   the collective itself, among the ranks of the call's replica
+ *          group when it names one (on the group's communicator, split
+ *          from the world's once: group_comm), on buffers this transport
+ *          owns: the caller's input is copied in (packed chunk-major for a
+ *          gather or scatter along axis != 0) and the result copied out;
+ *          large float sums and means run as a ring of exchanges instead
+ *          (below)
  * Owning the buffers matters on failure: a request that timed out cannot be
  * cancelled, and MPI may still write into it if the peer comes back, so
  * the buffers of a failed call are abandoned (leaked), never the executor's.
