@@ -5,7 +5,9 @@
  * device. lt_world_local(n) makes the devices CPU:0..CPU:n-1 of this process
  * its ranks 0..n-1, collectives going through shared memory; lt_world_mpi
  * makes the processes of an MPI job its ranks, one replica per process on
- * its CPU:0, collectives going through MPI (docs/SCALE_OUT.md).
+ * its CPU:0, collectives going through MPI (docs/SCALE_OUT.md). A mesh
+ * (lt_mesh_new) arranges a world's ranks in a named grid (data x model), and
+ * the lt_*_over collectives run within its rows or columns.
  *
  * Collectives are IR ops: lt_all_reduce and the others only record a node,
  * which runs when its graph does, like any other op. Every replica must trace

@@ -76,8 +76,10 @@ typedef struct mpi_state {
   mpi_group groups[MAX_GROUPS];
   int ngroups;
   /* The communicator of the call's data stage (under lock): the world's,
-   * or its replica group's; the ring exchanges use it. */
+   * or its replica group's; the ring exchanges use it, their rank and size
+   * being the group's, and name this rank by its world rank, me. */
   MPI_Comm dcomm;
+  int me;
 } mpi_state;
 
 /* ---- NaN-propagating max and min (MPI_MAX ignores NaN order) ---- */
@@ -336,7 +338,7 @@ static int ring_all_reduce(mpi_state *s, int rank, int p, lt_coll_call *c, int64
                  ? lt__mpi.Isend(src, (int)ring_len(k, sc), ty, next, step, s->dcomm, &q[1])
                  : r1;
     int st = r2 == MPI_SUCCESS
-                 ? wait_reqs(s, q, 2, deadline, rank, c->seq, what, "ring transfer")
+                 ? wait_reqs(s, q, 2, deadline, s->me, c->seq, what, "ring transfer")
                  : breakdown(s, "an MPI transfer failed to start; the world is broken");
     if (st != LT_OK) {
       /* MPI may still read the caller's input or write its output: the
@@ -368,7 +370,7 @@ static int ring_exchange(mpi_state *s, int rank, int p, const lt_coll_call *c, M
   int r2 = r1 == MPI_SUCCESS
                ? lt__mpi.Isend((void *)src, (int)count, ty, next, step, s->dcomm, &q[1])
                : r1;
-  int st = r2 == MPI_SUCCESS ? wait_reqs(s, q, 2, deadline, rank, c->seq, what, "ring transfer")
+  int st = r2 == MPI_SUCCESS ? wait_reqs(s, q, 2, deadline, s->me, c->seq, what, "ring transfer")
                              : breakdown(s, "an MPI transfer failed to start; the world is broken");
   if (st != LT_OK) lt__coll_abandon();
   return st;
@@ -505,6 +507,7 @@ static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
   int st = group_comm(s, world_rank, c, &comm, &rank, &size, what);
   if (st != LT_OK) return st;
   s->dcomm = comm;
+  s->me = world_rank;
   int dt = c->dtype;
   /* MPI has no bf16 type and our reductions no bf16 loops: bf16 reductions
    * are refused (every rank refuses the same call here, so no rank waits for
