@@ -638,6 +638,22 @@ LT_API int lt_warmup_step(lt_tensor *const *ts, int n);
  * a path that is too long. */
 LT_API int lt_set_persistent_cache(const char *dir, bool read_only);
 
+/* The backend that compiles and runs graphs, for every device of the
+ * process: "cpu" (fused LLVM kernels and oneDNN products, the default) or
+ * "ref" (the plain interpreter, the oracle every op is checked against).
+ * LT_BACKEND=<name> in the environment chooses it at the first graph;
+ * lt_set_backend replaces that choice from the next graph on (graphs already
+ * queued finish on the backend that compiled them). A name that is no
+ * backend is LT_EINVAL, the message listing the known ones, and the choice
+ * stays. Tensors alive may cross a switch: both backends keep their buffers
+ * in host memory in one layout, each reads the other's, and compiled
+ * executables are cached per backend, so a graph is never run by the other's
+ * code. (A backend with storage of its own would be refused while tensors
+ * are alive, LT_EINVAL naming how many.) lt_get_backend returns the name of
+ * the backend the next graph uses, a static string. */
+LT_API int lt_set_backend(const char *name);
+LT_API const char *lt_get_backend(void);
+
 /* Eager mode: every op runs as soon as it is traced (also LT_EAGER=1). */
 LT_API void lt_set_eager(bool on);
 LT_API bool lt_get_eager(void);

@@ -35,7 +35,8 @@ silently:
 Beyond the tensors: lt.nn (torch.nn's modules, torch's layouts and
 state_dict names), lt.optim with lt.optim.lr_scheduler, lt.save / lt.load
 (torch.save / torch.load; serialization.py has the file format), lt.jit
-(trace / save / load of compiled programs) and lt.set_eager / lt.is_eager.
+(trace / save / load of compiled programs), lt.set_eager / lt.is_eager and
+lt.set_backend / lt.get_backend ("cpu", the default, or "ref", the interpreter).
 
 bfloat16 (lt.bfloat16, also dtype="bf16" or "bfloat16"): numpy has no such
 type, so its values travel as float32. lt.tensor(a, dtype=lt.bfloat16) rounds
@@ -49,11 +50,12 @@ the dtype checked).
 from . import data, jit, nn, optim
 from .serialization import load, save
 from .tensor import (BF16, BOOL, F32, F64, I8, I32, I64, U8, LazyTensorError, Tensor, arange,
-                     bfloat16, bool_, cat, clear_pending, counter, dtype, enable_grad, eye,
-                     float32, float64, from_numpy, from_numpy_raw, full, int8, int32, int64,
+                     bfloat16, bool_, cat, clear_pending, counter, dtype, enable_grad, eye, float32,
+                     float64, from_numpy, from_numpy_raw, full, get_backend, int8, int32, int64,
                      is_eager, is_grad_enabled, live_tensors, manual_seed, mark_step, matmul,
-                     metric, metrics_report, no_grad, ones, rand, randn, randperm, set_eager,
-                     set_grad_enabled, stack, sync, tensor, uint8, wait_device_ops, where, zeros)
+                     metric, metrics_report, no_grad, ones, rand, randn, randperm, set_backend,
+                     set_eager, set_grad_enabled, stack, sync, tensor, uint8, wait_device_ops,
+                     where, zeros)
 
 # torch's short names for dtypes (lt.float is float32, as torch.float). They
 # are left out of __all__: `from lazytensor import *` must not shadow the
@@ -63,7 +65,8 @@ float, double, long, int, bool = float32, float64, int64, int32, bool_  # noqa: 
 __all__ = ["BF16", "BOOL", "F32", "F64", "I8", "I32", "I64", "U8", "LazyTensorError", "Tensor",
            "arange", "bfloat16", "bool_", "cat", "clear_pending", "counter", "data", "dtype",
            "enable_grad", "eye", "float32", "float64", "from_numpy", "from_numpy_raw", "full",
-           "int8", "int32", "int64", "is_eager", "is_grad_enabled", "jit", "live_tensors", "load",
-           "manual_seed", "mark_step", "matmul", "metric", "metrics_report", "nn", "no_grad",
-           "optim", "ones", "rand", "randn", "randperm", "save", "set_eager", "set_grad_enabled",
-           "stack", "sync", "tensor", "uint8", "wait_device_ops", "where", "zeros"]
+           "get_backend", "int8", "int32", "int64", "is_eager", "is_grad_enabled", "jit",
+           "live_tensors", "load", "manual_seed", "mark_step", "matmul", "metric", "metrics_report",
+           "nn", "no_grad", "optim", "ones", "rand", "randn", "randperm", "save", "set_backend",
+           "set_eager", "set_grad_enabled", "stack", "sync", "tensor", "uint8", "wait_device_ops",
+           "where", "zeros"]

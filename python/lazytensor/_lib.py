@@ -306,6 +306,8 @@ _SIGS.update({
 # ---- py-rest additions: saved programs (lazytensor.jit) and eager mode
 _SIGS.update({
     "lt_get_eager": (B, []),
+    "lt_set_backend": (I, [ctypes.c_char_p]),
+    "lt_get_backend": (ctypes.c_char_p, []),
     "lt_program_create": (ctypes.c_void_p, [PT, I, PT, I]),
     "lt_program_run": (I, [ctypes.c_void_p, PT, I, PT]),
     "lt_program_free": (None, [ctypes.c_void_p]),

@@ -1096,6 +1096,27 @@ def is_eager():
     return bool(lib.lt_get_eager())
 
 
+def set_backend(name):
+    """Chooses the backend that compiles and runs graphs from the next one on
+    (lt_set_backend): "cpu" (fused LLVM kernels and oneDNN products, the
+    default) or "ref" (the interpreter, the oracle). LT_BACKEND in the
+    environment is the choice until this is called. Tensors alive keep their
+    values across a switch. An unknown name raises LazyTensorError listing
+    the known ones; a name that is not a str raises TypeError."""
+    if not isinstance(name, str):
+        raise TypeError("set_backend: the backend's name must be a str, not %s" %
+                        type(name).__name__)
+    check(lib.lt_set_backend(name.encode()))
+
+
+def get_backend():
+    """The name of the backend the next graph runs on (lt_get_backend)."""
+    name = lib.lt_get_backend()
+    if not name:
+        raise _error()
+    return name.decode()
+
+
 def clear_pending():
     """Drops every live tensor's pending graph (lt_clear_pending): reading one
     then fails. Returns how many were cleared."""

@@ -105,10 +105,17 @@ int lt__backend_register(const lt_backend *be);
 const lt_backend *lt__backend_find(const char *name);
 int lt__backend_count(void);
 const lt_backend *lt__backend_at(int i);
-/* The backend for dev: the forced one (tests), else the one LT_BACKEND names
- * (read once), else the registered backend named dflt. An unknown LT_BACKEND
+/* The backend for dev: the forced one (tests), else the chosen one
+ * (lt__backend_choose), else the one LT_BACKEND names (read once, at the
+ * first selection), else the registered backend named dflt. An unknown LT_BACKEND
  * is reported once on stderr and dflt used. */
 const lt_backend *lt__backend_select(lt_device dev, const char *dflt);
+/* Makes be the process's choice (lt_set_backend): lt__backend_select answers
+ * it from now on, LT_BACKEND no longer read. */
+void lt__backend_choose(const lt_backend *be);
+/* The registered names, in registration order, as "ref, cpu" into buf (n
+ * bytes, truncated); returns the full length as snprintf does. */
+int lt__backend_names(char *buf, size_t n);
 /* Test hook: forces lt__backend_select to answer be (NULL: back to normal). */
 void lt__backend_force(const lt_backend *be);
 const lt_backend *lt__backend_forced(void);

@@ -14,6 +14,9 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static const lt_backend *_Atomic g_backends[kMaxBackends];
 static _Atomic int g_count;
 static const lt_backend *_Atomic g_forced;
+/* The process's choice: lt__backend_choose's (lt_set_backend), else the one
+ * LT_BACKEND names or the default, fixed at the first selection. */
+static const lt_backend *_Atomic g_chosen;
 static const lt_backend *_Atomic g_fallback;
 
 int lt__backend_register(const lt_backend *be) {
@@ -60,8 +63,7 @@ const lt_backend *lt__backend_select(lt_device dev, const char *dflt) {
   (void)dev; /* every device of a process is served alike today */
   const lt_backend *forced = atomic_load(&g_forced);
   if (forced) return forced;
-  static const lt_backend *_Atomic chosen;
-  const lt_backend *be = atomic_load(&chosen);
+  const lt_backend *be = atomic_load(&g_chosen);
   if (be) return be;
   const char *want = getenv("LT_BACKEND");
   be = want && *want ? lt__backend_find(want) : NULL;
@@ -71,8 +73,25 @@ const lt_backend *lt__backend_select(lt_device dev, const char *dflt) {
       fprintf(stderr, "lazytensor: LT_BACKEND=%s names no backend; using %s\n", want, dflt);
   }
   if (!be) be = lt__backend_find(dflt);
-  if (be) atomic_store(&chosen, be);
+  /* A choice made meanwhile (lt__backend_choose) wins over the default. */
+  const lt_backend *none = NULL;
+  if (be && !atomic_compare_exchange_strong(&g_chosen, &none, be)) be = none;
   return be;
+}
+
+void lt__backend_choose(const lt_backend *be) { atomic_store(&g_chosen, be); }
+
+int lt__backend_names(char *buf, size_t n) {
+  size_t len = 0;
+  int count = atomic_load(&g_count);
+  if (n) buf[0] = '\0';
+  for (int i = 0; i < count; i++) {
+    int w = snprintf(len < n ? buf + len : NULL, len < n ? n - len : 0, "%s%s", i ? ", " : "",
+                     atomic_load(&g_backends[i])->name);
+    if (w < 0) return w;
+    len += (size_t)w;
+  }
+  return (int)len;
 }
 
 void lt__backend_set_fallback(const lt_backend *be) { atomic_store(&g_fallback, be); }

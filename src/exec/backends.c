@@ -27,6 +27,41 @@ const lt_backend *lt__backend_for(lt_device dev) {
   return lt__backend_select(dev, "cpu");
 }
 
+/* Buffers of host-storage backends are plain host memory in one layout: any
+ * such backend reads another's (the fallback already runs ref over cpu's
+ * buffers), and each buffer frees through its own backend's data_free. So a
+ * switch between two of them needs nothing moved; one to or from a backend
+ * with storage of its own would hand the new backend buffers it cannot read,
+ * and is refused while tensors are alive. */
+int lt_set_backend(const char *name) {
+  const char *fn = "lt_set_backend";
+  lt__backends_init();
+  const lt_backend *be = name ? lt__backend_find(name) : NULL;
+  if (!be) {
+    char known[128];
+    lt__backend_names(known, sizeof known);
+    return lt__err(LT_EINVAL, "%s: %s%s%s names no backend (known: %s)", fn, name ? "'" : "",
+                   name ? name : "NULL", name ? "'" : "", known);
+  }
+  const lt_backend *cur = lt__backend_for(lt_cpu(0));
+  if (cur != be && !(cur->host_storage && be->host_storage))
+    for (int i = 0; i < LT_MAX_DEVICES; i++) {
+      int64_t n = lt_device_live_tensors(lt_cpu(i));
+      if (n > 0)
+        return lt__err(LT_EINVAL,
+                       "%s: '%s' cannot read the storage of '%s', and %lld tensors are alive on "
+                       "CPU:%d; release them first",
+                       fn, be->name, cur->name, (long long)n, i);
+    }
+  lt__backend_choose(be);
+  return LT_OK;
+}
+
+const char *lt_get_backend(void) {
+  const lt_backend *be = lt__backend_for(lt_cpu(0));
+  return be ? be->name : NULL;
+}
+
 const char *lt_get_isa(lt_device dev, lt_dtype dt) {
   const char *fn = "lt_get_isa";
   if (!lt__exec_dev(fn, dev)) return NULL;

@@ -545,13 +545,14 @@ int lt__compile_roots(lt_device dev, lt_node *const *roots, int nroots, const ch
   int *root_index = lt__malloc((size_t)(nroots + 1) * sizeof(int));
   if (!root_index) return LT_ENOMEM;
   post_order po;
+  const lt_backend *be = lt__backend_for(dev); /* once: the key and the compile agree */
   lt__graph_lock(ctx);
   int rc = walk(roots, nroots, &po);
-  if (rc == LT_OK) rc = graph_key(lt__backend_for(dev), false, roots, nroots, &po, NULL, 0, key);
+  if (rc == LT_OK) rc = graph_key(be, false, roots, nroots, &po, NULL, 0, key);
   if (rc == LT_OK) {
     for (int i = 0; i < nroots; i++) root_index[i] = roots[i]->order;
     lt_graph g = {po.nodes, po.nnodes, po.param_of, po.nparams, root_index, nroots, NULL, 0};
-    *entry = find_or_compile(lt__backend_for(dev), *key, &g, reason, dev.index);
+    *entry = find_or_compile(be, *key, &g, reason, dev.index);
     if (!*entry) rc = lt_last_status() ? lt_last_status() : LT_ECOMPILE;
     *params = po.params;
     *nparams = po.nparams;
