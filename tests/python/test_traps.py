@@ -392,3 +392,17 @@ def test_float64_input_to_float32_linear_raises():
     with pytest.raises(lt.LazyTensorError, match="linear: expected both operands"):
         layer(lt.tensor(np.ones((1, 3))))
     assert layer(lt.tensor(np.ones((1, 3), np.float32))).dtype == lt.float32
+
+
+@pytest.mark.parametrize("make,fn", [
+    (lambda: lt.nn.Conv2d(1, 2, 3), "conv2d"),
+    (lambda: (lambda x, w=lt.randn(1, 2, 3, 3): lt.nn.functional.conv_transpose2d(x, w)),
+     "conv_transpose2d"),
+])
+def test_float64_input_to_float32_convolution_raises(make, fn):
+    # torch: "Input type (double) and bias type (float) should be the same";
+    # the layer and the functional form once promoted to f64
+    layer = make()
+    with pytest.raises(lt.LazyTensorError, match=fn + ": expected both operands"):
+        layer(lt.tensor(np.ones((1, 1, 5, 5))))
+    assert layer(lt.tensor(np.ones((1, 1, 5, 5), np.float32))).dtype == lt.float32

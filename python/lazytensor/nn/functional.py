@@ -137,12 +137,14 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """NCHW; weight [O, C / groups, kh, kw]; padding an int or a pair."""
     if isinstance(padding, str):
         raise NotImplementedError("conv2d: string padding (%r) is not supported" % padding)
+    _same_dtype("conv2d", input, weight)  # torch: "Input type (double) and bias type (float)"
     return wrap(lib.lt_conv2d_n(input._ptr, weight._ptr, _opt(bias), *_pair(stride),
                                 *_pair(padding), *_pair(dilation), groups))
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
+    _same_dtype("conv_transpose2d", input, weight)  # torch refuses mixed dtypes too
     return wrap(lib.lt_conv_transpose2d_n(input._ptr, weight._ptr, _opt(bias), *_pair(stride),
                                           *_pair(padding), *_pair(output_padding),
                                           *_pair(dilation), groups))

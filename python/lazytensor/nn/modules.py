@@ -24,7 +24,8 @@ import numpy as np
 
 from .. import _lib
 from .._lib import lib
-from ..tensor import _CPU, F32, I64, Tensor, _dtype_code, check, from_numpy, tensor, wrap
+from ..tensor import (_CPU, F32, I64, Tensor, _dtype_code, _same_dtype, check, from_numpy, tensor,
+                      wrap)
 from . import functional as F
 from .utils import zero_grad_
 
@@ -559,6 +560,7 @@ class Conv2d(Module):
     def forward(self, input):
         s = self._s
         _sync_affine(self, s)
+        _same_dtype("conv2d", input, self.weight)  # torch: "Input type (double) and bias ..."
         return wrap(lib.lt_nn_conv2d_forward(ctypes.byref(s), input._ptr))
 
     def extra_repr(self):
