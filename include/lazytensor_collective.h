@@ -18,11 +18,16 @@ typedef enum lt_reduce_op {
   LT_REDUCE_MEAN = 1, /* float dtypes only */
   LT_REDUCE_MAX = 2,  /* NaN wins, as torch.maximum */
   LT_REDUCE_MIN = 3,
+  LT_REDUCE_ANY = 4, /* bool only: logical or (torch's MAX on bool) */
+  LT_REDUCE_ALL = 5, /* bool only: logical and (torch's MIN on bool) */
 } lt_reduce_op;
 
 /* Each element reduced over the ranks (in rank order; floats accumulate in
  * double), the result on every rank: t's shape and dtype. Integer dtypes
- * (u8, i8, i32, i64: sums wrap) and floats; bool is refused (LT_EDTYPE).
+ * (u8, i8, i32, i64: sums wrap) and floats. Bool tensors take any (or) and
+ * all (and), and, as torch.distributed's NCCL group treats bool, sum and
+ * max as any, min as all; mean of bool is refused (LT_EDTYPE), and so are
+ * any and all of other dtypes.
  * Gradient: sum -> all_reduce(g, sum); mean -> all_reduce(g, mean); max and
  * min have none (lt_backward fails with LT_EINVAL). */
 LT_API lt_tensor *lt_all_reduce(lt_tensor *t, lt_reduce_op op);
@@ -39,6 +44,22 @@ LT_API lt_tensor *lt_reduce_scatter(lt_tensor *t, lt_reduce_op op, int axis);
  * shapes and dtypes must agree). Every dtype. No gradient (it is meant for
  * setting values up, outside a differentiated graph). */
 LT_API lt_tensor *lt_broadcast(lt_tensor *t, int root);
+/* torch.distributed's all_to_all (XLA's AllToAll): each rank splits t along
+ * split_axis into world-size chunks, sends chunk j to rank j, and
+ * concatenates the chunks it receives (in rank order) along concat_axis.
+ * The result has t's shape with split_axis divided and concat_axis
+ * multiplied by the world size (the same axis: t's shape). split_axis's size
+ * must divide by the world size (LT_ESHAPE). Every dtype; t has rank >= 1.
+ * Gradient: all_to_all(g, concat_axis, split_axis). */
+LT_API lt_tensor *lt_all_to_all(lt_tensor *t, int split_axis, int concat_axis);
+/* XLA's CollectivePermute: pairs holds npairs (source, target) rank pairs,
+ * flattened {s0, t0, s1, t1, ...}; each source sends t to its target. A rank
+ * that is some pair's target gets its source's t, any other rank zeros (t's
+ * shape and dtype). Each rank is a source at most once and a target at most
+ * once, every rank in range, else LT_EINVAL; every rank must pass the same
+ * pairs. npairs may be 0 (all zeros). Every dtype. Gradient: the inverse
+ * permutation of g (targets back to sources). */
+LT_API lt_tensor *lt_collective_permute(lt_tensor *t, const int *pairs, int npairs);
 
 /* The same four within replica groups: the ranks of t's world that differ
  * from t's rank on mesh axis mesh_axis only (lazytensor_world.h: a row or a

@@ -408,6 +408,8 @@ static void pr_reduce_scatter(probe *p) { pr_coll(p, SHAPE(0, 0, 1), 3); }
 static void pr_broadcast(probe *p) { pr_coll(p, SHAPE(0), 1); }
 static void pr_spmd_all_reduce(probe *p) { pr_coll(p, SHAPE(0, 1), 2); }
 static void pr_spmd_copy(probe *p) { pr_coll(p, SHAPE(1), 1); }
+static void pr_all_to_all(probe *p) { pr_coll(p, SHAPE(0, 1, 1), 3); }
+static void pr_collective_permute(probe *p) { pr_coll(p, SHAPE(1, 0, 0), 3); }
 
 /* Operands and attributes of every row that is not elementwise (nor a
  * leaf): the one hand-written list, checked against the table below. */
@@ -456,6 +458,8 @@ static void (*const kProbes[LT_OP_COUNT])(probe *p) = {
     [LT_OP_SPMD_ALL_GATHER] = pr_all_gather,
     [LT_OP_SPMD_ALL_REDUCE] = pr_spmd_all_reduce,
     [LT_OP_SPMD_COPY] = pr_spmd_copy,
+    [LT_OP_ALL_TO_ALL] = pr_all_to_all,                 /* {split 0, concat 1, size 1} */
+    [LT_OP_COLLECTIVE_PERMUTE] = pr_collective_permute, /* {size 1, 0 -> 0} */
 };
 
 /* The probe of op from its row alone (elementwise ops, constants), else from

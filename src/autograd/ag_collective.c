@@ -8,6 +8,8 @@
  *   reduce_scatter sum   g -> all_gather(g) along the same axis
  *   reduce_scatter mean  g -> all_gather(g) / size
  *   max, min             no gradient: an error rather than a silent zero
+ *   all_to_all           g -> all_to_all(g) with the axes swapped
+ *   collective_permute   g -> collective_permute(g) with the pairs reversed
  * broadcast declares none in the table (docs/SCALE_OUT.md says why). Over a
  * replica group (the trailing {size, stride} attrs), the adjoint runs over
  * the same group. */
@@ -18,9 +20,34 @@ static lt_node *coll(lt_op op, const lt_node *like, lt_node *g, const int64_t *s
   return lt__node_make(op, (lt_dtype)like->dtype, shape, like->ndim, &g, 1, attrs, nattrs, 0.0);
 }
 
+/* all_to_all {split, concat, size} -> all_to_all(g) {concat, split, size}:
+ * chunk r of rank j's input became block j of rank r's output, so block j
+ * of rank r's g goes back as chunk r of rank j's gradient.
+ * collective_permute {size, s0, t0, ...} -> the pairs reversed: target t's
+ * g goes back to its source s; a rank that sent nothing gets zeros. */
+static int rule_exchange(const lt_node *n, lt_node *g, lt_node **out) {
+  const lt_node *x = n->operands[0].node;
+  if (n->op == LT_OP_ALL_TO_ALL) {
+    int64_t attrs[3] = {n->attrs[1], n->attrs[0], n->attrs[2]};
+    out[0] = coll(LT_OP_ALL_TO_ALL, n, ag_ref(g), x->shape, attrs, 3);
+  } else {
+    int64_t attrs[1 + 2 * LT_MAX_DEVICES];
+    int na = n->nattrs < 1 + 2 * LT_MAX_DEVICES ? n->nattrs : 1 + 2 * LT_MAX_DEVICES;
+    attrs[0] = n->attrs[0];
+    for (int k = 1; k + 1 < na; k += 2) {
+      attrs[k] = n->attrs[k + 1];
+      attrs[k + 1] = n->attrs[k];
+    }
+    out[0] = coll(LT_OP_COLLECTIVE_PERMUTE, n, ag_ref(g), x->shape, attrs, na);
+  }
+  return out[0] ? LT_OK : LT_ENOMEM;
+}
+
 int lt__ag_rule_collective(const lt_node *n, lt_node *g, lt_node **out) {
   out[0] = NULL;
   if (!ag_is_float(n)) return LT_OK; /* integer values carry no gradient */
+  if (n->op == LT_OP_ALL_TO_ALL || n->op == LT_OP_COLLECTIVE_PERMUTE)
+    return rule_exchange(n, g, out);
   const lt_node *x = n->operands[0].node;
   int redop = n->op == LT_OP_ALL_GATHER ? 0 : (int)n->attrs[0];
   if (redop != 0 && redop != 1)

@@ -5,7 +5,9 @@
  * Node layout (lt_op_table.h): ALL_REDUCE {redop[, size, stride]};
  * ALL_GATHER {axis, size[, stride]}; REDUCE_SCATTER {redop, axis, size[,
  * stride]}; BROADCAST {root[, size, stride]} (with a stride: over replica
- * groups of size ranks stride apart, core/lt_collective.h); the SPMD rows
+ * groups of size ranks stride apart, core/lt_collective.h); ALL_TO_ALL
+ * {split_axis, concat_axis, size} and COLLECTIVE_PERMUTE {size, s0, t0,
+ * ...} (the whole world); the SPMD rows
  * SHARD and SPMD_ALL_GATHER {axis, size}, SPMD_ALL_REDUCE {redop, size},
  * SPMD_COPY {size}. The world size the node was traced for is in its
  * attributes (and its shape): a world of another size fails here rather than
@@ -143,6 +145,47 @@ int lt__coll_run_instr(const lt_instr *ins, lt_buffer *out, lt_buffer *const *in
       if (c.out_shape[d] != want || (!gather && d == axis && c.in_shape[d] % size))
         return bad(ins, "result shape does not fit the operand and world size");
     }
+    break;
+  }
+  case LT_OP_ALL_TO_ALL: {
+    c.kind = LT_COLL_ALL_TO_ALL;
+    if (ins->nattrs != 3) return bad(ins, "bad attributes");
+    int64_t sa = ins->attrs[0], ca = ins->attrs[1];
+    size = ins->attrs[2];
+    if (sa < 0 || sa >= c.ndim || ca < 0 || ca >= c.ndim || size < 1 || size > LT_MAX_DEVICES)
+      return bad(ins, "bad attributes");
+    c.axis = (int)sa;
+    c.concat_axis = (int)ca;
+    for (int d = 0; d < c.ndim; d++) {
+      int64_t want = d == sa ? c.in_shape[d] / size : c.in_shape[d];
+      if (d == ca) want *= size;
+      if (c.out_shape[d] != want || (d == sa && c.in_shape[d] % size))
+        return bad(ins, "result shape does not fit the operand and world size");
+    }
+    break;
+  }
+  case LT_OP_COLLECTIVE_PERMUTE: {
+    c.kind = LT_COLL_PERMUTE;
+    if (ins->nattrs < 1 || ins->nattrs % 2 != 1) return bad(ins, "bad attributes");
+    size = ins->attrs[0];
+    if (size < 1 || size > LT_MAX_DEVICES || (ins->nattrs - 1) / 2 > size)
+      return bad(ins, "bad attributes");
+    memset(c.from, -1, sizeof c.from);
+    for (int k = 1; k + 1 < ins->nattrs; k += 2) {
+      int64_t src = ins->attrs[k], dst = ins->attrs[k + 1];
+      if (src < 0 || src >= size || dst < 0 || dst >= size || c.from[dst] >= 0)
+        return bad(ins, "bad attributes");
+      c.from[dst] = (int8_t)src;
+    }
+    /* each source once: no two targets name the same source */
+    bool seen[LT_MAX_DEVICES] = {0};
+    for (int r = 0; r < size; r++) {
+      if (c.from[r] < 0) continue;
+      if (seen[c.from[r]]) return bad(ins, "bad attributes");
+      seen[c.from[r]] = true;
+    }
+    if (memcmp(c.in_shape, c.out_shape, (size_t)c.ndim * sizeof(int64_t)) != 0)
+      return bad(ins, "result shape differs from the operand's");
     break;
   }
   default:

@@ -1,6 +1,8 @@
 /* Device-to-world bindings and the dispatch of collective kernels to their
  * world's transport (lt_collective.h). */
 #include <pthread.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "lt_collective.h"
 #include "lt_error.h"
@@ -91,11 +93,52 @@ int lt__coll_run(const char *fn, lt_coll_call *call) {
 }
 
 const char *lt__coll_kind_name(int kind) {
-  static const char *names[] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast"};
-  return kind >= 0 && kind < 4 ? names[kind] : "?";
+  static const char *names[] = {"all_reduce", "all_gather", "reduce_scatter",
+                                "broadcast",  "all_to_all", "collective_permute"};
+  return kind >= 0 && kind < (int)(sizeof names / sizeof *names) ? names[kind] : "?";
 }
 
 const char *lt__coll_redop_name(int redop) {
   static const char *names[] = {"sum", "mean", "max", "min"};
   return redop >= 0 && redop < 4 ? names[redop] : "?";
+}
+
+void lt__coll_copy_box(void *dst, const int64_t *dshape, int daxis, int64_t doff, const void *src,
+                       const int64_t *sshape, int saxis, int64_t soff, const int64_t *box, int ndim,
+                       size_t esz) {
+  int64_t rows = 1, idx[LT_MAX_DIMS] = {0};
+  for (int d = 0; d < ndim - 1; d++) rows *= box[d];
+  size_t row = (size_t)box[ndim - 1] * esz;
+  if (!row) return;
+  for (int64_t k = 0; k < rows; k++) {
+    /* the row's first element in each tensor (row-major offsets) */
+    int64_t so = 0, dof = 0;
+    for (int d = 0; d < ndim; d++) {
+      so = so * sshape[d] + idx[d] + (d == saxis ? soff : 0);
+      dof = dof * dshape[d] + idx[d] + (d == daxis ? doff : 0);
+    }
+    memcpy((char *)dst + (size_t)dof * esz, (const char *)src + (size_t)so * esz, row);
+    for (int d = ndim - 2; d >= 0; d--) { /* next row: odometer over the box's outer axes */
+      if (++idx[d] < box[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+int lt__coll_pairs_str(const int8_t *from, char *buf, size_t n) {
+  size_t k = 0;
+  int w = snprintf(buf, n, " pairs {");
+  k = w > 0 ? (size_t)w : 0;
+  bool first = true;
+  for (int r = 0; r < LT_MAX_DEVICES && k < n; r++) {
+    if (from[r] < 0) continue;
+    w = snprintf(buf + k, n - k, "%s%d->%d", first ? "" : ", ", from[r], r);
+    k += w > 0 ? (size_t)w : 0;
+    first = false;
+  }
+  if (k < n) {
+    w = snprintf(buf + k, n - k, "}");
+    k += w > 0 ? (size_t)w : 0;
+  }
+  return (int)(k < n ? k : n ? n - 1 : 0);
 }

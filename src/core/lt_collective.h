@@ -28,6 +28,8 @@ typedef enum lt_coll_kind {
   LT_COLL_ALL_GATHER = 1,
   LT_COLL_REDUCE_SCATTER = 2,
   LT_COLL_BROADCAST = 3,
+  LT_COLL_ALL_TO_ALL = 4,
+  LT_COLL_PERMUTE = 5,
 } lt_coll_kind;
 
 /* Reductions (the values of the public lt_reduce_op). */
@@ -42,7 +44,11 @@ typedef enum lt_coll_redop {
  *   all_reduce      out = reduce over ranks of in (shapes equal)
  *   all_gather      out = concat over ranks of in along axis
  *   reduce_scatter  out = chunk `rank` (along axis) of reduce over ranks of in
- *   broadcast       out = root's in */
+ *   broadcast       out = root's in
+ *   all_to_all      out = concat along concat_axis over ranks j of chunk
+ *                   `rank` (along axis) of rank j's in
+ *   permute         out = in of the rank whose target is this rank (its
+ *                   source, from[rank]), zeros when none */
 typedef struct lt_coll_call {
   uint8_t kind;  /* lt_coll_kind */
   uint8_t redop; /* lt_coll_redop (all_reduce, reduce_scatter) */
@@ -64,6 +70,11 @@ typedef struct lt_coll_call {
                    * executed (src/exec/coll_fingerprint.h; 0: not known), so
                    * that ranks whose calls agree in kind and shape but come
                    * from different programs still fail at that call */
+  /* all_to_all: the axis it concatenates along (it splits along axis) */
+  int concat_axis;
+  /* permute: the source of each rank (-1: none); ranks past the world's
+   * size are -1 */
+  int8_t from[LT_MAX_DEVICES];
 } lt_coll_call;
 
 /* The group of `rank` for a call with gsize ranks gstride apart (gsize 0:
@@ -80,6 +91,14 @@ static inline int lt__coll_group(int rank, int n, int gsize, int gstride, int *b
   *base = rank - *grank * gstride;
   return gsize;
 }
+
+/* Copies a box of box[0..ndim) elements from src (shape sshape) starting at
+ * index soff along saxis (0 along the others) to dst (shape dshape) starting
+ * at doff along daxis: the chunk moves of all_to_all, rows of box[ndim-1]
+ * contiguous elements at a time. */
+void lt__coll_copy_box(void *dst, const int64_t *dshape, int daxis, int64_t doff, const void *src,
+                       const int64_t *sshape, int saxis, int64_t soff, const int64_t *box, int ndim,
+                       size_t esz);
 
 typedef struct lt_transport {
   const char *name;
@@ -132,6 +151,10 @@ void lt__coll_set_graph(uint64_t fp);
 /* Runs call for the current device through its world's transport; fn names
  * the op in errors (LT_EEXEC when no device is current or it has no world). */
 int lt__coll_run(const char *fn, lt_coll_call *call);
+
+/* " pairs {0->1, 1->0}" (sources of targets 0, 1, ...) into buf (n bytes);
+ * the characters written, for messages of permutes. */
+int lt__coll_pairs_str(const int8_t *from, char *buf, size_t n);
 
 /* Names of kinds and reductions, for messages. */
 const char *lt__coll_kind_name(int kind);

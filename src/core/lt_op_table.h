@@ -149,7 +149,8 @@
   /* collectives over the replicas of a world (lazytensor_dist.h, \
    * docs/SCALE_OUT.md): all_reduce attrs {redop}; all_gather {axis, size}; \
    * reduce_scatter {redop, axis, size}; broadcast {root}. redop: 0 sum, \
-   * 1 mean, 2 max, 3 min; size: the world size the node was traced for. \
+   * 1 mean, 2 max, 3 min (bool: or, and); size: the world size the node \
+   * was traced for. \
    * Over replica groups (a mesh axis, lt_*_over): all_reduce {redop, size, \
    * stride}, all_gather {axis, size, stride}, reduce_scatter {redop, axis, \
    * size, stride}, broadcast {root, size, stride}: groups of size ranks, \
@@ -168,7 +169,13 @@
   X(SHARD,           "shard",           COLLECTIVE, 1, SAME, spmd, collective, NATIVE) \
   X(SPMD_ALL_GATHER, "spmd_all_gather", COLLECTIVE, 1, SAME, spmd, collective, NATIVE) \
   X(SPMD_ALL_REDUCE, "spmd_all_reduce", COLLECTIVE, 1, SAME, spmd, collective, NATIVE) \
-  X(SPMD_COPY,       "spmd_copy",       COLLECTIVE, 1, SAME, spmd, collective, NATIVE)
+  X(SPMD_COPY,       "spmd_copy",       COLLECTIVE, 1, SAME, spmd, collective, NATIVE) \
+  /* all_to_all {split_axis, concat_axis, size}; collective_permute {size, \
+   * s0, t0, s1, t1, ...}: (source, target) rank pairs, each rank at most \
+   * once a source and once a target. Adjoints: all_to_all with the axes \
+   * swapped; the inverse permutation (ag_collective.c) */ \
+  X(ALL_TO_ALL,         "all_to_all",         COLLECTIVE, 1, SAME, collective, collective, NATIVE) \
+  X(COLLECTIVE_PERMUTE, "collective_permute", COLLECTIVE, 1, SAME, collective, collective, NATIVE)
 /* clang-format on */
 
 #endif

@@ -561,6 +561,37 @@ static const char *check_collective(ck *c) {
     TRY(want_attr(c, 0, "redop", 0, 3));
     TRY(want_attr(c, 1, "size", 1, big));
     break;
+  case LT_OP_ALL_TO_ALL: { /* {split_axis, concat_axis, size} */
+    TRY(want_nattrs(c, 3));
+    if (r == 0) return want_rank(c, 0, 1, LT_MAX_DIMS);
+    TRY(want_attr(c, 0, "split_axis", 0, r - 1));
+    TRY(want_attr(c, 1, "concat_axis", 0, r - 1));
+    TRY(want_attr(c, 2, "size", 1, big));
+    int sa = (int)c->attrs[0], ca = (int)c->attrs[1];
+    int64_t n = c->attrs[2];
+    if (s[sa] % n)
+      return bad(c, "operand 0 axis %d of %lld does not split into attrs[2] (size) %lld", sa,
+                 (long long)s[sa], (long long)n);
+    s[sa] /= n;
+    if (s[ca] > LT_MAX_NUMEL / n) return bad(c, "attrs[2] (size) gathers too many elements");
+    s[ca] *= n;
+    break;
+  }
+  case LT_OP_COLLECTIVE_PERMUTE: { /* {size, s0, t0, ...}: a partial permutation */
+    if (c->nattrs < 1 || c->nattrs % 2 != 1)
+      return bad(c, "%d attrs (size, then pairs)", c->nattrs);
+    TRY(want_attr(c, 0, "size", 1, LT_MAX_DEVICES));
+    int64_t n = c->attrs[0];
+    if ((c->nattrs - 1) / 2 > n) return bad(c, "more pairs than ranks");
+    uint64_t srcs = 0, dsts = 0;
+    for (int k = 1; k < c->nattrs; k++) {
+      TRY(want_attr(c, k, k % 2 ? "source" : "target", 0, n - 1));
+      uint64_t bit = (uint64_t)1 << c->attrs[k], *seen = k % 2 ? &srcs : &dsts;
+      if (*seen & bit) return bad(c, "attrs[%d]: rank %lld twice", k, (long long)c->attrs[k]);
+      *seen |= bit;
+    }
+    break;
+  }
   default: { /* gather, scatter, shard: {[redop,] axis, size} */
     int at = c->op == LT_OP_REDUCE_SCATTER ? 1 : 0;
     bool grouped = (c->op == LT_OP_ALL_GATHER || c->op == LT_OP_REDUCE_SCATTER) &&
@@ -589,7 +620,9 @@ static const char *check_collective(ck *c) {
   }
   if (c->op == LT_OP_ALL_REDUCE || c->op == LT_OP_REDUCE_SCATTER ||
       c->op == LT_OP_SPMD_ALL_REDUCE) {
-    if (x->dtype == LT_BOOL) return bad(c, "operand 0 dtype bool cannot be reduced");
+    /* attrs[0] is the redop of all three */
+    if (x->dtype == LT_BOOL && c->attrs[0] != 2 && c->attrs[0] != 3)
+      return bad(c, "operand 0 dtype bool reduced by other than max (or) and min (and)");
   }
   return want_shape(c, s, r);
 }

@@ -25,6 +25,10 @@ static uint64_t fingerprint(const lt_graph *g) {
     uint64_t w[2] = {(uint64_t)n->op << 32 | (uint64_t)n->dtype << 16 | n->noperands,
                      (uint64_t)(int64_t)g->param_of[i]};
     XXH3_64bits_update(&st, w, sizeof w);
+    /* a collective's attributes (reduction, axes, world size, root, a
+     * permute's pairs): graphs whose collectives differ only there differ */
+    if (lt__op_info[n->op].family == LT_FAM_COLLECTIVE && n->nattrs)
+      XXH3_64bits_update(&st, n->attrs, (size_t)n->nattrs * sizeof *n->attrs);
     for (int j = 0; j < n->noperands; j++) {
       uint64_t e = (uint64_t)n->operands[j].index << 32 | (uint32_t)n->operands[j].node->order;
       XXH3_64bits_update(&st, &e, sizeof e);

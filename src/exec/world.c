@@ -128,6 +128,28 @@ static void compute(lt_coll_call *const *s, int n, int r) {
     if (bytes && c->out != s[c->root]->in) memcpy(c->out, s[c->root]->in, bytes);
     break;
   }
+  case LT_COLL_ALL_TO_ALL: {
+    /* rank r pulls chunk r (along axis) of every rank j's input into block
+     * j (along concat_axis) of its own output */
+    int64_t box[LT_MAX_DIMS];
+    memcpy(box, c->in_shape, (size_t)c->ndim * sizeof *box);
+    box[c->axis] /= n;
+    for (int j = 0; j < n; j++)
+      lt__coll_copy_box(c->out, c->out_shape, c->concat_axis, j * box[c->concat_axis], s[j]->in,
+                        c->in_shape, c->axis, r * box[c->axis], box, c->ndim, esz);
+    break;
+  }
+  case LT_COLL_PERMUTE: {
+    /* rank r pulls its source's input, or writes zeros */
+    size_t bytes = (size_t)numel(c->in_shape, c->ndim) * esz;
+    int src = c->from[r];
+    if (!bytes) break;
+    if (src < 0)
+      memset(c->out, 0, bytes);
+    else if (c->out != s[src]->in)
+      memcpy(c->out, s[src]->in, bytes);
+    break;
+  }
   }
 }
 
@@ -144,6 +166,10 @@ static void describe(const lt_coll_call *c, char *buf, size_t n) {
     k += snprintf(buf + k, n - (size_t)k, " axis %d", c->axis);
   else if (c->kind == LT_COLL_BROADCAST)
     k += snprintf(buf + k, n - (size_t)k, " root %d", c->root);
+  else if (c->kind == LT_COLL_ALL_TO_ALL)
+    k += snprintf(buf + k, n - (size_t)k, " split %d concat %d", c->axis, c->concat_axis);
+  else if (c->kind == LT_COLL_PERMUTE)
+    k += lt__coll_pairs_str(c->from, buf + k, n - (size_t)k);
   if (k < 0 || (size_t)k >= n) return;
   if (k < 0 || (size_t)k >= n) return;
   if (c->gsize)
@@ -162,6 +188,9 @@ static bool same_call(const lt_coll_call *a, const lt_coll_call *b) {
     return false;
   if (a->kind == LT_COLL_BROADCAST && a->root != b->root) return false;
   if (a->gsize != b->gsize || (a->gsize && a->gstride != b->gstride)) return false;
+  if (a->kind == LT_COLL_ALL_TO_ALL && (a->axis != b->axis || a->concat_axis != b->concat_axis))
+    return false;
+  if (a->kind == LT_COLL_PERMUTE && memcmp(a->from, b->from, sizeof a->from) != 0) return false;
   return memcmp(a->in_shape, b->in_shape, (size_t)a->ndim * sizeof(int64_t)) == 0;
 }
 

@@ -49,8 +49,15 @@
 #include "world_mpi_live.h"
 
 /* A call's description: kind, redop, dtype, ndim, axis, root, seq, graph,
- * group size and stride, then the shape. */
-enum { DESC_SHAPE = 10, DESC_LEN = DESC_SHAPE + LT_MAX_DIMS, MAX_GROUPS = 8 };
+ * group size and stride, then the shape, then all_to_all's concat axis and a
+ * permute's sources (one byte per rank, 8 to a word). */
+enum {
+  DESC_SHAPE = 10,
+  DESC_EXTRA = DESC_SHAPE + LT_MAX_DIMS,
+  DESC_FROM = DESC_EXTRA + 1,
+  DESC_LEN = DESC_FROM + 8,
+  MAX_GROUPS = 8
+};
 
 /* A replica group's communicator (MPI_Comm_split of the world's), made the
  * first time a call names the group, kept until the world is freed. */
@@ -153,11 +160,18 @@ static void describe_desc(const int64_t *d, char *buf, size_t n) {
   char extra[40] = "";
   if (d[0] == LT_COLL_ALL_REDUCE || d[0] == LT_COLL_REDUCE_SCATTER)
     snprintf(extra, sizeof extra, "(%s)", lt__coll_redop_name((int)d[1]));
-  char where[40] = "";
+  char where[400] = "";
   if (d[0] == LT_COLL_ALL_GATHER || d[0] == LT_COLL_REDUCE_SCATTER)
     snprintf(where, sizeof where, " axis %d", (int)d[4]);
   else if (d[0] == LT_COLL_BROADCAST)
     snprintf(where, sizeof where, " root %d", (int)d[5]);
+  else if (d[0] == LT_COLL_ALL_TO_ALL)
+    snprintf(where, sizeof where, " split %d concat %d", (int)d[4], (int)d[DESC_EXTRA]);
+  else if (d[0] == LT_COLL_PERMUTE) {
+    int8_t from[LT_MAX_DEVICES];
+    memcpy(from, d + DESC_FROM, sizeof from);
+    lt__coll_pairs_str(from, where, sizeof where);
+  }
   char group[48] = "";
   if (d[8]) snprintf(group, sizeof group, " in groups of %d (stride %d)", (int)d[8], (int)d[9]);
   snprintf(buf, n, "%s%s%s%s %s%s", lt__coll_kind_name((int)d[0]), extra, where, group,
@@ -177,13 +191,18 @@ static void make_desc(const lt_coll_call *c, int64_t *d) {
   d[1] = (c->kind == LT_COLL_ALL_REDUCE || c->kind == LT_COLL_REDUCE_SCATTER) ? c->redop : 0;
   d[2] = c->dtype;
   d[3] = c->ndim;
-  d[4] = (c->kind == LT_COLL_ALL_GATHER || c->kind == LT_COLL_REDUCE_SCATTER) ? c->axis : 0;
+  d[4] = (c->kind == LT_COLL_ALL_GATHER || c->kind == LT_COLL_REDUCE_SCATTER ||
+          c->kind == LT_COLL_ALL_TO_ALL)
+             ? c->axis
+             : 0;
   d[5] = c->kind == LT_COLL_BROADCAST ? c->root : 0;
   d[6] = (int64_t)c->seq;
   d[7] = (int64_t)c->graph;
   d[8] = c->gsize;
   d[9] = c->gsize ? c->gstride : 0;
   for (int k = 0; k < c->ndim; k++) d[DESC_SHAPE + k] = c->in_shape[k];
+  if (c->kind == LT_COLL_ALL_TO_ALL) d[DESC_EXTRA] = c->concat_axis;
+  if (c->kind == LT_COLL_PERMUTE) memcpy(d + DESC_FROM, c->from, sizeof c->from);
 }
 
 /* Under s->lock: breaks the world with msg and returns its status. */
@@ -460,6 +479,84 @@ static int group_comm(mpi_state *s, int rank, const lt_coll_call *c, MPI_Comm *c
   return LT_OK;
 }
 
+/* all_to_all and collective_permute: elements only move, so every dtype
+ * travels as bytes. all_to_all packs chunk j (along axis) into block j of
+ * the send buffer, runs MPI_Ialltoall and unpacks block j of the receive
+ * buffer into block j (along concat_axis) of the output. A permute sends
+ * this rank's input to its target and receives its source's (point to
+ * point); a rank with no source writes zeros. Both on the staging buffers,
+ * as the other collectives, so a failure abandons only those. */
+enum { PERMUTE_TAG = 1000 }; /* apart from the ring's step tags */
+
+static int mpi_exchange(mpi_state *s, int rank, int size, lt_coll_call *c, int64_t deadline,
+                        const char *what) {
+  size_t esz = lt_dtype_size((lt_dtype)c->dtype);
+  int64_t m = numel(c->in_shape, c->ndim);
+  if ((int64_t)((size_t)m * esz) > 0x7fffffff)
+    return breakdown(s, "collective larger than 2^31 bytes: not supported over MPI");
+  if (!grow(&s->send, &s->send_cap, (size_t)m * esz + 1) ||
+      !grow(&s->recv, &s->recv_cap, (size_t)m * esz + 1))
+    return lt__err(LT_ENOMEM, "collective %s: out of memory", what);
+  MPI_Request req[2];
+  int nreq = 0, rc = MPI_SUCCESS;
+  if (c->kind == LT_COLL_ALL_TO_ALL) {
+    int64_t box[LT_MAX_DIMS];
+    memcpy(box, c->in_shape, (size_t)c->ndim * sizeof *box);
+    box[c->axis] /= size;
+    int64_t blk = m / size; /* elements per block */
+    for (int j = 0; j < size; j++) {
+      /* block j of send, seen as a box-shaped tensor with its chunk at 0 */
+      lt__coll_copy_box((char *)s->send + (size_t)(j * blk) * esz, box, 0, 0, c->in, c->in_shape,
+                        c->axis, j * box[c->axis], box, c->ndim, esz);
+    }
+    int cnt = (int)((size_t)blk * esz);
+    rc = lt__mpi.Ialltoall(s->send, cnt, lt__mpi.t_uint8, s->recv, cnt, lt__mpi.t_uint8, s->comm,
+                           &req[nreq]);
+    if (rc == MPI_SUCCESS) nreq++;
+  } else {
+    int src = c->from[rank], dst = -1;
+    for (int r = 0; r < size; r++)
+      if (c->from[r] == rank) dst = r;
+    int cnt = (int)((size_t)m * esz);
+    if (src >= 0) {
+      rc = lt__mpi.Irecv(s->recv, cnt, lt__mpi.t_uint8, src, PERMUTE_TAG, s->comm, &req[nreq]);
+      if (rc == MPI_SUCCESS) nreq++;
+    }
+    if (dst >= 0 && rc == MPI_SUCCESS) {
+      if (cnt) memcpy(s->send, c->in, (size_t)cnt);
+      rc = lt__mpi.Isend(s->send, cnt, lt__mpi.t_uint8, dst, PERMUTE_TAG, s->comm, &req[nreq]);
+      if (rc == MPI_SUCCESS) nreq++;
+    }
+  }
+  if (rc != MPI_SUCCESS) {
+    /* a started receive may still land in the staging buffer: abandon it */
+    if (nreq) {
+      s->send = s->recv = NULL;
+      s->send_cap = s->recv_cap = 0;
+      s->abandoned = true;
+    }
+    return breakdown(s, "an MPI transfer failed to start; the world is broken");
+  }
+  if (nreq && wait_reqs(s, req, nreq, deadline, rank, c->seq, what, "transfer") != LT_OK)
+    return s->broken;
+  if (c->kind == LT_COLL_ALL_TO_ALL) {
+    int64_t box[LT_MAX_DIMS];
+    memcpy(box, c->in_shape, (size_t)c->ndim * sizeof *box);
+    box[c->axis] /= size;
+    int64_t blk = m / size;
+    for (int j = 0; j < size; j++)
+      lt__coll_copy_box(c->out, c->out_shape, c->concat_axis, j * box[c->concat_axis],
+                        (const char *)s->recv + (size_t)(j * blk) * esz, box, 0, 0, box, c->ndim,
+                        esz);
+  } else if (m) {
+    if (c->from[rank] >= 0)
+      memcpy(c->out, s->recv, (size_t)m * esz);
+    else
+      memset(c->out, 0, (size_t)m * esz);
+  }
+  return LT_OK;
+}
+
 static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
   if (s->broken) return lt__err(s->broken, "%s", s->broken_msg);
   char what[160];
@@ -508,6 +605,8 @@ static int mpi_run_locked(mpi_state *s, int rank, int size, lt_coll_call *c) {
   if (st != LT_OK) return st;
   s->dcomm = comm;
   s->me = world_rank;
+  if (c->kind == LT_COLL_ALL_TO_ALL || c->kind == LT_COLL_PERMUTE) /* the whole world */
+    return mpi_exchange(s, rank, size, c, deadline, what);
   int dt = c->dtype;
   /* MPI has no bf16 type and our reductions no bf16 loops: bf16 reductions
    * are refused (every rank refuses the same call here, so no rank waits for

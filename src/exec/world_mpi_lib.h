@@ -24,7 +24,8 @@
   X(Comm_size) X(Comm_set_errhandler) X(Op_create) X(Op_free) \
   X(Error_string) X(Test) X(Testall) X(Wait) \
   X(Cancel) X(Request_free) X(Isend) X(Irecv) \
-  X(Iallgather) X(Iallreduce) X(Ireduce_scatter_block) X(Ibcast)
+  X(Iallgather) X(Iallreduce) X(Ireduce_scatter_block) X(Ibcast) \
+  X(Ialltoall)
 // clang-format on
 
 /* The predefined handles it uses: field, type, Open MPI's global object,

@@ -39,6 +39,14 @@
  *   mesh_gpt     (4 ranks) a GPT on a 2 x 2 data x model mesh
  *                (tests/mesh_gpt.h): the losses of 20 steps within 1e-4 of
  *                the same GPT on one device (CPU:1, outside the world)
+ *   exchange N   (N ranks) all_to_all (8 dtypes, every axis pair that
+ *                splits), collective_permute (a rotation, one leaving a rank
+ *                without a source, none) and bool any / all / sum / max / min
+ *                (all_reduce and reduce_scatter) against values computed
+ *                here, and the gradients of all_to_all and permute
+ *   mismatch     rank 0 runs all_to_all, rank 1 all_gather of the same
+ *                input: both fail at that call, naming both sides
+ *   mismatch_pairs  both run collective_permute, with other pairs: the same
  * Each rank prints "rank <r>: ok" when what it saw is right (a killed or
  * stopped rank prints nothing; tests/mpi/run.sh counts the lines) and exits
  * 0, or 1 on a failure. */
@@ -718,6 +726,189 @@ static void test_kill_ring(void) {
   free(got);
 }
 
+/* ---- exchange N: all_to_all, collective_permute, bool reductions ---- */
+
+/* Rank r's element i: every rank can compute every rank's input. */
+static double xval(int r, int64_t i, lt_dtype dt) {
+  if (dt == LT_BOOL) return (double)((r * 7 + i * 3) % 5 < 2);
+  if (lt__is_float(dt)) return (r + 1) * 0.5 + (double)(i % 32) - r; /* exact in bf16 */
+  double v = (double)((r * 5 + i * 3) % 13);
+  return dt == LT_U8 ? v : v - 6;
+}
+
+static lt_tensor *xinput(int r, lt_dtype dt, const int64_t *shape, int ndim) {
+  int64_t m = 1;
+  for (int d = 0; d < ndim; d++) m *= shape[d];
+  unsigned char *buf = calloc((size_t)m + 1, 8);
+  for (int64_t i = 0; i < m; i++) put(buf, dt, (int)i, xval(r, i, dt));
+  lt_tensor *t = lt_from_data(lt_cpu(0), dt, shape, ndim, buf);
+  free(buf);
+  return t;
+}
+
+/* Reads t (m elements of dt) and compares with want[] exactly (cast to dt). */
+static void xexpect(lt_tensor *t, lt_dtype dt, const double *want, int64_t m, const char *what) {
+  CHECK(t != NULL, "%s %s: no tensor", what, lt_dtype_name(dt));
+  if (!t) return;
+  CHECK(lt_numel(t) == m, "%s %s: %lld elements, want %lld", what, lt_dtype_name(dt),
+        (long long)lt_numel(t), (long long)m);
+  unsigned char *got = calloc((size_t)m + 1, 8), *w = calloc((size_t)m + 1, 8);
+  int rc = lt_numel(t) == m ? lt_to_data(t, got, (size_t)m * lt_dtype_size(dt)) : -1;
+  CHECK(rc == LT_OK, "%s %s: read failed", what, lt_dtype_name(dt));
+  int bad = 0;
+  for (int64_t i = 0; rc == LT_OK && i < m && bad < 3; i++) {
+    put(w, dt, (int)i, want[i]);
+    if (get(got, dt, (int)i) == get(w, dt, (int)i)) continue;
+    CHECK(0, "%s %s [%lld]: got %g, want %g", what, lt_dtype_name(dt), (long long)i,
+          get(got, dt, (int)i), get(w, dt, (int)i));
+    bad++;
+  }
+  free(got);
+  free(w);
+}
+
+/* all_to_all over n ranks of [6, 4, 3]: the input element (rank *k, flat
+ * index) that lands at element j of rank r's result. */
+static int64_t a2a_src(int n, int r, const int64_t *in, int sa, int ca, int64_t j, int *k) {
+  int64_t out[3] = {in[0], in[1], in[2]}, idx[3];
+  out[sa] /= n;
+  int64_t box_c = out[ca];
+  out[ca] *= n;
+  for (int d = 2; d >= 0; d--) {
+    idx[d] = j % out[d];
+    j /= out[d];
+  }
+  *k = (int)(idx[ca] / box_c);
+  idx[ca] %= box_c;
+  idx[sa] += r * (in[sa] / n);
+  return (idx[0] * in[1] + idx[1]) * in[2] + idx[2];
+}
+
+static void test_exchange(int n) {
+  static const lt_dtype kAll[] = {LT_F32, LT_F64, LT_I32, LT_I64, LT_U8, LT_I8, LT_BOOL, LT_BF16};
+  const int64_t shape[3] = {6, 4, 3};
+  double want[72];
+  char what[96];
+  for (size_t d = 0; d < sizeof kAll / sizeof *kAll; d++) {
+    lt_dtype dt = kAll[d];
+    for (int sa = 0; sa < 3; sa++)
+      for (int ca = 0; ca < 3; ca++) {
+        if (shape[sa] % n) continue;
+        lt_scope_begin();
+        for (int64_t j = 0; j < 72; j++) {
+          int k;
+          int64_t i = a2a_src(n, g_rank, shape, sa, ca, j, &k);
+          want[j] = xval(k, i, dt);
+        }
+        snprintf(what, sizeof what, "all_to_all split %d concat %d", sa, ca);
+        xexpect(lt_all_to_all(xinput(g_rank, dt, shape, 3), sa, ca), dt, want, 72, what);
+        lt_scope_end();
+      }
+    /* permutes: r -> r + 1; 1 -> 0 (and n - 1 stays when n > 2): rank 1
+     * gets zeros; no pairs: zeros everywhere */
+    int rot[2 * 8], part[4] = {1, 0, n - 1, n - 1};
+    for (int r = 0; r < n; r++) rot[2 * r] = r, rot[2 * r + 1] = (r + 1) % n;
+    for (int which = 0; which < 3; which++) {
+      const int *pairs = which == 0 ? rot : which == 1 ? part : NULL;
+      int np = which == 0 ? n : which == 1 ? (n > 2 ? 2 : 1) : 0;
+      int from = -1;
+      for (int k = 0; k < np; k++)
+        if (pairs[2 * k + 1] == g_rank) from = pairs[2 * k];
+      for (int64_t j = 0; j < 12; j++) want[j] = from < 0 ? 0 : xval(from, j, dt);
+      lt_scope_begin();
+      snprintf(what, sizeof what, "collective_permute %d", which);
+      const int64_t s34[2] = {3, 4};
+      xexpect(lt_collective_permute(xinput(g_rank, dt, s34, 2), pairs, np), dt, want, 12, what);
+      lt_scope_end();
+    }
+  }
+  /* bool reductions: element i of rank r is bit r of i (every combination
+   * over up to 3 ranks) */
+  uint8_t bits[8];
+  for (int i = 0; i < 8; i++) bits[i] = (uint8_t)(i >> g_rank & 1);
+  static const lt_reduce_op kOps[] = {LT_REDUCE_ANY, LT_REDUCE_ALL, LT_REDUCE_SUM, LT_REDUCE_MAX,
+                                      LT_REDUCE_MIN};
+  for (int k = 0; k < 5; k++) {
+    bool is_or = kOps[k] != LT_REDUCE_ALL && kOps[k] != LT_REDUCE_MIN;
+    for (int i = 0; i < 8; i++) {
+      bool acc = !is_or;
+      for (int q = 0; q < n; q++) acc = is_or ? (acc || (i >> q & 1)) : (acc && (i >> q & 1));
+      want[i] = acc;
+    }
+    lt_scope_begin();
+    const int64_t s8[1] = {8}, s24[2] = {2, 4};
+    snprintf(what, sizeof what, "all_reduce of bool, op %d", (int)kOps[k]);
+    xexpect(lt_all_reduce(lt_from_data(lt_cpu(0), LT_BOOL, s8, 1, bits), kOps[k]), LT_BOOL, want, 8,
+            what);
+    if (n == 2) { /* rank r keeps row r of [2, 4] */
+      snprintf(what, sizeof what, "reduce_scatter of bool, op %d", (int)kOps[k]);
+      xexpect(lt_reduce_scatter(lt_from_data(lt_cpu(0), LT_BOOL, s24, 2, bits), kOps[k], 0),
+              LT_BOOL, want + 4 * g_rank, 4, what);
+    }
+    lt_scope_end();
+  }
+  /* gradients: rank r's loss sum(y * w_r), w_r[j] = 1 + r + 0.25 j; x_r[i]
+   * gets w_k[j] where it lands as element j of rank k's result */
+  for (int kind = 0; kind < 2; kind++) {
+    lt_scope_begin();
+    lt_tensor *x = xinput(g_rank, LT_F64, shape, 3);
+    lt_set_requires_grad(x, true);
+    int pairs[4] = {0, 1, 1, 2}; /* 0 -> 1 (and 1 -> 2 for 3 ranks): not its own inverse */
+    lt_tensor *y =
+        kind == 0 ? lt_all_to_all(x, 0, 2) : lt_collective_permute(x, pairs, n == 2 ? 1 : 2);
+    double wv[72];
+    for (int j = 0; j < 72; j++) wv[j] = 1 + g_rank + 0.25 * j;
+    lt_tensor *loss =
+        y ? lt_sum(lt_mul(y, lt_from_data(lt_cpu(0), LT_F64, lt_shape(y), 3, wv)), NULL, 0, false)
+          : NULL;
+    int rc = loss ? lt_backward(loss) : lt_last_status();
+    CHECK(rc == LT_OK, "backward of %s", kind == 0 ? "all_to_all" : "collective_permute");
+    for (int64_t i = 0; i < 72; i++) {
+      want[i] = 0;
+      if (kind == 1) {
+        int target = g_rank == 0 ? 1 : g_rank == 1 && n == 3 ? 2 : -1;
+        if (target >= 0) want[i] = 1 + target + 0.25 * (double)i;
+        continue;
+      }
+      for (int k = 0; k < n; k++)
+        for (int64_t j = 0; j < 72; j++) {
+          int from;
+          if (a2a_src(n, k, shape, 0, 2, j, &from) == i && from == g_rank)
+            want[i] = 1 + k + 0.25 * (double)j;
+        }
+    }
+    if (rc == LT_OK)
+      xexpect(lt_grad(x), LT_F64, want, 72, kind == 0 ? "grad all_to_all" : "grad permute");
+    lt_scope_end();
+  }
+}
+
+/* mismatch: rank 0 all_to_all, rank 1 all_gather of the same f32[2, 4]
+ * (pairs: both permute, with other pairs): both ranks fail at that call
+ * (the check), naming both sides. */
+static void test_mismatch(bool pairs) {
+  const int64_t s24[2] = {2, 4};
+  float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, got[16];
+  int swap[4] = {0, 1, 1, 0}, one[2] = {0, 1};
+  lt_scope_begin();
+  lt_tensor *a = lt_from_data(lt_cpu(0), LT_F32, s24, 2, x), *t;
+  if (pairs)
+    t = g_rank == 0 ? lt_collective_permute(a, swap, 2) : lt_collective_permute(a, one, 1);
+  else
+    t = g_rank == 0 ? lt_all_to_all(a, 1, 1) : lt_all_gather(a, 1);
+  int rc = t ? lt_to_data(t, got, (size_t)lt_numel(t) * sizeof *got) : lt_last_status();
+  lt_scope_end();
+  const char *e = lt_last_error();
+  CHECK(rc != LT_OK, "different collectives were paired");
+  const char *want0 = pairs ? "rank 0 runs collective_permute pairs {1->0, 0->1} f32[2, 4]"
+                            : "rank 0 runs all_to_all split 1 concat 1 f32[2, 4]";
+  const char *want1 = pairs ? "rank 1 runs collective_permute pairs {0->1} f32[2, 4]"
+                            : "rank 1 runs all_gather axis 1 f32[2, 4]";
+  CHECK(strstr(e, "ranks disagree") && strstr(e, want0) && strstr(e, want1),
+        "message does not name both sides: %s", e);
+  printf("rank %d: failed at the call: %s\n", g_rank, e);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "collectives";
   lt_world *w = NULL;
@@ -727,8 +918,8 @@ int main(int argc, char **argv) {
   }
   g_rank = lt_world_rank(w);
   bool freed = false;
-  bool any_size =
-      strcmp(mode, "ring") == 0 || strcmp(mode, "mesh") == 0 || strcmp(mode, "mesh_gpt") == 0;
+  bool any_size = strcmp(mode, "ring") == 0 || strcmp(mode, "mesh") == 0 ||
+                  strcmp(mode, "mesh_gpt") == 0 || strcmp(mode, "exchange") == 0;
   CHECK(any_size || lt_world_size(w) == 2, "world size %d, want 2 (run under mpirun -np 2)",
         lt_world_size(w));
   CHECK(lt_world_device(w, g_rank).index == 0 &&
@@ -762,6 +953,10 @@ int main(int argc, char **argv) {
       test_mesh(w);
     else if (strcmp(mode, "mesh_gpt") == 0)
       test_mesh_gpt(w);
+    else if (strcmp(mode, "mismatch") == 0 || strcmp(mode, "mismatch_pairs") == 0)
+      test_mismatch(strcmp(mode, "mismatch_pairs") == 0);
+    else if (strcmp(mode, "exchange") == 0)
+      test_exchange(lt_world_size(w));
     else if (any_size) {
       test_ring(lt_world_size(w));
       test_ring_scatter_gather(lt_world_size(w));

@@ -18,7 +18,7 @@ trap 'rm -f "$out"' EXIT
 # Every fault is found within seconds: the whole run is bounded.
 case "$mode" in
 kill | kill_ring | stop) want=1 ;;
-leave | extra | graph) want=2 ;;
+leave | extra | graph | mismatch | mismatch_pairs) want=2 ;;
 *) want=0 ;;
 esac
 if [ "$want" -gt 0 ]; then

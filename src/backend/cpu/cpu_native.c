@@ -71,6 +71,8 @@ cpu_native_fn lt__cpu_native_find(int op, int dtype, int in_dtype) {
   case LT_OP_SPMD_ALL_GATHER:
   case LT_OP_SPMD_ALL_REDUCE:
   case LT_OP_SPMD_COPY:
+  case LT_OP_ALL_TO_ALL:
+  case LT_OP_COLLECTIVE_PERMUTE:
     return same ? lt__cpu_collective : NULL;
   default:
     return NULL;
