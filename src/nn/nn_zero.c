@@ -15,6 +15,7 @@
 #include "lazytensor_dist.h"
 #include "nn.h"
 #include "../core/lt_collective.h"
+#include "../ops/lt_ops.h"
 
 enum { BUCKET = 64 }; /* grads a collective carries at most, as lt_dp_average_grads */
 
@@ -172,8 +173,9 @@ static int trace_step(lt_nn_optim *o, zero_step *z) {
   for (int i = 0; i < o->n && rc == LT_OK; i++) {
     if (!z->g[i]) continue;
     int64_t len = nn_optim_shard_len(o->params[i], o->shard_size);
-    int64_t start[2] = {o->shard_rank, 0}, stop[2] = {o->shard_rank + 1, len};
-    lt_tensor *row = lt_slice_n(as_grid(o->params[i], o->shard_size, len), start, stop, NULL, 2);
+    /* row `rank` of the grid, taken when the step runs: one graph, and one
+     * compile, for every replica */
+    lt_tensor *row = lt__shard_chunk(as_grid(o->params[i], o->shard_size, len), 0, o->shard_size);
     if (!(z->ps[i] = lt_reshape(row, &len, 1))) rc = lt_last_status();
   }
   if (rc == LT_OK) rc = lt__nn_optim_build(o, z->ps, z->gs, z->out);

@@ -63,6 +63,13 @@ typedef struct lt_shard_ctx {
 /* Elementwise ops over k broadcasting operands (ts[] is updated in place). */
 int lt__shard_elementwise(const char *fn, lt_tensor **ts, int k, lt_shard_ctx *c);
 lt_tensor *lt__shard_finish(lt_shard_ctx *c, lt_tensor *r);
+/* This replica's chunk of replicated x, split in n along axis (n must
+ * divide it), as a plain tensor of its own (not marked sharded): a SHARD
+ * node, which reads the replica's rank when it runs, so that every replica
+ * traces the same graph (a slice at the rank's offset would be a graph, and
+ * a compile, per replica). Rank-dependent work such as a sharded
+ * optimizer's update uses it. */
+lt_tensor *lt__shard_chunk(lt_tensor *x, int axis, int n);
 /* lt_matmul with a sharded operand (column-, row-parallel, ...). */
 lt_tensor *lt__shard_matmul(lt_tensor *a, lt_tensor *b);
 /* An axis-set reduction of sharded a, through the plain builder. */

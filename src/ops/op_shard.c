@@ -395,6 +395,16 @@ int lt__shard_assign(lt_tensor *dst, lt_tensor *src) {
   return rc;
 }
 
+lt_tensor *lt__shard_chunk(lt_tensor *x, int axis, int n) {
+  if (!x) return NULL;
+  if (axis < 0 || axis >= x->ndim || n <= 0 || x->shape[axis] % n != 0) {
+    lt__err(LT_ESHAPE, "shard chunk: axis %d of a %d-d tensor does not split in %d", axis,
+            (int)x->ndim, n);
+    return NULL;
+  }
+  return lt__wrap(x->dev, shard_node(lt__ir_as(x, (lt_dtype)x->dtype), axis, n));
+}
+
 /* ---- public ----------------------------------------------------------------------------- */
 
 int lt_mark_sharding(lt_tensor *t, const lt_world *mesh, int axis) {

@@ -6,7 +6,7 @@
 # single-process run at 4x the batch. Before, each replica's step was a graph
 # of its own: 4 devices compiled 3 more graphs. (Under mpirun each process
 # compiles its own graphs in any case; there the same graph on every rank
-# changes no count.) Skipped (77) without the Fashion-MNIST files.
+# changes no count.) The same with --shard-optimizer. Skipped (77) without the Fashion-MNIST files.
 # usage: train_dp_compiles.sh <lazytensor-train>
 set -uo pipefail
 train=$1
@@ -20,4 +20,10 @@ one=$("$train" --batch 64 "${args[@]}" 2>&1 | tee /dev/stderr | compiles)
 dev=$("$train" --devices 4 --batch 16 "${args[@]}" 2>&1 | tee /dev/stderr | compiles)
 [ "$dev" = "$one" ] ||
   { echo "FAIL: --devices 4 compiled ${dev:-?} graphs, one process at 4x the batch $one"; exit 1; }
-echo "--devices 4: $dev compiles, one process at 4x the batch: $one"
+# The sharded optimizer's update works on each replica's own chunk of every
+# parameter: taken when the step runs (a shard node), not by a slice at the
+# rank's offset, so its step too is one graph for the world.
+zero=$("$train" --devices 4 --batch 16 --shard-optimizer "${args[@]}" 2>&1 | tee /dev/stderr | compiles)
+[ "$zero" = "$one" ] ||
+  { echo "FAIL: --devices 4 --shard-optimizer compiled ${zero:-?} graphs, one process $one"; exit 1; }
+echo "--devices 4: $dev compiles (sharded optimizer: $zero), one process at 4x the batch: $one"
