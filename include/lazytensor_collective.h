@@ -80,7 +80,8 @@ LT_API lt_tensor *lt_broadcast_over(lt_tensor *t, const lt_mesh *mesh, int mesh_
 /* ---- sharding (SPMD) ------------------------------------------------------------------------
  * A mesh is a world (a 1-d mesh of its ranks). Every replica runs the same
  * program; a sharded tensor holds, on each rank, only its chunk of one
- * global value split in equal chunks along one axis. lt_shape, lt_dim and
+ * global value split in equal chunks along one axis (a tensor still holding
+ * host data keeps only its chunk, so each replica uploads only that). lt_shape, lt_dim and
  * lt_numel report the GLOBAL shape. The ops below propagate shardings at
  * trace time, inserting collectives (docs/SCALE_OUT.md, "Sharding"):
  *   - elementwise ops (unary, casts, binary, lt_where): operands brought to

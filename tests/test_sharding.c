@@ -160,6 +160,40 @@ static void test_mark_unshard_errors(void **state) {
   run2(replica_mark, NULL);
 }
 
+/* Host data marked sharded is cut on the host: each replica keeps only its
+ * chunk, as host data still (uploaded alone at its first use), instead of
+ * the whole value behind a shard node (uploaded whole by every replica);
+ * values as before, along both axes. */
+static int replica_host_chunk(int r, lt_device dev, void *ctx) {
+  (void)ctx;
+  enum { ROWS = 8, COLS = 6 };
+  float all[ROWS * COLS];
+  for (int i = 0; i < ROWS * COLS; i++) all[i] = (float)i;
+  for (int axis = 0; axis < 2; axis++) {
+    lt_scope_begin();
+    lt_tensor *t = lt_from_data(dev, LT_F32, SHAPE(ROWS, COLS), 2, all);
+    OK(r, lt_mark_sharding(t, g_world, axis));
+    CHECK(r, lt_get_state(t) == LT_STATE_HOST, "axis %d: state %d, not host data", axis,
+          (int)lt_get_state(t));
+    lt_tensor *y = lt_neg(t);
+    int64_t at = axis == 0 ? (int64_t)r * (ROWS / 2) * COLS : (int64_t)r * (COLS / 2);
+    double v;
+    OK(r, lt_item(lt_unshard(t), at, &v)); /* the global element at the chunk's start */
+    CHECK(r, v == all[at], "axis %d: %g, want %g", axis, v, (double)all[at]);
+    float whole[ROWS * COLS];
+    OK(r, lt_to_data(y, whole, sizeof whole));
+    for (int i = 0; i < ROWS * COLS; i++)
+      CHECK(r, whole[i] == -all[i], "axis %d: y[%d] = %g", axis, i, (double)whole[i]);
+    lt_scope_end();
+  }
+  return LT_OK;
+}
+
+static void test_host_data_uploads_its_chunk(void **state) {
+  (void)state;
+  run2(replica_host_chunk, NULL);
+}
+
 /* ---- reads: lt_to_data, lt_to_f32, lt_item gather --------------------------------------- */
 
 /* Exact in every dtype below: small integers, non-negative for u8, 0/1 for
@@ -762,6 +796,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_mark_unshard_errors),
       cmocka_unit_test(test_reads_gather),
+      cmocka_unit_test(test_host_data_uploads_its_chunk),
       cmocka_unit_test(test_elementwise),
       cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_reductions),

@@ -16,6 +16,8 @@
 
 #include "lazytensor_collective.h"
 #include "lt_ops.h"
+#include "../core/lt_alloc.h"
+#include "../core/lt_collective.h"
 
 /* ---- nodes ------------------------------------------------------------------------------ */
 
@@ -405,6 +407,32 @@ lt_tensor *lt__shard_chunk(lt_tensor *x, int axis, int n) {
   return lt__wrap(x->dev, shard_node(lt__ir_as(x, (lt_dtype)x->dtype), axis, n));
 }
 
+/* t's host data (not uploaded yet) cut to chunk `rank` of n along ax: the
+ * tensor's value becomes its chunk as data of its own, so that each replica
+ * uploads only its part instead of the whole value (the reference feeds
+ * each device its shard). The graph is the same leaf on every replica, so
+ * the key is too. */
+static int keep_host_chunk(const char *fn, lt_tensor *t, int ax, int n, int rank) {
+  size_t esz = lt_dtype_size((lt_dtype)t->dtype);
+  int64_t outer = 1, rows = t->shape[ax] / n;
+  size_t inner = esz;
+  for (int d = 0; d < ax; d++) outer *= t->shape[d];
+  for (int d = ax + 1; d < t->ndim; d++) inner *= (size_t)t->shape[d];
+  size_t run = (size_t)rows * inner, bytes = (size_t)outer * run;
+  unsigned char *chunk = lt__malloc(bytes ? bytes : 1);
+  if (!chunk) return lt__err(LT_ENOMEM, "%s: out of memory", fn);
+  const unsigned char *all = t->host;
+  for (int64_t o = 0; o < outer; o++)
+    memcpy(chunk + (size_t)o * run,
+           all + ((size_t)o * (size_t)t->shape[ax] + (size_t)rank * (size_t)rows) * inner, run);
+  lt__free(t->host, t->host_bytes);
+  t->host = chunk;
+  t->host_bytes = bytes;
+  t->shape[ax] = rows;
+  lt__tensor_set_sharding(t, ax, n);
+  return LT_OK;
+}
+
 /* ---- public ----------------------------------------------------------------------------- */
 
 int lt_mark_sharding(lt_tensor *t, const lt_world *mesh, int axis) {
@@ -437,6 +465,9 @@ int lt_mark_sharding(lt_tensor *t, const lt_world *mesh, int axis) {
     return lt__err(LT_ESHAPE, "%s: axis %d of %s does not divide into %d replicas", fn, ax,
                    lt__shape_str(t->shape, t->ndim, s, sizeof s), n);
   }
+  lt_coll_binding b;
+  if (t->host && !t->ir && !t->buf && lt__coll_binding(t->dev.index, &b) && b.size == n)
+    return keep_host_chunk(fn, t, ax, n, b.rank);
   lt_node *x = shard_node(lt__ir_as(t, (lt_dtype)t->dtype), ax, n);
   if (!x) return lt_last_status() ? lt_last_status() : LT_ENOMEM;
   lt__tensor_set_ir(t, x); /* t keeps its identity, as lt_assign */
