@@ -42,9 +42,10 @@ struct lt_nn_optim {
   double *pwd;        /* n: parameter i's own weight decay, NaN until set (the config's) */
   int64_t steps;      /* successful step calls */
   /* ZeRO stage 1 (lt_dp_optim_create, nn_zero.c): 0 when the state is whole;
-   * else the world's size, s1 and s2 holding only this replica's (rank
-   * shard_rank) chunk of each parameter's state, flat [nn_optim_shard_len] */
-  int shard_size, shard_rank;
+   * else the world's size, s1 and s2 holding only this replica's chunk of
+   * each parameter's state, flat [nn_optim_shard_len] (which chunk is the
+   * rank the step reads when it runs: one graph for every replica) */
+  int shard_size;
 };
 
 /* Elements of a parameter's shard over size replicas: numel / size rounded
@@ -58,7 +59,7 @@ static inline int64_t nn_optim_shard_len(lt_tensor *p, int size) {
 /* lt_nn_optim_create, fn naming the public caller; with shard_size > 0 the
  * state is made as shards (see shard_size above). */
 lt_nn_optim *lt__nn_optim_create(const char *fn, const lt_nn_optim_config *cfg,
-                                 lt_tensor *const *params, int n, int shard_size, int shard_rank);
+                                 lt_tensor *const *params, int n, int shard_size);
 /* The new values out[3i..3i+2] (parameter, s1, s2) of each parameter i with
  * g[i] != NULL, computed from p[i] and g[i] (the whole parameter, or its
  * shard when o's state is sharded: then p[i], g[i] and the state share the

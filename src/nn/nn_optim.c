@@ -90,11 +90,11 @@ static lt_tensor *state_zeros(lt_tensor *p, int64_t shard) {
 }
 
 lt_nn_optim *lt_nn_optim_create(const lt_nn_optim_config *cfg, lt_tensor *const *params, int n) {
-  return lt__nn_optim_create("lt_nn_optim_create", cfg, params, n, 0, 0);
+  return lt__nn_optim_create("lt_nn_optim_create", cfg, params, n, 0);
 }
 
 lt_nn_optim *lt__nn_optim_create(const char *fn, const lt_nn_optim_config *cfg,
-                                 lt_tensor *const *params, int n, int shard_size, int shard_rank) {
+                                 lt_tensor *const *params, int n, int shard_size) {
   if (!cfg || n <= 0 || !params) {
     lt__err(LT_EINVAL, "%s: needs a config and at least one parameter", fn);
     return NULL;
@@ -122,7 +122,6 @@ lt_nn_optim *lt__nn_optim_create(const char *fn, const lt_nn_optim_config *cfg,
   o->cfg = *cfg;
   o->n = n;
   o->shard_size = shard_size;
-  o->shard_rank = shard_rank;
   o->dev = lt_get_device(params[0]);
   size_t arr = (size_t)n * sizeof(lt_tensor *);
   bool need1 = cfg->kind != LT_NN_SGD || cfg->momentum != 0, need2 = cfg->kind != LT_NN_SGD;

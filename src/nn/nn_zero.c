@@ -22,9 +22,9 @@ enum { BUCKET = 64 }; /* grads a collective carries at most, as lt_dp_average_gr
 lt_nn_optim *lt_dp_optim_create(const lt_nn_optim_config *cfg, lt_tensor *const *params, int n,
                                 const lt_dp_options *opts) {
   const char *fn = "lt_dp_optim_create";
-  if (!opts || !opts->shard_optimizer) return lt__nn_optim_create(fn, cfg, params, n, 0, 0);
+  if (!opts || !opts->shard_optimizer) return lt__nn_optim_create(fn, cfg, params, n, 0);
   if (!cfg || n <= 0 || !params || !params[0]) /* the full checks are lt__nn_optim_create's */
-    return lt__nn_optim_create(fn, cfg, params, n, 0, 0);
+    return lt__nn_optim_create(fn, cfg, params, n, 0);
   lt_device dev = lt_get_device(params[0]);
   lt_coll_binding b;
   if (dev.type != LT_DEVICE_CPU || !lt__coll_binding(dev.index, &b)) {
@@ -44,7 +44,7 @@ lt_nn_optim *lt_dp_optim_create(const lt_nn_optim_config *cfg, lt_tensor *const 
               fn, i);
       return NULL;
     }
-  return lt__nn_optim_create(fn, cfg, params, n, b.size, b.rank);
+  return lt__nn_optim_create(fn, cfg, params, n, b.size);
 }
 
 /* t (a parameter or its grad, numel N) as the [size, S] grid of the layout

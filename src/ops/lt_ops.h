@@ -70,6 +70,9 @@ lt_tensor *lt__shard_finish(lt_shard_ctx *c, lt_tensor *r);
  * a compile, per replica). Rank-dependent work such as a sharded
  * optimizer's update uses it. */
 lt_tensor *lt__shard_chunk(lt_tensor *x, int axis, int n);
+/* LT_OK when axis ax of t splits into n equal chunks (one per replica);
+ * else LT_ESHAPE naming fn, what ("axis", "split axis") and t's shape. */
+int lt__axis_divides(const char *fn, const char *what, const lt_tensor *t, int ax, int n);
 /* lt_matmul with a sharded operand (column-, row-parallel, ...). */
 lt_tensor *lt__shard_matmul(lt_tensor *a, lt_tensor *b);
 /* An axis-set reduction of sharded a, through the plain builder. */

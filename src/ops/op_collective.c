@@ -142,12 +142,7 @@ static lt_tensor *reduce_scatter(const char *fn, lt_tensor *t, const lt_mesh *me
   }
   int ax;
   if (lt__norm_axis(fn, axis, t->ndim, &ax) != LT_OK) return NULL;
-  if (t->shape[ax] % g.size != 0) {
-    char s[96];
-    lt__err(LT_ESHAPE, "%s: axis %d of %s does not divide into %d replicas", fn, ax,
-            lt__shape_str(t->shape, t->ndim, s, sizeof s), g.size);
-    return NULL;
-  }
+  if (lt__axis_divides(fn, "axis", t, ax, g.size) != LT_OK) return NULL;
   int64_t shape[LT_MAX_DIMS];
   for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
   shape[ax] /= g.size;
@@ -218,12 +213,7 @@ lt_tensor *lt_all_to_all(lt_tensor *t, int split_axis, int concat_axis) {
   if (lt__norm_axis(fn, split_axis, t->ndim, &sa) != LT_OK ||
       lt__norm_axis(fn, concat_axis, t->ndim, &ca) != LT_OK)
     return NULL;
-  if (t->shape[sa] % b.size != 0) {
-    char s[96];
-    lt__err(LT_ESHAPE, "%s: split axis %d of %s does not divide into %d replicas", fn, sa,
-            lt__shape_str(t->shape, t->ndim, s, sizeof s), b.size);
-    return NULL;
-  }
+  if (lt__axis_divides(fn, "split axis", t, sa, b.size) != LT_OK) return NULL;
   int64_t shape[LT_MAX_DIMS];
   for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
   shape[sa] /= b.size;

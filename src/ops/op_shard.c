@@ -433,6 +433,13 @@ static int keep_host_chunk(const char *fn, lt_tensor *t, int ax, int n, int rank
   return LT_OK;
 }
 
+int lt__axis_divides(const char *fn, const char *what, const lt_tensor *t, int ax, int n) {
+  if (t->shape[ax] % n == 0) return LT_OK;
+  char s[96];
+  return lt__err(LT_ESHAPE, "%s: %s %d of %s does not divide into %d replicas", fn, what, ax,
+                 lt__shape_str(t->shape, t->ndim, s, sizeof s), n);
+}
+
 /* ---- public ----------------------------------------------------------------------------- */
 
 int lt_mark_sharding(lt_tensor *t, const lt_world *mesh, int axis) {
@@ -460,11 +467,7 @@ int lt_mark_sharding(lt_tensor *t, const lt_world *mesh, int axis) {
                    "it and mark the result",
                    fn, (int)t->shard_axis, (int)t->shard_n);
   }
-  if (t->shape[ax] % n != 0) {
-    char s[96];
-    return lt__err(LT_ESHAPE, "%s: axis %d of %s does not divide into %d replicas", fn, ax,
-                   lt__shape_str(t->shape, t->ndim, s, sizeof s), n);
-  }
+  if (lt__axis_divides(fn, "axis", t, ax, n) != LT_OK) return LT_ESHAPE;
   lt_coll_binding b;
   if (t->host && !t->ir && !t->buf && lt__coll_binding(t->dev.index, &b) && b.size == n)
     return keep_host_chunk(fn, t, ax, n, b.rank);
