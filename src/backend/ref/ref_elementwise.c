@@ -191,6 +191,35 @@ static int ref_unary(const lt_instr *ins, lt_buffer *out, const lt_buffer *a) {
 
 /* ---- binary ---- */
 
+/* Comparisons and logic give 0 or 1 the same way in both domains, so one
+ * list of cases serves binary_f and binary_i; each expands it in its own type
+ * (int64 operands compared as doubles would lose the bits above 2^53). */
+#define REF_COMPARE_LOGIC_CASES(v, a, b) \
+  case LT_OP_EQ:                         \
+    v = a == b;                          \
+    break;                               \
+  case LT_OP_NE:                         \
+    v = a != b;                          \
+    break;                               \
+  case LT_OP_LT:                         \
+    v = a < b;                           \
+    break;                               \
+  case LT_OP_LE:                         \
+    v = a <= b;                          \
+    break;                               \
+  case LT_OP_GT:                         \
+    v = a > b;                           \
+    break;                               \
+  case LT_OP_GE:                         \
+    v = a >= b;                          \
+    break;                               \
+  case LT_OP_AND:                        \
+    v = a != 0 && b != 0;                \
+    break;                               \
+  case LT_OP_OR:                         \
+    v = a != 0 || b != 0;                \
+    break;
+
 /* *r = op(a, b) in double (comparisons and logic give 0 or 1). */
 static bool binary_f(int op, double a, double b, double *r) {
   double v = 0; /* each case sets it (gcc -O2 cannot see that an op outside the enum returns) */
@@ -220,30 +249,7 @@ static bool binary_f(int op, double a, double b, double *r) {
   case LT_OP_MINIMUM:
     v = isnan(a) || isnan(b) ? NAN : a < b ? a : b;
     break;
-  case LT_OP_EQ:
-    v = a == b;
-    break;
-  case LT_OP_NE:
-    v = a != b;
-    break;
-  case LT_OP_LT:
-    v = a < b;
-    break;
-  case LT_OP_LE:
-    v = a <= b;
-    break;
-  case LT_OP_GT:
-    v = a > b;
-    break;
-  case LT_OP_GE:
-    v = a >= b;
-    break;
-  case LT_OP_AND:
-    v = a != 0 && b != 0;
-    break;
-  case LT_OP_OR:
-    v = a != 0 || b != 0;
-    break;
+    REF_COMPARE_LOGIC_CASES(v, a, b)
     LT_OP_CASES_OUTSIDE_BINARY_COMPARE
     return false;
   }
@@ -298,36 +304,14 @@ static bool binary_i(int op, int64_t a, int64_t b, int64_t *r) {
   case LT_OP_MINIMUM:
     v = a < b ? a : b;
     break;
-  case LT_OP_EQ:
-    v = a == b;
-    break;
-  case LT_OP_NE:
-    v = a != b;
-    break;
-  case LT_OP_LT:
-    v = a < b;
-    break;
-  case LT_OP_LE:
-    v = a <= b;
-    break;
-  case LT_OP_GT:
-    v = a > b;
-    break;
-  case LT_OP_GE:
-    v = a >= b;
-    break;
-  case LT_OP_AND:
-    v = a != 0 && b != 0;
-    break;
-  case LT_OP_OR:
-    v = a != 0 || b != 0;
-    break;
+    REF_COMPARE_LOGIC_CASES(v, a, b)
     LT_OP_CASES_OUTSIDE_BINARY_COMPARE
     return false;
   }
   *r = v;
   return true;
 }
+#undef REF_COMPARE_LOGIC_CASES
 
 static int ref_binary(const lt_instr *ins, lt_buffer *out, const lt_buffer *a, const lt_buffer *b) {
   int64_t coords[LT_MAX_DIMS];
