@@ -3,14 +3,9 @@
  * on both backends; their gradients against hand-derived ones; and the bad
  * configurations, which must fail with a clear message and never hang (a
  * replica that skips a collective makes the others time out). */
-#include "test_util.h"
+#include "test_world_util.h"
 
 #include <time.h>
-
-#include "lazytensor_dist.h"
-#include "../src/backend/backend.h"
-#include "../src/backend/cpu/cpu_api.h"
-#include "../src/backend/ref/ref_api.h"
 
 static const lt_dtype kDtypes[] = {LT_F32, LT_F64, LT_I32, LT_I64, LT_I8, LT_U8};
 #define NDTYPES ((int)(sizeof kDtypes / sizeof kDtypes[0]))
@@ -33,40 +28,9 @@ static double reduce(int op, int n, int64_t i, lt_dtype dt) {
   return op == LT_REDUCE_MEAN ? acc / n : acc;
 }
 
-static lt_tensor *input(lt_device dev, int r, lt_dtype dt, const int64_t *shape, int ndim) {
-  int64_t m = 1;
-  for (int d = 0; d < ndim; d++) m *= shape[d];
-  size_t sz = lt_dtype_size(dt);
-  unsigned char *buf = calloc((size_t)m + 1, sz);
-  for (int64_t i = 0; i < m; i++) {
-    lt__store_f64(dt, buf, i, val(r, i, dt));
-  }
-  lt_tensor *t = lt_from_data(dev, dt, shape, ndim, buf);
-  free(buf);
-  return t;
-}
-
-/* Reads t as doubles (no cmocka calls: replicas run on threads of their own). */
-static int read_all(lt_tensor *t, double *out) {
-  lt_dtype dt = lt_get_dtype(t);
-  int64_t m = lt_numel(t);
-  size_t sz = lt_dtype_size(dt);
-  unsigned char *buf = malloc((size_t)m * sz + 1);
-  int rc = lt_to_data(t, buf, (size_t)m * sz);
-  for (int64_t i = 0; rc == LT_OK && i < m; i++) out[i] = lt__load_f64(dt, buf, i);
-  free(buf);
-  return rc;
-}
-
 /* ---- every op and dtype ---------------------------------------------------------------- */
 
 enum { K_ALL_REDUCE, K_ALL_GATHER, K_REDUCE_SCATTER, K_BROADCAST };
-
-typedef struct values_ctx {
-  int n;
-  int checked[LT_MAX_DEVICES];
-  char err[LT_MAX_DEVICES][300];
-} values_ctx;
 
 /* The expected element j of rank r's result. */
 static double expected(int kind, int op, int axis, int root, int n, int r, const int64_t *shape,
@@ -90,7 +54,7 @@ static double expected(int kind, int op, int axis, int root, int n, int r, const
 }
 
 static int values_replica(int r, lt_device dev, void *arg) {
-  values_ctx *c = arg;
+  tw_ctx *c = arg;
   int n = c->n;
   static const int64_t shape[3] = {2, 3, 2}; /* axis 1 of 3 rows: fits n = 3; axis 0 and 2: n = 2 */
   double got[64];
@@ -104,7 +68,7 @@ static int values_replica(int r, lt_device dev, void *arg) {
         int axis = kind == K_REDUCE_SCATTER ? (n == 3 ? 1 : 2) : (kind == K_ALL_GATHER ? n - 2 : 0);
         int root = n - 1;
         lt_scope_begin();
-        lt_tensor *x = input(dev, r, dt, shape, 3), *y = NULL;
+        lt_tensor *x = tw_input(dev, r, dt, shape, 3, val), *y = NULL;
         switch (kind) {
         case K_ALL_REDUCE:
           y = lt_all_reduce(x, (lt_reduce_op)op);
@@ -119,7 +83,7 @@ static int values_replica(int r, lt_device dev, void *arg) {
           y = lt_broadcast(x, root);
           break;
         }
-        int rc = y ? read_all(y, got) : lt_last_status();
+        int rc = y ? tw_read_all(y, got) : lt_last_status();
         int64_t m = y ? lt_numel(y) : 0;
         if (rc == LT_OK && lt_get_dtype(y) != dt) rc = -100;
         for (int64_t j = 0; rc == LT_OK && j < m; j++) {
@@ -144,37 +108,26 @@ static int values_replica(int r, lt_device dev, void *arg) {
 }
 
 static void run_values(int n, const lt_backend *be) {
-  lt__backend_force(be);
-  lt_world *w = NULL;
-  assert_int_equal(lt_world_local(n, &w), LT_OK);
+  lt_world *w = tw_world(n, be, 10000);
   assert_int_equal(lt_world_size(w), n);
   for (int r = 0; r < n; r++) {
     assert_int_equal(lt_world_device(w, r).index, r);
     assert_int_equal(lt_world_rank_of(lt_cpu(r)), r);
   }
   assert_int_equal(lt_world_device(w, n).index, -1);
-  assert_int_equal(lt_world_set_timeout_ms(w, 10000), LT_OK);
-  values_ctx c;
-  memset(&c, 0, sizeof c);
-  c.n = n;
-  int rc = lt_world_run(w, values_replica, &c);
-  for (int r = 0; r < n; r++)
-    if (c.err[r][0]) fail_msg("%s, world of %d, rank %d: %s", be->name, n, r, c.err[r]);
-  if (rc != LT_OK) fail_msg("lt_world_run: %s", lt_last_error());
+  tw_ctx c;
   /* 6 dtypes x (4 all_reduce + gather + 4 reduce_scatter + broadcast), less
    * mean for the 4 integer dtypes */
-  for (int r = 0; r < n; r++) assert_int_equal(c.checked[r], 6 * 10 - 4 * 2);
-  lt_world_free(w);
+  tw_run(w, NULL, values_replica, &c, be->name, 6 * 10 - 4 * 2);
+  tw_world_free(w, NULL);
   assert_int_equal(lt_world_rank_of(lt_cpu(0)), -1);
-  lt__backend_force(NULL);
 }
 
 static void test_values_two_and_three(void **state) {
   (void)state;
-  const lt_backend *bes[2] = {&lt__ref_backend, &lt__cpu_backend};
   for (int b = 0; b < tu_nbackends(); b++) {
-    run_values(2, bes[b]);
-    run_values(3, bes[b]);
+    run_values(2, tu_backends[b]);
+    run_values(3, tu_backends[b]);
   }
 }
 
@@ -455,61 +408,39 @@ static void test_a_replica_that_skips_times_out(void **state) {
 
 /* ---- gradients --------------------------------------------------------------------------- */
 
-typedef struct grad_ctx {
-  char err[LT_MAX_DEVICES][300];
-} grad_ctx;
-
-/* Rank r's weights c_r[i] = 1 + r + 0.5 i, the loss sum(y * c_r); x_r is
- * 4 elements. The gradient of x_r (hand-derived, n ranks):
+/* World of 2: the gradient of x_r (hand-derived, c_k the weights of rank k;
+ * tw_grad_replica says the rest):
  *   all_reduce sum    sum_k c_k                     mean: that / n
  *   all_gather        c_k's block r, summed over k  (y_k = [x_0..x_{n-1}])
  *   reduce_scatter    rank k's y_k = sum_q x_q[block k], so x_r[j] gets c_{j / blk}[j % blk]
  *                     (mean: / n) */
-static int grad_replica(int r, lt_device dev, void *arg) {
-  grad_ctx *c = arg;
-  const int n = 2, m = 4;
-  int rc = LT_OK;
-  for (int kind = 0; kind < 5 && rc == LT_OK; kind++) {
-    lt_scope_begin();
-    double xv[4] = {0.5 * r, 1 - r, 2, -1};
-    lt_tensor *x = lt_from_data(dev, LT_F64, SHAPE(4), 1, xv);
-    lt_set_requires_grad(x, true);
-    lt_tensor *y = kind == 0   ? lt_all_reduce(x, LT_REDUCE_SUM)
-                   : kind == 1 ? lt_all_reduce(x, LT_REDUCE_MEAN)
-                   : kind == 2 ? lt_all_gather(x, 0)
-                   : kind == 3 ? lt_reduce_scatter(x, LT_REDUCE_SUM, 0)
-                               : lt_reduce_scatter(x, LT_REDUCE_MEAN, 0);
-    int64_t ny = y ? lt_numel(y) : 0;
-    double cv[8];
-    for (int i = 0; i < ny; i++) cv[i] = 1 + r + 0.5 * i;
-    lt_tensor *cw = lt_from_data(dev, LT_F64, SHAPE(ny), 1, cv);
-    lt_tensor *loss = lt_sum(lt_mul(y, cw), NULL, 0, false);
-    rc = loss ? lt_backward(loss) : lt_last_status();
-    double g[4] = {0};
-    if (rc == LT_OK) rc = lt_grad(x) ? read_all(lt_grad(x), g) : -1;
-    for (int j = 0; rc == LT_OK && j < m; j++) {
-      double want = 0;
-      for (int k = 0; k < n; k++) {
-        if (kind <= 1) want += 1 + k + 0.5 * j;
-        if (kind == 2) want += 1 + k + 0.5 * (r * m + j);
-      }
-      if (kind == 1) want /= n;
-      if (kind >= 3) {
-        int blk = m / n, k = j / blk;
-        want = 1 + k + 0.5 * (j % blk);
-        if (kind == 4) want /= n;
-      }
-      if (fabs(g[j] - want) > 1e-12) {
-        snprintf(c->err[r], sizeof c->err[r], "kind %d grad[%d] = %g, want %g", kind, j, g[j],
-                 want);
-        rc = -1;
-      }
-    }
-    if (rc != LT_OK && !c->err[r][0])
-      snprintf(c->err[r], sizeof c->err[r], "kind %d: %s", kind, lt_last_error());
-    lt_scope_end();
+static lt_tensor *grad_op(const tw_ctx *c, lt_tensor *x, int kind) {
+  (void)c;
+  return kind == 0   ? lt_all_reduce(x, LT_REDUCE_SUM)
+         : kind == 1 ? lt_all_reduce(x, LT_REDUCE_MEAN)
+         : kind == 2 ? lt_all_gather(x, 0)
+         : kind == 3 ? lt_reduce_scatter(x, LT_REDUCE_SUM, 0)
+                     : lt_reduce_scatter(x, LT_REDUCE_MEAN, 0);
+}
+
+static double grad_want(const tw_ctx *c, int r, int kind, int j) {
+  const int n = c->n, m = 4;
+  double want = 0;
+  for (int k = 0; k < n; k++) {
+    if (kind <= 1) want += 1 + k + 0.5 * j;
+    if (kind == 2) want += 1 + k + 0.5 * (r * m + j);
   }
-  return rc;
+  if (kind == 1) want /= n;
+  if (kind >= 3) {
+    int blk = m / n, k = j / blk;
+    want = 1 + k + 0.5 * (j % blk);
+    if (kind == 4) want /= n;
+  }
+  return want;
+}
+
+static int grad_replica(int r, lt_device dev, void *arg) {
+  return tw_grad_replica(arg, r, dev, 5, grad_op, grad_want);
 }
 
 static int grad_max_replica(int r, lt_device dev, void *arg) {
@@ -526,17 +457,12 @@ static int grad_max_replica(int r, lt_device dev, void *arg) {
 
 static void test_gradients(void **state) {
   (void)state;
-  lt_world *w = NULL;
-  assert_int_equal(lt_world_local(2, &w), LT_OK);
-  grad_ctx c;
-  memset(&c, 0, sizeof c);
-  int rc = lt_world_run(w, grad_replica, &c);
-  for (int r = 0; r < 2; r++)
-    if (c.err[r][0]) fail_msg("rank %d: %s", r, c.err[r]);
-  if (rc != LT_OK) fail_msg("%s", lt_last_error());
+  lt_world *w = tw_world(2, NULL, 0);
+  tw_ctx c;
+  tw_run(w, NULL, grad_replica, &c, "gradients", -1);
   assert_int_equal(lt_world_run(w, grad_max_replica, NULL), LT_EINVAL);
   tu_expect_substr(lt_last_error(), "all_reduce(max) has no gradient");
-  lt_world_free(w);
+  tw_world_free(w, NULL);
 }
 
 int main(void) {

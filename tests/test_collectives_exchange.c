@@ -6,12 +6,7 @@
  * tensors (any, all, and torch's sum/max/min on bool), bad arguments, and
  * replicas whose calls disagree (a clear error on every rank, no hang).
  * test_collectives.c holds the other collectives. */
-#include "test_util.h"
-
-#include "lazytensor_dist.h"
-#include "../src/backend/backend.h"
-#include "../src/backend/cpu/cpu_api.h"
-#include "../src/backend/ref/ref_api.h"
+#include "test_world_util.h"
 
 static const lt_dtype kDtypes[] = {LT_F32, LT_F64, LT_I32, LT_I8, LT_U8, LT_BOOL, LT_BF16};
 #define NDTYPES ((int)(sizeof kDtypes / sizeof kDtypes[0]))
@@ -23,29 +18,6 @@ static double val(int r, int64_t i, lt_dtype dt) {
   if (dt == LT_F32 || dt == LT_F64 || dt == LT_BF16) return (r + 1) * 0.5 + (double)(i % 32) - r;
   double v = (double)((r * 5 + i * 3) % 13);
   return dt == LT_U8 ? v : v - 6;
-}
-
-static lt_tensor *input(lt_device dev, int r, lt_dtype dt, const int64_t *shape, int ndim) {
-  int64_t m = 1;
-  for (int d = 0; d < ndim; d++) m *= shape[d];
-  size_t sz = lt_dtype_size(dt);
-  unsigned char *buf = calloc((size_t)m + 1, sz);
-  for (int64_t i = 0; i < m; i++) lt__store_f64(dt, buf, i, val(r, i, dt));
-  lt_tensor *t = lt_from_data(dev, dt, shape, ndim, buf);
-  free(buf);
-  return t;
-}
-
-/* Reads t as doubles (no cmocka calls: replicas run on threads of their own). */
-static int read_all(lt_tensor *t, double *out) {
-  lt_dtype dt = lt_get_dtype(t);
-  int64_t m = lt_numel(t);
-  size_t sz = lt_dtype_size(dt);
-  unsigned char *buf = malloc((size_t)m * sz + 1);
-  int rc = lt_to_data(t, buf, (size_t)m * sz);
-  for (int64_t i = 0; rc == LT_OK && i < m; i++) out[i] = lt__load_f64(dt, buf, i);
-  free(buf);
-  return rc;
 }
 
 static int64_t flat(const int64_t *idx, const int64_t *shape, int ndim) {
@@ -83,18 +55,12 @@ static double tol(lt_dtype dt, double want) {
 
 /* ---- all_to_all and collective_permute values ----------------------------------------------- */
 
-typedef struct values_ctx {
-  int n;
-  int checked[LT_MAX_DEVICES];
-  char err[LT_MAX_DEVICES][300];
-} values_ctx;
-
 static const int64_t kShape[3] = {6, 4, 3}; /* axis 0 splits for n = 2, 3; 1 for 2; 2 for 3 */
 static const int kAxes[][2] = {{0, 0}, {0, 1}, {0, 2}, {1, 2}, {1, 0}, {2, 0}, {2, 1}, {-1, -3}};
 #define NAXES ((int)(sizeof kAxes / sizeof kAxes[0]))
 
 static int a2a_replica(int r, lt_device dev, void *arg) {
-  values_ctx *c = arg;
+  tw_ctx *c = arg;
   int n = c->n;
   double got[72];
   for (int di = 0; di < NDTYPES; di++) {
@@ -103,8 +69,8 @@ static int a2a_replica(int r, lt_device dev, void *arg) {
       int sa = (kAxes[a][0] + 3) % 3, ca = (kAxes[a][1] + 3) % 3;
       if (kShape[sa] % n) continue;
       lt_scope_begin();
-      lt_tensor *y = lt_all_to_all(input(dev, r, dt, kShape, 3), kAxes[a][0], kAxes[a][1]);
-      int rc = y ? read_all(y, got) : lt_last_status();
+      lt_tensor *y = lt_all_to_all(tw_input(dev, r, dt, kShape, 3, val), kAxes[a][0], kAxes[a][1]);
+      int rc = y ? tw_read_all(y, got) : lt_last_status();
       int64_t want_shape[3] = {kShape[0], kShape[1], kShape[2]};
       want_shape[sa] /= n;
       want_shape[ca] *= n;
@@ -149,7 +115,7 @@ static int perm_pairs(int n, int which, int *pairs) {
 }
 
 static int permute_replica(int r, lt_device dev, void *arg) {
-  values_ctx *c = arg;
+  tw_ctx *c = arg;
   int n = c->n;
   double got[12];
   for (int di = 0; di < NDTYPES; di++) {
@@ -161,8 +127,8 @@ static int permute_replica(int r, lt_device dev, void *arg) {
       for (int k = 0; k < np; k++)
         if (pairs[2 * k + 1] == r) from = pairs[2 * k];
       lt_scope_begin();
-      lt_tensor *y = lt_collective_permute(input(dev, r, dt, SHAPE(3, 4), 2), pairs, np);
-      int rc = y ? read_all(y, got) : lt_last_status();
+      lt_tensor *y = lt_collective_permute(tw_input(dev, r, dt, SHAPE(3, 4), 2, val), pairs, np);
+      int rc = y ? tw_read_all(y, got) : lt_last_status();
       if (rc == LT_OK && (lt_get_dtype(y) != dt || lt_numel(y) != 12)) rc = -100;
       for (int64_t j = 0; rc == LT_OK && j < 12; j++) {
         double want = from < 0 ? 0 : val(from, j, dt);
@@ -184,40 +150,26 @@ static int permute_replica(int r, lt_device dev, void *arg) {
 }
 
 static void run_world(int n, const lt_backend *be, lt_replica_fn fn, int want_checked) {
-  lt__backend_force(be);
-  lt_world *w = NULL;
-  assert_int_equal(lt_world_local(n, &w), LT_OK);
-  assert_int_equal(lt_world_set_timeout_ms(w, 10000), LT_OK);
-  values_ctx c;
-  memset(&c, 0, sizeof c);
-  c.n = n;
-  int rc = lt_world_run(w, fn, &c);
-  char msg[400];
-  snprintf(msg, sizeof msg, "%s", lt_last_error());
-  lt_world_free(w); /* first: a failure must not leave CPU:0.. bound for the next test */
-  lt__backend_force(NULL);
-  for (int r = 0; r < n; r++)
-    if (c.err[r][0]) fail_msg("%s, world of %d, rank %d: %s", be->name, n, r, c.err[r]);
-  if (rc != LT_OK) fail_msg("lt_world_run: %s", msg);
-  for (int r = 0; r < n; r++) assert_int_equal(c.checked[r], want_checked);
+  lt_world *w = tw_world(n, be, 10000);
+  tw_ctx c;
+  tw_run(w, NULL, fn, &c, be->name, want_checked);
+  tw_world_free(w, NULL);
 }
 
 static void test_all_to_all_values(void **state) {
   (void)state;
-  const lt_backend *bes[2] = {&lt__ref_backend, &lt__cpu_backend};
   for (int b = 0; b < tu_nbackends(); b++) {
     /* axis pairs whose split axis divides: n = 2: 5 of 8; n = 3: 6 of 8 */
-    run_world(2, bes[b], a2a_replica, NDTYPES * 5);
-    run_world(3, bes[b], a2a_replica, NDTYPES * 6);
+    run_world(2, tu_backends[b], a2a_replica, NDTYPES * 5);
+    run_world(3, tu_backends[b], a2a_replica, NDTYPES * 6);
   }
 }
 
 static void test_permute_values(void **state) {
   (void)state;
-  const lt_backend *bes[2] = {&lt__ref_backend, &lt__cpu_backend};
   for (int b = 0; b < tu_nbackends(); b++) {
-    run_world(2, bes[b], permute_replica, NDTYPES * 3);
-    run_world(3, bes[b], permute_replica, NDTYPES * 3);
+    run_world(2, tu_backends[b], permute_replica, NDTYPES * 3);
+    run_world(3, tu_backends[b], permute_replica, NDTYPES * 3);
   }
 }
 
@@ -226,7 +178,7 @@ static void test_permute_values(void **state) {
 /* Element i of rank r: bit r of i, so that 8 elements over 3 ranks hold
  * every combination (all false, all true, mixed). */
 static int bool_replica(int r, lt_device dev, void *arg) {
-  values_ctx *c = arg;
+  tw_ctx *c = arg;
   int n = c->n;
   uint8_t v[8];
   for (int i = 0; i < 8; i++) v[i] = (uint8_t)(i >> r & 1);
@@ -246,7 +198,7 @@ static int bool_replica(int r, lt_device dev, void *arg) {
       lt_tensor *y = scatter ? lt_reduce_scatter(lt_reshape(x, SHAPE(2, 4), 2), ops[k].op, 0)
                              : lt_all_reduce(x, ops[k].op);
       double got[8];
-      int rc = y ? read_all(y, got) : lt_last_status();
+      int rc = y ? tw_read_all(y, got) : lt_last_status();
       int64_t m = y ? lt_numel(y) : 0, off = 0;
       if (rc == LT_OK && lt_get_dtype(y) != LT_BOOL) rc = -100;
       if (scatter) off = 4 * r; /* rank r keeps row r of [2, 4] */
@@ -275,10 +227,9 @@ static int bool_replica(int r, lt_device dev, void *arg) {
 
 static void test_bool_reductions(void **state) {
   (void)state;
-  const lt_backend *bes[2] = {&lt__ref_backend, &lt__cpu_backend};
   for (int b = 0; b < tu_nbackends(); b++) {
-    run_world(2, bes[b], bool_replica, 10);
-    run_world(3, bes[b], bool_replica, 5);
+    run_world(2, tu_backends[b], bool_replica, 10);
+    run_world(3, tu_backends[b], bool_replica, 5);
   }
 }
 
@@ -289,7 +240,7 @@ static void test_bool_reductions(void **state) {
  * result (all_to_all: found by searching a2a_source over every rank's
  * result; permute: k is r's target, j = i; no target: 0). */
 static int grad_replica(int r, lt_device dev, void *arg) {
-  values_ctx *c = arg;
+  tw_ctx *c = arg;
   int n = c->n;
   int rc = LT_OK;
   for (int kind = 0; kind < 3 && rc == LT_OK; kind++) {
@@ -298,7 +249,7 @@ static int grad_replica(int r, lt_device dev, void *arg) {
     /* 0 -> 1 (and 1 -> 2 in a world of 3): not its own inverse */
     int pairs[4] = {0, 1, 1, 2}, npairs = n == 2 ? 1 : 2;
     lt_scope_begin();
-    lt_tensor *x = input(dev, r, LT_F64, shape, 3);
+    lt_tensor *x = tw_input(dev, r, LT_F64, shape, 3, val);
     lt_set_requires_grad(x, true);
     lt_tensor *y = kind < 2 ? lt_all_to_all(x, sa, ca) : lt_collective_permute(x, pairs, npairs);
     double wv[72];
@@ -307,7 +258,7 @@ static int grad_replica(int r, lt_device dev, void *arg) {
     lt_tensor *loss = lt_sum(lt_mul(y, w), NULL, 0, false);
     rc = loss ? lt_backward(loss) : lt_last_status();
     double g[72];
-    if (rc == LT_OK) rc = lt_grad(x) ? read_all(lt_grad(x), g) : -1;
+    if (rc == LT_OK) rc = lt_grad(x) ? tw_read_all(lt_grad(x), g) : -1;
     for (int64_t i = 0; rc == LT_OK && i < 72; i++) {
       double want = 0;
       if (kind == 2) {
@@ -337,10 +288,9 @@ static int grad_replica(int r, lt_device dev, void *arg) {
 
 static void test_gradients(void **state) {
   (void)state;
-  const lt_backend *bes[2] = {&lt__ref_backend, &lt__cpu_backend};
   for (int b = 0; b < tu_nbackends(); b++) {
-    run_world(2, bes[b], grad_replica, 3);
-    run_world(3, bes[b], grad_replica, 3);
+    run_world(2, tu_backends[b], grad_replica, 3);
+    run_world(3, tu_backends[b], grad_replica, 3);
   }
 }
 

@@ -5,12 +5,7 @@
  * computed here from the group's members, on both backends; the gradients
  * over a group; replicas that name different groups; mesh construction and
  * bad arguments. */
-#include "test_util.h"
-
-#include "lazytensor_dist.h"
-#include "../src/backend/backend.h"
-#include "../src/backend/cpu/cpu_api.h"
-#include "../src/backend/ref/ref_api.h"
+#include "test_world_util.h"
 
 static const lt_dtype kDtypes[] = {LT_F32, LT_F64, LT_I32, LT_U8};
 #define NDTYPES ((int)(sizeof kDtypes / sizeof kDtypes[0]))
@@ -43,13 +38,6 @@ static double reduce(int op, const int *mem, int n, int64_t i, lt_dtype dt) {
 
 enum { K_ALL_REDUCE, K_ALL_GATHER, K_REDUCE_SCATTER, K_BROADCAST };
 
-typedef struct mesh_ctx {
-  const lt_mesh *m;
-  int R, C;
-  int checked[LT_MAX_DEVICES];
-  char err[LT_MAX_DEVICES][300];
-} mesh_ctx;
-
 /* Element j of rank r's result (input shape {6, 2}, ops along axis 0). */
 static double expected(int kind, int op, const int *mem, int n, int g, int64_t j, lt_dtype dt) {
   const int64_t rows = 6, cols = 2;
@@ -66,12 +54,13 @@ static double expected(int kind, int op, const int *mem, int n, int g, int64_t j
 }
 
 static int mesh_replica(int r, lt_device dev, void *arg) {
-  mesh_ctx *c = arg;
+  tw_ctx *c = arg;
   static const int64_t shape[2] = {6, 2}; /* 6 rows: split by groups of 2 and of 3 */
+  int R = lt_mesh_size(c->mesh, 0), C = lt_mesh_size(c->mesh, 1);
   double got[64];
   for (int a = 0; a < 2; a++) {
     int mem[LT_MAX_DEVICES];
-    int n = members(r, a, c->C, c->R, mem), g = lt_mesh_coord(c->m, r, a);
+    int n = members(r, a, C, R, mem), g = lt_mesh_coord(c->mesh, r, a);
     if (mem[g] != r) {
       snprintf(c->err[r], sizeof c->err[r], "lt_mesh_coord(%d, %d) = %d", r, a, g);
       return -1;
@@ -84,32 +73,25 @@ static int mesh_replica(int r, lt_device dev, void *arg) {
           if ((kind == K_ALL_GATHER || kind == K_BROADCAST) && op > 0) continue;
           if (op == LT_REDUCE_MEAN && !fl) continue;
           lt_scope_begin();
-          unsigned char buf[12 * 8];
-          for (int i = 0; i < 12; i++) lt__store_f64(dt, buf, i, val(r, i, dt));
-          lt_tensor *x = lt_from_data(dev, dt, shape, 2, buf), *y = NULL;
+          lt_tensor *x = tw_input(dev, r, dt, shape, 2, val), *y = NULL;
           switch (kind) {
           case K_ALL_REDUCE:
-            y = lt_all_reduce_over(x, c->m, a, (lt_reduce_op)op);
+            y = lt_all_reduce_over(x, c->mesh, a, (lt_reduce_op)op);
             break;
           case K_ALL_GATHER:
-            y = lt_all_gather_over(x, c->m, a, 0);
+            y = lt_all_gather_over(x, c->mesh, a, 0);
             break;
           case K_REDUCE_SCATTER:
-            y = lt_reduce_scatter_over(x, c->m, a, (lt_reduce_op)op, 0);
+            y = lt_reduce_scatter_over(x, c->mesh, a, (lt_reduce_op)op, 0);
             break;
           default:
-            y = lt_broadcast_over(x, c->m, a, n - 1);
+            y = lt_broadcast_over(x, c->mesh, a, n - 1);
             break;
           }
           int64_t want_rows = kind == K_ALL_GATHER ? 6 * n : kind == K_REDUCE_SCATTER ? 6 / n : 6;
           int rc = !y ? lt_last_status() : lt_dim(y, 0) != want_rows ? -102 : LT_OK;
           int64_t m = y ? lt_numel(y) : 0;
-          if (rc == LT_OK) {
-            unsigned char *ob = malloc((size_t)m * 8 + 1);
-            rc = lt_to_data(y, ob, (size_t)m * lt_dtype_size(dt));
-            for (int64_t j = 0; rc == LT_OK && j < m; j++) got[j] = lt__load_f64(dt, ob, j);
-            free(ob);
-          }
+          if (rc == LT_OK) rc = tw_read_all(y, got);
           for (int64_t j = 0; rc == LT_OK && j < m; j++) {
             unsigned char wb[8];
             lt__store_f64(dt, wb, 0, expected(kind, op, mem, n, g, j, dt)); /* cast as dt wraps */
@@ -136,108 +118,64 @@ static int mesh_replica(int r, lt_device dev, void *arg) {
 }
 
 static void run_mesh(int R, int C, const lt_backend *be) {
-  lt__backend_force(be);
-  lt_world *w = NULL;
+  lt_world *w = tw_world(R * C, be, 20000);
   lt_mesh *m = NULL;
-  assert_int_equal(lt_world_local(R * C, &w), LT_OK);
-  assert_int_equal(lt_world_set_timeout_ms(w, 20000), LT_OK);
   const int shape[2] = {R, C};
   const char *names[2] = {"data", "model"};
   assert_int_equal(lt_mesh_new(w, 2, shape, names, &m), LT_OK);
   assert_int_equal(lt_mesh_axis(m, "model"), 1);
-  mesh_ctx c;
-  memset(&c, 0, sizeof c);
-  c.m = m;
-  c.R = R;
-  c.C = C;
-  int rc = lt_world_run(w, mesh_replica, &c);
-  for (int r = 0; r < R * C; r++)
-    if (c.err[r][0]) fail_msg("%s, mesh %dx%d, rank %d: %s", be->name, R, C, r, c.err[r]);
-  if (rc != LT_OK) fail_msg("lt_world_run: %s", lt_last_error());
+  tw_ctx c;
   /* 2 axes x (4 float dtypes' 10 calls, less mean for the 2 integer ones) */
-  for (int r = 0; r < R * C; r++) assert_int_equal(c.checked[r], 2 * (4 * 10 - 2 * 2));
-  lt_mesh_free(m);
-  lt_world_free(w);
-  lt__backend_force(NULL);
+  tw_run(w, m, mesh_replica, &c, be->name, 2 * (4 * 10 - 2 * 2));
+  tw_world_free(w, m);
 }
 
 static void test_values_2x2_and_2x3(void **state) {
   (void)state;
-  const lt_backend *bes[2] = {&lt__ref_backend, &lt__cpu_backend};
   for (int b = 0; b < tu_nbackends(); b++) {
-    run_mesh(2, 2, bes[b]);
-    run_mesh(2, 3, bes[b]);
+    run_mesh(2, 2, tu_backends[b]);
+    run_mesh(2, 3, tu_backends[b]);
   }
 }
 
 /* ---- gradients over a group ---------------------------------------------------------------- */
 
-typedef struct grad_ctx {
-  const lt_mesh *m;
-  char err[LT_MAX_DEVICES][300];
-} grad_ctx;
-
-/* 2 x 2 mesh, along the model axis (groups {0, 1} and {2, 3}): rank r's
- * weights c_r[i] = 1 + r + 0.5 i, the loss sum(y * c_r), x_r of 4
- * elements. The gradient of x_r (hand-derived, its group's members k):
+/* 2 x 2 mesh, along the model axis (groups {0, 1} and {2, 3}): the
+ * gradient of x_r (hand-derived, c_k the weights of rank k, its group's
+ * members k; tw_grad_replica says the rest):
  *   all_reduce sum   sum_k c_k[j]
  *   all_gather       sum_k c_k[g * 4 + j]   (g: r's place in the group)
  *   reduce_scatter   c_{k = member j / 2}[j % 2] */
-static int grad_replica(int r, lt_device dev, void *arg) {
-  grad_ctx *c = arg;
-  int rc = LT_OK;
+static lt_tensor *grad_op(const tw_ctx *c, lt_tensor *x, int kind) {
+  return kind == 0   ? lt_all_reduce_over(x, c->mesh, 1, LT_REDUCE_SUM)
+         : kind == 1 ? lt_all_gather_over(x, c->mesh, 1, 0)
+                     : lt_reduce_scatter_over(x, c->mesh, 1, LT_REDUCE_SUM, 0);
+}
+
+static double grad_want(const tw_ctx *c, int r, int kind, int j) {
+  (void)c;
   int base = r - r % 2, g = r % 2;
-  for (int kind = 0; kind < 3 && rc == LT_OK; kind++) {
-    lt_scope_begin();
-    double xv[4] = {0.5 * r, 1 - r, 2, -1};
-    lt_tensor *x = lt_from_data(dev, LT_F64, SHAPE(4), 1, xv);
-    lt_set_requires_grad(x, true);
-    lt_tensor *y = kind == 0   ? lt_all_reduce_over(x, c->m, 1, LT_REDUCE_SUM)
-                   : kind == 1 ? lt_all_gather_over(x, c->m, 1, 0)
-                               : lt_reduce_scatter_over(x, c->m, 1, LT_REDUCE_SUM, 0);
-    int64_t ny = y ? lt_numel(y) : 0;
-    double cv[8];
-    for (int i = 0; i < ny; i++) cv[i] = 1 + r + 0.5 * i;
-    lt_tensor *cw = lt_from_data(dev, LT_F64, SHAPE(ny), 1, cv);
-    lt_tensor *loss = lt_sum(lt_mul(y, cw), NULL, 0, false);
-    rc = loss ? lt_backward(loss) : lt_last_status();
-    double gr[4] = {0};
-    if (rc == LT_OK) rc = lt_grad(x) ? lt_to_data(lt_grad(x), gr, sizeof gr) : -1;
-    for (int j = 0; rc == LT_OK && j < 4; j++) {
-      double want = 0;
-      for (int k = base; k < base + 2; k++) {
-        if (kind == 0) want += 1 + k + 0.5 * j;
-        if (kind == 1) want += 1 + k + 0.5 * (g * 4 + j);
-      }
-      if (kind == 2) want = 1 + (base + j / 2) + 0.5 * (j % 2);
-      if (fabs(gr[j] - want) > 1e-12) {
-        snprintf(c->err[r], sizeof c->err[r], "kind %d grad[%d] = %g, want %g", kind, j, gr[j],
-                 want);
-        rc = -1;
-      }
-    }
-    if (rc != LT_OK && !c->err[r][0])
-      snprintf(c->err[r], sizeof c->err[r], "kind %d: %s", kind, lt_last_error());
-    lt_scope_end();
+  double want = 0;
+  for (int k = base; k < base + 2; k++) {
+    if (kind == 0) want += 1 + k + 0.5 * j;
+    if (kind == 1) want += 1 + k + 0.5 * (g * 4 + j);
   }
-  return rc;
+  if (kind == 2) want = 1 + (base + j / 2) + 0.5 * (j % 2);
+  return want;
+}
+
+static int grad_replica(int r, lt_device dev, void *arg) {
+  return tw_grad_replica(arg, r, dev, 3, grad_op, grad_want);
 }
 
 static void test_gradients_over_a_group(void **state) {
   (void)state;
-  lt_world *w = NULL;
+  lt_world *w = tw_world(4, NULL, 0);
   lt_mesh *m = NULL;
-  assert_int_equal(lt_world_local(4, &w), LT_OK);
   assert_int_equal(lt_mesh_new(w, 2, (const int[]){2, 2}, NULL, &m), LT_OK);
-  grad_ctx c;
-  memset(&c, 0, sizeof c);
-  c.m = m;
-  int rc = lt_world_run(w, grad_replica, &c);
-  for (int r = 0; r < 4; r++)
-    if (c.err[r][0]) fail_msg("rank %d: %s", r, c.err[r]);
-  if (rc != LT_OK) fail_msg("%s", lt_last_error());
-  lt_mesh_free(m);
-  lt_world_free(w);
+  tw_ctx c;
+  tw_run(w, m, grad_replica, &c, "gradients", -1);
+  tw_world_free(w, m);
 }
 
 /* ---- replicas that name different groups ------------------------------------------------
