@@ -1,6 +1,7 @@
 /* What the three commands of lazytensor-train (train.c, train_gpt.c,
- * train_dp.c) share: parsing of numeric options, a monotonic clock, the
- * start-up checks of output paths and of an MPI launch, and the loss watch. */
+ * train_dp.c) share: splitting an option into name and value, parsing of
+ * numeric options, a monotonic clock, the start-up checks of output paths and
+ * of an MPI launch, and the loss watch. */
 #ifndef LT_TRAIN_CLI_H
 #define LT_TRAIN_CLI_H
 
@@ -33,6 +34,32 @@ static inline bool cli_parse_f64(const char *s, double *out) {
   if (errno || end == s || *end || !isfinite(v) || v < 0) return false;
   *out = v;
   return true;
+}
+
+/* An option "--name=value" or "--name": its name (the part before '=', or all
+ * of it) into name; returns the value after '=', or NULL (then the value, if
+ * the option takes one, is the next argument). */
+static inline const char *cli_option_name(const char *a, char *name, size_t size) {
+  const char *eq = strchr(a, '=');
+  snprintf(name, size, "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
+  return eq ? eq + 1 : NULL;
+}
+
+/* The value of option argv[*i] given as the next argument, *i moving past
+ * it; NULL, after a message (ending in hint), when no argument is left. */
+static inline const char *cli_next_value(int argc, char **argv, int *i, const char *hint) {
+  if (*i + 1 >= argc) {
+    fprintf(stderr, "lazytensor-train: %s needs a value%s\n", argv[*i], hint);
+    return NULL;
+  }
+  return argv[++*i];
+}
+
+/* Says that option name's value val is not one it takes; returns -1, the
+ * parser's answer for it. */
+static inline int cli_bad_value(const char *name, const char *val) {
+  fprintf(stderr, "lazytensor-train: bad value '%s' for %s\n", val, name);
+  return -1;
 }
 
 static inline double cli_now_s(void) {

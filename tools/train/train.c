@@ -122,7 +122,7 @@ static int parse_args(int argc, char **argv, options *o) {
   o->d.seed = 1;
   o->cosine = true;
   for (int i = 1; i < argc; i++) {
-    char *a = argv[i], *val = NULL;
+    const char *a = argv[i], *val;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
       return 1;
@@ -135,14 +135,10 @@ static int parse_args(int argc, char **argv, options *o) {
       o->d.keep_denormals = true;
       continue;
     }
-    char name[64];
-    char *eq = strchr(a, '=');
     if (strncmp(a, "--", 2) != 0) goto bad;
-    if (eq) {
-      snprintf(name, sizeof name, "%.*s", (int)(eq - a), a);
-      val = eq + 1;
-    } else {
-      snprintf(name, sizeof name, "%s", a);
+    char name[64];
+    val = cli_option_name(a, name, sizeof name);
+    if (!val) {
       static const char *const known[] = {
           "--hidden",    "--layers",  "--batch",  "--epochs",   "--limit-steps",  "--test-limit",
           "--log-every", "--seed",    "--lr",     "--momentum", "--weight-decay", "--optimizer",
@@ -151,11 +147,7 @@ static int parse_args(int argc, char **argv, options *o) {
       bool is_known = false;
       for (size_t k = 0; k < sizeof known / sizeof *known; k++) is_known |= !strcmp(name, known[k]);
       if (!is_known) goto bad;
-      if (i + 1 >= argc) {
-        fprintf(stderr, "lazytensor-train: %s needs a value\n", a);
-        return -1;
-      }
-      val = argv[++i];
+      if (!(val = cli_next_value(argc, argv, &i, ""))) return -1;
     }
     bool ok = true;
     if (driver_parse_option(&o->d, name, val, &ok))
@@ -199,10 +191,7 @@ static int parse_args(int argc, char **argv, options *o) {
       o->cosine = !strcmp(val, "cosine");
     } else
       goto bad;
-    if (!ok) {
-      fprintf(stderr, "lazytensor-train: bad value '%s' for %s\n", val, name);
-      return -1;
-    }
+    if (!ok) return cli_bad_value(name, val);
     continue;
   bad:
     fprintf(stderr, "lazytensor-train: unknown option '%s' (see --help)\n", a);

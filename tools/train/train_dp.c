@@ -101,14 +101,8 @@ static int parse(int argc, char **argv, dp_options *o) {
       continue;
     }
     char name[32];
-    const char *val, *eq = strchr(a, '=');
-    if (eq) {
-      snprintf(name, sizeof name, "%.*s", (int)(eq - a), a);
-      val = eq + 1;
-    } else {
-      snprintf(name, sizeof name, "%s", a);
-      val = i + 1 < argc ? argv[++i] : NULL;
-    }
+    const char *val = cli_option_name(a, name, sizeof name);
+    if (!val) val = i + 1 < argc ? argv[++i] : NULL;
     int64_t *num = NULL;
     for (size_t k = 0; k < sizeof ints / sizeof *ints; k++)
       if (!strcmp(name, ints[k].name)) num = ints[k].v;

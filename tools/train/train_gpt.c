@@ -114,20 +114,10 @@ int gpt_parse(int argc, char **argv, gpt_options *o) {
       o->mpi = true;
       continue;
     }
-    char name[64];
-    const char *eq = strchr(a, '=');
     if (strncmp(a, "--", 2) != 0) goto bad;
-    if (eq) {
-      snprintf(name, sizeof name, "%.*s", (int)(eq - a), a);
-      val = eq + 1;
-    } else {
-      snprintf(name, sizeof name, "%s", a);
-      if (i + 1 >= argc) {
-        fprintf(stderr, "lazytensor-train: %s needs a value (see --model gpt --help)\n", a);
-        return -1;
-      }
-      val = argv[++i];
-    }
+    char name[64];
+    val = cli_option_name(a, name, sizeof name);
+    if (!val && !(val = cli_next_value(argc, argv, &i, " (see --model gpt --help)"))) return -1;
     bool ok = true;
     if (driver_parse_option(&o->d, name, val, &ok))
       ;
@@ -167,10 +157,7 @@ int gpt_parse(int argc, char **argv, gpt_options *o) {
       o->prompt = val;
     else
       goto bad;
-    if (!ok) {
-      fprintf(stderr, "lazytensor-train: bad value '%s' for %s\n", val, name);
-      return -1;
-    }
+    if (!ok) return cli_bad_value(name, val);
     continue;
   bad:
     fprintf(stderr, "lazytensor-train: unknown option '%s' for --model gpt (see --help)\n", a);
