@@ -244,6 +244,22 @@ static tcase shaped(lt_dtype dt, int nd, const int64_t *shape, int axis) {
   return c;
 }
 
+/* index_select's and index_add's case: a 1-d index of n entries. */
+static tcase index1_case(lt_dtype dt, int nd, const int64_t *shape, int axis, int64_t n) {
+  tcase c = shaped(dt, nd, shape, axis);
+  c.ind = 1;
+  c.ishape[0] = n;
+  return c;
+}
+
+/* The index of gather, index_select and index_add: c's index shape (a 0-d
+ * one for ind -1), values along the input's axis, element bad_at set to bad. */
+static lt_tensor *case_index(const tcase *c) {
+  int ax = c->axis < 0 ? c->axis + c->nd : c->axis;
+  return mk_index(c->idt, c->ishape, c->ind < 0 ? 0 : c->ind, c->seed, 0, c->shape[ax], c->bad_at,
+                  c->bad);
+}
+
 /* ---- argmax / argmin ----------------------------------------------------------------------- */
 
 static int b_argmax(lt_tensor **o, const tcase *c) {
@@ -445,11 +461,8 @@ static void test_pad(void **state) {
 /* ---- gather -------------------------------------------------------------------------------- */
 
 static int b_gather(lt_tensor **o, const tcase *c) {
-  int ax = c->axis < 0 ? c->axis + c->nd : c->axis;
   lt_tensor *a = mk(c->dt, c->shape, c->nd, c->seed, true);
-  lt_tensor *index =
-      mk_index(c->idt, c->ishape, c->ind, c->seed, 0, c->shape[ax], c->bad_at, c->bad);
-  o[0] = lt_gather(a, c->axis, index);
+  o[0] = lt_gather(a, c->axis, case_index(c));
   return 1;
 }
 
@@ -502,11 +515,8 @@ static void test_gather_out_of_range(void **state) {
 /* ---- index_select -------------------------------------------------------------------------- */
 
 static int b_index_select(lt_tensor **o, const tcase *c) {
-  int ax = c->axis < 0 ? c->axis + c->nd : c->axis;
   lt_tensor *a = mk(c->dt, c->shape, c->nd, c->seed, true);
-  lt_tensor *index = mk_index(c->idt, c->ishape, c->ind < 0 ? 0 : c->ind, c->seed, 0, c->shape[ax],
-                              c->bad_at, c->bad);
-  o[0] = lt_index_select(a, c->axis, index);
+  o[0] = lt_index_select(a, c->axis, case_index(c));
   return 1;
 }
 
@@ -514,41 +524,30 @@ static void test_index_select(void **state) {
   (void)state;
   for (int t = 0; t < NALL; t++)
     for (int axis = -3; axis < 3; axis++) {
-      tcase c = shaped(kAll[t], 3, SHAPE(5, 6, 7), axis);
+      tcase c = index1_case(kAll[t], 3, SHAPE(5, 6, 7), axis, 9); /* repeats among them */
       c.idt = axis % 2 ? LT_I32 : LT_I64;
-      c.ind = 1;
-      c.ishape[0] = 9; /* repeats among them */
       c.seed = (uint64_t)(t * 10 + axis + 5);
       check("index_select", b_index_select, &c, false);
     }
-  tcase c = shaped(LT_F32, 2, SHAPE(5, 6), 1);
-  c.ind = 1; /* no index at all */
+  tcase c = index1_case(LT_F32, 2, SHAPE(5, 6), 1, 0); /* no index at all */
   check("index_select empty index", b_index_select, &c, false);
   c.ind = -1; /* a 0-d index */
   check("index_select 0-d index", b_index_select, &c, false);
-  c = shaped(LT_F32, 2, SHAPE(1000, 300), 0);
-  c.ind = 1;
-  c.ishape[0] = 1001;
+  c = index1_case(LT_F32, 2, SHAPE(1000, 300), 0, 1001);
   check("index_select large axis 0", b_index_select, &c, false);
-  c = shaped(LT_I64, 2, SHAPE(300, 1000), -1);
-  c.ind = 1;
-  c.ishape[0] = 1001;
+  c = index1_case(LT_I64, 2, SHAPE(300, 1000), -1, 1001);
   check("index_select large axis 1", b_index_select, &c, false);
 }
 
 static void test_index_select_out_of_range(void **state) {
   (void)state;
-  tcase c = shaped(LT_F32, 2, SHAPE(5, 6), 1);
-  c.ind = 1;
-  c.ishape[0] = 4;
+  tcase c = index1_case(LT_F32, 2, SHAPE(5, 6), 1, 4);
   c.bad_at = 2, c.bad = 6;
   check("index_select index = size", b_index_select, &c, true);
   c.bad = -3;
   c.idt = LT_I32;
   check("index_select negative index", b_index_select, &c, true);
-  c = shaped(LT_F32, 2, SHAPE(0, 6), 1); /* checked even when nothing is selected */
-  c.ind = 1;
-  c.ishape[0] = 3;
+  c = index1_case(LT_F32, 2, SHAPE(0, 6), 1, 3); /* checked even when nothing is selected */
   c.bad_at = 0, c.bad = 7;
   check("index_select bad index, empty result", b_index_select, &c, true);
 }
@@ -728,9 +727,7 @@ static int b_index_add(lt_tensor **o, const tcase *c) {
   sshape[ax] = c->ishape[0];
   lt_tensor *a = mk(c->dt, c->shape, c->nd, c->seed, false);
   lt_tensor *src = mk(c->dt, sshape, c->nd, c->seed + 1, true);
-  lt_tensor *index =
-      mk_index(c->idt, c->ishape, c->ind, c->seed, 0, c->shape[ax], c->bad_at, c->bad);
-  o[0] = lt_index_add(a, c->axis, index, src, c->value);
+  o[0] = lt_index_add(a, c->axis, case_index(c), src, c->value);
   return 1;
 }
 
@@ -738,34 +735,25 @@ static void test_index_add(void **state) {
   (void)state;
   for (int t = 0; t < NALL; t++)
     for (int axis = -3; axis < 3; axis++) {
-      tcase c = shaped(kAll[t], 3, SHAPE(5, 6, 7), axis);
+      tcase c = index1_case(kAll[t], 3, SHAPE(5, 6, 7), axis, 11); /* duplicates */
       c.idt = axis % 2 ? LT_I32 : LT_I64;
-      c.ind = 1;
-      c.ishape[0] = 11; /* duplicates */
       c.value = kAll[t] == LT_BOOL ? 1 : axis % 2 ? 1 : 2;
       c.seed = (uint64_t)(t * 10 + axis + 5);
       check("index_add", b_index_add, &c, false);
     }
-  tcase c = shaped(LT_F32, 2, SHAPE(5, 6), 0);
-  c.ind = 1;
+  tcase c = index1_case(LT_F32, 2, SHAPE(5, 6), 0, 0);
   c.value = 1;
   check("index_add empty index", b_index_add, &c, false);
-  c = shaped(LT_F32, 2, SHAPE(50, 1001), 0);
-  c.ind = 1;
-  c.ishape[0] = 300;
+  c = index1_case(LT_F32, 2, SHAPE(50, 1001), 0, 300);
   check("index_add large axis 0", b_index_add, &c, false);
-  c = shaped(LT_F64, 2, SHAPE(300, 70), -1);
-  c.ind = 1;
-  c.ishape[0] = 1001;
+  c = index1_case(LT_F64, 2, SHAPE(300, 70), -1, 1001);
   c.value = 0.5;
   check("index_add large axis 1", b_index_add, &c, false);
 }
 
 static void test_index_add_out_of_range(void **state) {
   (void)state;
-  tcase c = shaped(LT_F32, 3, SHAPE(5, 6, 7), 1);
-  c.ind = 1;
-  c.ishape[0] = 4;
+  tcase c = index1_case(LT_F32, 3, SHAPE(5, 6, 7), 1, 4);
   c.value = 1;
   c.bad_at = 3, c.bad = 6;
   check("index_add index = size", b_index_add, &c, true);
