@@ -10,27 +10,7 @@
 static const lt_dtype kDtypes[] = {LT_F32, LT_F64, LT_I32, LT_I64, LT_I8, LT_U8};
 #define NDTYPES ((int)(sizeof kDtypes / sizeof kDtypes[0]))
 
-/* Rank r's element i: distinct per rank, mixed signs (but u8), exact in every dtype. */
-static double val(int r, int64_t i, lt_dtype dt) {
-  if (dt == LT_F32 || dt == LT_F64) return (r + 1) * 0.5 + (double)i * 1.25 - (double)(i % 3) * r;
-  double v = (double)((r * 5 + i * 3) % 13);
-  return dt == LT_U8 ? v : v - 6;
-}
-
-static double reduce(int op, int n, int64_t i, lt_dtype dt) {
-  double acc = val(0, i, dt);
-  for (int k = 1; k < n; k++) {
-    double v = val(k, i, dt);
-    if (op == LT_REDUCE_SUM || op == LT_REDUCE_MEAN) acc += v;
-    if (op == LT_REDUCE_MAX && v > acc) acc = v;
-    if (op == LT_REDUCE_MIN && v < acc) acc = v;
-  }
-  return op == LT_REDUCE_MEAN ? acc / n : acc;
-}
-
 /* ---- every op and dtype ---------------------------------------------------------------- */
-
-enum { K_ALL_REDUCE, K_ALL_GATHER, K_REDUCE_SCATTER, K_BROADCAST };
 
 /* The expected element j of rank r's result. */
 static double expected(int kind, int op, int axis, int root, int n, int r, const int64_t *shape,
@@ -38,18 +18,18 @@ static double expected(int kind, int op, int axis, int root, int n, int r, const
   int64_t inner = 1;
   for (int d = axis + 1; d < ndim; d++) inner *= shape[d];
   switch (kind) {
-  case K_ALL_REDUCE:
-    return reduce(op, n, j, dt);
-  case K_ALL_GATHER: {
+  case TW_ALL_REDUCE:
+    return tw_reduce(op, NULL, n, j, dt);
+  case TW_ALL_GATHER: {
     int64_t chunk = shape[axis] * inner, o = j / (n * chunk), rem = j % (n * chunk);
-    return val((int)(rem / chunk), o * chunk + rem % chunk, dt);
+    return tw_val((int)(rem / chunk), o * chunk + rem % chunk, dt);
   }
-  case K_REDUCE_SCATTER: {
+  case TW_REDUCE_SCATTER: {
     int64_t blk = shape[axis] / n * inner, o = j / blk, e = j % blk;
-    return reduce(op, n, o * shape[axis] * inner + r * blk + e, dt);
+    return tw_reduce(op, NULL, n, o * shape[axis] * inner + r * blk + e, dt);
   }
   default:
-    return val(root, j, dt);
+    return tw_val(root, j, dt);
   }
 }
 
@@ -60,23 +40,22 @@ static int values_replica(int r, lt_device dev, void *arg) {
   double got[64];
   for (int di = 0; di < NDTYPES; di++) {
     lt_dtype dt = kDtypes[di];
-    bool fl = dt == LT_F32 || dt == LT_F64;
-    for (int kind = K_ALL_REDUCE; kind <= K_BROADCAST; kind++) {
+    for (int kind = TW_ALL_REDUCE; kind <= TW_BROADCAST; kind++) {
       for (int op = 0; op < 4; op++) {
-        if ((kind == K_ALL_GATHER || kind == K_BROADCAST) && op > 0) continue;
-        if (op == LT_REDUCE_MEAN && !fl) continue;
-        int axis = kind == K_REDUCE_SCATTER ? (n == 3 ? 1 : 2) : (kind == K_ALL_GATHER ? n - 2 : 0);
+        if (!tw_sweeps(kind, op, dt)) continue;
+        int axis =
+            kind == TW_REDUCE_SCATTER ? (n == 3 ? 1 : 2) : (kind == TW_ALL_GATHER ? n - 2 : 0);
         int root = n - 1;
         lt_scope_begin();
-        lt_tensor *x = tw_input(dev, r, dt, shape, 3, val), *y = NULL;
+        lt_tensor *x = tw_input(dev, r, dt, shape, 3, tw_val), *y = NULL;
         switch (kind) {
-        case K_ALL_REDUCE:
+        case TW_ALL_REDUCE:
           y = lt_all_reduce(x, (lt_reduce_op)op);
           break;
-        case K_ALL_GATHER:
+        case TW_ALL_GATHER:
           y = lt_all_gather(x, axis);
           break;
-        case K_REDUCE_SCATTER:
+        case TW_REDUCE_SCATTER:
           y = lt_reduce_scatter(x, (lt_reduce_op)op, axis);
           break;
         default:
@@ -88,8 +67,7 @@ static int values_replica(int r, lt_device dev, void *arg) {
         if (rc == LT_OK && lt_get_dtype(y) != dt) rc = -100;
         for (int64_t j = 0; rc == LT_OK && j < m; j++) {
           double want = expected(kind, op, axis, root, n, r, shape, 3, j, dt);
-          double tol = dt == LT_F32 ? 1e-6 * (1 + fabs(want)) : 1e-12 * (1 + fabs(want));
-          if (fabs(got[j] - want) > tol) {
+          if (fabs(got[j] - want) > tw_tol(dt, want)) {
             snprintf(c->err[r], sizeof c->err[r], "%s kind %d op %d elem %lld: got %g want %g",
                      lt_dtype_name(dt), kind, op, (long long)j, got[j], want);
             rc = -101;

@@ -10,13 +10,6 @@
 static const lt_dtype kDtypes[] = {LT_F32, LT_F64, LT_I32, LT_U8};
 #define NDTYPES ((int)(sizeof kDtypes / sizeof kDtypes[0]))
 
-/* Rank r's element i: distinct per rank, exact in every dtype. */
-static double val(int r, int64_t i, lt_dtype dt) {
-  if (dt == LT_F32 || dt == LT_F64) return (r + 1) * 0.5 + (double)i * 1.25 - (double)(i % 3) * r;
-  double v = (double)((r * 5 + i * 3) % 13);
-  return dt == LT_U8 ? v : v - 6;
-}
-
 /* The members of rank r's group along mesh axis a of an R x C mesh. */
 static int members(int r, int a, int C, int R, int *out) {
   int n = a == 0 ? R : C, stride = a == 0 ? C : 1;
@@ -25,31 +18,18 @@ static int members(int r, int a, int C, int R, int *out) {
   return n;
 }
 
-static double reduce(int op, const int *mem, int n, int64_t i, lt_dtype dt) {
-  double acc = val(mem[0], i, dt);
-  for (int k = 1; k < n; k++) {
-    double v = val(mem[k], i, dt);
-    if (op == LT_REDUCE_SUM || op == LT_REDUCE_MEAN) acc += v;
-    if (op == LT_REDUCE_MAX && v > acc) acc = v;
-    if (op == LT_REDUCE_MIN && v < acc) acc = v;
-  }
-  return op == LT_REDUCE_MEAN ? acc / n : acc;
-}
-
-enum { K_ALL_REDUCE, K_ALL_GATHER, K_REDUCE_SCATTER, K_BROADCAST };
-
 /* Element j of rank r's result (input shape {6, 2}, ops along axis 0). */
 static double expected(int kind, int op, const int *mem, int n, int g, int64_t j, lt_dtype dt) {
   const int64_t rows = 6, cols = 2;
   switch (kind) {
-  case K_ALL_REDUCE:
-    return reduce(op, mem, n, j, dt);
-  case K_ALL_GATHER: /* [n * 6, 2]: member k's rows, in group order */
-    return val(mem[j / (rows * cols)], j % (rows * cols), dt);
-  case K_REDUCE_SCATTER: /* [6 / n, 2]: chunk g of the reduction */
-    return reduce(op, mem, n, g * (rows / n) * cols + j, dt);
+  case TW_ALL_REDUCE:
+    return tw_reduce(op, mem, n, j, dt);
+  case TW_ALL_GATHER: /* [n * 6, 2]: member k's rows, in group order */
+    return tw_val(mem[j / (rows * cols)], j % (rows * cols), dt);
+  case TW_REDUCE_SCATTER: /* [6 / n, 2]: chunk g of the reduction */
+    return tw_reduce(op, mem, n, g * (rows / n) * cols + j, dt);
   default: /* root: the group's last member */
-    return val(mem[n - 1], j, dt);
+    return tw_val(mem[n - 1], j, dt);
   }
 }
 
@@ -67,28 +47,26 @@ static int mesh_replica(int r, lt_device dev, void *arg) {
     }
     for (int di = 0; di < NDTYPES; di++) {
       lt_dtype dt = kDtypes[di];
-      bool fl = dt == LT_F32 || dt == LT_F64;
-      for (int kind = K_ALL_REDUCE; kind <= K_BROADCAST; kind++) {
+      for (int kind = TW_ALL_REDUCE; kind <= TW_BROADCAST; kind++) {
         for (int op = 0; op < 4; op++) {
-          if ((kind == K_ALL_GATHER || kind == K_BROADCAST) && op > 0) continue;
-          if (op == LT_REDUCE_MEAN && !fl) continue;
+          if (!tw_sweeps(kind, op, dt)) continue;
           lt_scope_begin();
-          lt_tensor *x = tw_input(dev, r, dt, shape, 2, val), *y = NULL;
+          lt_tensor *x = tw_input(dev, r, dt, shape, 2, tw_val), *y = NULL;
           switch (kind) {
-          case K_ALL_REDUCE:
+          case TW_ALL_REDUCE:
             y = lt_all_reduce_over(x, c->mesh, a, (lt_reduce_op)op);
             break;
-          case K_ALL_GATHER:
+          case TW_ALL_GATHER:
             y = lt_all_gather_over(x, c->mesh, a, 0);
             break;
-          case K_REDUCE_SCATTER:
+          case TW_REDUCE_SCATTER:
             y = lt_reduce_scatter_over(x, c->mesh, a, (lt_reduce_op)op, 0);
             break;
           default:
             y = lt_broadcast_over(x, c->mesh, a, n - 1);
             break;
           }
-          int64_t want_rows = kind == K_ALL_GATHER ? 6 * n : kind == K_REDUCE_SCATTER ? 6 / n : 6;
+          int64_t want_rows = kind == TW_ALL_GATHER ? 6 * n : kind == TW_REDUCE_SCATTER ? 6 / n : 6;
           int rc = !y ? lt_last_status() : lt_dim(y, 0) != want_rows ? -102 : LT_OK;
           int64_t m = y ? lt_numel(y) : 0;
           if (rc == LT_OK) rc = tw_read_all(y, got);
@@ -96,8 +74,7 @@ static int mesh_replica(int r, lt_device dev, void *arg) {
             unsigned char wb[8];
             lt__store_f64(dt, wb, 0, expected(kind, op, mem, n, g, j, dt)); /* cast as dt wraps */
             double want = lt__load_f64(dt, wb, 0);
-            double tol = dt == LT_F32 ? 1e-6 * (1 + fabs(want)) : 1e-12 * (1 + fabs(want));
-            if (fabs(got[j] - want) > tol) {
+            if (fabs(got[j] - want) > tw_tol(dt, want)) {
               snprintf(c->err[r], sizeof c->err[r],
                        "mesh axis %d %s kind %d op %d elem %lld: got %g want %g", a,
                        lt_dtype_name(dt), kind, op, (long long)j, got[j], want);

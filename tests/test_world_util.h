@@ -2,7 +2,9 @@
  * (lt_world_local): test_collectives, test_collectives_exchange, test_mesh.
  * A replica runs on a thread of its own, where a cmocka assertion cannot stop
  * the test; so it records its first error and the checks it passed in a
- * tw_ctx, and the runner, back on the test's thread, reports them. */
+ * tw_ctx, and the runner, back on the test's thread, reports them. Here too:
+ * inputs and results as doubles, the values and expectations of the sweep
+ * over every collective, reduction and dtype, and the gradient check. */
 #ifndef LT_TEST_WORLD_UTIL_H
 #define LT_TEST_WORLD_UTIL_H
 
@@ -88,6 +90,44 @@ static inline void tw_run(lt_world *w, lt_mesh *m, lt_replica_fn fn, tw_ctx *c, 
     if (c->err[r][0]) fail_msg("%s, world of %d, rank %d: %s", what, c->n, r, c->err[r]);
   if (rc != LT_OK) fail_msg("%s, lt_world_run: %s", what, msg);
   for (int r = 0; want_checked >= 0 && r < c->n; r++) assert_int_equal(c->checked[r], want_checked);
+}
+
+/* ---- every collective, reduction and dtype (test_collectives, test_mesh) ---- */
+
+/* Rank r's element i: distinct per rank, mixed signs (but u8), exact in every dtype. */
+static inline double tw_val(int r, int64_t i, lt_dtype dt) {
+  if (dt == LT_F32 || dt == LT_F64) return (r + 1) * 0.5 + (double)i * 1.25 - (double)(i % 3) * r;
+  double v = (double)((r * 5 + i * 3) % 13);
+  return dt == LT_U8 ? v : v - 6;
+}
+
+/* Reduction op (an lt_reduce_op) of element i (tw_val) over the ranks
+ * mem[0..n-1] (NULL: ranks 0..n-1). */
+static inline double tw_reduce(int op, const int *mem, int n, int64_t i, lt_dtype dt) {
+  double acc = tw_val(mem ? mem[0] : 0, i, dt);
+  for (int k = 1; k < n; k++) {
+    double v = tw_val(mem ? mem[k] : k, i, dt);
+    if (op == LT_REDUCE_SUM || op == LT_REDUCE_MEAN) acc += v;
+    if (op == LT_REDUCE_MAX && v > acc) acc = v;
+    if (op == LT_REDUCE_MIN && v < acc) acc = v;
+  }
+  return op == LT_REDUCE_MEAN ? acc / n : acc;
+}
+
+enum { TW_ALL_REDUCE, TW_ALL_GATHER, TW_REDUCE_SCATTER, TW_BROADCAST };
+
+/* Whether the sweep runs collective kind (TW_*) with reduction op (0..3) in
+ * dtype dt: all_gather and broadcast take no op (they run once, as op 0),
+ * and mean is for float dtypes only. */
+static inline bool tw_sweeps(int kind, int op, lt_dtype dt) {
+  if ((kind == TW_ALL_GATHER || kind == TW_BROADCAST) && op > 0) return false;
+  return op != LT_REDUCE_MEAN || dt == LT_F32 || dt == LT_F64;
+}
+
+/* How far a result may be from want: f32 rounds; f64 and integers are
+ * exact but for the order of a sum. */
+static inline double tw_tol(lt_dtype dt, double want) {
+  return dt == LT_F32 ? 1e-6 * (1 + fabs(want)) : 1e-12 * (1 + fabs(want));
 }
 
 /* ---- gradients through collectives, against hand-derived ones ----
