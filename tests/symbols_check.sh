@@ -3,6 +3,9 @@
 #  - the shared library needs no libmpi (lt_world_mpi loads it at run time),
 #    neither directly nor through another library, and leaves no MPI symbol
 #    for the loader to resolve;
+#  - nor libopenblas (the cpu backend loads it at its first f64 product, as
+#    its constructor costs every process that links it about 8 ms at start),
+#    and leaves no OpenBLAS symbol to the loader;
 #  - every global symbol the static library defines carries the lt prefix
 #    (lt_ public, lt__ internal), so none clashes with a user's own names.
 # Allowed without the prefix: names starting with "__", which C reserves to
@@ -27,6 +30,20 @@ if [ -n "$mpi_undef" ]; then
   fail=1
 fi
 
+if readelf -d "$shared" | grep -i 'NEEDED.*libopenblas'; then
+  echo "FAIL: $shared has libopenblas as NEEDED (load it at run time: cpu_openblas.c)"
+  fail=1
+fi
+if ldd "$shared" | grep -i 'libopenblas'; then
+  echo "FAIL: $shared pulls libopenblas in through another library"
+  fail=1
+fi
+blas_undef=$(nm -D --undefined-only "$shared" | awk '{print $NF}' | grep -E '^(cblas_|openblas_)' || true)
+if [ -n "$blas_undef" ]; then
+  echo "FAIL: $shared leaves OpenBLAS symbols to the loader (use lt__cpu_openblas): $blas_undef"
+  fail=1
+fi
+
 # nm -g --defined-only: "address type name" (objects' headers have one field)
 unprefixed=$(nm -g --defined-only "$static" | awk 'NF == 3 {print $3}' |
   grep -v -E '^(lt_|__)' | sort -u || true)
@@ -41,5 +58,5 @@ if [ -n "$unprefixed" ]; then
   fail=1
 fi
 
-[ "$fail" -eq 0 ] && echo "symbols: ok (no libmpi needed; every global of $(basename "$static") is lt_*)"
+[ "$fail" -eq 0 ] && echo "symbols: ok (no libmpi nor libopenblas needed; every global of $(basename "$static") is lt_*)"
 exit "$fail"

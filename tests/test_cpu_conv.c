@@ -499,7 +499,7 @@ static int thread_count(void) {
 }
 
 static int thread_child(const char *path) {
-  int before = thread_count(); /* the main thread, and OpenBLAS's from its load */
+  int before = thread_count(); /* the threads before any product */
   float *x, *w, *gy;
   int64_t n[3];
   thread_data(&x, &w, &gy, n);

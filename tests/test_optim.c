@@ -3,6 +3,14 @@
  * torch.optim in f64 (SGD's first row checks by hand: 1 - 0.1 * 0.1 = 0.99). */
 #include "test_util.h"
 #include "lazytensor_nn.h"
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+#endif
+#ifndef RUNNING_ON_VALGRIND
+#define RUNNING_ON_VALGRIND 0
+#endif
 
 static const double kG[3][3] = {{0.1, -0.2, 0.3}, {0.5, 0.5, -0.5}, {-1.0, 0.0, 2.0}};
 static const double kP0[3] = {1.0, -2.0, 3.0};
@@ -87,6 +95,39 @@ static void test_adam(void **state) {
   c.lr = 0.1;
   run3(c, LT_F64, want, NULL, 1e-12);
   run3(c, LT_F32, want, NULL, 1e-6);
+}
+
+/* This process's resident memory, in bytes. */
+static int64_t resident_bytes(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  long long size = 0, resident = 0;
+  if (!f || fscanf(f, "%lld %lld", &size, &resident) != 2) fail_msg("cannot read /proc/self/statm");
+  fclose(f);
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+/* Adam's state (m and v, zeros shaped like the parameter: 128 MiB here) is
+ * made of pages nobody has written: creating the optimizer writes no zeros
+ * (lt__calloc takes the C library's calloc), so the process grows by far
+ * less than the state's size until a step uses it. Valgrind's calloc writes
+ * its zeros; ASan maps shadow (an eighth of the state). */
+static void test_adam_state_costs_no_memory_until_used(void **state) {
+  (void)state;
+  if (RUNNING_ON_VALGRIND) skip();
+  const int64_t n = 16 << 20; /* f32: 64 MiB */
+  lt_tensor *p = lt_zeros(CPU0, LT_F32, &n, 1);
+  assert_non_null(p);
+  assert_int_equal(lt_set_requires_grad(p, true), LT_OK);
+  assert_int_equal(lt_mark_step(CPU0), LT_OK);
+  int64_t before = resident_bytes();
+  lt_nn_optim_config c = lt_nn_optim_defaults(LT_NN_ADAM);
+  lt_nn_optim *o = lt_nn_optim_create(&c, &p, 1);
+  if (!o) fail_msg("create: %s", lt_last_error());
+  int64_t grown = resident_bytes() - before;
+  lt_nn_optim_free(o);
+  lt_release(p);
+  if (grown >= n * 4)
+    fail_msg("creating Adam over 64 MiB grew the process by %lld bytes", (long long)grown);
 }
 
 static void test_adam_weight_decay(void **state) {
@@ -474,6 +515,7 @@ int main(void) {
       OTEST(test_sgd_nesterov),
       OTEST(test_sgd_weight_decay),
       OTEST(test_adam),
+      OTEST(test_adam_state_costs_no_memory_until_used),
       OTEST(test_adam_weight_decay),
       OTEST(test_adamw),
       OTEST(test_changing_lr_compiles_once),

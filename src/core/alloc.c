@@ -64,6 +64,17 @@ void *lt__realloc(void *p, size_t oldn, size_t newn) {
 void *lt__malloc(size_t n) { return lt__realloc(NULL, 0, n); }
 
 void *lt__calloc(size_t n) {
+  /* The default allocator: the C library's calloc, which writes no zeros
+   * over memory it knows to be zero (pages fresh from the kernel, as its
+   * large blocks are), so a large zero tensor (an optimizer's state: 5 MB
+   * for bench/cache_warm_start's MLP) costs no page until it is used. A hook
+   * has no calloc: a plain allocation, zeroed here. */
+  if (atomic_load_explicit(&g_alloc, memory_order_acquire) == default_alloc) {
+    if (n == 0) n = 1; /* as lt__realloc */
+    void *p = calloc(1, n);
+    if (!p) lt__err(LT_ENOMEM, "out of memory allocating %zu bytes", n);
+    return p;
+  }
   void *p = lt__malloc(n);
   if (p) memset(p, 0, n);
   return p;

@@ -7,7 +7,10 @@
  * aligned, with MADV_HUGEPAGE from 2 MiB up (one fault per 2 MiB where
  * transparent huge pages are enabled or in madvise mode; ignored where not),
  * and a freed block is kept for the next request of its size class instead of
- * going back to the OS. Smaller requests go to lt__malloc unchanged.
+ * going back to the OS. A new block smaller than a huge page, asked for
+ * without zeros, has its pages made present in one system call
+ * (MADV_POPULATE_WRITE) rather than a fault per page. Smaller requests go to
+ * lt__malloc unchanged.
  *
  * Size classes: a whole number of 2 MiB pages when that wastes at most an
  * eighth of the block (a huge page is resident whole), else four classes per

@@ -10,6 +10,7 @@
  *   cpu_exec.c     execution: slot table, buffer arena, each kernel in turn
  *   cpu_native.c   hand-written kernels of the ops without generated code (NATIVE rows)
  *   cpu_gemm.c     matrix products: oneDNN (f32), OpenBLAS (f64), split over the pool
+ *   cpu_openblas.c OpenBLAS, loaded with dlopen at the first f64 product
  *   cpu_isa.c      the instruction set in use (LT_CPU_ISA=avx2 caps an AVX-512 machine)
  *   cpu_matmul_prim.c  f32 products through oneDNN matmul primitives, one per shape
  *   cpu_dnnl.c     the oneDNN engine and execution arguments both kinds of primitive share
@@ -225,7 +226,8 @@ int lt__cpu_deserialize(const void *bytes, size_t nbytes, lt_executable **out);
 int lt__cpu_run(const lt_executable *e, lt_buffer *const *args, lt_buffer *const *outs);
 
 /* ---- GEMM (cpu_gemm.c) ---- */
-/* Sets oneDNN and OpenBLAS to one thread per call (the pool splits products). */
+/* Sets oneDNN to one thread per call (the pool splits products; OpenBLAS is
+ * set so when it is loaded, at the first f64 product). */
 void lt__cpu_gemm_init(void);
 /* Keeps the libraries' calls on the calling thread at one OpenMP thread:
  * called by every thread that runs oneDNN (the convolutions too). */

@@ -11,7 +11,6 @@
  * of cpu_jit.c), so a graph compiles only kernels no live executable has.
  * Those compile in parallel (lt__cpu_jit_compile); then all are linked. */
 #define _GNU_SOURCE /* memmem */
-#include <cblas.h>
 #include <llvm-c/Core.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -25,6 +24,7 @@
 #include "cpu.h"
 #include "cpu_dnnl.h"
 #include "cpu_irmath.h"
+#include "cpu_openblas.h"
 #include "cpu_ops.h"
 
 /* ---- small shared helpers ---- */
@@ -328,14 +328,6 @@ static void cpu_prepare(void) {
   if (atexit(join_prepare) != 0) pthread_detach(g_prepare_thread);
 }
 
-static char g_f64_isa[64];
-static pthread_once_t g_f64_once = PTHREAD_ONCE_INIT;
-
-static void f64_isa_init(void) {
-  const char *core = openblas_get_corename();
-  snprintf(g_f64_isa, sizeof g_f64_isa, "openblas %s", core ? core : "");
-}
-
 /* lt_get_isa: where each dtype's products go (lower_matmul, cpu_native.c). */
 static const char *cpu_isa_of(lt_dtype dt) {
   switch (dt) {
@@ -344,8 +336,7 @@ static const char *cpu_isa_of(lt_dtype dt) {
   case LT_BF16:
     return lt__cpu_bf16_isa_name();
   case LT_F64: /* matmul through OpenBLAS (convolutions on the fallback) */
-    pthread_once(&g_f64_once, f64_isa_init);
-    return g_f64_isa;
+    return lt__cpu_openblas_isa();
   case LT_BOOL:
   case LT_U8:
   case LT_I8:

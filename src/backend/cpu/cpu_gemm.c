@@ -3,7 +3,8 @@
  * f32 goes to oneDNN's sgemm, which generates AVX-512 (or AVX2, ...) kernels
  * for the CPU it runs on (or, with LT_CPU_MATMUL=primitive, to a oneDNN
  * matmul primitive per shape: cpu_matmul_prim.c); f64 goes to OpenBLAS's
- * dgemm, as oneDNN has no f64 GEMM. bf16 (result = each sum in f32 of the
+ * dgemm, as oneDNN has no f64 GEMM (loaded at the first f64 product:
+ * cpu_openblas.c; plain loops without it). bf16 (result = each sum in f32 of the
  * products, rounded to bf16 once, as torch's CPU bf16 matmul) goes to a
  * bf16 matmul primitive where oneDNN has bf16 instructions (AVX512-BF16 or
  * AMX: "native"); elsewhere, or when no primitive can be had, the operands
@@ -15,7 +16,6 @@
  * instead of three (ours, OpenMP's and OpenBLAS's) competing for the cores
  * and spinning between calls. */
 #define _GNU_SOURCE
-#include <cblas.h>
 #include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
@@ -26,6 +26,7 @@
 #include "../../core/lt_shape.h"
 #include "cpu.h"
 #include "cpu_dnnl.h"
+#include "cpu_openblas.h"
 
 /* Below this many multiply-adds a product runs on the calling thread: waking
  * the pool costs more than it saves. */
@@ -51,7 +52,7 @@ static void gemm_init(void) {
   g_omp_set_num_threads = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
   /* LT_CPU_ISA=avx2: oneDNN's kernels too, before it makes its first one */
   if (lt__cpu_isa()->capped) dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2);
-  openblas_set_num_threads(1);
+  /* OpenBLAS is loaded (and set to one thread) at the first f64 product */
 }
 
 void lt__cpu_gemm_init(void) { pthread_once(&g_once, gemm_init); }
@@ -70,6 +71,33 @@ typedef struct gemm_block {
   const void *a, *b;
   void *c;
 } gemm_block;
+
+/* f64 C = op(A) op(B) in plain loops: the products without OpenBLAS (it
+ * could not be loaded: cpu_openblas.c). */
+static void dgemm_plain(const gemm_block *g) {
+  const double *a = g->a, *b = g->b;
+  double *c = g->c;
+  for (int64_t i = 0; i < g->n; i++)
+    for (int64_t j = 0; j < g->m; j++) {
+      double s = 0;
+      for (int64_t p = 0; p < g->k; p++)
+        s += (g->ta ? a[p * g->lda + i] : a[i * g->lda + p]) *
+             (g->tb ? b[j * g->ldb + p] : b[p * g->ldb + j]);
+      c[i * g->ldc + j] = s;
+    }
+}
+
+/* f64 C = op(A) op(B) by OpenBLAS's dgemm, else plain loops. */
+static void dgemm_any(const gemm_block *g) {
+  const cpu_openblas *ob = lt__cpu_openblas();
+  if (!ob) {
+    dgemm_plain(g);
+    return;
+  }
+  ob->dgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans,
+            (blasint)g->n, (blasint)g->m, (blasint)g->k, 1.0, g->a, (blasint)g->lda, g->b,
+            (blasint)g->ldb, 0.0, g->c, (blasint)g->ldc);
+}
 
 /* C = op(A) op(B) in plain loops, summing in f32 as the library does: what
  * an f32 product falls back to when oneDNN fails (its packing buffers are
@@ -154,7 +182,8 @@ static void bgemm_converted(const gemm_block *g) {
     for (int64_t j = 0; j < g->m; j++) c[i * g->ldc + j] = lt__f32_to_bf16(fc[i * g->m + j]);
 }
 
-/* One product; it cannot fail (OpenBLAS's dgemm reports nothing, and a
+/* One product; it cannot fail (OpenBLAS's dgemm reports nothing, a missing
+ * OpenBLAS is replaced by plain loops, and a
  * failed oneDNN call is redone in plain loops), so neither can anything
  * below built on it. */
 static void gemm_one(const gemm_block *g) {
@@ -163,9 +192,7 @@ static void gemm_one(const gemm_block *g) {
   if (g->n == 0 || g->m == 0) return;
   switch ((lt_dtype)g->dt) {
   case LT_F64:
-    cblas_dgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans,
-                (blasint)g->n, (blasint)g->m, (blasint)g->k, 1.0, g->a, (blasint)g->lda, g->b,
-                (blasint)g->ldb, 0.0, g->c, (blasint)g->ldc);
+    dgemm_any(g);
     return;
   case LT_F32:
     if (!lt__cpu_gemm_prim(LT_F32, LT_F32, g->ta, g->tb, g->n, g->m, g->k, g->a, g->lda, g->b,
