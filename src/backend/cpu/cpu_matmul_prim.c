@@ -215,9 +215,12 @@ bool lt__cpu_gemm_prim(int dt, int cdt, bool ta, bool tb, int64_t n, int64_t m, 
 bool lt__cpu_gemm_prim_batch(int dt, int cdt, bool ta, bool tb, int64_t nb, int64_t n, int64_t m,
                              int64_t k, const void *a, const void *b, void *c) {
   pthread_once(&g_once, prim_init);
-  /* bf16 only: f32 batches keep sgemm (their primitives were no faster) */
-  if (!g_engine || dt != LT_BF16 || !lt__cpu_bf16_native() || nb < 2) return false;
-  if (cdt != LT_BF16 && cdt != LT_F32) return false;
+  /* f32 batches too, whatever LT_CPU_MATMUL says: their one call beats
+   * one sgemm call per small entry (cpu_gemm.c batch_prim) */
+  if (!g_engine || nb < 2) return false;
+  if (dt == LT_F32 ? cdt != LT_F32
+                   : dt != LT_BF16 || !lt__cpu_bf16_native() || (cdt != LT_BF16 && cdt != LT_F32))
+    return false;
   /* one primitive over dense entries one after the other: many small
    * products (attention's heads) cost one call, not one each */
   prim_key key = key_of(nb, n, m, k, dt, cdt, ta, tb);
