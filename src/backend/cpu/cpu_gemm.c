@@ -2,7 +2,9 @@
  *
  * f32 goes to oneDNN's sgemm, which generates AVX-512 (or AVX2, ...) kernels
  * for the CPU it runs on (or, with LT_CPU_MATMUL=primitive, to a oneDNN
- * matmul primitive per shape: cpu_matmul_prim.c); f64 goes to OpenBLAS's
+ * matmul primitive per shape: cpu_matmul_prim.c), except batches of small
+ * entries that do not fold into one product (attention's heads), which run
+ * as one batched matmul primitive per thread; f64 goes to OpenBLAS's
  * dgemm, as oneDNN has no f64 GEMM. bf16 (result = each sum in f32 of the
  * products, rounded to bf16 once, as torch's CPU bf16 matmul) goes to a
  * bf16 matmul primitive where oneDNN has bf16 instructions (AVX512-BF16 or

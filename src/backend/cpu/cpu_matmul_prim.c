@@ -1,8 +1,9 @@
 /* Products through oneDNN's matmul primitive, one primitive per shape and
  * dtype, kept for the life of the process: every bf16 product where oneDNN
- * has bf16 instructions (cpu_dnnl.h), and f32 products with
- * LT_CPU_MATMUL=primitive (the default, sgemm, leaves them to cpu_gemm.c's
- * dnnl_sgemm).
+ * has bf16 instructions (cpu_dnnl.h), f32 batches that do not fold into
+ * one product (one batched primitive per range of entries; cpu_gemm.c
+ * batch_prim), and single f32 products with LT_CPU_MATMUL=primitive (the
+ * default, sgemm, leaves them to cpu_gemm.c's dnnl_sgemm).
  *
  * bf16: the primitive reads bf16 operands, accumulates in f32 and rounds
  * each result to bf16 once (round to nearest even), as torch's CPU bf16
