@@ -755,6 +755,9 @@ static void test_batched_matmul(void **state) {
       /* dense entries: 5 small, 9 big enough to share (ranges of 4 and 5) */
       {.nbd = 1, .bs = {5}, .n = 24, .m = 20, .k = 16},
       {.nbd = 1, .bs = {9}, .n = 64, .m = 48, .k = 40},
+      /* 2 big entries: fewer than the threads of a pool of 3 or more (then each
+       * entry is cut over the pool) */
+      {.nbd = 1, .bs = {2}, .n = 128, .m = 96, .k = 96},
   };
   const lt_dtype dts[3] = {LT_F32, LT_BF16, LT_F64};
   for (int d = 0; d < 3; d++)

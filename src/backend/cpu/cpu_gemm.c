@@ -426,7 +426,11 @@ int lt__cpu_gemm(const cpu_kernel *k, const cpu_kernel *next, void **table) {
       lt__cpu_pool_run_parts(batch_part, (void **)&j, nbatch);
     return LT_OK;
   }
-  if (nbatch > 1 && mm->a.dtype != LT_F64) {
+  /* a batch on the calling thread: bf16 always; f32 when the pool would not
+   * share it anyway (fewer entries than threads but big ones: each entry
+   * cut over the pool below, as before f32 batches took primitives) */
+  bool alone = nt == 1 || nbatch * mm->n * mm->m * mm->k < GEMM_PAR_MIN;
+  if (nbatch > 1 && (mm->a.dtype == LT_BF16 || (mm->a.dtype == LT_F32 && alone))) {
     batch_job j = {.mm = mm, .abase = abase, .bbase = bbase, .out = out};
     batch_part((void **)&j, 0, nbatch);
     return LT_OK;
