@@ -667,6 +667,121 @@ static void test_matmul(void **state) {
   assert_int_equal(g_failures - g_failures_before, 0);
 }
 
+/* Batched products that do not fold into one GEMM (cpu_gemm.c batch_prim: one
+ * batched primitive per range of entries, each operand packed densely unless
+ * its entries already lie one after the other): the heads of attention (an
+ * operand a view [B, T, H, D] read as [B, H, T, D], rows H * D apart),
+ * batch dims that broadcast either operand, dense entries, every
+ * transposition. Big cases share the pool's threads (an odd entry count: two
+ * ranges of different lengths); small ones run whole on one. */
+typedef struct bmm_case {
+  bool heads;    /* operands stored [B, rows, H, cols], the product over [B, H] */
+  int nbd;       /* batch dims, 0..2 */
+  int64_t bs[2]; /* the batch shape */
+  bool bc_a[2];  /* that batch dim of a (or b) is 1: broadcast */
+  bool bc_b[2];
+  bool a_no_batch; /* a has no batch dims at all (b's entries share it) */
+  int64_t n, m, k;
+} bmm_case;
+
+typedef struct bmm_ud {
+  const bmm_case *c;
+  int ta, tb;
+} bmm_ud;
+
+static int b_batched_matmul(lt_tensor **in, const void *ud, lt_tensor **outs) {
+  const bmm_ud *u = ud;
+  lt_tensor *a = in[0], *b = in[1];
+  if (u->c->heads) {
+    a = lt_transpose(a, 1, 2);
+    b = lt_transpose(b, 1, 2);
+  }
+  if (u->ta) a = lt_transpose(a, -1, -2);
+  if (u->tb) b = lt_transpose(b, -1, -2);
+  outs[0] = lt_matmul(a, b);
+  return outs[0] ? 1 : -1;
+}
+
+/* The stored shape of one operand: its batch dims, then rows x cols (op(X)
+ * transposed when t), with heads the head dim between rows and cols. */
+static int bmm_operand(const bmm_case *c, bool is_a, int t, int64_t *shape) {
+  int64_t rows = is_a ? (t ? c->k : c->n) : (t ? c->m : c->k);
+  int64_t cols = is_a ? (t ? c->n : c->k) : (t ? c->k : c->m);
+  int nd = 0;
+  if (c->heads) {
+    shape[nd++] = c->bs[0];
+    shape[nd++] = rows;
+    shape[nd++] = c->bs[1];
+    shape[nd++] = cols;
+    return nd;
+  }
+  if (!(is_a && c->a_no_batch))
+    for (int d = 0; d < c->nbd; d++) shape[nd++] = (is_a ? c->bc_a[d] : c->bc_b[d]) ? 1 : c->bs[d];
+  shape[nd++] = rows;
+  shape[nd++] = cols;
+  return nd;
+}
+
+/* diff with cpu run first: its result buffer then cannot be memory just
+ * freed by ref holding the same values, so that entries a product leaves
+ * unwritten fail. */
+static void diff_cpu_first(const char *what, input *ins, int nin, build_fn f, const void *ud) {
+  result a, b;
+  run_on(&lt__cpu_backend, ins, nin, f, ud, &b);
+  run_on(&lt__ref_backend, ins, nin, f, ud, &a);
+  compare(what, 0, &a, &b, false, ins, nin, NULL);
+  result_free(&a);
+  result_free(&b);
+}
+
+static void test_batched_matmul(void **state) {
+  (void)state;
+  static const bmm_case cases[] = {
+      /* heads: 2 x 3 of 16x16x8 (one thread), 4 x 4 of 64x64x32 (the GPT's) */
+      {.heads = true, .nbd = 2, .bs = {2, 3}, .n = 16, .m = 16, .k = 8},
+      {.heads = true, .nbd = 2, .bs = {4, 4}, .n = 64, .m = 32, .k = 64},
+      {.heads = true, .nbd = 2, .bs = {4, 4}, .n = 64, .m = 64, .k = 32},
+      /* a broadcast over dim 1, b over dim 0 */
+      {.nbd = 2,
+       .bs = {3, 4},
+       .bc_a = {false, true},
+       .bc_b = {true, false},
+       .n = 20,
+       .m = 9,
+       .k = 12},
+      /* b one matrix for every entry (folds only without ta), a one for every entry */
+      {.nbd = 1, .bs = {5}, .bc_b = {true}, .n = 17, .m = 33, .k = 24},
+      {.nbd = 1, .bs = {6}, .a_no_batch = true, .n = 30, .m = 40, .k = 50},
+      /* dense entries: 5 small, 9 big enough to share (ranges of 4 and 5) */
+      {.nbd = 1, .bs = {5}, .n = 24, .m = 20, .k = 16},
+      {.nbd = 1, .bs = {9}, .n = 64, .m = 48, .k = 40},
+      /* 2 big entries: fewer than the threads of a pool of 3 or more (then each
+       * entry is cut over the pool) */
+      {.nbd = 1, .bs = {2}, .n = 128, .m = 96, .k = 96},
+  };
+  const lt_dtype dts[3] = {LT_F32, LT_BF16, LT_F64};
+  for (int d = 0; d < 3; d++)
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+      for (int t = 0; t < 4; t++) {
+        bmm_ud u = {&cases[c], t & 1, t >> 1};
+        int64_t sa[LT_MAX_DIMS], sb[LT_MAX_DIMS];
+        int na = bmm_operand(&cases[c], true, u.ta, sa),
+            nb = bmm_operand(&cases[c], false, u.tb, sb);
+        input in[2];
+        g_rng = 555 + (uint64_t)d * 100 + c * 4 + (uint64_t)t;
+        input_fill(&in[0], dts[d], sa, na, false);
+        input_fill(&in[1], dts[d], sb, nb, false);
+        char what[64];
+        snprintf(what, sizeof what, "batched matmul %s case %zu t%d", lt_dtype_name(dts[d]), c, t);
+        if (dts[d] != LT_F64)
+          g_sum_tol.all = tu_f32_sum_tol(cases[c].k, max_abs_f32(&in[0]) * max_abs_f32(&in[1]));
+        diff_cpu_first(what, in, 2, b_batched_matmul, &u);
+        g_sum_tol.all = 0;
+        input_free(in, 2);
+      }
+  assert_int_equal(g_failures - g_failures_before, 0);
+}
+
 /* ---- convolution and pooling: x [2, 4, 7, 6], w [6, 2, 3, 3] (groups 2), b [6] ---- */
 
 static int b_conv_pool(lt_tensor **in, const void *ud, lt_tensor **outs) {
@@ -1104,6 +1219,7 @@ int main(void) {
       cmocka_unit_test_setup(test_mask_ops, setup),
       cmocka_unit_test_setup(test_reductions, setup),
       cmocka_unit_test_setup(test_matmul, setup),
+      cmocka_unit_test_setup(test_batched_matmul, setup),
       cmocka_unit_test_setup(test_conv_pool, setup),
       cmocka_unit_test_setup(test_attention, setup),
       cmocka_unit_test_setup(test_shape_index, setup),

@@ -247,11 +247,12 @@ int lt__cpu_gemm(const cpu_kernel *k, const cpu_kernel *next, void **table);
 bool lt__cpu_gemm_prim(int dt, int cdt, bool ta, bool tb, int64_t n, int64_t m, int64_t k,
                        const void *a, int64_t lda, const void *b, int64_t ldb, void *c,
                        int64_t ldc);
-/* nb products at once through one batched primitive (bf16 operands where
- * oneDNN has bf16 instructions): a, b and c hold their entries densely one
+/* nb products at once through one batched primitive (f32 operands, or bf16
+ * ones where oneDNN has bf16 instructions): a, b and c hold their entries densely one
  * after the other (op(A) n x k stored k x n when ta, and so on; c nb x n x
  * m). false: none (another dtype, no bf16 instructions, oneDNN declined or
- * failed); the caller then runs the entries one by one. */
+ * offered only its sgemm or reference loops, or failed); the caller then
+ * runs the entries one by one. */
 bool lt__cpu_gemm_prim_batch(int dt, int cdt, bool ta, bool tb, int64_t nb, int64_t n, int64_t m,
                              int64_t k, const void *a, const void *b, void *c);
 bool lt__cpu_gemm_takes_next(const cpu_kernel *k, const cpu_kernel *next);

@@ -2,7 +2,9 @@
  *
  * f32 goes to oneDNN's sgemm, which generates AVX-512 (or AVX2, ...) kernels
  * for the CPU it runs on (or, with LT_CPU_MATMUL=primitive, to a oneDNN
- * matmul primitive per shape: cpu_matmul_prim.c); f64 goes to OpenBLAS's
+ * matmul primitive per shape: cpu_matmul_prim.c), except batches of small
+ * entries that do not fold into one product (attention's heads), which run
+ * as one batched matmul primitive per thread; f64 goes to OpenBLAS's
  * dgemm, as oneDNN has no f64 GEMM (loaded at the first f64 product:
  * cpu_openblas.c; plain loops without it). bf16 (result = each sum in f32 of the
  * products, rounded to bf16 once, as torch's CPU bf16 matmul) goes to a
@@ -326,30 +328,55 @@ static char *pack_rows(char *dst, const char *src, int64_t rows, int64_t cols, i
   return dst;
 }
 
-/* Entries [lo, hi) of a bf16 batch through one batched primitive: each
- * entry's operands packed densely (a view of heads, rows 3C apart, is not
- * dense), then one call, whose cost does not grow with the entry count as
- * one call per small entry does; false when it did not run. */
+/* Whether the entries [lo, hi) of an operand (rows x cols, rows ld apart,
+ * entry bi at base + offset(bi)) lie densely one after the other: then the
+ * batched primitive reads them where they are. */
+static bool entries_dense(const cpu_matmul *mm, const int64_t *bstride, int64_t rows, int64_t cols,
+                          int64_t ld, int64_t lo, int64_t hi) {
+  if (ld != cols && rows > 1) return false;
+  int nd = mm->nbatch_dims;
+  int64_t first = lt__unravel_offset(lo, mm->batch_shape, bstride, nd);
+  for (int64_t bi = lo + 1; bi < hi; bi++)
+    if (lt__unravel_offset(bi, mm->batch_shape, bstride, nd) != first + (bi - lo) * rows * cols)
+      return false;
+  return true;
+}
+
+/* Entries [lo, hi) of a batch that does not fold through one batched
+ * primitive, whose cost does not grow with the entry count as one call per
+ * small entry does (attention's heads: 128 sgemm calls of 64x64x32 ran at a
+ * third of the FMA peak). oneDNN 2.6's own batched matmul (brgemm) takes
+ * dense entries one after the other only (any other stride, a broadcast
+ * included, gets its sgemm or its reference loops), so an operand whose
+ * entries are not (a view of heads, rows 3C apart; a broadcast) is packed
+ * densely first, transposed or not as it is. False when it did not run. */
 static bool batch_prim(const batch_job *j, int64_t lo, int64_t hi) {
   const cpu_matmul *mm = j->mm;
-  if (mm->a.dtype != LT_BF16 || hi - lo < 2) return false;
-  size_t es = lt_dtype_size(LT_BF16);
+  if ((mm->a.dtype != LT_BF16 && mm->a.dtype != LT_F32) || hi - lo < 2) return false;
+  /* f32 with a transposed A: no faster than sgemm per entry in the GPT step
+   * (its 32x64x64 and 64x32x64 backward products, by LT_CPU_PROFILE) */
+  if (mm->a.dtype == LT_F32 && mm->ta) return false;
+  size_t es = lt_dtype_size((lt_dtype)mm->a.dtype);
   int64_t a_rows = mm->ta ? mm->k : mm->n, a_cols = mm->ta ? mm->n : mm->k;
   int64_t b_rows = mm->tb ? mm->m : mm->k, b_cols = mm->tb ? mm->k : mm->m;
+  bool a_pack = !entries_dense(mm, mm->a_bstride, a_rows, a_cols, mm->lda, lo, hi);
+  bool b_pack = !entries_dense(mm, mm->b_bstride, b_rows, b_cols, mm->ldb, lo, hi);
   size_t a_bytes = (size_t)(a_rows * a_cols) * es, b_bytes = (size_t)(b_rows * b_cols) * es;
-  size_t n = (size_t)(hi - lo), a_all = (n * a_bytes + 63) / 64 * 64;
-  char *buf = lt__cpu_thread_scratch(CPU_SCRATCH_BATCH, a_all + n * b_bytes);
-  if (!buf) return false;
-  char *pa = buf, *pb = buf + a_all;
-  for (int64_t bi = lo; bi < hi; bi++) {
-    gemm_block g = batch_entry(mm, j->abase, j->bbase, j->out, bi);
-    pa = pack_rows(pa, g.a, a_rows, a_cols, g.lda, es);
-    pb = pack_rows(pb, g.b, b_rows, b_cols, g.ldb, es);
-  }
+  size_t n = (size_t)(hi - lo), a_all = a_pack ? (n * a_bytes + 63) / 64 * 64 : 0;
+  size_t total = a_all + (b_pack ? n * b_bytes : 0);
+  char *buf = total ? lt__cpu_thread_scratch(CPU_SCRATCH_BATCH, total) : NULL;
+  if (total && !buf) return false;
   gemm_block first = batch_entry(mm, j->abase, j->bbase, j->out, lo);
-  bool ok = lt__cpu_gemm_prim_batch(LT_BF16, first.cdt, mm->ta, mm->tb, hi - lo, mm->n, mm->m,
-                                    mm->k, buf, buf + a_all, first.c);
-  if (ok) lt__cpu_bf16_count(false, true);
+  const void *a = a_pack ? buf : first.a, *b = b_pack ? buf + a_all : first.b;
+  char *pa = buf, *pb = buf + a_all;
+  for (int64_t bi = lo; bi < hi && (a_pack || b_pack); bi++) {
+    gemm_block g = batch_entry(mm, j->abase, j->bbase, j->out, bi);
+    if (a_pack) pa = pack_rows(pa, g.a, a_rows, a_cols, g.lda, es);
+    if (b_pack) pb = pack_rows(pb, g.b, b_rows, b_cols, g.ldb, es);
+  }
+  bool ok = lt__cpu_gemm_prim_batch(mm->a.dtype, first.cdt, mm->ta, mm->tb, hi - lo, mm->n, mm->m,
+                                    mm->k, a, b, first.c);
+  if (ok && mm->a.dtype == LT_BF16) lt__cpu_bf16_count(false, true);
   return ok;
 }
 
@@ -418,15 +445,19 @@ int lt__cpu_gemm(const cpu_kernel *k, const cpu_kernel *next, void **table) {
   if (nbatch >= nt && nt > 1 && nbatch * mm->n * mm->m * mm->k >= GEMM_PAR_MIN) {
     batch_job j = {
         .mm = mm, .abase = abase, .bbase = bbase, .out = out, .nbatch = nbatch, .nparts = nt};
-    /* bf16: one range of entries per thread, each one batched call; else an
-     * entry at a time */
-    if (mm->a.dtype == LT_BF16)
+    /* f32 and bf16: one range of entries per thread, each one batched call;
+     * f64 (no primitive): an entry at a time */
+    if (mm->a.dtype != LT_F64)
       lt__cpu_pool_run_parts(batch_split, (void **)&j, nt);
     else
       lt__cpu_pool_run_parts(batch_part, (void **)&j, nbatch);
     return LT_OK;
   }
-  if (nbatch > 1 && mm->a.dtype == LT_BF16) {
+  /* a batch on the calling thread: bf16 always; f32 when the pool would not
+   * share it anyway (fewer entries than threads but big ones: each entry
+   * cut over the pool below, as before f32 batches took primitives) */
+  bool alone = nt == 1 || nbatch * mm->n * mm->m * mm->k < GEMM_PAR_MIN;
+  if (nbatch > 1 && (mm->a.dtype == LT_BF16 || (mm->a.dtype == LT_F32 && alone))) {
     batch_job j = {.mm = mm, .abase = abase, .bbase = bbase, .out = out};
     batch_part((void **)&j, 0, nbatch);
     return LT_OK;

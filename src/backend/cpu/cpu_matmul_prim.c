@@ -1,8 +1,9 @@
 /* Products through oneDNN's matmul primitive, one primitive per shape and
  * dtype, kept for the life of the process: every bf16 product where oneDNN
- * has bf16 instructions (cpu_dnnl.h), and f32 products with
- * LT_CPU_MATMUL=primitive (the default, sgemm, leaves them to cpu_gemm.c's
- * dnnl_sgemm).
+ * has bf16 instructions (cpu_dnnl.h), f32 batches that do not fold into
+ * one product (one batched primitive per range of entries; cpu_gemm.c
+ * batch_prim), and single f32 products with LT_CPU_MATMUL=primitive (the
+ * default, sgemm, leaves them to cpu_gemm.c's dnnl_sgemm).
  *
  * bf16: the primitive reads bf16 operands, accumulates in f32 and rounds
  * each result to bf16 once (round to nearest even), as torch's CPU bf16
@@ -215,9 +216,12 @@ bool lt__cpu_gemm_prim(int dt, int cdt, bool ta, bool tb, int64_t n, int64_t m, 
 bool lt__cpu_gemm_prim_batch(int dt, int cdt, bool ta, bool tb, int64_t nb, int64_t n, int64_t m,
                              int64_t k, const void *a, const void *b, void *c) {
   pthread_once(&g_once, prim_init);
-  /* bf16 only: f32 batches keep sgemm (their primitives were no faster) */
-  if (!g_engine || dt != LT_BF16 || !lt__cpu_bf16_native() || nb < 2) return false;
-  if (cdt != LT_BF16 && cdt != LT_F32) return false;
+  /* f32 batches too, whatever LT_CPU_MATMUL says: their one call beats
+   * one sgemm call per small entry (cpu_gemm.c batch_prim) */
+  if (!g_engine || nb < 2) return false;
+  if (dt == LT_F32 ? cdt != LT_F32
+                   : dt != LT_BF16 || !lt__cpu_bf16_native() || (cdt != LT_BF16 && cdt != LT_F32))
+    return false;
   /* one primitive over dense entries one after the other: many small
    * products (attention's heads) cost one call, not one each */
   prim_key key = key_of(nb, n, m, k, dt, cdt, ta, tb);
