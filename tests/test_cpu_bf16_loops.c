@@ -132,9 +132,9 @@ static bool bf16_close(uint16_t want, uint16_t got, tol t) {
  * (at least min_kernels) is returned. */
 static int64_t check(const char *what, const operand *ops, int nin, build_fn f, const void *ud,
                      tol t, int64_t min_kernels) {
-  result a, b;
-  run_on(&lt__ref_backend, ops, nin, f, ud, &a);
+  result a, b; /* cpu first, as test_cpu_differential.c diff_nan (why: there) */
   run_on(&lt__cpu_backend, ops, nin, f, ud, &b);
+  run_on(&lt__ref_backend, ops, nin, f, ud, &a);
   assert_int_equal(a.dt, b.dt);
   assert_int_equal(a.n, b.n);
   for (int64_t i = 0; i < a.n; i++) {
