@@ -20,6 +20,9 @@
  * (the f32 tests' 1e-6 plus 2e-5 relative), then 1 bf16 ulp more.
  * Each case also checks that the cpu ran it as generated loops, not on the
  * per-node fallback: the kernels it compiled or found compiled. */
+#include <dirent.h>
+#include <unistd.h>
+
 #include "test_util.h"
 
 #include "../src/backend/cpu/cpu_api.h"
@@ -322,6 +325,73 @@ static void test_fused_chains(void **state) {
   assert_int_equal(check("x * 0.1 - 1/3 bf16", ops, 1, b_const_chain, NULL, EXACT, 1), 1);
 }
 
+/* ---- long chains: their loops interleave two vectors (cpu_codegen.c) ---- */
+
+/* depth rounds of (t * a + b) * x - a, relu (b a row: broadcast): exact ops,
+ * each rounded: a body of hundreds of operations for the deeper one */
+static lt_tensor *b_deep_chain(lt_tensor *const *in, const void *ud) {
+  int depth = *(const int *)ud;
+  lt_tensor *t = in[0];
+  for (int d = 0; d < depth; d++)
+    t = lt_relu(lt_sub(lt_mul(lt_add(lt_mul(t, in[1]), in[2]), in[0]), in[1]));
+  return t;
+}
+
+/* Whether any module LT_DUMP_KERNELS wrote into dir (before optimisation,
+ * *.ll but not *.opt.ll) asks for interleaving. */
+static bool dumped_interleave(const char *dir) {
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  bool found = false;
+  struct dirent *e;
+  char path[512], line[512];
+  while ((e = readdir(d)) != NULL) {
+    size_t n = strlen(e->d_name);
+    if (n < 4 || strcmp(e->d_name + n - 3, ".ll") != 0 || strstr(e->d_name, ".opt.ll")) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    while (fgets(line, sizeof line, f))
+      if (strstr(line, "llvm.loop.interleave.count")) found = true;
+    fclose(f);
+    unlink(path);
+  }
+  closedir(d);
+  return found;
+}
+
+static void test_long_chains_interleave(void **state) {
+  (void)state;
+  enum { ROWS = 6, COLS = 512 }; /* rows of 512: a whole number of two vectors */
+  static uint16_t x[ROWS * COLS], a[ROWS * COLS], b[ROWS * COLS];
+  g_rng = 0x94D049BB133111EBull;
+  for (int i = 0; i < ROWS * COLS; i++) x[i] = moderate(), a[i] = moderate(), b[i] = moderate();
+  operand ops[3];
+  /* b a row broadcast over the rows (a bias): the loops then stay rows of
+   * COLS instead of one flat loop over every element */
+  for (int i = 0; i < 3; i++) {
+    ops[i] = bf16_operand(i == 0 ? x : i == 1 ? a : b, ROWS * COLS);
+    ops[i].ndim = 2;
+    ops[i].shape[0] = ROWS;
+    ops[i].shape[1] = COLS;
+  }
+  ops[2].ndim = 1;
+  ops[2].shape[0] = COLS;
+  char dir[] = "/tmp/lt_interleaveXXXXXX";
+  assert_non_null(mkdtemp(dir));
+  setenv("LT_DUMP_KERNELS", dir, 1);
+  /* the values exactly as ref's, whatever the loop's shape */
+  int deep = 12, shallow = 1;
+  check("deep exact chain bf16", ops, 3, b_deep_chain, &deep, EXACT, 1);
+  bool deep_asks = dumped_interleave(dir);
+  check("shallow exact chain bf16", ops, 3, b_deep_chain, &shallow, EXACT, 1);
+  bool shallow_asks = dumped_interleave(dir);
+  unsetenv("LT_DUMP_KERNELS");
+  rmdir(dir);
+  assert_true(deep_asks);
+  assert_false(shallow_asks);
+}
+
 /* ---- mixed dtypes and casts ---- */
 
 typedef struct cast_case {
@@ -418,8 +488,13 @@ static int teardown(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      BTEST(test_unary_ops),    BTEST(test_binary_ops),      BTEST(test_reductions),
-      BTEST(test_fused_chains), BTEST(test_mixed_and_casts), BTEST(test_copy_keeps_bits),
+      BTEST(test_unary_ops),
+      BTEST(test_binary_ops),
+      BTEST(test_reductions),
+      BTEST(test_fused_chains),
+      BTEST(test_mixed_and_casts),
+      BTEST(test_copy_keeps_bits),
+      BTEST(test_long_chains_interleave),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
