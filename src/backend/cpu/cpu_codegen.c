@@ -47,17 +47,22 @@ typedef struct memo {
 } memo;
 
 /* Innermost loops with at least INTERLEAVE_MIN_OPS operations in their body
- * and a trip count that is a literal multiple of INTERLEAVE_STEP elements
- * ask the vectorizer for two vectors per iteration (loop metadata): such a
- * body is one long dependency chain per element (a bf16 node rounds its
- * result, a chain of integer operations after each arithmetic one), and a
- * single vector's chain left the core waiting on latencies (the bf16
- * tanh-GELU backward: 3.1 -> 2.3 ms for 2048 x 512 elements on Zen 5). Two
- * independent chains fill it. Short bodies gained nothing, and a trip count
- * that is not a multiple of two vectors would leave a longer scalar
- * remainder (the vectorized epilogue is off: cpu_jit.c). */
+ * and a trip count that is a literal multiple of the vectors it takes ask the
+ * vectorizer for several vectors per iteration (loop metadata): such a body
+ * is one long dependency chain per element (a bf16 node rounds its result, a
+ * chain of integer operations after each arithmetic one), and a single
+ * vector's chain left the core waiting on latencies. Independent chains fill
+ * it: the bf16 tanh-GELU backward (2048 x 512 elements, Zen 5, one thread)
+ * took 3.1 ms with one vector per iteration, 2.1 with two, 1.5-1.65 with
+ * four. Four where AVX-512's 32 vector registers hold them, else two (AVX2
+ * has 16). Short bodies gained nothing, and a trip count that is not a
+ * multiple of the vectors would leave a longer scalar remainder (the
+ * vectorized epilogue is off: cpu_jit.c). */
 #define INTERLEAVE_MIN_OPS 100
-#define INTERLEAVE_STEP 32 /* two vectors of 16 f32 lanes */
+#define INTERLEAVE_LANES 16 /* f32 lanes of a vector, at the widest */
+
+static int interleave_count(void) { return lt__cpu_isa()->avx512 ? 4 : 2; }
+
 #define MAX_TRACKED_LOOPS 64
 
 typedef struct kgen {
@@ -77,8 +82,8 @@ typedef struct kgen {
   lt_strbuf body, allocas;
   int nloops;
   /* per loop (below MAX_TRACKED_LOOPS): the SSA counter and loop count at its
-   * start, and whether its trip count is a literal multiple of
-   * INTERLEAVE_STEP (see loop_end_by) */
+   * start, and whether its trip count is a literal multiple of the
+   * interleaved vectors' lanes (see loop_end_by) */
   int loop_next[MAX_TRACKED_LOOPS], loop_inner[MAX_TRACKED_LOOPS];
   bool loop_whole[MAX_TRACKED_LOOPS];
   lt_strbuf meta; /* the loop metadata nodes the body refers to */
@@ -327,8 +332,8 @@ static irv loop_begin(kgen *k, irv lo, irv hi, int *id) {
     int64_t l, h;
     k->loop_next[*id] = k->ir.next;
     k->loop_inner[*id] = k->nloops;
-    k->loop_whole[*id] =
-        literal_int(lo, &l) && literal_int(hi, &h) && l == 0 && h > 0 && h % INTERLEAVE_STEP == 0;
+    k->loop_whole[*id] = literal_int(lo, &l) && literal_int(hi, &h) && l == 0 && h > 0 &&
+                         h % (INTERLEAVE_LANES * interleave_count()) == 0;
   }
   lt__sb_printf(&k->allocas, "  %%i%d = alloca i64\n", *id);
   lt__sb_printf(&k->body, "  store i64 %s, ptr %%i%d\n  br label %%L%d.c\nL%d.c:\n", lo.s, *id, *id,
@@ -351,8 +356,8 @@ static void loop_end_by(kgen *k, irv var, irv step, int id) {
     /* a distinct loop id per loop, numbered after the loop */
     lt__sb_printf(&k->body, ", !llvm.loop !%d", 2 * id);
     lt__sb_printf(&k->meta,
-                  "!%d = distinct !{!%d, !%d}\n!%d = !{!\"llvm.loop.interleave.count\", i32 2}\n",
-                  2 * id, 2 * id, 2 * id + 1, 2 * id + 1);
+                  "!%d = distinct !{!%d, !%d}\n!%d = !{!\"llvm.loop.interleave.count\", i32 %d}\n",
+                  2 * id, 2 * id, 2 * id + 1, 2 * id + 1, interleave_count());
   }
   lt__sb_printf(&k->body, "\nL%d.e:\n", id);
 }
