@@ -16,33 +16,27 @@ set -euo pipefail
 shared=$1 static=$2
 fail=0
 
-if readelf -d "$shared" | grep -i 'NEEDED.*libmpi'; then
-  echo "FAIL: $shared has libmpi as NEEDED"
-  fail=1
-fi
-if ldd "$shared" | grep -i 'libmpi'; then
-  echo "FAIL: $shared pulls libmpi in through another library"
-  fail=1
-fi
-mpi_undef=$(nm -D --undefined-only "$shared" | awk '{print $NF}' | grep -E '^(P?MPI_|ompi_|opal_)' || true)
-if [ -n "$mpi_undef" ]; then
-  echo "FAIL: $shared leaves MPI symbols to the loader (use the lt__mpi table): $mpi_undef"
-  fail=1
-fi
-
-if readelf -d "$shared" | grep -i 'NEEDED.*libopenblas'; then
-  echo "FAIL: $shared has libopenblas as NEEDED (load it at run time: cpu_openblas.c)"
-  fail=1
-fi
-if ldd "$shared" | grep -i 'libopenblas'; then
-  echo "FAIL: $shared pulls libopenblas in through another library"
-  fail=1
-fi
-blas_undef=$(nm -D --undefined-only "$shared" | awk '{print $NF}' | grep -E '^(cblas_|openblas_)' || true)
-if [ -n "$blas_undef" ]; then
-  echo "FAIL: $shared leaves OpenBLAS symbols to the loader (use lt__cpu_openblas): $blas_undef"
-  fail=1
-fi
+# not_linked LIB SYMBOLS HOW: $shared needs library LIB neither directly nor
+# through another library, and leaves no symbol matching SYMBOLS (an
+# extended regex) to the loader; HOW says what to use instead.
+not_linked() {
+  local lib=$1 symbols=$2 how=$3 undef
+  if readelf -d "$shared" | grep -i "NEEDED.*$lib"; then
+    echo "FAIL: $shared has $lib as NEEDED ($how)"
+    fail=1
+  fi
+  if ldd "$shared" | grep -i "$lib"; then
+    echo "FAIL: $shared pulls $lib in through another library"
+    fail=1
+  fi
+  undef=$(nm -D --undefined-only "$shared" | awk '{print $NF}' | grep -E "$symbols" || true)
+  if [ -n "$undef" ]; then
+    echo "FAIL: $shared leaves $lib symbols to the loader ($how): $undef"
+    fail=1
+  fi
+}
+not_linked libmpi '^(P?MPI_|ompi_|opal_)' 'use the lt__mpi table'
+not_linked libopenblas '^(cblas_|openblas_)' 'load it at run time: lt__cpu_openblas'
 
 # nm -g --defined-only: "address type name" (objects' headers have one field)
 unprefixed=$(nm -g --defined-only "$static" | awk 'NF == 3 {print $3}' |

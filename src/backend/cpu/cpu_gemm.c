@@ -74,20 +74,29 @@ typedef struct gemm_block {
   void *c;
 } gemm_block;
 
-/* f64 C = op(A) op(B) in plain loops: the products without OpenBLAS (it
- * could not be loaded: cpu_openblas.c). */
-static void dgemm_plain(const gemm_block *g) {
-  const double *a = g->a, *b = g->b;
-  double *c = g->c;
-  for (int64_t i = 0; i < g->n; i++)
-    for (int64_t j = 0; j < g->m; j++) {
-      double s = 0;
-      for (int64_t p = 0; p < g->k; p++)
-        s += (g->ta ? a[p * g->lda + i] : a[i * g->lda + p]) *
-             (g->tb ? b[j * g->ldb + p] : b[p * g->ldb + j]);
-      c[i * g->ldc + j] = s;
-    }
-}
+/* C = op(A) op(B) in plain loops, summing in the operands' type T. f32: as
+ * the library does, what a product falls back to when oneDNN fails (its
+ * packing buffers are its own allocations); slow, but it allocates nothing
+ * and cannot fail, so that no product can fail: an executable then may write
+ * a donated buffer before its products without copying the donor's value
+ * aside first (cpu_exec.c). f64: the products without OpenBLAS (it could not
+ * be loaded: cpu_openblas.c). */
+#define GEMM_PLAIN(name, T)                                      \
+  static void name(const gemm_block *g) {                        \
+    const T *a = g->a, *b = g->b;                                \
+    T *c = g->c;                                                 \
+    for (int64_t i = 0; i < g->n; i++)                           \
+      for (int64_t j = 0; j < g->m; j++) {                       \
+        T s = 0;                                                 \
+        for (int64_t p = 0; p < g->k; p++)                       \
+          s += (g->ta ? a[p * g->lda + i] : a[i * g->lda + p]) * \
+               (g->tb ? b[j * g->ldb + p] : b[p * g->ldb + j]);  \
+        c[i * g->ldc + j] = s;                                   \
+      }                                                          \
+  }
+GEMM_PLAIN(sgemm_plain, float)
+GEMM_PLAIN(dgemm_plain, double)
+#undef GEMM_PLAIN
 
 /* f64 C = op(A) op(B) by OpenBLAS's dgemm, else plain loops. */
 static void dgemm_any(const gemm_block *g) {
@@ -99,25 +108,6 @@ static void dgemm_any(const gemm_block *g) {
   ob->dgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans,
             (blasint)g->n, (blasint)g->m, (blasint)g->k, 1.0, g->a, (blasint)g->lda, g->b,
             (blasint)g->ldb, 0.0, g->c, (blasint)g->ldc);
-}
-
-/* C = op(A) op(B) in plain loops, summing in f32 as the library does: what
- * an f32 product falls back to when oneDNN fails (its packing buffers are
- * its own allocations). Slow, but it allocates nothing and cannot fail, so
- * that no product can fail: an executable then may write a donated buffer
- * before its products without copying the donor's value aside first
- * (cpu_exec.c). */
-static void sgemm_plain(const gemm_block *g) {
-  const float *a = g->a, *b = g->b;
-  float *c = g->c;
-  for (int64_t i = 0; i < g->n; i++)
-    for (int64_t j = 0; j < g->m; j++) {
-      float s = 0;
-      for (int64_t p = 0; p < g->k; p++)
-        s += (g->ta ? a[p * g->lda + i] : a[i * g->lda + p]) *
-             (g->tb ? b[j * g->ldb + p] : b[p * g->ldb + j]);
-      c[i * g->ldc + j] = s;
-    }
 }
 
 /* f32 C = op(A) op(B) by oneDNN's sgemm, else (it failed) plain loops. */
